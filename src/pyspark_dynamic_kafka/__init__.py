@@ -1,0 +1,1 @@
+"""pyspark-dynamic-kafka: read Kafka streams spread over many clusters from Spark."""

@@ -1,0 +1,1 @@
+"""Thin helpers over confluent-kafka: client configuration, offset listing, consumer pooling."""

@@ -1,0 +1,96 @@
+"""Client configuration: merging per-cluster and query-wide properties, and masking secrets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "FrozenProperties",
+    "is_secret_key",
+    "mask_properties",
+    "merge_client_properties",
+]
+
+_SECRET_MARKERS = ("password", "secret", "token", "sasl.jaas.config", "ssl.key.pem", "credentials")
+_MASK = "******"
+
+
+def is_secret_key(key: str) -> bool:
+    """Return whether a client property holds a secret that must never be logged or stored.
+
+    Parameters
+    ----------
+    key:
+        A librdkafka property name such as ``sasl.password``.
+    """
+    lowered = key.lower()
+    return any(marker in lowered for marker in _SECRET_MARKERS)
+
+
+def mask_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a copy of ``properties`` whose secret values are replaced by a mask."""
+    return {k: (_MASK if is_secret_key(k) else v) for k, v in properties.items()}
+
+
+class FrozenProperties(Mapping[str, str]):
+    """An immutable, hashable, picklable string mapping whose ``repr`` masks secrets.
+
+    Parameters
+    ----------
+    items:
+        The properties; keys and values are converted to ``str``.
+    """
+
+    __slots__ = ("_hash", "_items")
+
+    def __init__(self, items: Mapping[str, object] | None = None) -> None:
+        data = {str(k): str(v) for k, v in (items or {}).items()}
+        self._items: dict[str, str] = dict(sorted(data.items()))
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._items.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return dict(self._items) == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenProperties({mask_properties(self._items)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenProperties, (self._items,))
+
+    def to_dict(self) -> dict[str, str]:
+        """Return a plain, mutable copy (secrets included: only for building clients)."""
+        return dict(self._items)
+
+
+def merge_client_properties(
+    query_wide: Mapping[str, str], cluster: Mapping[str, str]
+) -> FrozenProperties:
+    """Merge query-wide ``kafka.*`` properties with a cluster's own; the cluster's win.
+
+    Parameters
+    ----------
+    query_wide:
+        Properties from the query's ``kafka.*`` options, prefix removed.
+    cluster:
+        Properties of one cluster from the metadata service.
+    """
+    merged: dict[str, str] = dict(query_wide)
+    merged.update(cluster)
+    return FrozenProperties(merged)

@@ -1,0 +1,1 @@
+"""Kafka metadata: the stream model and the services that resolve stream ids."""

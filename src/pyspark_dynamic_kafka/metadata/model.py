@@ -1,0 +1,111 @@
+"""The metadata model: a logical stream mapped to physical clusters and topics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark_dynamic_kafka.errors import MetadataValidationError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+
+__all__ = ["ClusterMetadata", "KafkaStream"]
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    """The part of a stream that lives on one Kafka cluster.
+
+    Parameters
+    ----------
+    topics:
+        Topic names of the stream on this cluster.
+    properties:
+        librdkafka client properties for the cluster; must contain ``bootstrap.servers``.
+        Secrets are masked in ``repr``.
+    """
+
+    topics: frozenset[str]
+    properties: Mapping[str, str] = field(default_factory=FrozenProperties)
+
+    def __post_init__(self) -> None:
+        topics = self.topics
+        if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
+            raise MetadataValidationError(
+                f"ClusterMetadata.topics must be a set of non-empty topic names, got {topics!r}"
+            )
+        object.__setattr__(self, "topics", frozenset(topics))
+        if not isinstance(self.properties, FrozenProperties):
+            object.__setattr__(self, "properties", FrozenProperties(self.properties))
+        if not self.properties.get("bootstrap.servers"):
+            raise MetadataValidationError(
+                "ClusterMetadata.properties must contain 'bootstrap.servers' "
+                "(the cluster's host:port list)"
+            )
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The cluster's ``bootstrap.servers`` property."""
+        return self.properties["bootstrap.servers"]
+
+
+class _FrozenClusters(Mapping[str, ClusterMetadata]):
+    """An immutable, hashable mapping of cluster id to :class:`ClusterMetadata`."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, ClusterMetadata]) -> None:
+        self._items = dict(sorted(items.items()))
+
+    def __getitem__(self, key: str) -> ClusterMetadata:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return dict(self._items) == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_FrozenClusters, (self._items,))
+
+
+@dataclass(frozen=True)
+class KafkaStream:
+    """A logical stream: an id and the clusters (with their topics) that carry it.
+
+    Parameters
+    ----------
+    stream_id:
+        The logical stream id, e.g. ``orders``.
+    clusters:
+        Cluster id to the stream's topics and the cluster's client properties.
+    """
+
+    stream_id: str
+    clusters: Mapping[str, ClusterMetadata]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stream_id, str) or not self.stream_id:
+            raise MetadataValidationError(
+                f"KafkaStream.stream_id must be a non-empty string, got {self.stream_id!r}"
+            )
+        for cluster_id, cluster in self.clusters.items():
+            if not isinstance(cluster, ClusterMetadata):
+                raise MetadataValidationError(
+                    f"stream {self.stream_id!r}: cluster {cluster_id!r} must be a "
+                    f"ClusterMetadata, got {type(cluster).__name__}"
+                )
+        if not isinstance(self.clusters, _FrozenClusters):
+            object.__setattr__(self, "clusters", _FrozenClusters(self.clusters))

@@ -1,0 +1,1 @@
+"""The Spark data source."""

@@ -1,0 +1,152 @@
+"""Consumers reused across tasks inside one Python worker, closed when idle or retired.
+
+Spark reuses Python worker processes between tasks, so a module-level pool lets consecutive
+micro-batches read with an already-connected consumer. A daemon thread closes consumers idle for
+longer than their timeout, so a cluster that left the metadata keeps no connection open even if
+the worker never runs another task.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException
+
+from pyspark_dynamic_kafka.errors import KafkaClientError
+
+__all__ = ["CONSUMER_DEFAULTS", "ConsumerPool", "consumer_config", "consumer_pool"]
+
+_log = logging.getLogger(__name__)
+
+#: Fetch settings tuned for throughput; a cluster's or the query's properties override them.
+CONSUMER_DEFAULTS: Mapping[str, str] = {
+    "fetch.min.bytes": "1",
+    "fetch.wait.max.ms": "100",
+    "fetch.max.bytes": "52428800",
+    "max.partition.fetch.bytes": "4194304",
+    "queued.min.messages": "200000",
+    "queued.max.messages.kbytes": "131072",
+    "socket.receive.buffer.bytes": "1048576",
+    "check.crcs": "false",
+}
+#: Settings the source needs and nobody overrides: it tracks offsets itself.
+_FORCED: Mapping[str, str] = {
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "enable.partition.eof": "true",
+    "auto.offset.reset": "error",
+}
+_DEFAULT_GROUP_ID = "spark-dynamic-kafka"
+
+
+def consumer_config(properties: Mapping[str, str]) -> dict[str, str]:
+    """The full consumer configuration for a cluster's merged properties."""
+    config = dict(CONSUMER_DEFAULTS)
+    config.update(properties)
+    config.update(_FORCED)
+    config.setdefault("group.id", _DEFAULT_GROUP_ID)
+    return config
+
+
+@dataclass
+class _Idle:
+    consumer: Any
+    cluster_id: str
+    key: tuple[str, Mapping[str, str]]
+    since: float
+    timeout_s: float
+
+
+class ConsumerPool:
+    """Idle consumers keyed by (cluster id, client properties)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Idle] = []
+        self._reaper: threading.Thread | None = None
+
+    def acquire(self, cluster_id: str, properties: Mapping[str, str]) -> Any:
+        """Return an idle consumer for this cluster and properties, or a new one."""
+        key = (cluster_id, properties)
+        with self._lock:
+            for i, entry in enumerate(self._idle):
+                if entry.key == key:
+                    del self._idle[i]
+                    return entry.consumer
+        try:
+            return Consumer(consumer_config(properties))
+        except KafkaException as exc:
+            raise KafkaClientError(
+                f"Cluster '{cluster_id}': could not create a consumer: {exc}. Check the "
+                "cluster's client properties in the metadata and the query's kafka.* options."
+            ) from None
+
+    def release(
+        self,
+        cluster_id: str,
+        properties: Mapping[str, str],
+        consumer: Any,
+        reusable: bool,
+        timeout_ms: int,
+    ) -> None:
+        """Give a consumer back; it is closed instead when not reusable or no caching is wanted."""
+        if not reusable or timeout_ms <= 0:
+            _close(consumer)
+            return
+        entry = _Idle(consumer, cluster_id, (cluster_id, properties), time.monotonic(), timeout_ms / 1000)
+        with self._lock:
+            self._idle.append(entry)
+            self._start_reaper()
+
+    def retire_clusters_except(self, live: frozenset[str]) -> None:
+        """Close idle consumers of clusters that are not in ``live``."""
+        self._close_where(lambda e: e.cluster_id not in live)
+
+    def close_all(self) -> None:
+        """Close every idle consumer."""
+        self._close_where(lambda e: True)
+
+    def idle_count(self) -> int:
+        """Number of idle consumers (for tests and diagnostics)."""
+        with self._lock:
+            return len(self._idle)
+
+    def _close_where(self, predicate: Any) -> None:
+        with self._lock:
+            doomed = [e for e in self._idle if predicate(e)]
+            self._idle = [e for e in self._idle if not predicate(e)]
+        for entry in doomed:
+            _close(entry.consumer)
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(
+                target=self._reap_forever, name="dynamic-kafka-consumer-reaper", daemon=True
+            )
+            self._reaper.start()
+
+    def _reap_forever(self) -> None:
+        while True:
+            time.sleep(0.5)
+            now = time.monotonic()
+            self._close_where(lambda e: now - e.since >= e.timeout_s)
+
+
+def _close(consumer: Any) -> None:
+    try:
+        consumer.close()
+    except (KafkaException, RuntimeError) as exc:
+        _log.debug("Ignoring error while closing a consumer: %s", exc)
+
+
+_POOL = ConsumerPool()
+
+
+def consumer_pool() -> ConsumerPool:
+    """The pool of this Python process."""
+    return _POOL

@@ -1,0 +1,210 @@
+"""Driver side: poll the metadata service, resolve the subscription, count discovery failures."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
+from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
+from pyspark_dynamic_kafka.source.options import SourceOptions
+
+__all__ = ["Assignment", "ClusterAssignment", "Discovery", "resolve_assignment"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClusterAssignment:
+    """What the query reads from one cluster.
+
+    Attributes
+    ----------
+    properties:
+        Client properties: the query's ``kafka.*`` merged under the cluster's own.
+    topics:
+        Topics of every subscribed stream on this cluster (each read once).
+    """
+
+    properties: FrozenProperties
+    topics: frozenset[str]
+
+
+#: cluster id -> what is read there
+Assignment = Mapping[str, ClusterAssignment]
+
+
+def resolve_assignment(
+    streams: Mapping[str, KafkaStream],
+    is_active: Callable[[str], bool],
+    kafka_properties: Mapping[str, str],
+) -> dict[str, ClusterAssignment]:
+    """Merge the subscribed streams into one assignment per active cluster.
+
+    A (cluster, topic) reachable through several streams is read once. When two streams give
+    one cluster different properties, the stream first in id order wins and a warning is logged.
+    """
+    topics: dict[str, set[str]] = {}
+    properties: dict[str, Mapping[str, str]] = {}
+    active: dict[str, bool] = {}
+    for stream_id in sorted(streams):
+        for cluster_id, cluster in streams[stream_id].clusters.items():
+            if cluster_id not in active:
+                active[cluster_id] = is_active(cluster_id)
+            if not active[cluster_id]:
+                continue
+            if cluster_id in properties and properties[cluster_id] != cluster.properties:
+                _log.warning(
+                    "Streams give cluster %r different client properties; using those of the "
+                    "first stream in id order (stream %r is ignored for properties).",
+                    cluster_id,
+                    stream_id,
+                )
+            properties.setdefault(cluster_id, cluster.properties)
+            topics.setdefault(cluster_id, set()).update(cluster.topics)
+    return {
+        cluster_id: ClusterAssignment(
+            merge_client_properties(kafka_properties, properties[cluster_id]),
+            frozenset(topics[cluster_id]),
+        )
+        for cluster_id in sorted(topics)
+        if topics[cluster_id]
+    }
+
+
+class Discovery:
+    """Re-reads metadata on the configured interval and keeps the last good snapshot.
+
+    Parameters
+    ----------
+    options:
+        Parsed source options.
+    clock:
+        Monotonic clock in seconds (tests may pass their own).
+    """
+
+    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic):
+        self._options = options
+        self._clock = clock
+        self._service: KafkaMetadataService | None = None
+        self._snapshot: dict[str, ClusterAssignment] | None = None
+        self._last_attempt: float | None = None
+        self._failures = 0
+
+    @property
+    def snapshot(self) -> Assignment | None:
+        """The last good assignment, if any."""
+        return self._snapshot
+
+    def service(self) -> KafkaMetadataService:
+        """The metadata service, created on first use."""
+        if self._service is None:
+            from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+
+            self._service = create_metadata_service(
+                self._options.metadata_service, self._options.metadata_options
+            )
+        return self._service
+
+    def _due(self) -> bool:
+        if self._snapshot is None or self._last_attempt is None:
+            return True
+        interval = self._options.discovery_interval_ms
+        if interval < 0:
+            return False
+        return (self._clock() - self._last_attempt) * 1000.0 >= interval
+
+    def current(self) -> Assignment:
+        """Return the assignment, re-reading metadata first when the interval has elapsed.
+
+        Raises
+        ------
+        MetadataError
+            When the first discovery fails, or failures exceed the threshold.
+        """
+        if self._due():
+            self._last_attempt = self._clock()
+            self._discover()
+        if self._snapshot is None:  # pragma: no cover - _discover raises instead
+            raise DiscoveryError("No metadata snapshot is available.")
+        return self._snapshot
+
+    def _discover(self) -> None:
+        first = self._snapshot is None
+        try:
+            snapshot = self._resolve(first)
+        except OptionsError:
+            raise
+        except MetadataError as exc:
+            self._on_failure(exc, first)
+            return
+        except Exception as exc:  # a user's service may raise anything
+            self._on_failure(exc, first)
+            return
+        if self._snapshot is not None and snapshot != self._snapshot:
+            _log.info(
+                "Metadata changed for %s: clusters %s -> %s",
+                self._options.subscription_description(),
+                sorted(self._snapshot),
+                sorted(snapshot),
+            )
+        self._snapshot = snapshot
+        self._failures = 0
+
+    def _on_failure(self, exc: BaseException, first: bool) -> None:
+        if first:
+            if isinstance(exc, MetadataError):
+                raise exc
+            raise MetadataError(f"Metadata discovery failed at query start: {exc}") from exc
+        self._failures += 1
+        threshold = self._options.discovery_failure_threshold
+        if self._failures > threshold:
+            raise DiscoveryError(
+                f"Metadata discovery failed {self._failures} times in a row (threshold "
+                f"metadataDiscoveryFailureThreshold={threshold}); last error: {exc}. Fix the "
+                "metadata service, then restart the query from its checkpoint."
+            ) from exc
+        _log.warning(
+            "Metadata discovery failed (%d of %d tolerated); keeping the last good metadata: %s",
+            self._failures,
+            threshold,
+            exc,
+        )
+
+    def _resolve(self, first: bool) -> dict[str, ClusterAssignment]:
+        service = self.service()
+        options = self._options
+        if options.stream_ids is not None:
+            streams = dict(service.describe_streams(options.stream_ids))
+            missing = [sid for sid in options.stream_ids if sid not in streams]
+            if missing and first:
+                known = sorted(s.stream_id for s in service.get_all_streams())
+                raise OptionsError(
+                    f"Option 'streamIds' names unknown stream id(s) {', '.join(missing)} "
+                    f"(value {','.join(options.stream_ids)!r}). Known stream ids: "
+                    f"{', '.join(known) or 'none'}."
+                )
+            if missing:
+                _log.warning(
+                    "Stream id(s) %s are no longer in the metadata; their clusters and topics "
+                    "are no longer read.",
+                    ", ".join(missing),
+                )
+        else:
+            pattern = options.stream_pattern
+            streams = {
+                s.stream_id: s
+                for s in service.get_all_streams()
+                if pattern is not None and pattern.search(s.stream_id)
+            }
+        return resolve_assignment(streams, service.is_cluster_active, options.kafka_properties)
+
+    def close(self) -> None:
+        """Close the metadata service."""
+        if self._service is not None:
+            self._service.close()
+            self._service = None

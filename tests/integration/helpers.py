@@ -1,0 +1,109 @@
+"""Helpers shared by the integration tests: metadata files, producing, running queries."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Producer
+
+Record = tuple[str, str, int, str]  # cluster, topic, partition, value
+
+
+def write_metadata(
+    path: Path,
+    clusters: Mapping[str, Any],
+    streams: Mapping[str, Sequence[tuple[str, Sequence[str]]]],
+    extra: Mapping[str, Mapping[str, str]] | None = None,
+) -> None:
+    """Write a metadata file atomically (temp + rename), as an operator's tool would."""
+    document = {
+        "clusters": {
+            name: {"bootstrap.servers": c.bootstrap_servers, **(extra or {}).get(name, {})}
+            for name, c in clusters.items()
+        },
+        "streams": {
+            sid: [{"cluster": cl, "topics": list(topics)} for cl, topics in entries]
+            for sid, entries in streams.items()
+        },
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(document))
+    os.replace(tmp, path)
+
+
+def produce(
+    bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1, key: str | None = None
+) -> list[tuple[str, int, str]]:
+    """Produce one record per value, round-robin over partitions, one record per batch.
+
+    Returns (topic, partition, value) for each record.
+    """
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    errors: list[str] = []
+    sent = []
+    for i, value in enumerate(values):
+        partition = i % partitions
+        producer.produce(
+            topic,
+            key=key or value,
+            value=value,
+            partition=partition,
+            on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
+        )
+        sent.append((topic, partition, value))
+    producer.flush(30)
+    assert not errors, errors
+    return sent
+
+
+def wait_until(
+    condition: Callable[[], bool], timeout: float = 90.0, what: str = "condition"
+) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def source_options(metadata_path: Path, **extra: str) -> dict[str, str]:
+    """Options of a file-backed dynamic_kafka source with fast discovery for tests."""
+    options = {
+        "metadataService": "file",
+        "metadataService.path": str(metadata_path),
+        "startingOffsets": "earliest",
+        "metadataDiscoveryIntervalMs": "0",
+        "kafkaConsumer.cacheTimeoutMs": "2000",
+    }
+    options.update(extra)
+    return options
+
+
+def rows(spark: Any, table: str) -> list[tuple[str, str, int, int, str]]:
+    """(cluster, topic, partition, offset, value) of every row in a memory-sink table."""
+    return [
+        (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
+        for r in spark.sql(f"select cluster, topic, partition, offset, value from {table}").collect()
+    ]
+
+
+def values_of(spark: Any, table: str) -> list[str]:
+    """The decoded values of a table (with duplicates)."""
+    return sorted(value for *_, value in rows(spark, table))
+
+
+def latest_offset_json(query: Any) -> dict[str, Any]:
+    """The end offset of the query's last progress (as JSON)."""
+    progress = query.lastProgress
+    if not progress:
+        return {}
+    end = progress["sources"][0]["endOffset"]
+    return json.loads(end) if isinstance(end, str) else end

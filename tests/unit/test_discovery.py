@@ -1,0 +1,174 @@
+"""Driver-side discovery: interval, failure threshold, subscription resolution."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pytest
+
+from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.source.discovery import Discovery
+from pyspark_dynamic_kafka.source.options import parse_options
+
+
+def _cluster(port: int, *topics: str, **props: str) -> ClusterMetadata:
+    return ClusterMetadata(frozenset(topics), {"bootstrap.servers": f"127.0.0.1:{port}", **props})
+
+
+class _Service:
+    """A scripted service: returns its streams, or raises when ``fail`` is set."""
+
+    def __init__(self, streams: Iterable[KafkaStream]) -> None:
+        self.streams = {s.stream_id: s for s in streams}
+        self.fail = False
+        self.inactive: set[str] = set()
+        self.calls = 0
+
+    def get_all_streams(self) -> frozenset[KafkaStream]:
+        self.calls += 1
+        if self.fail:
+            raise MetadataError("metadata file streams.yaml: syntax error")
+        return frozenset(self.streams.values())
+
+    def describe_streams(self, stream_ids: Iterable[str]) -> Mapping[str, KafkaStream]:
+        everything = {s.stream_id: s for s in self.get_all_streams()}
+        return {i: everything[i] for i in stream_ids if i in everything}
+
+    def is_cluster_active(self, cluster_id: str) -> bool:
+        return cluster_id not in self.inactive
+
+    def close(self) -> None:
+        pass
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _discovery(service: _Service, **options: str) -> tuple[Discovery, _Clock]:
+    parsed = parse_options({"metadataservice": "file", "metadataservice.path": "x", **options})
+    clock = _Clock()
+    discovery = Discovery(parsed, clock=clock)
+    discovery._service = service  # type: ignore[assignment]
+    return discovery, clock
+
+
+ORDERS = KafkaStream("orders", {"east": _cluster(1, "orders"), "west": _cluster(2, "orders")})
+PAYMENTS = KafkaStream("payments", {"east": _cluster(1, "payments-v1", "orders")})
+
+
+def test_streams_merge_per_cluster_and_topics_read_once() -> None:
+    discovery, _ = _discovery(_Service([ORDERS, PAYMENTS]), streamids="orders,payments")
+    assignment = discovery.current()
+    assert set(assignment) == {"east", "west"}
+    assert assignment["east"].topics == {"orders", "payments-v1"}
+    assert assignment["west"].topics == {"orders"}
+
+
+def test_kafka_options_merge_under_cluster_properties() -> None:
+    stream = KafkaStream("s", {"east": _cluster(1, "t", **{"client.id": "mine"})})
+    discovery, _ = _discovery(
+        _Service([stream]), streamids="s", **{"kafka.client.id": "q", "kafka.socket.nagle.disable": "true"}
+    )
+    props = discovery.current()["east"].properties
+    assert props["client.id"] == "mine"
+    assert props["socket.nagle.disable"] == "true"
+
+
+def test_pattern_selects_by_search() -> None:
+    discovery, _ = _discovery(_Service([ORDERS, PAYMENTS]), streampattern="^pay")
+    assert set(discovery.current()) == {"east"}
+    assert discovery.current()["east"].topics == {"payments-v1", "orders"}
+
+
+def test_inactive_clusters_are_not_read() -> None:
+    service = _Service([ORDERS])
+    service.inactive = {"west"}
+    discovery, _ = _discovery(service, streamids="orders")
+    assert set(discovery.current()) == {"east"}
+
+
+def test_unknown_stream_id_at_start_names_option_and_value() -> None:
+    discovery, _ = _discovery(_Service([ORDERS]), streamids="orders,refunds")
+    with pytest.raises(OptionsError) as info:
+        discovery.current()
+    assert "streamIds" in str(info.value) and "refunds" in str(info.value)
+    assert "orders" in str(info.value)
+
+
+def test_interval_controls_rediscovery() -> None:
+    service = _Service([ORDERS])
+    discovery, clock = _discovery(service, streamids="orders", metadatadiscoveryintervalms="1000")
+    discovery.current()
+    calls = service.calls
+    clock.now = 0.5
+    discovery.current()
+    assert service.calls == calls
+    clock.now = 1.0
+    discovery.current()
+    assert service.calls > calls
+
+
+def test_negative_interval_discovers_only_at_start() -> None:
+    service = _Service([ORDERS])
+    discovery, clock = _discovery(service, streamids="orders", metadatadiscoveryintervalms="-1")
+    discovery.current()
+    calls = service.calls
+    clock.now = 1e9
+    discovery.current()
+    assert service.calls == calls
+
+
+def test_first_failure_is_fatal() -> None:
+    service = _Service([ORDERS])
+    service.fail = True
+    discovery, _ = _discovery(service, streamids="orders")
+    with pytest.raises(MetadataError, match="syntax error"):
+        discovery.current()
+
+
+@pytest.mark.parametrize("threshold", [0, 1, 3])
+def test_failures_tolerated_up_to_threshold_and_reset_by_success(threshold: int) -> None:
+    service = _Service([ORDERS])
+    discovery, clock = _discovery(
+        service,
+        streamids="orders",
+        metadatadiscoveryintervalms="0",
+        metadatadiscoveryfailurethreshold=str(threshold),
+    )
+    good = discovery.current()
+    service.fail = True
+    for _ in range(threshold):
+        assert discovery.current() == good  # the last good snapshot, never "all removed"
+    service.fail = False
+    assert discovery.current() == good  # success resets the count
+    service.fail = True
+    for _ in range(threshold):
+        discovery.current()
+    with pytest.raises(DiscoveryError) as info:
+        discovery.current()
+    assert f"metadataDiscoveryFailureThreshold={threshold}" in str(info.value)
+    assert "syntax error" in str(info.value)
+
+
+def test_removed_stream_during_run_is_dropped_not_fatal() -> None:
+    service = _Service([ORDERS, PAYMENTS])
+    discovery, _ = _discovery(service, streamids="orders,payments", metadatadiscoveryintervalms="0")
+    assert set(discovery.current()) == {"east", "west"}
+    del service.streams["orders"]
+    assert set(discovery.current()) == {"east"}
+    assert discovery.current()["east"].topics == {"payments-v1", "orders"}
+
+
+def test_secret_never_in_repr_of_assignment() -> None:
+    stream = KafkaStream("s", {"east": _cluster(1, "t", **{"sasl.password": "s3cr3t-SENTINEL"})})
+    discovery, _ = _discovery(_Service([stream]), streamids="s")
+    assignment: Any = discovery.current()
+    assert "s3cr3t-SENTINEL" not in repr(assignment)
+    assert assignment["east"].properties["sasl.password"] == "s3cr3t-SENTINEL"

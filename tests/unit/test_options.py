@@ -1,0 +1,118 @@
+"""Option parsing: every error names the key and the value; keys match case-insensitively."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
+from pyspark_dynamic_kafka.source.offsets import EARLIEST, LATEST
+from pyspark_dynamic_kafka.source.options import OPTIONS, parse_options
+
+BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
+
+
+def test_defaults_and_lowercased_keys() -> None:
+    parsed = parse_options(BASE)
+    assert parsed.metadata_service == "file"
+    assert parsed.metadata_options == {"path": "/tmp/x.yaml"}
+    assert parsed.stream_ids == ("orders",)
+    assert parsed.stream_pattern is None
+    assert parsed.starting_offsets.default == LATEST
+    assert parsed.discovery_starting_offsets == "earliest"
+    assert parsed.discovery_interval_ms == 10000
+    assert parsed.discovery_failure_threshold == 1
+
+
+def test_camel_case_keys_work_too() -> None:
+    parsed = parse_options(
+        {
+            "metadataService": "file",
+            "metadataService.path": "/p.yaml",
+            "streamPattern": "^ord",
+            "startingOffsets": "earliest",
+            "metadataDiscoveryIntervalMs": "0",
+            "kafka.fetch.min.bytes": "10",
+        }
+    )
+    assert parsed.stream_pattern is not None and parsed.stream_pattern.search("orders")
+    assert parsed.starting_offsets.default == EARLIEST
+    assert parsed.discovery_interval_ms == 0
+    assert dict(parsed.kafka_properties) == {"fetch.min.bytes": "10"}
+
+
+def test_stream_ids_are_split_and_deduplicated() -> None:
+    parsed = parse_options({**BASE, "streamids": " orders, payments ,orders,"})
+    assert parsed.stream_ids == ("orders", "payments")
+
+
+def test_unknown_key_suggests_the_closest() -> None:
+    with pytest.raises(OptionsError) as info:
+        parse_options({**BASE, "startingoffset": "earliest"})
+    message = str(info.value)
+    assert "'startingoffset'" in message
+    assert "Did you mean 'startingOffsets'?" in message
+
+
+def test_both_stream_ids_and_pattern_rejected() -> None:
+    with pytest.raises(OptionsError) as info:
+        parse_options({**BASE, "streampattern": "^o"})
+    assert "streamIds='orders'" in str(info.value)
+    assert "streamPattern='^o'" in str(info.value)
+
+
+def test_neither_stream_ids_nor_pattern_rejected() -> None:
+    with pytest.raises(OptionsError, match="exactly one of 'streamIds' and 'streamPattern'"):
+        parse_options({"metadataservice": "file"})
+
+
+def test_missing_metadata_service() -> None:
+    with pytest.raises(OptionsError, match="'metadataService' is required"):
+        parse_options({"streamids": "a"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("metadatadiscoveryintervalms", "soon", "metadataDiscoveryIntervalMs"),
+        ("metadatadiscoveryfailurethreshold", "-1", "metadataDiscoveryFailureThreshold"),
+        ("discoverystartingoffsets", "middle", "discoveryStartingOffsets"),
+        ("streampattern", "(", "streamPattern"),
+    ],
+)
+def test_bad_values_name_key_and_value(key: str, value: str, needle: str) -> None:
+    options = {k: v for k, v in BASE.items() if k != "streamids"} | {"streamids": "a"}
+    if key == "streampattern":
+        options.pop("streamids")
+    options[key] = value
+    with pytest.raises(OptionsError) as info:
+        parse_options(options)
+    assert needle in str(info.value)
+    assert repr(value) in str(info.value)
+
+
+def test_bad_offsets_json_names_option_and_value() -> None:
+    with pytest.raises(OffsetsError) as info:
+        parse_options({**BASE, "startingoffsets": '{"east": {"orders": {"0": "x"}}}'})
+    assert "startingOffsets" in str(info.value)
+    assert "'x'" in str(info.value)
+    with pytest.raises(OffsetsError) as info:
+        parse_options({**BASE, "startingoffsets": "{not json"})
+    assert "{not json" in str(info.value)
+
+
+def test_offsets_json_parsed() -> None:
+    parsed = parse_options({**BASE, "startingoffsets": '{"east": {"orders": {"0": 23, "1": -2}}}'})
+    spec = parsed.starting_offsets
+    assert spec.specific == {("east", "orders", 0): 23, ("east", "orders", 1): EARLIEST}
+    assert spec.position(("east", "orders", 0), EARLIEST) == 23
+    assert spec.position(("east", "orders", 7), EARLIEST) == EARLIEST
+
+
+def test_forbidden_client_properties() -> None:
+    with pytest.raises(OptionsError, match=r"kafka\.enable\.auto\.commit"):
+        parse_options({**BASE, "kafka.enable.auto.commit": "true"})
+
+
+def test_every_option_is_documented() -> None:
+    for spec in OPTIONS.values():
+        assert spec.doc and spec.key[0].islower()

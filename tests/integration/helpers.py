@@ -91,7 +91,9 @@ def rows(spark: Any, table: str) -> list[tuple[str, str, int, int, str]]:
     """(cluster, topic, partition, offset, value) of every row in a memory-sink table."""
     return [
         (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
-        for r in spark.sql(f"select cluster, topic, partition, offset, value from {table}").collect()
+        for r in spark.sql(
+            f"select cluster, topic, partition, offset, value from {table}"
+        ).collect()
     ]
 
 

@@ -93,7 +93,10 @@ def test_killed_driver_restarts_exactly_once(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     process = subprocess.Popen(
-        [*app, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        [*app, "run"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     expected: list[str] = []

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.integration.helpers import (
     latest_offset_json,
     produce,

@@ -74,7 +74,9 @@ def test_streams_merge_per_cluster_and_topics_read_once() -> None:
 def test_kafka_options_merge_under_cluster_properties() -> None:
     stream = KafkaStream("s", {"east": _cluster(1, "t", **{"client.id": "mine"})})
     discovery, _ = _discovery(
-        _Service([stream]), streamids="s", **{"kafka.client.id": "q", "kafka.socket.nagle.disable": "true"}
+        _Service([stream]),
+        streamids="s",
+        **{"kafka.client.id": "q", "kafka.socket.nagle.disable": "true"},
     )
     props = discovery.current()["east"].properties
     assert props["client.id"] == "mine"
@@ -136,7 +138,7 @@ def test_first_failure_is_fatal() -> None:
 @pytest.mark.parametrize("threshold", [0, 1, 3])
 def test_failures_tolerated_up_to_threshold_and_reset_by_success(threshold: int) -> None:
     service = _Service([ORDERS])
-    discovery, clock = _discovery(
+    discovery, _clock = _discovery(
         service,
         streamids="orders",
         metadatadiscoveryintervalms="0",

@@ -33,7 +33,7 @@ def test_encoding_is_canonical_whatever_the_insertion_order() -> None:
 def test_decode_rejects_unknown_version_and_garbage() -> None:
     with pytest.raises(OffsetsError, match="version"):
         decode_offsets({"version": 99, "clusters": {}})
-    with pytest.raises(OffsetsError, match="partition .x. of east/t"):
+    with pytest.raises(OffsetsError, match=r"partition .x. of east/t"):
         decode_offsets({"version": 1, "clusters": {"east": {"t": {"x": 1}}}})
 
 

@@ -7,7 +7,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not re-exported
+    AdminClient,
+    OffsetSpec,
+)
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 
@@ -34,7 +37,7 @@ _CONSUMER_ONLY_PREFIXES = (
 )
 
 
-def _admin_config(properties: Mapping[str, str]) -> dict[str, str]:
+def _admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
     return {
         k: v
         for k, v in properties.items()
@@ -74,7 +77,7 @@ class ClusterAdmin:
         )
 
     def list_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        """Return the partitions of each existing topic among ``topics``; missing topics are absent."""
+        """Return the partitions of each existing topic among ``topics``; others are absent."""
         wanted = set(topics)
         try:
             metadata = self._admin().list_topics(timeout=self.timeout_s)
@@ -101,7 +104,11 @@ class ClusterAdmin:
         wanted = list(partitions)
         if not wanted:
             return {}
-        offset_spec = OffsetSpec.earliest() if spec == "earliest" else OffsetSpec.latest()
+        offset_spec = (
+            OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            if spec == "earliest"
+            else OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        )
         request = {TopicPartition(t, p): offset_spec for t, p in wanted}
         level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         try:

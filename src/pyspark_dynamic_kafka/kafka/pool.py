@@ -98,7 +98,9 @@ class ConsumerPool:
         if not reusable or timeout_ms <= 0:
             _close(consumer)
             return
-        entry = _Idle(consumer, cluster_id, (cluster_id, properties), time.monotonic(), timeout_ms / 1000)
+        entry = _Idle(
+            consumer, cluster_id, (cluster_id, properties), time.monotonic(), timeout_ms / 1000
+        )
         with self._lock:
             self._idle.append(entry)
             self._start_reaper()
@@ -133,8 +135,11 @@ class ConsumerPool:
     def _reap_forever(self) -> None:
         while True:
             time.sleep(0.5)
-            now = time.monotonic()
-            self._close_where(lambda e: now - e.since >= e.timeout_s)
+            self._close_where(_expired)
+
+
+def _expired(entry: _Idle) -> bool:
+    return time.monotonic() - entry.since >= entry.timeout_s
 
 
 def _close(consumer: Any) -> None:

@@ -1,1 +1,49 @@
-"""Kafka metadata: the stream model and the services that resolve stream ids."""
+"""Kafka metadata: the stream model and the services that resolve stream ids.
+
+- :mod:`~pyspark_dynamic_kafka.metadata.model`: :class:`KafkaStream`, :class:`ClusterMetadata`.
+- :mod:`~pyspark_dynamic_kafka.metadata.service`: the :class:`KafkaMetadataService` protocol.
+- :mod:`~pyspark_dynamic_kafka.metadata.document`: the metadata document format (pure).
+- :mod:`~pyspark_dynamic_kafka.metadata.file`: :class:`FileMetadataService` and file I/O.
+- :mod:`~pyspark_dynamic_kafka.metadata.memory`: :class:`InMemoryMetadataService`.
+- :mod:`~pyspark_dynamic_kafka.metadata.single_cluster`: :class:`SingleClusterMetadataService`.
+- :mod:`~pyspark_dynamic_kafka.metadata.factory`: :func:`create_metadata_service`.
+"""
+
+from pyspark_dynamic_kafka.metadata.document import (
+    ParsedMetadata,
+    StartingPosition,
+    dump_metadata_document,
+    parse_metadata_document,
+    validate_metadata_document,
+)
+from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+from pyspark_dynamic_kafka.metadata.file import (
+    FileMetadataService,
+    load_metadata_file,
+    read_metadata_document,
+    validate_metadata_file,
+    write_metadata_file,
+)
+from pyspark_dynamic_kafka.metadata.memory import InMemoryMetadataService
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
+from pyspark_dynamic_kafka.metadata.single_cluster import SingleClusterMetadataService
+
+__all__ = [
+    "ClusterMetadata",
+    "FileMetadataService",
+    "InMemoryMetadataService",
+    "KafkaMetadataService",
+    "KafkaStream",
+    "ParsedMetadata",
+    "SingleClusterMetadataService",
+    "StartingPosition",
+    "create_metadata_service",
+    "dump_metadata_document",
+    "load_metadata_file",
+    "parse_metadata_document",
+    "read_metadata_document",
+    "validate_metadata_document",
+    "validate_metadata_file",
+    "write_metadata_file",
+]

@@ -102,6 +102,11 @@ class KafkaStream:
                 f"KafkaStream.stream_id must be a non-empty string, got {self.stream_id!r}"
             )
         for cluster_id, cluster in self.clusters.items():
+            if not isinstance(cluster_id, str) or not cluster_id:
+                raise MetadataValidationError(
+                    f"stream {self.stream_id!r}: cluster ids must be non-empty strings, "
+                    f"got {cluster_id!r}"
+                )
             if not isinstance(cluster, ClusterMetadata):
                 raise MetadataValidationError(
                     f"stream {self.stream_id!r}: cluster {cluster_id!r} must be a "

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
+from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.source.options import SourceOptions
@@ -103,8 +104,6 @@ class Discovery:
     def service(self) -> KafkaMetadataService:
         """The metadata service, created on first use."""
         if self._service is None:
-            from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
-
             self._service = create_metadata_service(
                 self._options.metadata_service, self._options.metadata_options
             )

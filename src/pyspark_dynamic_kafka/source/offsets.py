@@ -49,9 +49,7 @@ def encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
     return {"version": OFFSET_VERSION, "clusters": clusters}
 
 
-def _nested_positions(
-    clusters: object, where: str
-) -> dict[PartitionKey, int]:
+def _nested_positions(clusters: object, where: str) -> dict[PartitionKey, int]:
     if not isinstance(clusters, Mapping):
         raise OffsetsError(f"{where}: expected an object of cluster ids, got {clusters!r}")
     result: dict[PartitionKey, int] = {}
@@ -63,8 +61,7 @@ def _nested_positions(
         for topic, partitions in topics.items():
             if not isinstance(partitions, Mapping):
                 raise OffsetsError(
-                    f"{where}: {cluster}/{topic} must map partitions to offsets, "
-                    f"got {partitions!r}"
+                    f"{where}: {cluster}/{topic} must map partitions to offsets, got {partitions!r}"
                 )
             for partition, offset in partitions.items():
                 try:
@@ -94,7 +91,7 @@ def decode_offsets(offset: Mapping[str, Any]) -> dict[PartitionKey, int]:
     if version != OFFSET_VERSION:
         raise OffsetsError(
             f"Checkpointed offset has version {version!r}; this release reads version "
-            f"{OFFSET_VERSION}. Use the release that wrote the checkpoint or start a new checkpoint."
+            f"{OFFSET_VERSION}. Use the release that wrote the checkpoint, or a new checkpoint."
         )
     positions = _nested_positions(offset.get("clusters", {}), "checkpointed offset")
     negative = [key for key, value in positions.items() if value < 0]
@@ -130,7 +127,7 @@ class StartingOffsets:
         return {(cluster, topic) for cluster, topic, _ in self.specific}
 
     def position(self, key: PartitionKey, fallback: int) -> int:
-        """The spec for one partition: a named offset, else the default (or ``fallback`` for JSON)."""
+        """One partition's spec: its named offset, else the default (``fallback`` for JSON)."""
         if key in self.specific:
             return self.specific[key]
         return fallback if self.explicit_json else self.default

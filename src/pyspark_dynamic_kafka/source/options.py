@@ -283,9 +283,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if (stream_ids is None) == (pattern is None):
         given = [k for k in ("streamIds", "streamPattern") if k.lower() in declared]
         shown = ", ".join(f"{k}={declared[k.lower()]!r}" for k in given) or "neither"
-        raise OptionsError(
-            f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown})."
-        )
+        raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
     for forbidden in ("auto.offset.reset", "enable.auto.commit"):
         if forbidden in {k.lower() for k in kafka}:
             raise OptionsError(

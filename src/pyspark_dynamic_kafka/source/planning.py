@@ -136,7 +136,5 @@ def plan_tasks(
     tasks = []
     for chunk in bins:
         clusters = {r.cluster for r in chunk}
-        tasks.append(
-            ReadTask(tuple(chunk), {c: properties[c] for c in sorted(clusters)}, settings)
-        )
+        tasks.append(ReadTask(tuple(chunk), {c: properties[c] for c in sorted(clusters)}, settings))
     return tasks

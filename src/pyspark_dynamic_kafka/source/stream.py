@@ -97,7 +97,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         """Resolve ``startingOffsets`` to concrete offsets (cached: Spark may ask twice)."""
         if self._initial is None:
             spec = self._options.starting_offsets
-            fallback = EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
+            fallback = (
+                EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
+            )
             positions: dict[PartitionKey, int] = {}
             assignment = self._assignment()
             for cluster_id, cluster in assignment.items():
@@ -119,7 +121,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return self._initial
 
     @staticmethod
-    def _earliest_for(admin: ClusterAdmin, wanted: Mapping[PartitionKey, int]) -> dict[tuple[str, int], int]:
+    def _earliest_for(
+        admin: ClusterAdmin, wanted: Mapping[PartitionKey, int]
+    ) -> dict[tuple[str, int], int]:
         need = [(t, p) for (_, t, p), position in wanted.items() if position == EARLIEST]
         return admin.list_offsets(need, "earliest") if need else {}
 
@@ -154,10 +158,16 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             }
             try:
                 latest, admin = self._list(cluster_id, cluster)
-                new = {(cluster_id, t, p): fallback for t, p in latest if (cluster_id, t, p) not in previous}
+                new = {
+                    (cluster_id, t, p): fallback
+                    for t, p in latest
+                    if (cluster_id, t, p) not in previous
+                }
                 earliest = self._earliest_for(admin, new)
             except KafkaClientError as exc:
-                _log.warning("Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc)
+                _log.warning(
+                    "Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc
+                )
                 end.update(carried)
                 continue
             end.update(carried)  # partitions not listed now (topic deleted) keep their offsets

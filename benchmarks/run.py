@@ -1,0 +1,274 @@
+"""Throughput and CPU of ``dynamic_kafka`` against raw confluent-kafka consumers, in one run.
+
+Same embedded broker, same data (default 1M records of 100 bytes in 4 partitions):
+
+* raw rows/s: two consumer processes (2 partitions each) with tuned fetch settings, started
+  together; rows/s = records / wall time until both are done.
+* raw CPU: one consumer loop touching key, value, offset and timestamp; CPU µs per record.
+* dynamic_kafka: a streaming query (noop sink, ``processAllAvailable``) on a warmed-up local[2]
+  SparkSession; rows/s over the query's wall time and CPU µs per record of the whole Spark
+  process tree (JVM, Python workers, driver).
+* peak memory of the Python workers (VmHWM) during the query.
+
+Prints the ratios against the targets (>= 0.9x raw rows/s, <= 2x raw CPU per record).
+Run with ``make bench``; options: ``--records N --size B``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from confluent_kafka import Consumer, TopicPartition
+from pyspark_dynamic_kafka.testing import start_clusters
+
+from pyspark_dynamic_kafka.kafka.pool import CONSUMER_DEFAULTS
+
+PARTITIONS = 4
+TOPIC = "bench"
+
+
+def _tuned(bootstrap: str) -> dict[str, Any]:
+    config: dict[str, Any] = dict(CONSUMER_DEFAULTS)
+    config.update(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-raw",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    return config
+
+
+def _raw_consume(bootstrap: str, partitions: list[int], ends: dict[int, int], out: Any) -> None:
+    """Read [0, end) of each partition; touch key, value, offset, timestamp; report count/CPU."""
+    start_cpu = resource.getrusage(resource.RUSAGE_SELF)
+    consumer = Consumer(_tuned(bootstrap))
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in partitions])
+    remaining = {p for p in partitions if ends[p] > 0}
+    count = 0
+    touched = 0
+    while remaining:
+        for m in consumer.consume(num_messages=10000, timeout=0.5):
+            if m.error() is not None:
+                continue
+            key, value, offset, (_, ts) = m.key(), m.value(), m.offset(), m.timestamp()
+            touched += len(value) + (len(key) if key else 0) + (ts & 1)
+            count += 1
+            if offset + 1 >= ends[m.partition()]:
+                remaining.discard(m.partition())
+    consumer.close()
+    end_cpu = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (end_cpu.ru_utime - start_cpu.ru_utime) + (end_cpu.ru_stime - start_cpu.ru_stime)
+    out.put((count, cpu, touched))
+
+
+def _watermarks(bootstrap: str) -> dict[int, int]:
+    consumer = Consumer(_tuned(bootstrap))
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10)[1]
+        for p in range(PARTITIONS)
+    }
+    consumer.close()
+    return ends
+
+
+def raw_throughput(bootstrap: str, ends: dict[int, int]) -> float:
+    """rows/s of two consumer processes reading two partitions each."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    halves = [list(range(PARTITIONS))[0::2], list(range(PARTITIONS))[1::2]]
+    procs = [ctx.Process(target=_raw_consume, args=(bootstrap, h, ends, out)) for h in halves]
+    started = time.perf_counter()
+    for p in procs:
+        p.start()
+    results = [out.get() for _ in procs]
+    elapsed = time.perf_counter() - started
+    for p in procs:
+        p.join()
+    return sum(r[0] for r in results) / elapsed
+
+
+def raw_cpu_per_record(bootstrap: str, ends: dict[int, int]) -> float:
+    """CPU µs per record of one consumer loop reading every partition."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_raw_consume, args=(bootstrap, list(range(PARTITIONS)), ends, out))
+    proc.start()
+    count, cpu, _ = out.get()
+    proc.join()
+    return cpu / count * 1e6
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        for child in children.get(current, []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in [pid, *_descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
+    return total
+
+
+def _python_workers(pid: int) -> list[int]:
+    workers = []
+    for p in _descendants(pid):
+        try:
+            cmdline = Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"pyspark.daemon" in cmdline or b"python" in cmdline.split(b"\0")[0]:
+            workers.append(p)
+    return workers
+
+
+def _peak_rss_mb(pids: list[int]) -> float:
+    peak = 0
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+        except OSError:
+            continue
+    return peak / 1024
+
+
+def _reset_peaks(pids: list[int]) -> None:
+    for p in pids:
+        try:
+            Path(f"/proc/{p}/clear_refs").write_text("5")
+        except OSError:
+            continue
+
+
+def spark_run(spark: Any, metadata: Path) -> tuple[int, float]:
+    """Run the noop query once; return (rows, seconds)."""
+    query = (
+        spark.readStream.format("dynamic_kafka")
+        .option("metadataService", "file")
+        .option("metadataService.path", str(metadata))
+        .option("streamIds", TOPIC)
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.format("noop")
+        .start()
+    )
+    started = time.perf_counter()
+    query.processAllAvailable()
+    elapsed = time.perf_counter() - started
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    query.stop()
+    return rows, elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    args = parser.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    with start_clusters(["bench"]) as clusters:
+        cluster = clusters["bench"]
+        bootstrap = cluster.bootstrap_servers
+        cluster.create_topic(TOPIC, partitions=PARTITIONS)
+        cluster.create_topic("warmup", partitions=PARTITIONS)
+        t0 = time.perf_counter()
+        cluster.produce_bulk(TOPIC, args.records, value_size=args.size, partitions=PARTITIONS)
+        cluster.produce_bulk("warmup", 4000, value_size=args.size, partitions=PARTITIONS)
+        load_s = time.perf_counter() - t0
+        ends = _watermarks(bootstrap)
+        total = sum(ends.values())
+        print(
+            f"loaded {total} records of {args.size} B in {PARTITIONS} partitions in {load_s:.1f} s"
+        )
+
+        workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        metadata = workdir / "streams.yaml"
+        metadata.write_text(
+            f"clusters:\n  bench:\n    bootstrap.servers: '{bootstrap}'\n"
+            f"streams:\n  {TOPIC}:\n    - cluster: bench\n      topics: [{TOPIC}]\n"
+            f"  warmup:\n    - cluster: bench\n      topics: [warmup]\n"
+        )
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.ui.enabled", "false")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        warm = (
+            spark.readStream.format("dynamic_kafka")
+            .option("metadataService", "file")
+            .option("metadataService.path", str(metadata))
+            .option("streamIds", "warmup")
+            .option("startingOffsets", "earliest")
+            .load()
+            .writeStream.format("noop")
+            .start()
+        )
+        warm.processAllAvailable()
+        warm.stop()
+
+        raw_rps = raw_throughput(bootstrap, ends)
+        raw_cpu = raw_cpu_per_record(bootstrap, ends)
+
+        me = os.getpid()
+        _reset_peaks(_python_workers(me))
+        cpu_before = _tree_cpu_seconds(me)
+        rows, seconds = spark_run(spark, metadata)
+        cpu_after = _tree_cpu_seconds(me)
+        peak = _peak_rss_mb(_python_workers(me))
+        spark.stop()
+
+    if rows != total:
+        raise SystemExit(f"dynamic_kafka read {rows} rows, expected {total}")
+    dk_rps = rows / seconds
+    dk_cpu = (cpu_after - cpu_before) / rows * 1e6
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(f"raw confluent-kafka, 2 processes: {raw_rps:,.0f} rows/s")
+    print(f"raw confluent-kafka, 1 loop:      {raw_cpu:.2f} CPU us/record")
+    print(f"dynamic_kafka (noop sink):         {dk_rps:,.0f} rows/s, {dk_cpu:.2f} CPU us/record")
+    print(f"peak RSS of a Python worker:       {peak:.0f} MiB")
+    print(f"throughput ratio: {dk_rps / raw_rps:.2f}x raw (target >= 0.9x)")
+    print(f"CPU ratio:        {dk_cpu / raw_cpu:.2f}x raw (target <= 2x)")
+
+
+if __name__ == "__main__":
+    main()

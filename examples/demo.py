@@ -1,0 +1,221 @@
+"""The main job, end to end on two embedded clusters: a live migration of stream ``orders``.
+
+1. Start two local Kafka-protocol clusters, ``east`` and ``west``, and write a metadata file
+   mapping stream ``orders`` to ``east``.
+2. A producer writes numbered JSON events to whichever cluster currently owns ``orders``.
+3. A Spark pipeline reads ``orders`` with format ``dynamic_kafka``, parses the JSON, writes the
+   events to a checkpointed Parquet sink and prints per-cluster counts per micro-batch.
+4. Mid-run, ``orders`` is migrated: the file first maps it to east+west, the producer moves to
+   west, and once east is drained the file maps it to west only.
+5. A summary: records per cluster, lost, duplicated, and seconds from the metadata change to the
+   first record read from ``west``.
+
+Run with ``make demo``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Producer
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark_dynamic_kafka.testing import start_clusters
+
+PARTITIONS = 3
+RATE_PER_SECOND = 200
+RUN_BEFORE_MIGRATION_S = 12
+RUN_AFTER_MIGRATION_S = 12
+
+
+def write_metadata(path: Path, clusters: dict[str, Any], owners: list[str]) -> None:
+    """Map stream ``orders`` to topic ``orders`` on ``owners``; rewrite the file atomically."""
+    document = {
+        "clusters": {n: {"bootstrap.servers": c.bootstrap_servers} for n, c in clusters.items()},
+        "streams": {"orders": [{"cluster": o, "topics": ["orders"]} for o in owners]},
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(document, sort_keys=False))
+    os.replace(tmp, path)
+
+
+class EventProducer(threading.Thread):
+    """Writes events ``{"id": n, "produced_at": t}`` to the cluster named by ``target``."""
+
+    def __init__(self, clusters: dict[str, Any]) -> None:
+        super().__init__(daemon=True)
+        self.producers = {
+            name: Producer(
+                {
+                    "bootstrap.servers": c.bootstrap_servers,
+                    "linger.ms": 0,
+                    "batch.num.messages": 1,
+                    "enable.idempotence": True,
+                }
+            )
+            for name, c in clusters.items()
+        }
+        self.target = "east"
+        self.sent: dict[str, int] = {name: 0 for name in clusters}
+        self.next_id = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def move_to(self, cluster: str) -> None:
+        """Flush the current cluster, then send every further event to ``cluster``."""
+        with self._lock:
+            self.producers[self.target].flush(30)
+            self.target = cluster
+
+    def run(self) -> None:
+        interval = 1.0 / RATE_PER_SECOND
+        while not self._stop.is_set():
+            with self._lock:
+                target = self.target
+                event = {"id": self.next_id, "produced_at": time.time()}
+                self.producers[target].produce(
+                    "orders",
+                    key=str(self.next_id),
+                    value=json.dumps(event),
+                    partition=self.next_id % PARTITIONS,
+                    on_delivery=self._delivered,
+                )
+                self.producers[target].poll(0)
+                self.sent[target] += 1
+                self.next_id += 1
+            time.sleep(interval)
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join()
+        for producer in self.producers.values():
+            producer.flush(30)
+
+
+def pipeline(spark: SparkSession, metadata: Path, checkpoint: Path, output: Path) -> Any:
+    """dynamic_kafka -> parse JSON -> Parquet (checkpointed) + per-cluster counts per batch."""
+    events: DataFrame = (
+        spark.readStream.format("dynamic_kafka")
+        .option("metadataService", "file")
+        .option("metadataService.path", str(metadata))
+        .option("streamIds", "orders")
+        .option("startingOffsets", "earliest")
+        .option("metadataDiscoveryIntervalMs", "1000")
+        .load()
+        .select(
+            F.col("cluster"),
+            F.col("partition"),
+            F.col("offset"),
+            F.get_json_object(F.col("value").cast("string"), "$.id").cast("long").alias("id"),
+            F.current_timestamp().alias("read_at"),
+        )
+    )
+
+    def sink(batch: DataFrame, batch_id: int) -> None:
+        # One directory per micro-batch, overwritten on replay: the output stays exactly-once.
+        batch.persist()
+        batch.write.mode("overwrite").parquet(str(output / f"batch={batch_id}"))
+        counts = {r["cluster"]: r["count"] for r in batch.groupBy("cluster").count().collect()}
+        batch.unpersist()
+        if counts:
+            print(f"  micro-batch {batch_id}: {dict(sorted(counts.items()))}", flush=True)
+
+    return (
+        events.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING)
+    workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-demo-"))
+    metadata = workdir / "streams.yaml"
+    output = workdir / "events"
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("dynamic-kafka-demo")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        with start_clusters(["east", "west"]) as clusters:
+            for cluster in clusters.values():
+                cluster.create_topic("orders", partitions=PARTITIONS)
+            write_metadata(metadata, clusters, ["east"])
+            print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
+            print(f"metadata: {metadata} (orders -> east)")
+
+            producer = EventProducer(clusters)
+            producer.start()
+            query = pipeline(spark, metadata, workdir / "checkpoint", output)
+            time.sleep(RUN_BEFORE_MIGRATION_S)
+
+            print("migrating orders: east -> east+west, producer -> west")
+            write_metadata(metadata, clusters, ["east", "west"])
+            changed_at = time.time()
+            producer.move_to("west")
+            time.sleep(RUN_AFTER_MIGRATION_S / 2)
+            query.processAllAvailable()  # east is drained: nothing more is produced there
+            print("migrating orders: east+west -> west")
+            write_metadata(metadata, clusters, ["west"])
+            time.sleep(RUN_AFTER_MIGRATION_S / 2)
+
+            producer.stop()
+            query.processAllAvailable()
+            query.stop()
+            return summarize(spark, output, producer, changed_at)
+    finally:
+        spark.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def summarize(spark: SparkSession, output: Path, producer: EventProducer, changed_at: float) -> int:
+    """Print the summary and return the exit code (0 when nothing was lost or duplicated)."""
+    events = spark.read.parquet(str(output))
+    per_cluster = {r["cluster"]: r["count"] for r in events.groupBy("cluster").count().collect()}
+    ids = [r["id"] for r in events.select("id").collect()]
+    produced = producer.next_id
+    lost = produced - len(set(ids) & set(range(produced)))
+    duplicated = len(ids) - len(set(ids))
+    first_west = events.where("cluster = 'west'").agg(F.min("read_at")).first()[0]
+    lag = (first_west.timestamp() - changed_at) if first_west is not None else float("nan")
+    print()
+    print("summary")
+    print(f"  produced:            {produced} ({producer.sent})")
+    print(f"  read per cluster:    {dict(sorted(per_cluster.items()))}")
+    print(f"  lost:                {lost}")
+    print(f"  duplicated:          {duplicated}")
+    print(f"  metadata change -> first record from west: {lag:.2f} s")
+    if producer.errors:
+        print(f"  producer errors:     {producer.errors[:3]}")
+    ok = lost == 0 and duplicated == 0 and not producer.errors
+    print("  result:              " + ("OK" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

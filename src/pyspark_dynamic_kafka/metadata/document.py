@@ -1,0 +1,602 @@
+"""The metadata document (``clusters`` + ``streams``): parse, validate and dump it, without I/O.
+
+The document is what a metadata file holds once decoded from YAML or JSON::
+
+    clusters:
+      east:
+        bootstrap.servers: 127.0.0.1:19092
+        # any other client property: security.protocol, sasl.mechanism, sasl.password, ...
+      west:
+        bootstrap.servers: 127.0.0.1:29092
+    streams:
+      orders:
+        - cluster: east
+          topics: [orders]
+      payments:
+        - cluster: east
+          topics: [payments-v1, payments-v2]
+        - cluster: west
+          topics: [payments]
+
+Rules:
+
+- ``clusters`` and ``streams`` are both required; no other top-level key is allowed.
+- ``clusters`` maps a cluster id to its client properties. ``bootstrap.servers`` is required.
+  Values are strings, numbers or booleans; numbers and booleans become strings (``true``,
+  ``false``). A cluster is *active* iff it is listed here.
+- ``streams`` maps a stream id to a list of entries. Each entry has ``cluster`` (a cluster listed
+  under ``clusters``), ``topics`` (a list of Kafka topic names) and optionally
+  ``startingOffsets`` (``earliest``, ``latest`` or ``{timestamp: <epoch ms>}``; validated and
+  kept, reserved for a later feature).
+- Two entries of one stream naming the same cluster are **merged** (their topics are united); they
+  may not give different ``startingOffsets``. An empty ``topics`` list or an empty list of entries
+  is allowed (the stream then reads nothing there).
+
+The functions here are pure so that the file service, an HTTP service and a command-line
+``validate`` can share them. Error messages never contain the value of a secret property (see
+:func:`~pyspark_dynamic_kafka.kafka.config.is_secret_key`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pyspark_dynamic_kafka.errors import MetadataValidationError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+
+__all__ = [
+    "ENTRY_KEYS",
+    "TOP_LEVEL_KEYS",
+    "ParsedMetadata",
+    "StartingPosition",
+    "dump_metadata_document",
+    "format_problems",
+    "parse_metadata_document",
+    "redact",
+    "validate_metadata_document",
+]
+
+#: Keys allowed at the top level of a metadata document.
+TOP_LEVEL_KEYS: tuple[str, ...] = ("clusters", "streams")
+#: Keys allowed in one entry of a stream.
+ENTRY_KEYS: tuple[str, ...] = ("cluster", "topics", "startingOffsets")
+
+_BOOTSTRAP = "bootstrap.servers"
+_MASK = "******"
+_MIN_REDACTED_LENGTH = 3
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}\Z")
+_MAX_SHOWN = 80
+
+
+@dataclass(frozen=True)
+class StartingPosition:
+    """Where one stream entry starts reading: ``earliest``, ``latest`` or a timestamp.
+
+    Reserved for a later feature: the file format validates and keeps it, the source does not use
+    it yet.
+
+    Parameters
+    ----------
+    kind:
+        ``"earliest"``, ``"latest"`` or ``"timestamp"``.
+    timestamp_ms:
+        Epoch milliseconds; set iff ``kind`` is ``"timestamp"``.
+    """
+
+    kind: Literal["earliest", "latest", "timestamp"]
+    timestamp_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("earliest", "latest", "timestamp"):
+            raise MetadataValidationError(
+                f"StartingPosition.kind must be 'earliest', 'latest' or 'timestamp', "
+                f"got {self.kind!r}"
+            )
+        if (self.kind == "timestamp") != (self.timestamp_ms is not None):
+            raise MetadataValidationError(
+                "StartingPosition.timestamp_ms must be set exactly when kind is 'timestamp', "
+                f"got kind={self.kind!r}, timestamp_ms={self.timestamp_ms!r}"
+            )
+
+    def to_document(self) -> str | dict[str, int]:
+        """Return the value as written in a metadata document."""
+        if self.timestamp_ms is not None:
+            return {"timestamp": self.timestamp_ms}
+        return self.kind
+
+
+@dataclass(frozen=True)
+class ParsedMetadata:
+    """A validated metadata document.
+
+    Not hashable (it holds dictionaries); compare with ``==``. ``repr`` masks secrets.
+
+    Parameters
+    ----------
+    clusters:
+        Every active cluster id (those listed under ``clusters``) to its client properties.
+    streams:
+        Stream id to stream; each stream's cluster properties are those of ``clusters``.
+    starting_offsets:
+        ``(stream id, cluster id)`` to the entry's ``startingOffsets``, when given.
+    """
+
+    clusters: Mapping[str, Mapping[str, str]]
+    streams: Mapping[str, KafkaStream]
+    starting_offsets: Mapping[tuple[str, str], StartingPosition] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "clusters", {cid: FrozenProperties(p) for cid, p in self.clusters.items()}
+        )
+        object.__setattr__(self, "streams", dict(self.streams))
+        object.__setattr__(self, "starting_offsets", dict(self.starting_offsets))
+
+    @property
+    def active_clusters(self) -> frozenset[str]:
+        """The ids of the active clusters (those listed under ``clusters``)."""
+        return frozenset(self.clusters)
+
+
+class _Problems:
+    """Collects ``path: message`` problems in document order."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path or '(top level)'}: {message}")
+
+
+def _key_path(parent: str, key: object) -> str:
+    text = key if isinstance(key, str) else str(key)
+    if _PLAIN_KEY.match(text):
+        return f"{parent}.{text}" if parent else text
+    return f"{parent}[{json.dumps(text)}]"
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value else "an empty string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a value of type {type(value).__name__}"
+
+
+def _shown(value: object, secret: bool = False) -> str:
+    """Describe ``value`` for a message: its kind, plus the value itself for plain scalars."""
+    kind = _kind(value)
+    if secret or value is None or value == "" or not isinstance(value, str | int | float):
+        return kind
+    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    if len(text) > _MAX_SHOWN:
+        text = text[: _MAX_SHOWN - 3] + "..."
+    return f"{kind} {text}"
+
+
+def _suggestion(key: object, allowed: Iterable[str]) -> str:
+    options = list(allowed)
+    lowered = {o.lower(): o for o in options}
+    close = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.6)
+    return f" Did you mean '{lowered[close[0]]}'?" if close else ""
+
+
+def _scalar_text(value: object) -> str | None:
+    """Return a property value as a string, or ``None`` when it is not a scalar."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return None
+
+
+def _collect_secrets(value: object, out: set[str]) -> None:
+    """Collect the scalar values stored directly under a secret key, anywhere in ``value``."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_key(key):
+                text = _scalar_text(item)
+                if text is not None:
+                    out.add(text)
+                    out.add(str(item))
+            else:
+                _collect_secrets(item, out)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect_secrets(item, out)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each secret value in ``text`` with a mask.
+
+    Values shorter than three characters are left alone (they would mangle the text without
+    protecting anything).
+    """
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if len(secret) >= _MIN_REDACTED_LENGTH:
+            text = text.replace(secret, _MASK)
+    return text
+
+
+def _check_id(key: object, path: str, what: str, problems: _Problems) -> bool:
+    if not isinstance(key, str):
+        problems.add(
+            path,
+            f"a {what} must be a string, got {_shown(key)}; quote it in the file (e.g. '{key}').",
+        )
+        return False
+    if not key.strip():
+        problems.add(path, f"a {what} must not be empty or blank; give it a name.")
+        return False
+    if key != key.strip():
+        problems.add(path, f"{what} {key!r} has leading or trailing spaces; remove them.")
+        return False
+    return True
+
+
+def _parse_properties(value: object, path: str, problems: _Problems) -> dict[str, str] | None:
+    if not isinstance(value, Mapping):
+        problems.add(
+            path,
+            f"must be a mapping of client properties (at least '{_BOOTSTRAP}: host:port'), "
+            f"got {_shown(value)}.",
+        )
+        return None
+    result: dict[str, str] = {}
+    valid = True
+    for key, item in value.items():
+        key_path = _key_path(path, key)
+        if not isinstance(key, str) or not key.strip():
+            problems.add(
+                key_path,
+                f"a client property name must be a non-empty string, got {_shown(key)}.",
+            )
+            valid = False
+            continue
+        text = _scalar_text(item)
+        if text is None:
+            problems.add(
+                key_path,
+                "a client property value must be a string, number or boolean, got "
+                f"{_shown(item, secret=is_secret_key(key))}; write it as a single value "
+                "(quote it if needed).",
+            )
+            valid = False
+            continue
+        result[key] = text
+    if _BOOTSTRAP not in value:
+        problems.add(
+            path,
+            f"missing required property '{_BOOTSTRAP}'; add '{_BOOTSTRAP}: host:port[,host:port]' "
+            "for this cluster.",
+        )
+        valid = False
+    elif _BOOTSTRAP in result and not result[_BOOTSTRAP].strip():
+        problems.add(
+            _key_path(path, _BOOTSTRAP),
+            "must not be empty; set it to the cluster's host:port[,host:port] list.",
+        )
+        valid = False
+    return result if valid else None
+
+
+def _parse_clusters(
+    value: object, problems: _Problems
+) -> tuple[dict[str, dict[str, str] | None], bool]:
+    """Return cluster id to properties (``None`` when invalid) and whether ids can be checked."""
+    if not isinstance(value, Mapping):
+        problems.add(
+            "clusters",
+            f"must be a mapping of cluster id to client properties, got {_shown(value)}.",
+        )
+        return {}, False
+    result: dict[str, dict[str, str] | None] = {}
+    for cluster_id, properties in value.items():
+        path = _key_path("clusters", cluster_id)
+        valid_id = _check_id(cluster_id, path, "cluster id", problems)
+        parsed = _parse_properties(properties, path, problems)
+        if valid_id:
+            result[str(cluster_id)] = parsed
+    return result, True
+
+
+def _parse_topics(value: object, path: str, problems: _Problems) -> set[str] | None:
+    if isinstance(value, str):
+        problems.add(
+            path,
+            f"must be a list of topic names, got {_shown(value)}; write it as [{value}].",
+        )
+        return None
+    if not isinstance(value, list | tuple):
+        problems.add(path, f"must be a list of topic names, got {_shown(value)}.")
+        return None
+    topics: set[str] = set()
+    valid = True
+    for index, topic in enumerate(value):
+        topic_path = f"{path}[{index}]"
+        if not isinstance(topic, str) or not topic:
+            problems.add(
+                topic_path, f"a topic name must be a non-empty string, got {_shown(topic)}."
+            )
+            valid = False
+        elif not _TOPIC_NAME.match(topic) or topic in (".", ".."):
+            problems.add(
+                topic_path,
+                f"invalid topic name {topic!r}: Kafka topic names use only letters, digits, "
+                "'.', '_' and '-' (at most 249 characters); fix the name.",
+            )
+            valid = False
+        else:
+            topics.add(topic)
+    return topics if valid else None
+
+
+def _parse_starting(value: object, path: str, problems: _Problems) -> StartingPosition | None:
+    expected = "must be 'earliest', 'latest' or a mapping {timestamp: <epoch milliseconds>}"
+    if value in ("earliest", "latest"):
+        return StartingPosition("earliest" if value == "earliest" else "latest")
+    if isinstance(value, Mapping):
+        keys = list(value)
+        if keys != ["timestamp"]:
+            shown = ", ".join(repr(str(k)) for k in keys) or "none"
+            problems.add(path, f"{expected}; got a mapping with key(s) {shown}.")
+            return None
+        timestamp = value["timestamp"]
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+            problems.add(
+                _key_path(path, "timestamp"),
+                f"must be a non-negative integer (epoch milliseconds), got {_shown(timestamp)}.",
+            )
+            return None
+        return StartingPosition("timestamp", timestamp)
+    problems.add(path, f"{expected}; got {_shown(value)}.")
+    return None
+
+
+class _StreamBuilder:
+    """Merges the entries of one stream by cluster."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, set[str]] = {}
+        self.starting: dict[str, tuple[StartingPosition, str]] = {}
+
+
+def _parse_entry(
+    entry: object,
+    path: str,
+    clusters: Mapping[str, object] | None,
+    builder: _StreamBuilder,
+    problems: _Problems,
+) -> None:
+    if not isinstance(entry, Mapping):
+        problems.add(
+            path, f"must be a mapping with keys 'cluster' and 'topics', got {_shown(entry)}."
+        )
+        return
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            problems.add(
+                _key_path(path, key),
+                f"unknown key {str(key)!r}.{_suggestion(key, ENTRY_KEYS)} Allowed keys in a "
+                f"stream entry: {', '.join(ENTRY_KEYS)}.",
+            )
+    cluster_id: str | None = None
+    if "cluster" not in entry:
+        problems.add(
+            path, "missing required key 'cluster' (the id of a cluster listed under 'clusters')."
+        )
+    else:
+        raw = entry["cluster"]
+        cluster_path = _key_path(path, "cluster")
+        if not isinstance(raw, str) or not raw.strip():
+            problems.add(
+                cluster_path,
+                f"must be the id of a cluster listed under 'clusters', got {_shown(raw)}.",
+            )
+        elif clusters is not None and raw not in clusters:
+            known = ", ".join(repr(c) for c in clusters) or "none"
+            problems.add(
+                cluster_path,
+                f"unknown cluster {raw!r}: it is not listed under 'clusters' (known: {known})."
+                f"{_suggestion(raw, clusters)} Add it under 'clusters' or fix the name.",
+            )
+        else:
+            cluster_id = raw
+    topics: set[str] | None = None
+    if "topics" not in entry:
+        problems.add(path, "missing required key 'topics' (a list of topic names).")
+    else:
+        topics = _parse_topics(entry["topics"], _key_path(path, "topics"), problems)
+    starting: StartingPosition | None = None
+    if "startingOffsets" in entry:
+        starting_path = _key_path(path, "startingOffsets")
+        starting = _parse_starting(entry["startingOffsets"], starting_path, problems)
+        if starting is not None and cluster_id is not None:
+            previous = builder.starting.get(cluster_id)
+            if previous is not None and previous[0] != starting:
+                problems.add(
+                    starting_path,
+                    f"conflicts with {previous[1]} for the same cluster {cluster_id!r}: entries "
+                    "for one cluster are merged, so give startingOffsets once.",
+                )
+            else:
+                builder.starting[cluster_id] = (starting, starting_path)
+    if cluster_id is not None and topics is not None:
+        builder.topics.setdefault(cluster_id, set()).update(topics)
+
+
+def _parse_streams(
+    value: object, clusters: Mapping[str, object] | None, problems: _Problems
+) -> dict[str, _StreamBuilder]:
+    if not isinstance(value, Mapping):
+        problems.add(
+            "streams",
+            f"must be a mapping of stream id to a list of entries, got {_shown(value)}.",
+        )
+        return {}
+    result: dict[str, _StreamBuilder] = {}
+    for stream_id, entries in value.items():
+        path = _key_path("streams", stream_id)
+        valid_id = _check_id(stream_id, path, "stream id", problems)
+        builder = _StreamBuilder()
+        if not isinstance(entries, list | tuple):
+            problems.add(
+                path,
+                "must be a list of entries (each with 'cluster' and 'topics'), got "
+                f"{_shown(entries)}; start each entry with '- cluster: ...'.",
+            )
+            continue
+        for index, entry in enumerate(entries):
+            _parse_entry(entry, f"{path}[{index}]", clusters, builder, problems)
+        if valid_id:
+            result[str(stream_id)] = builder
+    return result
+
+
+def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
+    problems = _Problems()
+    if data is None:
+        problems.add(
+            "", "the document is empty; it must be a mapping with keys 'clusters' and 'streams'."
+        )
+        return None, problems.items
+    if not isinstance(data, Mapping):
+        problems.add(
+            "",
+            f"must be a mapping with keys 'clusters' and 'streams', got {_shown(data)}.",
+        )
+        return None, problems.items
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            problems.add(
+                _key_path("", key),
+                f"unknown top-level key {str(key)!r}.{_suggestion(key, TOP_LEVEL_KEYS)} "
+                f"Allowed keys: {', '.join(TOP_LEVEL_KEYS)}.",
+            )
+    clusters: dict[str, dict[str, str] | None] = {}
+    checkable = False
+    if "clusters" not in data:
+        problems.add(
+            "",
+            "missing required key 'clusters' (cluster id to client properties; "
+            "use 'clusters: {}' for none).",
+        )
+    else:
+        clusters, checkable = _parse_clusters(data["clusters"], problems)
+    builders: dict[str, _StreamBuilder] = {}
+    if "streams" not in data:
+        problems.add(
+            "",
+            "missing required key 'streams' (stream id to a list of entries; "
+            "use 'streams: {}' for none).",
+        )
+    else:
+        builders = _parse_streams(data["streams"], clusters if checkable else None, problems)
+    secrets: set[str] = set()
+    _collect_secrets(data, secrets)
+    messages = [redact(item, secrets) for item in problems.items]
+    if messages:
+        return None, messages
+    properties = {cid: FrozenProperties(p or {}) for cid, p in clusters.items()}
+    streams = {
+        stream_id: KafkaStream(
+            stream_id,
+            {
+                cid: ClusterMetadata(frozenset(topics), properties[cid])
+                for cid, topics in builder.topics.items()
+            },
+        )
+        for stream_id, builder in builders.items()
+    }
+    starting = {
+        (stream_id, cid): position
+        for stream_id, builder in builders.items()
+        for cid, (position, _path) in builder.starting.items()
+    }
+    return ParsedMetadata(properties, streams, starting), []
+
+
+def format_problems(source: str, problems: list[str]) -> str:
+    """Join ``path: message`` problems into one error message naming ``source``."""
+    if len(problems) == 1:
+        return f"Invalid metadata in {source}: {problems[0]}"
+    lines = "\n".join(f"  - {p}" for p in problems)
+    return f"Invalid metadata in {source} ({len(problems)} problems):\n{lines}"
+
+
+def validate_metadata_document(data: object, source: str) -> list[str]:
+    """Return every problem of a decoded metadata document, as ``path: message`` strings.
+
+    Parameters
+    ----------
+    data:
+        The decoded document (what ``yaml.safe_load`` or ``json.loads`` returned).
+    source:
+        Where the document comes from (a file path or URL); unused in the problems themselves,
+        which :func:`format_problems` prefixes with it.
+
+    Returns
+    -------
+    list[str]
+        Empty when the document is valid. Paths look like ``streams.payments[1].cluster``.
+    """
+    del source  # the problems are relative to the document; callers add the source
+    return _parse(data)[1]
+
+
+def parse_metadata_document(data: object, source: str) -> ParsedMetadata:
+    """Validate a decoded metadata document and return its streams and active clusters.
+
+    Parameters
+    ----------
+    data:
+        The decoded document (what ``yaml.safe_load`` or ``json.loads`` returned).
+    source:
+        Where the document comes from (a file path or URL), named in the error message.
+
+    Raises
+    ------
+    MetadataValidationError
+        Listing every problem, each with its path inside the document.
+    """
+    parsed, problems = _parse(data)
+    if parsed is None:
+        raise MetadataValidationError(format_problems(source, problems))
+    return parsed
+
+
+def dump_metadata_document(parsed: ParsedMetadata) -> dict[str, Any]:
+    """Return the document of ``parsed``: ``parse_metadata_document`` of it gives it back.
+
+    Secrets are included: the result is meant to be written to the metadata file, never logged.
+    Each stream gets one entry per cluster (merged entries stay merged), topics sorted.
+    """
+    clusters = {cid: dict(properties) for cid, properties in parsed.clusters.items()}
+    streams: dict[str, list[dict[str, Any]]] = {}
+    for stream_id, stream in parsed.streams.items():
+        entries: list[dict[str, Any]] = []
+        for cluster_id, cluster in stream.clusters.items():
+            entry: dict[str, Any] = {"cluster": cluster_id, "topics": sorted(cluster.topics)}
+            position = parsed.starting_offsets.get((stream_id, cluster_id))
+            if position is not None:
+                entry["startingOffsets"] = position.to_document()
+            entries.append(entry)
+        streams[stream_id] = entries
+    return {"clusters": clusters, "streams": streams}

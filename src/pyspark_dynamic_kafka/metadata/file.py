@@ -1,0 +1,337 @@
+"""Metadata from a YAML or JSON file, re-read at every call.
+
+The format is described in :mod:`pyspark_dynamic_kafka.metadata.document`. ``.yaml`` and ``.yml``
+files are YAML, ``.json`` files JSON; other extensions are refused. Duplicate keys in one mapping
+are a syntax error (YAML merge keys ``<<`` may still be overridden). Syntax errors name the line
+and column but never quote the file's text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Hashable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
+from pyspark_dynamic_kafka.kafka.config import is_secret_key
+from pyspark_dynamic_kafka.metadata.document import (
+    ParsedMetadata,
+    dump_metadata_document,
+    parse_metadata_document,
+    redact,
+    validate_metadata_document,
+)
+from pyspark_dynamic_kafka.metadata.model import KafkaStream
+
+__all__ = [
+    "SUPPORTED_EXTENSIONS",
+    "FileMetadataService",
+    "ParsedMetadata",
+    "dump_metadata_document",
+    "load_metadata_file",
+    "metadata_file_format",
+    "parse_metadata_document",
+    "read_metadata_document",
+    "validate_metadata_document",
+    "validate_metadata_file",
+    "write_metadata_file",
+]
+
+#: File extension (lowercase) to format.
+SUPPORTED_EXTENSIONS: Mapping[str, str] = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
+_PAIR = re.compile(
+    r"""["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,}\]\n#]+)"""
+)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses duplicate keys in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        seen: set[object] = set()
+        for key_node, _value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(key)
+        result[key] = value
+    return result
+
+
+def _secrets_in_text(text: str) -> set[str]:
+    secrets: set[str] = set()
+    for match in _PAIR.finditer(text):
+        key, value = match.group(1), match.group(2).strip()
+        if not is_secret_key(key):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        secrets.add(value)
+    return secrets
+
+
+def metadata_file_format(path: str | os.PathLike[str]) -> str:
+    """Return ``"yaml"`` or ``"json"`` from the file's extension.
+
+    Raises
+    ------
+    MetadataError
+        For any other extension.
+    """
+    suffix = Path(path).suffix.lower()
+    fmt = SUPPORTED_EXTENSIONS.get(suffix)
+    if fmt is None:
+        shown = repr(suffix) if suffix else "no extension"
+        raise MetadataError(
+            f"Metadata file {os.fspath(path)} has {shown}: name it *.yaml or *.yml (YAML) or "
+            "*.json (JSON)."
+        )
+    return fmt
+
+
+def _decode(text: str, fmt: str, source: str) -> object:
+    try:
+        if fmt == "json":
+            return json.loads(text, object_pairs_hook=_unique_pairs)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except json.JSONDecodeError as exc:
+        message = (
+            f"Metadata file {source}: JSON syntax error at line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}. Fix the file."
+        )
+    except _DuplicateKeyError as exc:
+        message = (
+            f"Metadata file {source}: JSON error: duplicate key {exc.key!r} in one object; "
+            "keep only one."
+        )
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        problem = exc.problem or "invalid YAML"
+        context = f" ({exc.context})" if exc.context else ""
+        message = (
+            f"Metadata file {source}: YAML syntax error at {where}: {problem}{context}. "
+            "Fix the file."
+        )
+    except yaml.YAMLError as exc:
+        message = f"Metadata file {source}: invalid YAML: {exc}. Fix the file."
+    raise MetadataValidationError(redact(message, _secrets_in_text(text)))
+
+
+def read_metadata_document(path: str | os.PathLike[str]) -> object:
+    """Read and decode a metadata file, without validating its content.
+
+    Raises
+    ------
+    MetadataError
+        When the file is missing or unreadable, or has an unsupported extension.
+    MetadataValidationError
+        When it is empty, not UTF-8, or has a syntax error (line and column given).
+    """
+    source = os.fspath(path)
+    fmt = metadata_file_format(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise MetadataError(
+            f"Metadata file {source} does not exist: create it or fix the path."
+        ) from None
+    except OSError as exc:
+        raise MetadataError(
+            f"Metadata file {source} cannot be read: {exc.strerror or exc}. Check the path and "
+            "its permissions."
+        ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MetadataValidationError(
+            f"Metadata file {source} is not valid UTF-8 (byte {exc.start}): save it as UTF-8."
+        ) from None
+    if not text.strip():
+        raise MetadataValidationError(
+            f"Metadata file {source} is empty: it must hold 'clusters' and 'streams' (if it is "
+            "being rewritten, write it atomically: temp file + rename)."
+        )
+    return _decode(text, fmt, source)
+
+
+def load_metadata_file(path: str | os.PathLike[str]) -> ParsedMetadata:
+    """Read, decode and validate a metadata file.
+
+    Raises
+    ------
+    MetadataError
+        When the file cannot be read.
+    MetadataValidationError
+        When its syntax or content is invalid; every content problem is listed.
+    """
+    data = read_metadata_document(path)
+    if data is None:
+        raise MetadataValidationError(
+            f"Metadata file {os.fspath(path)} is empty (only comments): it must hold 'clusters' "
+            "and 'streams'."
+        )
+    return parse_metadata_document(data, os.fspath(path))
+
+
+def validate_metadata_file(path: str | os.PathLike[str]) -> list[str]:
+    """Return every problem of a metadata file; an empty list when it is valid.
+
+    A file that cannot be read or decoded gives a single problem (the error message); otherwise
+    each problem is ``path-inside-the-document: message``.
+    """
+    try:
+        data = read_metadata_document(path)
+    except MetadataError as exc:
+        return [str(exc)]
+    return validate_metadata_document(data, os.fspath(path))
+
+
+def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) -> None:
+    """Write ``parsed`` to ``path`` atomically (temp file in the same directory + rename).
+
+    The format follows the extension. An existing file's permission bits are kept; a new file is
+    readable by its owner only (it may hold secrets). Comments of an existing file are not kept.
+
+    Raises
+    ------
+    MetadataValidationError
+        When ``parsed`` is inconsistent (e.g. a stream names a cluster missing from ``clusters``);
+        nothing is written.
+    MetadataError
+        When the file cannot be written.
+    """
+    source = os.fspath(path)
+    fmt = metadata_file_format(path)
+    document = dump_metadata_document(parsed)
+    parse_metadata_document(document, source)  # never write a file the service would refuse
+    if fmt == "json":
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = yaml.safe_dump(
+            document, sort_keys=False, default_flow_style=False, allow_unicode=True
+        )
+    target = Path(path)
+    directory = target.parent
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise MetadataError(
+            f"Cannot write metadata file {source}: {exc.strerror or exc}. Check that the "
+            "directory exists and is writable."
+        ) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp_name, stat.S_IMODE(os.stat(target).st_mode))
+        os.replace(tmp_name, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise MetadataError(
+            f"Cannot write metadata file {source}: {exc.strerror or exc}. The previous file, if "
+            "any, is unchanged."
+        ) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist the rename (best effort: not every platform can open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FileMetadataService:
+    """A metadata service backed by a YAML or JSON file that is re-read at every call.
+
+    A cluster is active iff it is listed under ``clusters``. An invalid or half-written file
+    raises :class:`~pyspark_dynamic_kafka.errors.MetadataValidationError`, never an empty answer.
+
+    Parameters
+    ----------
+    path:
+        The metadata file; its extension (``.yaml``, ``.yml`` or ``.json``) selects the format.
+
+    Raises
+    ------
+    MetadataError
+        When the extension is not supported (the file itself is only read when asked).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        metadata_file_format(path)
+        self._path = Path(path)
+
+    @property
+    def path(self) -> Path:
+        """The metadata file."""
+        return self._path
+
+    def load(self) -> ParsedMetadata:
+        """Read and validate the file now."""
+        return load_metadata_file(self._path)
+
+    def get_all_streams(self) -> frozenset[KafkaStream]:
+        """Return every stream of the file."""
+        return frozenset(self.load().streams.values())
+
+    def describe_streams(self, stream_ids: Iterable[str]) -> Mapping[str, KafkaStream]:
+        """Return the streams of the file among ``stream_ids``; unknown ids are absent."""
+        streams = self.load().streams
+        return {sid: streams[sid] for sid in stream_ids if sid in streams}
+
+    def is_cluster_active(self, cluster_id: str) -> bool:
+        """Return whether ``cluster_id`` is listed under ``clusters`` in the file."""
+        return cluster_id in self.load().clusters
+
+    def close(self) -> None:
+        """Nothing to release: the file is opened and closed at each read."""
+
+    def __repr__(self) -> str:
+        return f"FileMetadataService({os.fspath(self._path)!r})"

@@ -28,9 +28,9 @@ from typing import Any
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from confluent_kafka import Consumer, TopicPartition
-from pyspark_dynamic_kafka.testing import start_clusters
 
 from pyspark_dynamic_kafka.kafka.pool import CONSUMER_DEFAULTS
+from pyspark_dynamic_kafka.testing import start_clusters
 
 PARTITIONS = 4
 TOPIC = "bench"

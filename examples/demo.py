@@ -33,6 +33,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
 from pyspark_dynamic_kafka.testing import start_clusters
 
 PARTITIONS = 3

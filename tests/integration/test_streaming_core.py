@@ -267,7 +267,7 @@ def test_bad_options_name_key_and_value(spark: Any, tmp_path: Path) -> None:
         load(streamIds="orders", startingOffset="earliest")
     with pytest.raises(Exception, match=r"streamIds='orders'.*streamPattern='\^o'"):
         load(streamIds="orders", streamPattern="^o")
-    with pytest.raises(Exception, match=r"startingOffsets.*\{bad"):
+    with pytest.raises(Exception, match=r"'\{bad' for option 'startingOffsets'"):
         load(streamIds="orders", startingOffsets="{bad")
 
     query = load(streamIds="orders,refunds").writeStream.format("memory").queryName("bad").start()

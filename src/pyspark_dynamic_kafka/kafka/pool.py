@@ -24,7 +24,10 @@ __all__ = ["CONSUMER_DEFAULTS", "ConsumerPool", "consumer_config", "consumer_poo
 _log = logging.getLogger(__name__)
 
 #: Fetch settings tuned for throughput; a cluster's or the query's properties override them.
+#: ``isolation.level`` is Kafka's (and Spark's) default, not librdkafka's ``read_committed``: the
+#: driver lists offsets with the same level, so a range never waits for an open transaction.
 CONSUMER_DEFAULTS: Mapping[str, str] = {
+    "isolation.level": "read_uncommitted",
     "fetch.min.bytes": "1",
     "fetch.wait.max.ms": "100",
     "fetch.max.bytes": "52428800",

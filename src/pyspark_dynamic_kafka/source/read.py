@@ -53,7 +53,11 @@ def _read_cluster(
     pending = {(r.topic, r.partition): r for r in ranges if r.size > 0}
     if not pending:
         return
-    consumer.assign([TopicPartition(t, p, r.start) for (t, p), r in pending.items()])
+    assignment = [TopicPartition(t, p, r.start) for (t, p), r in pending.items()]
+    consumer.assign(assignment)
+    # librdkafka keeps a partition's pause flag across unassign()/assign(): a pooled consumer
+    # that paused this partition at the end of an earlier range would never fetch it again.
+    consumer.resume(assignment)
     builder = BatchBuilder(cluster_id)
     deadline_s = settings.poll_timeout_ms / 1000.0
     last_progress = time.monotonic()

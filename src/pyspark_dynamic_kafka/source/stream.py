@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
@@ -37,7 +38,7 @@ def _read_committed(properties: Mapping[str, str]) -> bool:
     return properties.get("isolation.level", "").lower() == "read_committed"
 
 
-class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """Reads the subscribed streams micro-batch by micro-batch.
 
     On the driver it keeps the metadata discovery and one admin client per cluster (created
@@ -55,6 +56,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         self._admins: dict[str, ClusterAdmin] = {}
         self._initial: dict[str, Any] | None = None
         self._latest: dict[str, Any] | None = None
+        self._target: dict[PartitionKey, int] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_options": self._options}
@@ -93,24 +95,58 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return latest, admin
 
     # ----------------------------------------------------------------- driver: offsets
+    def _available(
+        self, previous: Mapping[PartitionKey, int], position_of_new: Callable[[PartitionKey], int]
+    ) -> dict[PartitionKey, int]:
+        """The next offset up to which every assigned partition can be read now.
+
+        Partitions of ``previous`` keep their offset when their cluster cannot be listed now or
+        their topic is not listed (deleted); a partition seen for the first time enters at its
+        starting position (``position_of_new``: -2 earliest, -1 latest, or an offset), so its
+        first range is exact and checkpointed before any of its records is read. Clusters and
+        topics that left the metadata leave the result.
+        """
+        end: dict[PartitionKey, int] = {}
+        for cluster_id, cluster in self._assignment().items():
+            carried = {
+                k: v for k, v in previous.items() if k[0] == cluster_id and k[1] in cluster.topics
+            }
+            end.update(carried)
+            try:
+                latest, admin = self._list(cluster_id, cluster)
+                new = {
+                    key: position_of_new(key)
+                    for key in ((cluster_id, t, p) for t, p in latest)
+                    if key not in previous
+                }
+                earliest = self._earliest_for(admin, new)
+            except KafkaClientError as exc:
+                _log.warning(
+                    "Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc
+                )
+                continue
+            for (topic, partition), offset in latest.items():
+                key = (cluster_id, topic, partition)
+                if key in new:
+                    end[key] = self._concrete(new[key], key, latest, earliest)
+                    _log.info("Partition %s/%s/%d starts at offset %d", *key, end[key])
+                elif offset < previous[key]:
+                    _log.warning(
+                        "Latest offset %d of %s/%s/%d is below the checkpointed %d; holding.",
+                        offset,
+                        *key,
+                        previous[key],
+                    )
+                else:
+                    end[key] = offset
+        return end
+
     def initialOffset(self) -> dict[str, Any]:
         """Resolve ``startingOffsets`` to concrete offsets (cached: Spark may ask twice)."""
         if self._initial is None:
             spec = self._options.starting_offsets
-            fallback = (
-                EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
-            )
-            positions: dict[PartitionKey, int] = {}
-            assignment = self._assignment()
-            for cluster_id, cluster in assignment.items():
-                latest, admin = self._list(cluster_id, cluster)
-                wanted = {
-                    (cluster_id, t, p): spec.position((cluster_id, t, p), fallback)
-                    for t, p in latest
-                }
-                earliest = self._earliest_for(admin, wanted)
-                for key, position in wanted.items():
-                    positions[key] = self._concrete(position, key, latest, earliest)
+            fallback = self._discovery_position()
+            positions = self._available({}, lambda key: spec.position(key, fallback))
             unknown = sorted(spec.topics() - {(c, t) for c, t, _ in positions})
             if unknown:
                 _log.warning(
@@ -119,6 +155,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
                 )
             self._initial = encode_offsets(positions)
         return self._initial
+
+    def _discovery_position(self) -> int:
+        return EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
 
     @staticmethod
     def _earliest_for(
@@ -141,51 +180,33 @@ class DynamicKafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             return latest[tp]
         return position
 
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Record the latest offsets now: a ``Trigger.AvailableNow`` query reads up to them only.
+
+        Partitions discovered later enter the offset at their starting position but are not read.
+        """
+        self._target = self._available({}, lambda _key: LATEST)
+        _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
+
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         """Latest offsets of every assigned partition, reconciled with the current metadata.
 
         A cluster, topic or partition seen for the first time enters the offset at its starting
         position (``discoveryStartingOffsets``), so its first range is exact and checkpointed.
-        Clusters and topics removed from the metadata leave the offset.
+        Clusters and topics removed from the metadata leave the offset. With
+        ``Trigger.AvailableNow`` no partition goes past the offsets recorded when the query
+        started.
         """
         previous = decode_offsets(start)
-        assignment = self._assignment()
-        fallback = EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
-        end: dict[PartitionKey, int] = {}
-        for cluster_id, cluster in assignment.items():
-            carried = {
-                k: v for k, v in previous.items() if k[0] == cluster_id and k[1] in cluster.topics
-            }
-            try:
-                latest, admin = self._list(cluster_id, cluster)
-                new = {
-                    (cluster_id, t, p): fallback
-                    for t, p in latest
-                    if (cluster_id, t, p) not in previous
-                }
-                earliest = self._earliest_for(admin, new)
-            except KafkaClientError as exc:
-                _log.warning(
-                    "Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc
-                )
-                end.update(carried)
-                continue
-            end.update(carried)  # partitions not listed now (topic deleted) keep their offsets
-            for (topic, partition), offset in latest.items():
-                key = (cluster_id, topic, partition)
-                if key in new:
-                    end[key] = self._concrete(new[key], key, latest, earliest)
-                    _log.info("New partition %s/%s/%d starts at %d", *key, end[key])
-                elif offset < previous[key]:
-                    _log.warning(
-                        "Latest offset %d of %s/%s/%d is below the checkpointed %d; holding.",
-                        offset,
-                        *key,
-                        previous[key],
-                    )
-                    end[key] = previous[key]
-                else:
-                    end[key] = offset
+        fallback = self._discovery_position()
+        end = self._available(previous, lambda _key: fallback)
+        if self._target is not None:
+            target = self._target
+            for key, offset in end.items():
+                if key in target:
+                    end[key] = max(min(offset, target[key]), previous.get(key, 0))
+                else:  # discovered after the query started: enters, is not read
+                    end[key] = previous.get(key, offset)
         self._latest = encode_offsets(end)
         return self._latest
 

@@ -1,0 +1,64 @@
+"""Shared fixtures: a real local SparkSession and real Kafka-protocol clusters on free ports.
+
+Clusters are local Tansu brokers (one process per cluster, started per test so every test sees
+empty clusters), or the brokers named by ``DYNAMIC_KAFKA_TEST_BROKERS`` when it is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
+
+ROOT = Path(__file__).resolve().parents[1]
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Python workers import the tests' helper modules (e.g. a metadata service of the tests' own).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] SparkSession for the whole run, bound to loopback."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pyspark-dynamic-kafka-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("WARN")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+ClusterFactory = Callable[..., dict[str, BaseKafkaCluster]]
+
+
+@pytest.fixture
+def kafka_clusters() -> Iterator[ClusterFactory]:
+    """Start clusters by name: ``kafka_clusters("east", "west")``; all stop after the test."""
+    with contextlib.ExitStack() as stack:
+
+        def start(*names: str) -> dict[str, BaseKafkaCluster]:
+            return stack.enter_context(open_clusters(list(names)))
+
+        yield start

@@ -30,6 +30,9 @@ import yaml
 from confluent_kafka import Producer
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Spark's Python workers (and its lookup of pyspark_* data sources) use this interpreter.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -73,7 +76,7 @@ class EventProducer(threading.Thread):
         self.sent: dict[str, int] = {name: 0 for name in clusters}
         self.next_id = 0
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
 
     def move_to(self, cluster: str) -> None:
@@ -84,7 +87,7 @@ class EventProducer(threading.Thread):
 
     def run(self) -> None:
         interval = 1.0 / RATE_PER_SECOND
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             with self._lock:
                 target = self.target
                 event = {"id": self.next_id, "produced_at": time.time()}
@@ -105,10 +108,11 @@ class EventProducer(threading.Thread):
             self.errors.append(str(err))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self.join()
         for producer in self.producers.values():
             producer.flush(30)
+            producer.close()
 
 
 def pipeline(spark: SparkSession, metadata: Path, checkpoint: Path, output: Path) -> Any:
@@ -147,51 +151,77 @@ def pipeline(spark: SparkSession, metadata: Path, checkpoint: Path, output: Path
     )
 
 
+def east_drained(query: Any, expected: int) -> bool:
+    """Whether the query's checkpointed offsets on ``east`` cover the ``expected`` records."""
+    progress = query.lastProgress
+    if not progress:
+        return False
+    end = progress["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    east = end.get("clusters", {}).get("east", {}).get("orders", {})
+    return sum(east.values()) >= expected
+
+
 def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-demo-"))
     metadata = workdir / "streams.yaml"
     output = workdir / "events"
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("dynamic-kafka-demo")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         with start_clusters(["east", "west"]) as clusters:
-            for cluster in clusters.values():
-                cluster.create_topic("orders", partitions=PARTITIONS)
-            write_metadata(metadata, clusters, ["east"])
-            print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
-            print(f"metadata: {metadata} (orders -> east)")
-
-            producer = EventProducer(clusters)
-            producer.start()
-            query = pipeline(spark, metadata, workdir / "checkpoint", output)
-            time.sleep(RUN_BEFORE_MIGRATION_S)
-
-            print("migrating orders: east -> east+west, producer -> west")
-            write_metadata(metadata, clusters, ["east", "west"])
-            changed_at = time.time()
-            producer.move_to("west")
-            time.sleep(RUN_AFTER_MIGRATION_S / 2)
-            query.processAllAvailable()  # east is drained: nothing more is produced there
-            print("migrating orders: east+west -> west")
-            write_metadata(metadata, clusters, ["west"])
-            time.sleep(RUN_AFTER_MIGRATION_S / 2)
-
-            producer.stop()
-            query.processAllAvailable()
-            query.stop()
-            return summarize(spark, output, producer, changed_at)
+            spark = (
+                SparkSession.builder.master("local[2]")
+                .appName("dynamic-kafka-demo")
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.sql.shuffle.partitions", "2")
+                .getOrCreate()
+            )
+            spark.sparkContext.setLogLevel("ERROR")
+            try:
+                return run(spark, clusters, metadata, workdir, output)
+            finally:
+                spark.stop()  # before the clusters go: no client outlives its broker
     finally:
-        spark.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(
+    spark: SparkSession, clusters: dict[str, Any], metadata: Path, workdir: Path, output: Path
+) -> int:
+    """Produce, read, migrate ``orders`` from east to west, and summarize."""
+    for cluster in clusters.values():
+        cluster.create_topic("orders", partitions=PARTITIONS)
+    write_metadata(metadata, clusters, ["east"])
+    print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
+    print(f"metadata: {metadata} (orders -> east)")
+
+    producer = EventProducer(clusters)
+    producer.start()
+    query = pipeline(spark, metadata, workdir / "checkpoint", output)
+    time.sleep(RUN_BEFORE_MIGRATION_S)
+
+    print("migrating orders: east -> east+west, producer -> west")
+    write_metadata(metadata, clusters, ["east", "west"])
+    changed_at = time.time()
+    producer.move_to("west")
+    time.sleep(RUN_AFTER_MIGRATION_S / 2)
+    deadline = time.monotonic() + 120
+    while not east_drained(query, producer.sent["east"]):  # nothing more goes to east
+        if time.monotonic() > deadline or query.exception() is not None:
+            print(f"east was not drained: {query.exception()}")
+            break
+        time.sleep(0.5)
+    print("migrating orders: east+west -> west")
+    write_metadata(metadata, clusters, ["west"])
+    time.sleep(RUN_AFTER_MIGRATION_S / 2)
+
+    producer.stop()
+    query.processAllAvailable()
+    query.stop()
+    return summarize(spark, output, producer, changed_at)
 
 
 def summarize(spark: SparkSession, output: Path, producer: EventProducer, changed_at: float) -> int:

@@ -542,6 +542,16 @@ def test_service_rereads_after_every_edit(tmp_path: Path) -> None:
     assert len(service.get_all_streams()) == 2
 
 
+def test_service_parses_once_per_version_and_sees_in_place_edits(tmp_path: Path) -> None:
+    path = _write(tmp_path, VALID)
+    service = FileMetadataService(path)
+    first = service.load()
+    assert service.load() is first  # one discovery's calls see one version of the file
+    path.write_text(path.read_text().replace("[orders]", "[orders, orders-v9]"))  # in place
+    assert service.load() is not first
+    assert "orders-v9" in service.describe_streams(["orders"])["orders"].clusters["east"].topics
+
+
 def test_service_on_a_missing_file(tmp_path: Path) -> None:
     service = FileMetadataService(tmp_path / "later.yaml")
     with pytest.raises(MetadataError, match=r"later\.yaml"):

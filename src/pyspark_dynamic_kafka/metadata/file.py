@@ -307,6 +307,7 @@ class FileMetadataService:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         metadata_file_format(path)
         self._path = Path(path)
+        self._cache: tuple[tuple[int, int, int], ParsedMetadata] | None = None
 
     @property
     def path(self) -> Path:
@@ -314,8 +315,22 @@ class FileMetadataService:
         return self._path
 
     def load(self) -> ParsedMetadata:
-        """Read and validate the file now."""
-        return load_metadata_file(self._path)
+        """Read and validate the file, unless it is unchanged since the last good read.
+
+        "Unchanged" means same inode, size and modification time (nanoseconds), so the calls of
+        one discovery see one consistent version of the file and an atomic replace (temp file +
+        rename) is always seen.
+        """
+        try:
+            stat = os.stat(self._path)
+        except OSError:
+            return load_metadata_file(self._path)  # raises the error that names the file
+        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        if self._cache is not None and self._cache[0] == version:
+            return self._cache[1]
+        parsed = load_metadata_file(self._path)
+        self._cache = (version, parsed)
+        return parsed
 
     def get_all_streams(self) -> frozenset[KafkaStream]:
         """Return every stream of the file."""

@@ -57,6 +57,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._initial: dict[str, Any] | None = None
         self._latest: dict[str, Any] | None = None
         self._target: dict[PartitionKey, int] | None = None
+        self._missing: dict[str, list[str]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_options": self._options}
@@ -65,10 +66,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self.__init__(state["_options"])  # type: ignore[misc]
 
     # ----------------------------------------------------------------- driver: metadata
-    def _assignment(self) -> Assignment:
+    def _assignment(self, refresh: bool = True) -> Assignment:
+        """The current assignment; ``refresh=False`` never re-reads metadata once it has some."""
         if self._discovery is None:
             self._discovery = Discovery(self._options)
-        assignment = self._discovery.current()
+        snapshot = self._discovery.snapshot
+        assignment = snapshot if not refresh and snapshot is not None else self._discovery.current()
         for cluster_id in [c for c in self._admins if c not in assignment]:
             _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
             self._admins.pop(cluster_id).close()
@@ -88,8 +91,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         admin = self._admin(cluster_id, cluster)
         partitions = admin.list_partitions(cluster.topics)
         missing = sorted(cluster.topics - set(partitions))
-        if missing:
-            _log.warning("Cluster %r has no topic(s) %s yet; skipping them.", cluster_id, missing)
+        if missing != self._missing.get(cluster_id, []):
+            self._missing[cluster_id] = missing
+            if missing:
+                _log.warning("Cluster %r has no topic(s) %s; skipping them.", cluster_id, missing)
         pairs = [(t, p) for t, ps in partitions.items() for p in ps]
         latest = admin.list_offsets(pairs, "latest", _read_committed(cluster.properties))
         return latest, admin
@@ -199,19 +204,20 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """
         previous = decode_offsets(start)
         fallback = self._discovery_position()
-        end = self._available(previous, lambda _key: fallback)
+        available = self._available(previous, lambda _key: fallback)
+        self._latest = encode_offsets(available)
+        end = dict(available)
         if self._target is not None:
             target = self._target
-            for key, offset in end.items():
+            for key, offset in available.items():
                 if key in target:
                     end[key] = max(min(offset, target[key]), previous.get(key, 0))
                 else:  # discovered after the query started: enters, is not read
                     end[key] = previous.get(key, offset)
-        self._latest = encode_offsets(end)
-        return self._latest
+        return encode_offsets(end)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        """The offset computed by the last :meth:`latestOffset` call (ids and offsets only)."""
+        """The offsets available at the last :meth:`latestOffset` call (ids and offsets only)."""
         return self._latest
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
@@ -219,7 +225,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         ranges = offset_ranges(decode_offsets(start), decode_offsets(end))
         if not ranges:
             return []
-        assignment = self._assignment()
+        assignment = self._assignment(refresh=False)  # the metadata latestOffset planned with
         unreadable = sorted({r.cluster for r in ranges if r.cluster not in assignment})
         if unreadable:
             _log.warning(

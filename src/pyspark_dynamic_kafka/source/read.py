@@ -8,6 +8,7 @@ position at or past the end.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ _log = logging.getLogger(__name__)
 _CONSUME_BATCH = 10000
 _CONSUME_TIMEOUT_S = 0.2
 _EOF = KafkaError._PARTITION_EOF
+_ONLY_NONE = {type(None)}
 _OUT_OF_RANGE = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
 
 
@@ -50,7 +52,8 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
 def _read_cluster(
     consumer: Any, cluster_id: str, ranges: list[OffsetRange], settings: ReadSettings
 ) -> Iterator[pa.RecordBatch]:
-    pending = {(r.topic, r.partition): r for r in ranges if r.size > 0}
+    reader = _RangeReader(consumer, cluster_id, ranges)
+    pending = reader.pending
     if not pending:
         return
     assignment = [TopicPartition(t, p, r.start) for (t, p), r in pending.items()]
@@ -58,7 +61,7 @@ def _read_cluster(
     # librdkafka keeps a partition's pause flag across unassign()/assign(): a pooled consumer
     # that paused this partition at the end of an earlier range would never fetch it again.
     consumer.resume(assignment)
-    builder = BatchBuilder(cluster_id)
+    builder = reader.builder
     deadline_s = settings.poll_timeout_ms / 1000.0
     last_progress = time.monotonic()
     try:
@@ -66,9 +69,7 @@ def _read_cluster(
             messages = consumer.consume(num_messages=_CONSUME_BATCH, timeout=_CONSUME_TIMEOUT_S)
             if messages:
                 last_progress = time.monotonic()
-                keep = _accept(consumer, cluster_id, messages, pending)
-                if keep:
-                    builder.add(keep)
+                reader.accept(messages)
                 if builder.due:
                     yield builder.flush()
                 continue
@@ -84,60 +85,95 @@ def _read_cluster(
             _log.debug("unassign failed: %s", exc)
 
 
-def _accept(
-    consumer: Any,
-    cluster_id: str,
-    messages: list[Any],
-    pending: dict[tuple[str, int], OffsetRange],
-) -> list[Any]:
-    """Return the data messages inside their ranges; retire partitions that reached their end."""
-    first, last = messages[0], messages[-1]
-    if (
-        first.error() is None
-        and last.error() is None
-        and first.topic() == last.topic()
-        and first.partition() == last.partition()
-    ):
-        # Fast path: one partition, no events. Offsets ascend, so only the tail can overshoot.
-        r = pending.get((first.topic(), first.partition()))
-        if r is not None and all(m.error() is None for m in messages):
-            if last.offset() + 1 < r.end:
-                return messages
-            keep = [m for m in messages if m.offset() < r.end]
-            _done(consumer, pending, r)
-            return keep
-    keep = []
-    for m in messages:
-        error = m.error()
-        key = (m.topic(), m.partition())
-        r = pending.get(key)
-        if error is not None:
-            code = error.code()
-            if code == _EOF:
-                if r is not None and m.offset() >= r.end:
-                    _done(consumer, pending, r)
-                continue
-            if code in _OUT_OF_RANGE:
-                where = f"{cluster_id}/{key[0]}/{key[1]}"
-                span = f"[{r.start}, {r.end})" if r else ""
-                raise DataLossError(
-                    f"Offsets {span} of {where} are no longer available (removed by retention or "
-                    f"the topic was recreated): {error.str()}"
-                )
-            if error.fatal() or not error.retriable():
-                raise ReadError(f"Reading from cluster '{cluster_id}' failed: {error.str()}")
-            _log.warning("Retriable error from cluster %r: %s", cluster_id, error.str())
-            continue
-        if r is None:
-            continue
-        offset = m.offset()
-        if offset >= r.end:
-            _done(consumer, pending, r)
-            continue
-        keep.append(m)
-        if offset + 1 >= r.end:
-            _done(consumer, pending, r)
-    return keep
+class _RangeReader:
+    """Routes consumed messages of one cluster to their ranges and into an Arrow builder.
+
+    Messages arrive in runs of one partition with ascending offsets, so a run is kept whole
+    unless its last offset reaches the range's end, where it is cut (bisect) and the partition
+    is done (paused). A partition is identified by its number alone when no two ranges share
+    one, which saves a ``topic()`` call per record.
+    """
+
+    def __init__(self, consumer: Any, cluster_id: str, ranges: list[OffsetRange]) -> None:
+        self.consumer = consumer
+        self.cluster_id = cluster_id
+        self.pending = {(r.topic, r.partition): r for r in ranges if r.size > 0}
+        self.builder = BatchBuilder(cluster_id)
+        numbers = [p for _, p in self.pending]
+        self._topic_of: dict[int, str] | None = (
+            {p: t for t, p in self.pending} if len(set(numbers)) == len(numbers) else None
+        )
+
+    def accept(self, messages: list[Any]) -> None:
+        """Keep the data messages inside their ranges; handle events in order."""
+        errors = [m.error() for m in messages]
+        # Not errors.count(None): KafkaError.__eq__(None) raises.
+        if set(map(type, errors)) == _ONLY_NONE:
+            self._data(messages)
+            return
+        start = 0
+        for i, error in enumerate(errors):
+            if error is not None:
+                self._data(messages[start:i])
+                self._event(messages[i], error)
+                start = i + 1
+        self._data(messages[start:])
+
+    def _data(self, messages: list[Any]) -> None:
+        if not messages:
+            return
+        partitions = [m.partition() for m in messages]
+        topic_of = self._topic_of
+        keys: list[Any] = (
+            partitions
+            if topic_of is not None
+            else list(zip([m.topic() for m in messages], partitions, strict=True))
+        )
+        first = keys[0]
+        if keys.count(first) == len(keys):
+            self._run(first, messages)
+            return
+        start = 0
+        for i in range(1, len(keys)):
+            if keys[i] != keys[i - 1]:
+                self._run(keys[start], messages[start:i])
+                start = i
+        self._run(keys[start], messages[start:])
+
+    def _run(self, key: Any, messages: list[Any]) -> None:
+        tp = (self._topic_of[key], key) if self._topic_of is not None else key
+        r = self.pending.get(tp)
+        if r is None:  # fetched past the end of a finished range
+            return
+        if messages[-1].offset() + 1 >= r.end:
+            messages = messages[: bisect.bisect_left(messages, r.end, key=_offset)]
+            self._done(r)
+        self.builder.add_run(r.topic, r.partition, messages)
+
+    def _event(self, message: Any, error: Any) -> None:
+        code = error.code()
+        tp = (message.topic(), message.partition())
+        r = self.pending.get(tp)
+        if code == _EOF:
+            if r is not None and message.offset() >= r.end:
+                self._done(r)
+            return
+        if code in _OUT_OF_RANGE:
+            span = f"[{r.start}, {r.end})" if r else ""
+            raise DataLossError(
+                f"Offsets {span} of {self.cluster_id}/{tp[0]}/{tp[1]} are no longer available "
+                f"(removed by retention or the topic was recreated): {error.str()}"
+            )
+        if error.fatal() or not error.retriable():
+            raise ReadError(f"Reading from cluster '{self.cluster_id}' failed: {error.str()}")
+        _log.warning("Retriable error from cluster %r: %s", self.cluster_id, error.str())
+
+    def _done(self, r: OffsetRange) -> None:
+        _done(self.consumer, self.pending, r)
+
+
+def _offset(message: Any) -> int:
+    return int(message.offset())
 
 
 def _done(consumer: Any, pending: dict[tuple[str, int], OffsetRange], r: OffsetRange) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,32 @@ def test_serve_refuses_an_empty_token_file(
     token.write_text("\n")
     assert main(["serve", "--metadata", str(meta), "--token-file", str(token)]) == 1
     assert "token file is empty" in capsys.readouterr().err
+
+
+def test_cli_and_server_run_without_pyspark(meta: Path) -> None:
+    """A metadata server host needs no Spark: pyspark and pyarrow are never imported."""
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None\n"
+        "sys.modules['pyarrow'] = None\n"
+        "from pyspark_dynamic_kafka.cli import main\n"
+        "from pyspark_dynamic_kafka.server.app import create_app\n"
+        f"create_app({str(meta)!r})\n"
+        f"raise SystemExit(main(['validate', {str(meta)!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "valid (2 clusters, 1 streams)" in result.stdout
+
+
+def test_data_source_is_still_found_by_spark_s_lookup() -> None:
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_dynamic_kafka
+
+    assert issubclass(pyspark_dynamic_kafka.DefaultSource, DataSource)
+    assert pyspark_dynamic_kafka.DefaultSource.name() == "dynamic_kafka"
+    with pytest.raises(AttributeError):
+        pyspark_dynamic_kafka.NoSuchThing  # noqa: B018

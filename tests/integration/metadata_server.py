@@ -51,14 +51,21 @@ class MetadataServer:
         The metadata file to serve.
     log:
         Where the server's stdout and stderr go (appended across restarts).
-    token_file:
-        The write token's file, if any.
+    token_file, read_token_file:
+        The write and read tokens' files, if any.
     """
 
-    def __init__(self, metadata: Path, log: Path, token_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        metadata: Path,
+        log: Path,
+        token_file: Path | None = None,
+        read_token_file: Path | None = None,
+    ) -> None:
         self.metadata = metadata
         self.log = log
         self.token_file = token_file
+        self.read_token_file = read_token_file
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -71,6 +78,8 @@ class MetadataServer:
         command += ["--metadata", str(self.metadata), "--port", str(self.port)]
         if self.token_file is not None:
             command += ["--token-file", str(self.token_file)]
+        if self.read_token_file is not None:
+            command += ["--read-token-file", str(self.read_token_file)]
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

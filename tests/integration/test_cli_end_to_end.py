@@ -20,6 +20,8 @@ from tests.integration.helpers import write_metadata
 from tests.integration.metadata_server import MetadataServer, run_cli
 
 TOKEN = "cli-write-token-77aa31"
+READ_TOKEN = "cli-read-token-4be0c2"
+WRITE = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
@@ -55,10 +57,11 @@ def estate(kafka_clusters: Any, tmp_path: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def server(tmp_path: Path, estate: dict[str, Any]) -> Iterator[MetadataServer]:
-    token = tmp_path / "token"
-    token.write_text(TOKEN)
-    token.chmod(0o600)
-    running = MetadataServer(estate["meta"], tmp_path / "server.log", token).start()
+    token, read_token = tmp_path / "token", tmp_path / "read-token"
+    for path, value in ((token, TOKEN), (read_token, READ_TOKEN)):
+        path.write_text(value)
+        path.chmod(0o600)
+    running = MetadataServer(estate["meta"], tmp_path / "server.log", token, read_token).start()
     try:
         yield running
     finally:
@@ -157,8 +160,12 @@ def test_describe_file_with_group_lag_as_json_and_table(estate: dict[str, Any]) 
     )
 
 
-def test_describe_through_the_server_with_a_pattern(server: MetadataServer) -> None:
-    result = run_cli(["describe", "--metadata", server.url, "--pattern", "^pay", "--json"])
+def test_describe_through_the_server_with_a_pattern(server: MetadataServer, tmp_path: Path) -> None:
+    args = ["describe", "--metadata", server.url, "--pattern", "^pay", "--json"]
+    refused = run_cli(args)
+    assert refused.returncode == 1
+    assert "HTTP 401" in refused.stderr and "no token was sent" in refused.stderr
+    result = run_cli([*args, "--token-file", str(tmp_path / "read-token")])
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["metadata"] == server.url
@@ -203,7 +210,7 @@ def test_rejected_write_leaves_served_metadata_unchanged(
     server: MetadataServer, tmp_path: Path
 ) -> None:
     before_file = server.metadata.read_bytes()
-    status, etag, before = server.get("/v1/streams")
+    status, etag, before = server.get("/v1/streams", WRITE)
     assert status == 200 and etag
     token = str(tmp_path / "token")
     move = ["move", "orders", "--from", "east", "--to", "north", "--metadata", server.url]
@@ -220,7 +227,10 @@ def test_rejected_write_leaves_served_metadata_unchanged(
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=10)
     assert info.value.code == 422
-    assert server.get("/v1/streams", {"If-None-Match": etag})[0] == 304
-    assert server.get("/v1/streams")[2] == before
+    assert server.get("/v1/streams", {**WRITE, "If-None-Match": etag})[0] == 304
+    assert server.get("/v1/streams", WRITE)[2] == before
     assert server.metadata.read_bytes() == before_file
-    assert TOKEN not in server.log_text()
+    read_only = run_cli([*move, "--token-file", str(tmp_path / "read-token")])
+    assert read_only.returncode == 1 and "HTTP 403" in read_only.stderr
+    log = server.log_text()
+    assert TOKEN not in log and READ_TOKEN not in log

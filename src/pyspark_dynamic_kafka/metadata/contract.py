@@ -200,15 +200,16 @@ def parse_cluster_status(body: object, cluster_id: str, source: str) -> bool:
         When the body is not an object with ``clusterId`` equal to ``cluster_id`` and a boolean
         ``active``.
     """
-    problems: list[str] = []
     if not isinstance(body, Mapping):
-        problems.append(f"(top level): must be an object, got {type(body).__name__}.")
+        problems = [f"(top level): must be an object, got {type(body).__name__}."]
     else:
+        problems = []
         if body.get("clusterId") != cluster_id:
             problems.append(f"clusterId: must be {cluster_id!r}, got {body.get('clusterId')!r}.")
-        if not isinstance(body.get("active"), bool):
-            problems.append(f"active: must be true or false, got {body.get('active')!r}.")
-    if problems:
-        lines = "".join(f"\n  - {p}" for p in problems)
-        raise MetadataValidationError(f"Invalid cluster status from {source}:{lines}")
-    return bool(body["active"]) if isinstance(body, Mapping) else False
+        active = body.get("active")
+        if isinstance(active, bool) and not problems:
+            return active
+        if not isinstance(active, bool):
+            problems.append(f"active: must be true or false, got {active!r}.")
+    lines = "".join(f"\n  - {p}" for p in problems)
+    raise MetadataValidationError(f"Invalid cluster status from {source}:{lines}", problems)

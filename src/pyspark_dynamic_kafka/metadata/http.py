@@ -23,7 +23,6 @@ from pyspark_dynamic_kafka.errors import MetadataConflictError, MetadataValidati
 from pyspark_dynamic_kafka.metadata.contract import (
     STREAMS_PATH,
     cluster_path,
-    compute_etag,
     parse_cluster_status,
     stream_path,
 )
@@ -154,8 +153,10 @@ class HttpMetadataService:
         self._recent = None
 
     # ------------------------------------------------------------------ writes
-    def get_stream(self, stream_id: str) -> tuple[Entries, str]:
+    def get_stream(self, stream_id: str) -> tuple[Entries, str | None]:
         """One stream's entries and its ETag (``GET /v1/streams/{streamId}``, not cached).
+
+        The ETag is ``None`` when the service sent none (then a write cannot be conditional).
 
         Raises
         ------
@@ -174,7 +175,7 @@ class HttpMetadataService:
                 f"describe stream {stream_id!r}."
             )
         entries: Entries = body["streams"][stream_id]
-        return entries, response.headers.get("etag") or compute_etag(body)
+        return entries, response.headers.get("etag") or None
 
     def put_stream(self, stream_id: str, entries: Entries, if_match: str | None = None) -> str:
         """Replace (or create) a stream's entries; return the new ETag.

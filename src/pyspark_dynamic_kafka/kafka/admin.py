@@ -14,7 +14,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 
-__all__ = ["ClusterAdmin"]
+__all__ = ["ClusterAdmin", "admin_config"]
 
 _log = logging.getLogger(__name__)
 
@@ -37,7 +37,8 @@ _CONSUMER_ONLY_PREFIXES = (
 )
 
 
-def _admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
+def admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
+    """Client properties for an admin client: ``properties`` without consumer-only keys."""
     return {
         k: v
         for k, v in properties.items()
@@ -66,7 +67,7 @@ class ClusterAdmin:
 
     def _admin(self) -> Any:
         if self._client is None:
-            self._client = AdminClient(_admin_config(self.properties))
+            self._client = AdminClient(admin_config(self.properties))
         return self._client
 
     def _fail(self, what: str, exc: BaseException) -> KafkaClientError:

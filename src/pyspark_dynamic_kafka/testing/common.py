@@ -1,0 +1,63 @@
+"""Errors, types and the environment variable shared by :mod:`pyspark_dynamic_kafka.testing`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+from pyspark_dynamic_kafka.errors import DynamicKafkaError
+
+__all__ = [
+    "ENV_VAR",
+    "BrokersEnvError",
+    "ClusterStartError",
+    "ConfigValue",
+    "KafkaTestingError",
+    "ProduceError",
+    "RecordLike",
+    "check_names",
+    "seconds_left",
+]
+
+ENV_VAR = "DYNAMIC_KAFKA_TEST_BROKERS"
+"""Names existing brokers to test against: ``east=host:port,west=host:port``."""
+
+ConfigValue: TypeAlias = str | int | float | bool
+"""A librdkafka client property value."""
+
+KeyOrValue: TypeAlias = str | bytes | None
+
+RecordLike: TypeAlias = tuple[KeyOrValue, KeyOrValue] | Mapping[str, Any]
+"""A record to produce: ``(key, value)`` or a mapping with the keys ``key``, ``value``, ``headers``,
+``timestamp`` (milliseconds since the epoch) and ``partition``; every key is optional."""
+
+
+class KafkaTestingError(DynamicKafkaError):
+    """Root of the errors raised by :mod:`pyspark_dynamic_kafka.testing`."""
+
+
+class ClusterStartError(KafkaTestingError):
+    """A local cluster did not start or did not answer metadata requests in time."""
+
+
+class ProduceError(KafkaTestingError):
+    """Records could not be produced, or are not all visible below the high watermark."""
+
+
+class BrokersEnvError(KafkaTestingError, ValueError):
+    """``DYNAMIC_KAFKA_TEST_BROKERS`` is malformed or names too few clusters."""
+
+
+def seconds_left(deadline: float) -> float:
+    """Seconds until ``deadline`` (monotonic), at least 0.1 so that a last attempt is made."""
+    return max(deadline - time.monotonic(), 0.1)
+
+
+def check_names(names: Sequence[str]) -> None:
+    """Refuse a string or repeated names where cluster names are expected."""
+    if isinstance(names, str):
+        raise TypeError("names must be a sequence of cluster names, not a string")
+    duplicates = sorted({n for n in names if list(names).count(n) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate cluster names: {duplicates}")

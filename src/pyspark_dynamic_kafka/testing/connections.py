@@ -1,0 +1,42 @@
+"""Counting client connections to a broker port (to prove that clients were closed)."""
+
+from __future__ import annotations
+
+__all__ = ["count_client_connections"]
+
+_TCP_ESTABLISHED = "01"
+
+
+def count_client_connections(port: int) -> int:
+    """Count the established TCP connections from this machine to ``port``.
+
+    Reads ``/proc/net/tcp`` and ``/proc/net/tcp6`` (Linux; the current network namespace) and
+    counts the sockets in state ESTABLISHED whose *remote* port is ``port``, whatever the
+    process or address. The broker's side of a connection has ``port`` as its local port and
+    is not counted; a Tansu broker opens no connection to itself.
+
+    Parameters
+    ----------
+    port:
+        The broker's port.
+
+    Returns
+    -------
+    int
+        The number of client connections; 0 where ``/proc/net`` does not exist.
+    """
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != _TCP_ESTABLISHED:
+                continue
+            remote_port = fields[2].rpartition(":")[2]
+            if int(remote_port, 16) == port:
+                count += 1
+    return count

@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerPool", "consumer_config", "consumer_pool"]
 
@@ -84,8 +85,9 @@ class ConsumerPool:
         try:
             return Consumer(consumer_config(properties))
         except KafkaException as exc:
+            detail = redact_secrets(str(exc), properties)
             raise KafkaClientError(
-                f"Cluster '{cluster_id}': could not create a consumer: {exc}. Check the "
+                f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
                 "cluster's client properties in the metadata and the query's kafka.* options."
             ) from None
 

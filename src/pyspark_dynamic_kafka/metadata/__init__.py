@@ -11,7 +11,6 @@
 
 from pyspark_dynamic_kafka.metadata.document import (
     ParsedMetadata,
-    StartingPosition,
     dump_metadata_document,
     parse_metadata_document,
     validate_metadata_document,
@@ -25,7 +24,7 @@ from pyspark_dynamic_kafka.metadata.file import (
     write_metadata_file,
 )
 from pyspark_dynamic_kafka.metadata.memory import InMemoryMetadataService
-from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.metadata.single_cluster import SingleClusterMetadataService
 

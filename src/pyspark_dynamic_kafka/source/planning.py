@@ -66,6 +66,9 @@ class ReadSettings:
         Whether records of a range that are gone fail the task (else: warning, skip them).
     include_headers:
         Whether to emit the ``headers`` column.
+    generation:
+        Pooled consumers of another generation are not reused: the driver bumps it after a
+        topic was deleted or recreated under the query.
     """
 
     poll_timeout_ms: int
@@ -73,6 +76,7 @@ class ReadSettings:
     live_clusters: frozenset[str]
     fail_on_data_loss: bool = True
     include_headers: bool = False
+    generation: int = 0
 
 
 class ReadTask(InputPartition):  # type: ignore[misc]

@@ -50,13 +50,15 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     with _cyclic_gc_paused():
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
-            consumer = pool.acquire(cluster_id, properties)
+            generation = settings.generation
+            consumer = pool.acquire(cluster_id, properties, generation)
             reusable = False
             try:
                 yield from _read_cluster(consumer, cluster_id, ranges, settings)
                 reusable = True
             finally:
-                pool.release(cluster_id, properties, consumer, reusable, settings.cache_timeout_ms)
+                timeout_ms = settings.cache_timeout_ms
+                pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
 
 
 @contextlib.contextmanager

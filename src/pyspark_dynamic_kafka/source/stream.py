@@ -70,6 +70,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._rewound: dict[PartitionKey, int] = {}
         self._reported: set[Loss] = set()
         self._absent: dict[str, frozenset[str]] = {}
+        self._generation = 0
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_options": self._options}
@@ -99,6 +100,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             self._options.timestamp_strategy,
         )
         report_losses(state.losses, self._options.fail_on_data_loss, self._reported)
+        if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
+            self._generation += 1
         self._rewound.update(state.rewound)
         for cluster_id, absent in state.absent.items():
             if absent != self._absent.get(cluster_id, frozenset()) and absent:
@@ -231,6 +234,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             live_clusters=frozenset(assignment),
             fail_on_data_loss=options.fail_on_data_loss,
             include_headers=options.include_headers,
+            generation=self._generation,
         )
         return plan_tasks(
             ranges,

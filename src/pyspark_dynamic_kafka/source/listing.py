@@ -79,6 +79,12 @@ class OffsetLister:
             _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
             self._admins.pop(cluster_id).close()
 
+    def close(self) -> None:
+        """Close every admin client."""
+        for admin in self._admins.values():
+            admin.close()
+        self._admins.clear()
+
     def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
         """List the cluster's assigned topics and their latest offsets.
 
@@ -145,7 +151,3 @@ class OffsetLister:
                 ", ".join(sorted(unmatched)),
             )
         return result
-
-    def close(self) -> None:
-        """Close every admin client."""
-        self.retire_except(())

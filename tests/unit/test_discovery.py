@@ -196,3 +196,12 @@ def test_metadata_starting_positions_reach_the_assignment(caplog: pytest.LogCapt
     assert assignment["west"].starting_position("z") is None
     assert any("different startingOffsets" in r.getMessage() for r in caplog.records)
     assert hash(east) == hash(discovery.current()["east"])  # hashable, compares by value
+
+
+def test_security_properties_reach_only_their_cluster() -> None:
+    secure = {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "pw"}
+    stream = KafkaStream("s", {"east": _cluster(1, "t"), "west": _cluster(2, "t", **secure)})
+    discovery, _ = _discovery(_Service([stream]), streamids="s")
+    assignment = discovery.current()
+    assert not any(k.startswith(("sasl.", "security.")) for k in assignment["east"].properties)
+    assert {k: assignment["west"].properties[k] for k in secure} == secure

@@ -18,7 +18,6 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark_dynamic_kafka.errors import KafkaClientError, OffsetsError
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment, Discovery
 from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.options import SourceOptions
 from pyspark_dynamic_kafka.source.planning import (
     OffsetRange,
     ReadSettings,
@@ -33,6 +32,7 @@ from pyspark_dynamic_kafka.source.positions import (
     start_position,
 )
 from pyspark_dynamic_kafka.source.read import read_task
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["DynamicKafkaBatchReader"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET, ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.options import SourceOptions
 from pyspark_dynamic_kafka.source.positions import Position
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["ClusterSnapshot", "OffsetLister", "read_committed"]
 

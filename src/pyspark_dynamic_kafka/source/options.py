@@ -8,21 +8,20 @@ follow Spark's ``kafka`` source wherever it has the same option.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
 from pyspark_dynamic_kafka.source import parsers as p
-from pyspark_dynamic_kafka.source.positions import (
-    PositionSpec,
-    parse_offsets_spec,
-    parse_timestamp,
-    parse_timestamps_spec,
-    pick_spec,
+from pyspark_dynamic_kafka.source.rules import (
+    ENDING_KEYS,
+    check_batch,
+    check_client_keys,
+    position_spec,
 )
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
     "KAFKA_PREFIX",
@@ -244,98 +243,6 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
 
 OPTIONS: Mapping[str, OptionSpec[Any]] = {spec.key: spec for spec in _DECLARED}
 _BY_LOWER: Mapping[str, OptionSpec[Any]] = {spec.key.lower(): spec for spec in _DECLARED}
-_ENDING_KEYS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-
-#: ``kafka.*`` keys Spark's kafka source rejects too, with the reason.
-_FORBIDDEN_CLIENT_KEYS: Mapping[str, str] = {
-    "auto.offset.reset": "set 'startingOffsets' (or a starting timestamp) to choose where a new "
-    "query starts; later offsets live in the Spark checkpoint and 'failOnDataLoss' decides what "
-    "happens when they are no longer available",
-    "enable.auto.commit": "offsets are never committed to Kafka: the source tracks them in the "
-    "Spark checkpoint",
-    "key.deserializer": "keys are always read as bytes (the binary column 'key'); deserialize "
-    "them with DataFrame operations, e.g. cast(key as string)",
-    "value.deserializer": "values are always read as bytes (the binary column 'value'); "
-    "deserialize them with DataFrame operations, e.g. cast(value as string) or from_json",
-    "interceptor.classes": "consumer interceptors are not supported: the source reads exact "
-    "offset ranges and an interceptor could change the records it sees",
-}
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """Parsed, validated source options (built once, on the driver).
-
-    Attributes
-    ----------
-    metadata_service:
-        Value of ``metadataService``.
-    metadata_options:
-        ``metadataService.*`` options, prefix removed, keys lowercased (secrets masked in repr).
-    stream_ids:
-        Subscribed ids, or ``None`` when a pattern is used.
-    stream_pattern:
-        Compiled ``streamPattern``, or ``None``.
-    starting:
-        Where partitions start: the winner of startingTimestamp, startingOffsetsByTimestamp and
-        startingOffsets.
-    ending:
-        Batch only: where partitions end (the winner of the ``ending*`` options).
-    timestamp_strategy:
-        ``error`` or ``latest`` (startingOffsetsByTimestampStrategy).
-    discovery_starting_offsets:
-        ``earliest`` or ``latest``.
-    discovery_interval_ms, discovery_failure_threshold:
-        Metadata re-read settings.
-    kafka_properties:
-        ``kafka.*`` client properties, prefix removed; applied to every cluster.
-    fail_on_data_loss:
-        failOnDataLoss.
-    max_offsets_per_trigger, min_offsets_per_trigger, max_trigger_delay_ms:
-        Admission control of streams.
-    min_partitions, max_records_per_partition:
-        Task splitting.
-    include_headers:
-        includeHeaders.
-    group_id_prefix:
-        groupIdPrefix.
-    poll_timeout_ms, consumer_cache_timeout_ms, admin_timeout_ms:
-        Client timeouts.
-    fetch_retries, fetch_retry_interval_ms:
-        Driver-side listing retries.
-    """
-
-    metadata_service: str
-    metadata_options: Mapping[str, str]
-    stream_ids: tuple[str, ...] | None
-    stream_pattern: re.Pattern[str] | None
-    starting: PositionSpec
-    discovery_starting_offsets: str
-    discovery_interval_ms: int
-    discovery_failure_threshold: int
-    ending: PositionSpec | None = None
-    timestamp_strategy: str = "error"
-    kafka_properties: FrozenProperties = field(default_factory=FrozenProperties)
-    fail_on_data_loss: bool = True
-    max_offsets_per_trigger: int | None = None
-    min_offsets_per_trigger: int | None = None
-    max_trigger_delay_ms: int = 15 * 60_000
-    min_partitions: int | None = None
-    max_records_per_partition: int | None = None
-    include_headers: bool = False
-    group_id_prefix: str = "spark-dynamic-kafka"
-    poll_timeout_ms: int = 120000
-    consumer_cache_timeout_ms: int = 60000
-    admin_timeout_ms: int = 30000
-    fetch_retries: int = 3
-    fetch_retry_interval_ms: int = 10
-
-    def subscription_description(self) -> str:
-        """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""
-        if self.stream_ids is not None:
-            return f"streamIds={','.join(self.stream_ids)}"
-        pattern = self.stream_pattern.pattern if self.stream_pattern else ""
-        return f"streamPattern={pattern}"
 
 
 def _shown(key: str, value: str) -> str:
@@ -384,44 +291,6 @@ def _value(declared: Mapping[str, str], key: str) -> Any:
         ) from None
 
 
-def _check_client_keys(kafka: Mapping[str, str]) -> None:
-    for key in kafka:
-        reason = _FORBIDDEN_CLIENT_KEYS.get(key.lower())
-        if reason is not None:
-            raise OptionsError(
-                f"Option 'kafka.{key}' is not supported: {reason}. Remove the option."
-            )
-
-
-def _spec_of(
-    declared: Mapping[str, str], timestamp: str, by_timestamp: str, offsets: str, default: str
-) -> PositionSpec:
-    def given(key: str) -> str | None:
-        return declared.get(key.lower())
-
-    raw_ts, raw_by, raw_offsets = given(timestamp), given(by_timestamp), given(offsets)
-    return pick_spec(
-        parse_timestamp(raw_ts, timestamp) if raw_ts is not None else None,
-        parse_timestamps_spec(raw_by, by_timestamp) if raw_by is not None else None,
-        parse_offsets_spec(raw_offsets if raw_offsets is not None else default, offsets),
-    )
-
-
-def _check_batch(starting: PositionSpec, ending: PositionSpec) -> None:
-    for spec, bad, what in ((starting, "latest", "start"), (ending, "earliest", "end")):
-        positions = [spec.default] if spec.default is not None else []
-        named = [(k, v) for k, v in spec.specific.items() if v.kind == bad]
-        if any(pos.kind == bad for pos in positions) or named:
-            where = f" (for {named[0][0][0]}/{named[0][0][1]}/{named[0][0][2]})" if named else ""
-            code = -1 if bad == "latest" else -2
-            raise OptionsError(
-                f"Option '{spec.option}' cannot {what} a batch read at '{bad}'{where}: a batch "
-                f"read covers the offsets between startingOffsets and endingOffsets. Use "
-                f"{'earliest or a JSON offset' if bad == 'latest' else 'latest or a JSON offset'}"
-                f" instead (not {code} in JSON)."
-            )
-
-
 def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOptions:
     """Parse and validate the options a query passed to ``format("dynamic_kafka")``.
 
@@ -453,19 +322,19 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
         given = [k for k in ("streamIds", "streamPattern") if k.lower() in declared]
         shown = ", ".join(f"{k}={declared[k.lower()]!r}" for k in given) or "neither"
         raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
-    _check_client_keys(kafka)
+    check_client_keys(kafka)
     batch = mode == "batch"
-    starting = _spec_of(
+    starting = position_spec(
         declared,
         "startingTimestamp",
         "startingOffsetsByTimestamp",
         "startingOffsets",
         "earliest" if batch else "latest",
     )
-    ending = _spec_of(
+    ending = position_spec(
         declared, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets", "latest"
     )
-    ending_given = [k for k in _ENDING_KEYS if k.lower() in declared]
+    ending_given = [k for k in ENDING_KEYS if k.lower() in declared]
     if mode == "stream" and ending_given:
         raise OptionsError(
             f"Option '{ending_given[0]}' is not valid for streaming queries: a stream has no end. "
@@ -473,7 +342,7 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
             "available and stops)."
         )
     if batch:
-        _check_batch(starting, ending)
+        check_batch(starting, ending)
     low, high = _value(declared, "minOffsetsPerTrigger"), _value(declared, "maxOffsetsPerTrigger")
     if low is not None and high is not None and low > high:
         raise OptionsError(

@@ -16,7 +16,6 @@ from pyspark_dynamic_kafka.source.discovery import Assignment, ClusterAssignment
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.offsets import PartitionKey, decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.options import SourceOptions
 from pyspark_dynamic_kafka.source.planning import (
     ReadSettings,
     ReadTask,
@@ -40,6 +39,7 @@ from pyspark_dynamic_kafka.source.reconcile import (
     reconcile,
     report_losses,
 )
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -89,9 +89,13 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return assignment
 
     def _reconcile(
-        self, previous: Mapping[PartitionKey, int], new_position: NewPosition
+        self, previous: Mapping[PartitionKey, int], new_position: NewPosition, entering: bool = True
     ) -> Reconciled:
-        """List every assigned cluster, apply failOnDataLoss, log what changed."""
+        """List every assigned cluster, apply failOnDataLoss, log what changed.
+
+        ``entering=False``: the partitions seen for the first time are not entering the offset
+        (the AvailableNow target), so their positions are not logged as starting points.
+        """
         state = reconcile(
             self._assignment(),
             previous,
@@ -111,7 +115,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                     sorted(absent),
                 )
             self._absent[cluster_id] = absent
-        for key, offset in state.entered.items():
+        for key, offset in state.entered.items() if entering else ():
             _log.info("Partition %s/%s/%d starts at offset %d", *key, offset)
         return state
 
@@ -152,7 +156,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         Partitions discovered later enter the offset at their starting position but are not read.
         """
-        self._target = self._reconcile({}, lambda _k, _c, _f: LATEST_POSITION).offsets
+        self._target = self._reconcile({}, lambda _k, _c, _f: LATEST_POSITION, False).offsets
         _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
 
     def getDefaultReadLimit(self) -> ReadLimit:

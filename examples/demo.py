@@ -1,14 +1,17 @@
 """The main job, end to end on two embedded clusters: a live migration of stream ``orders``.
 
-1. Start two local Kafka-protocol clusters, ``east`` and ``west``, and write a metadata file
-   mapping stream ``orders`` to ``east``.
+1. Start two local Kafka-protocol clusters, ``east`` and ``west``, write a metadata file
+   mapping stream ``orders`` to ``east`` and serve it with the reference metadata server
+   (``dynamic-kafka serve``, writes protected by a token).
 2. A producer writes numbered JSON events to whichever cluster currently owns ``orders``.
-3. A Spark pipeline reads ``orders`` with format ``dynamic_kafka``, parses the JSON, writes the
-   events to a checkpointed Parquet sink and prints per-cluster counts per micro-batch.
-4. Mid-run, ``orders`` is migrated: the file first maps it to east+west, the producer moves to
-   west, and once east is drained the file maps it to west only.
-5. A summary: records per cluster, lost, duplicated, and seconds from the metadata change to the
-   first record read from ``west``.
+3. A Spark pipeline reads ``orders`` with format ``dynamic_kafka`` from the metadata service
+   (``metadataService=http``), parses the JSON, writes the events to a checkpointed Parquet
+   sink and prints per-cluster counts per micro-batch.
+4. Mid-run, ``orders`` is migrated: it is first mapped to east+west through the service's
+   write API, the producer moves to west, and once east is drained ``dynamic-kafka move``
+   maps it to west only.
+5. A summary: records per cluster, lost, duplicated, seconds from the metadata change to the
+   first record read from ``west``, and how the metadata requests were answered.
 
 Run with ``make demo``.
 """
@@ -18,11 +21,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +44,14 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.testing import start_clusters
 
 PARTITIONS = 3
 RATE_PER_SECOND = 200
 RUN_BEFORE_MIGRATION_S = 12
 RUN_AFTER_MIGRATION_S = 12
+TOKEN = "demo-write-token"
 
 
 def write_metadata(path: Path, clusters: dict[str, Any], owners: list[str]) -> None:
@@ -54,6 +63,60 @@ def write_metadata(path: Path, clusters: dict[str, Any], owners: list[str]) -> N
     tmp = path.with_suffix(".tmp")
     tmp.write_text(yaml.safe_dump(document, sort_keys=False))
     os.replace(tmp, path)
+
+
+class MetadataServer:
+    """``dynamic-kafka serve`` in a subprocess on a free port, logging to a file."""
+
+    def __init__(self, metadata: Path, workdir: Path) -> None:
+        self.token_file = workdir / "token"
+        self.token_file.write_text(TOKEN)
+        self.token_file.chmod(0o600)
+        self.log = workdir / "metadata-server.log"
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        command = [sys.executable, "-m", "pyspark_dynamic_kafka", "serve"]
+        command += ["--metadata", str(metadata), "--port", self.url.rsplit(":", 1)[1]]
+        command += ["--token-file", str(self.token_file)]
+        with open(self.log, "wb") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/v1/health", timeout=2):
+                    return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    log = self.log.read_text()
+                    raise RuntimeError(f"metadata server did not start: {log}") from None
+                time.sleep(0.2)
+
+    def move(self, stream: str, source: str, target: str) -> None:
+        """``dynamic-kafka move`` against this server."""
+        command = [sys.executable, "-m", "pyspark_dynamic_kafka", "move", stream]
+        command += ["--from", source, "--to", target, "--metadata", self.url]
+        command += ["--token-file", str(self.token_file)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        print(result.stdout.rstrip() or result.stderr.rstrip(), flush=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"dynamic-kafka move failed: {result.stderr}")
+
+    def answers(self) -> dict[str, int]:
+        """How the server answered the query's metadata reads, by status."""
+        statuses = re.findall(
+            r'"GET /v1/streams\?id=orders HTTP/1.1" (\d{3})', self.log.read_text()
+        )
+        return {status: statuses.count(status) for status in sorted(set(statuses))}
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(20)
 
 
 class EventProducer(threading.Thread):
@@ -115,12 +178,13 @@ class EventProducer(threading.Thread):
             producer.close()
 
 
-def pipeline(spark: SparkSession, metadata: Path, checkpoint: Path, output: Path) -> Any:
+def pipeline(spark: SparkSession, metadata_url: str, checkpoint: Path, output: Path) -> Any:
     """dynamic_kafka -> parse JSON -> Parquet (checkpointed) + per-cluster counts per batch."""
     events: DataFrame = (
         spark.readStream.format("dynamic_kafka")
-        .option("metadataService", "file")
-        .option("metadataService.path", str(metadata))
+        .option("metadataService", "http")
+        .option("metadataService.url", metadata_url)
+        .option("metadataService.token", TOKEN)
         .option("streamIds", "orders")
         .option("startingOffsets", "earliest")
         .option("metadataDiscoveryIntervalMs", "1000")
@@ -195,16 +259,34 @@ def run(
     for cluster in clusters.values():
         cluster.create_topic("orders", partitions=PARTITIONS)
     write_metadata(metadata, clusters, ["east"])
+    server = MetadataServer(metadata, workdir)
+    try:
+        return migrate(spark, clusters, server, workdir, output)
+    finally:
+        server.stop()
+
+
+def migrate(
+    spark: SparkSession,
+    clusters: dict[str, Any],
+    server: MetadataServer,
+    workdir: Path,
+    output: Path,
+) -> int:
+    """Run the pipeline while ``orders`` moves from east to west through the metadata service."""
     print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
-    print(f"metadata: {metadata} (orders -> east)")
+    print(f"metadata service: {server.url} (orders -> east)")
 
     producer = EventProducer(clusters)
     producer.start()
-    query = pipeline(spark, metadata, workdir / "checkpoint", output)
+    query = pipeline(spark, server.url, workdir / "checkpoint", output)
     time.sleep(RUN_BEFORE_MIGRATION_S)
 
-    print("migrating orders: east -> east+west, producer -> west")
-    write_metadata(metadata, clusters, ["east", "west"])
+    print("migrating orders: east -> east+west (write API), producer -> west")
+    service = HttpMetadataService(server.url, TOKEN)
+    service.update_stream(
+        "orders", lambda entries: [*entries, {"cluster": "west", "topics": ["orders"]}]
+    )
     changed_at = time.time()
     producer.move_to("west")
     time.sleep(RUN_AFTER_MIGRATION_S / 2)
@@ -214,13 +296,14 @@ def run(
             print(f"east was not drained: {query.exception()}")
             break
         time.sleep(0.5)
-    print("migrating orders: east+west -> west")
-    write_metadata(metadata, clusters, ["west"])
+    print("migrating orders: east+west -> west (dynamic-kafka move)")
+    server.move("orders", "east", "west")
     time.sleep(RUN_AFTER_MIGRATION_S / 2)
 
     producer.stop()
     query.processAllAvailable()
     query.stop()
+    print(f"metadata reads answered (HTTP status: count): {server.answers()}")
     return summarize(spark, output, producer, changed_at)
 
 

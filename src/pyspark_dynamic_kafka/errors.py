@@ -6,12 +6,17 @@ offending key and value and say what to do; they never contain secrets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "DataLossError",
     "DiscoveryError",
     "DynamicKafkaError",
     "KafkaClientError",
+    "MetadataAccessError",
+    "MetadataConflictError",
     "MetadataError",
+    "MetadataNotFoundError",
     "MetadataValidationError",
     "OffsetsError",
     "OptionsError",
@@ -36,7 +41,35 @@ class MetadataError(DynamicKafkaError):
 
 
 class MetadataValidationError(MetadataError, ValueError):
-    """Metadata content is invalid: wrong type, missing key, unknown cluster, syntax error, ..."""
+    """Metadata content is invalid: wrong type, missing key, unknown cluster, syntax error, ...
+
+    Parameters
+    ----------
+    message:
+        The whole message (it lists the problems too).
+    problems:
+        Each problem as ``path-in-the-document: message``, when known.
+    """
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems: tuple[str, ...] = tuple(problems)
+
+
+class MetadataNotFoundError(MetadataError, LookupError):
+    """A stream or cluster named in a metadata edit is not in the metadata."""
+
+
+class MetadataConflictError(MetadataError):
+    """A metadata write lost a race: the resource changed since it was read (HTTP 412)."""
+
+
+class MetadataAccessError(OptionsError):
+    """The metadata service refused the credentials (HTTP 401 or 403).
+
+    An :class:`OptionsError`, not a :class:`MetadataError`: a query fails at once instead of
+    counting it as a tolerated discovery failure, since retrying with the same token cannot help.
+    """
 
 
 class DiscoveryError(MetadataError):

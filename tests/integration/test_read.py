@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import pickle
 from collections.abc import Iterator
 from typing import Any
@@ -103,3 +104,26 @@ def test_range_ending_at_a_transaction_marker_does_not_hang(kafka_clusters: Any)
     assert whole["offset"].to_pylist() == [0, 1, 2, 3, 4, 6, 7, 8]
     tail = _read(_task(east, ("tx", 0, 5, 6)))
     assert tail.num_rows == 0
+
+
+def test_cyclic_gc_is_paused_while_reading_and_restored_after(kafka_clusters: Any) -> None:
+    east = kafka_clusters("east")["east"]
+    east.create_topic("orders", partitions=1)
+    east.produce_bulk("orders", ((None, f"v{i}") for i in range(70_000)))  # > one Arrow batch
+    assert gc.isenabled()
+
+    batches = read_task(_task(east, ("orders", 0, 0, 70_000)))
+    first = next(batches)
+    assert first.num_rows > 0 and not gc.isenabled()  # paused between batches too
+    batches.close()  # a consumer of the task stops early (e.g. a LIMIT)
+    assert gc.isenabled()
+
+    assert sum(b.num_rows for b in read_task(_task(east, ("orders", 0, 0, 70_000)))) == 70_000
+    assert gc.isenabled()
+
+    gc.disable()  # a worker that disabled the collector itself keeps it disabled
+    try:
+        assert sum(b.num_rows for b in read_task(_task(east, ("orders", 0, 5, 10)))) == 5
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

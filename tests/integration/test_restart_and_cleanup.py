@@ -82,6 +82,47 @@ def test_stop_mid_stream_and_restart_reads_each_record_once(
         query.stop()
 
 
+def test_metadata_changed_while_down_is_reconciled_at_restart(
+    spark: Any, kafka_clusters: Any, tmp_path: Path
+) -> None:
+    clusters = kafka_clusters("east", "west")
+    east, west = clusters["east"].bootstrap_servers, clusters["west"].bootstrap_servers
+    for c in clusters.values():
+        c.create_topic("orders", partitions=2)
+    meta = tmp_path / "streams.yaml"
+    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
+    checkpoint, output = tmp_path / "ckpt", tmp_path / "out"
+    before = [f"east-{i}" for i in range(12)]
+    produce(east, "orders", before, 2)
+    produce(west, "orders", [f"west-old-{i}" for i in range(6)], 2)  # not in the stream yet
+
+    query = _parquet_query(spark, meta, checkpoint, output)
+    try:
+        wait_until(lambda: len(_parquet_values(spark, output)) >= len(before), what="east rows")
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+    # While the query is down: the stream moves to west; east keeps receiving records that the
+    # stream no longer maps.
+    write_metadata(meta, clusters, {"orders": [("west", ["orders"])]})
+    produce(east, "orders", [f"east-late-{i}" for i in range(5)], 2)
+    produce(west, "orders", [f"west-new-{i}" for i in range(6)], 2)
+
+    query = _parquet_query(spark, meta, checkpoint, output)
+    try:
+        # west is discovered at restart: read from discoveryStartingOffsets=earliest.
+        expected = (
+            before + [f"west-old-{i}" for i in range(6)] + [f"west-new-{i}" for i in range(6)]
+        )
+        wait_until(lambda: len(_parquet_values(spark, output)) >= len(expected), what="rows")
+        query.processAllAvailable()
+        assert sorted(_parquet_values(spark, output)) == sorted(expected)
+        assert set(latest_offset_json(query)["clusters"]) == {"west"}
+    finally:
+        query.stop()
+
+
 def test_killed_driver_restarts_exactly_once(
     spark: Any, kafka_clusters: Any, tmp_path: Path
 ) -> None:

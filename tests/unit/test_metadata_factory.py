@@ -246,13 +246,15 @@ def test_custom_class_raising_while_created() -> None:
 # --- unknown kind -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "hint"), [("http", ""), ("singelCluster", "singleCluster")])
+@pytest.mark.parametrize(
+    ("kind", "hint"), [("zookeeper", ""), ("singelCluster", "singleCluster"), ("htp", "http")]
+)
 def test_unknown_kind(kind: str, hint: str) -> None:
     with pytest.raises(OptionsError) as info:
         create_metadata_service(kind, {})
     message = str(info.value)
     assert "'metadataService'" in message
     assert repr(kind) in message
-    assert "'file', 'singleCluster' or 'package.module:ClassName'" in message
+    assert "'file', 'http', 'singleCluster' or 'package.module:ClassName'" in message
     if hint:
         assert f"Did you mean '{hint}'?" in message

@@ -1,4 +1,4 @@
-"""Executor-side events no test broker can produce, with a scripted consumer.
+"""Executor-side events no test broker can produce, with a scripted consumer (real messages).
 
 Tansu keeps every record (no retention, DeleteRecords drops the connection) and answers a fetch
 past the end with no data instead of OFFSET_OUT_OF_RANGE, and ignores LogAppendTime: so offsets
@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import DataLossError
@@ -21,42 +21,26 @@ from pyspark_dynamic_kafka.source.planning import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.source.read import _RangeReader
 
 
-class _Message:
-    def __init__(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        error: KafkaError | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-        timestamp: tuple[int, int] = (1, 1_700_000_000_000),
-    ) -> None:
-        self._t, self._p, self._o, self._e = topic, partition, offset, error
-        self._h, self._ts = headers, timestamp
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def error(self) -> KafkaError | None:
-        return self._e
-
-    def key(self) -> bytes:
-        return b"k"
-
-    def value(self) -> bytes:
-        return f"v{self._o}".encode()
-
-    def timestamp(self) -> tuple[int, int]:
-        return self._ts
-
-    def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return self._h
+def _message(
+    topic: str,
+    partition: int,
+    offset: int,
+    error: KafkaError | None = None,
+    headers: list[tuple[str, bytes | None]] | None = None,
+    timestamp: tuple[int, int] = (1, 1_700_000_000_000),
+) -> Message:
+    """A real confluent-kafka message, as a consumer would return it."""
+    value = None if error else f"v{offset}".encode()
+    return Message(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=None if error else b"k",
+        value=value,
+        headers=headers,
+        error=error,
+        timestamp=timestamp,
+    )
 
 
 class _Consumer:
@@ -80,13 +64,13 @@ def _reader(consumer: _Consumer, start: int, end: int, fail: bool) -> _RangeRead
     return _RangeReader(consumer, "east", [OffsetRange("east", "t", 0, start, end)], settings)
 
 
-def _out_of_range(offset: int) -> _Message:
-    return _Message("t", 0, offset, KafkaError(KafkaError._AUTO_OFFSET_RESET, "out of range"))
+def _out_of_range(offset: int) -> Message:
+    return _message("t", 0, offset, KafkaError(KafkaError._AUTO_OFFSET_RESET, "out of range"))
 
 
 def test_out_of_range_fails_with_cluster_topic_partition_and_offsets() -> None:
     reader = _reader(_Consumer(low=50, high=90), 10, 60, fail=True)
-    reader.accept([_Message("t", 0, 10), _Message("t", 0, 11)])
+    reader.accept([_message("t", 0, 10), _message("t", 0, 11)])
     with pytest.raises(DataLossError) as info:
         reader.accept([_out_of_range(12)])
     assert "offsets [12, 60) of east/t/0" in str(info.value)
@@ -96,9 +80,9 @@ def test_out_of_range_fails_with_cluster_topic_partition_and_offsets() -> None:
 def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset() -> None:
     consumer = _Consumer(low=50, high=90)
     reader = _reader(consumer, 10, 60, fail=False)
-    reader.accept([_Message("t", 0, 10), _Message("t", 0, 11), _out_of_range(12)])
+    reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
     assert consumer.seeks == [("t", 0, 50)]
-    reader.accept([_Message("t", 0, o) for o in range(50, 61)])
+    reader.accept([_message("t", 0, o) for o in range(50, 61)])
     assert not reader.pending
     offsets = reader.builder.flush()["offset"].to_pylist()
     assert offsets == [10, 11, *range(50, 60)]  # nothing twice, nothing past the end
@@ -118,9 +102,9 @@ def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone() -> None:
 def test_partition_gone_while_reading() -> None:
     gone = KafkaError(KafkaError._UNKNOWN_PARTITION, "unknown partition")
     with pytest.raises(DataLossError, match="no longer exists"):
-        _reader(_Consumer(0, 0), 0, 5, fail=True).accept([_Message("t", 0, 0, gone)])
+        _reader(_Consumer(0, 0), 0, 5, fail=True).accept([_message("t", 0, 0, gone)])
     reader = _reader(_Consumer(0, 0), 0, 5, fail=False)
-    reader.accept([_Message("t", 0, 0, gone)])
+    reader.accept([_message("t", 0, 0, gone)])
     assert not reader.pending
 
 
@@ -130,9 +114,9 @@ def test_headers_and_timestamp_types_match_spark() -> None:
         "t",
         0,
         [
-            _Message("t", 0, 0, headers=[("a", b"1"), ("a", None), ("b", b"")]),
-            _Message("t", 0, 1, headers=None, timestamp=(2, 1_700_000_000_123)),
-            _Message("t", 0, 2, headers=[], timestamp=(0, -1)),
+            _message("t", 0, 0, headers=[("a", b"1"), ("a", None), ("b", b"")]),
+            _message("t", 0, 1, headers=None, timestamp=(2, 1_700_000_000_123)),
+            _message("t", 0, 2, headers=[], timestamp=(0, -1)),
         ],
     )
     batch = builder.flush()
@@ -147,5 +131,5 @@ def test_headers_and_timestamp_types_match_spark() -> None:
     stamps = batch["timestamp"].cast(pa.int64()).to_pylist()
     assert stamps == [1_700_000_000_000_000, 1_700_000_000_123_000, None]
     plain = BatchBuilder("east")
-    plain.add_run("t", 0, [_Message("t", 0, 0, headers=[("a", b"1")])])
+    plain.add_run("t", 0, [_message("t", 0, 0, headers=[("a", b"1")])])
     assert "headers" not in plain.flush().schema.names

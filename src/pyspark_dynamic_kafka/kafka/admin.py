@@ -17,7 +17,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 
-__all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing"]
+__all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ _TIMEOUTS = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
 NO_OFFSET = -1
 
 
-def _admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
+def admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
+    """Client properties for an admin client: ``properties`` without consumer-only keys."""
     return {
         k: v
         for k, v in properties.items()
@@ -109,7 +110,7 @@ class ClusterAdmin:
 
     def _admin(self) -> Any:
         if self._client is None:
-            self._client = AdminClient(_admin_config(self.properties))
+            self._client = AdminClient(admin_config(self.properties))
         return self._client
 
     def _fail(self, what: str, exc: BaseException) -> KafkaClientError:

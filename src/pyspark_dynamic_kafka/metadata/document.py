@@ -573,7 +573,7 @@ def parse_metadata_document(data: object, source: str) -> ParsedMetadata:
     """
     parsed, problems = _parse(data)
     if parsed is None:
-        raise MetadataValidationError(format_problems(source, problems))
+        raise MetadataValidationError(format_problems(source, problems), problems)
     return parsed
 
 

@@ -11,6 +11,7 @@ from pyspark_dynamic_kafka.errors import DynamicKafkaError, MetadataError, Optio
 from pyspark_dynamic_kafka.kafka.config import is_secret_key
 from pyspark_dynamic_kafka.metadata.document import redact
 from pyspark_dynamic_kafka.metadata.file import SUPPORTED_EXTENSIONS, FileMetadataService
+from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadataService
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.metadata.single_cluster import (
     DEFAULT_CLUSTER_ID,
@@ -18,15 +19,18 @@ from pyspark_dynamic_kafka.metadata.single_cluster import (
     SingleClusterMetadataService,
 )
 
-__all__ = ["FILE", "SINGLE_CLUSTER", "create_metadata_service"]
+__all__ = ["FILE", "HTTP", "SINGLE_CLUSTER", "create_metadata_service"]
 
 #: ``metadataService`` value of :class:`FileMetadataService`.
 FILE = "file"
 #: ``metadataService`` value of :class:`SingleClusterMetadataService`.
 SINGLE_CLUSTER = "singleCluster"
+#: ``metadataService`` value of :class:`HttpMetadataService`.
+HTTP = "http"
 
 _OPTION = "metadataService"
 _FILE_OPTIONS = ("path",)
+_HTTP_OPTIONS = ("url", "token", "timeoutMs", "caFile")
 # Options of singleCluster that are not client properties (client properties are lowercase
 # dotted names, so these camelCase keys cannot clash with one).
 _CLUSTER_ID = "clusterId"
@@ -36,23 +40,28 @@ _PROTOCOL_METHODS = ("get_all_streams", "describe_streams", "is_cluster_active",
 
 
 def _valid_values() -> str:
-    return f"'{FILE}', '{SINGLE_CLUSTER}' or 'package.module:ClassName'"
+    return f"'{FILE}', '{HTTP}', '{SINGLE_CLUSTER}' or 'package.module:ClassName'"
 
 
 def _lowered(options: Mapping[str, str]) -> dict[str, str]:
     return {str(key).lower(): str(value) for key, value in options.items()}
 
 
+def _check_keys(opts: Mapping[str, str], allowed: tuple[str, ...], kind: str) -> None:
+    canonical = {key.lower(): key for key in allowed}
+    for key in opts:
+        if key not in canonical:
+            close = difflib.get_close_matches(key, list(canonical), n=1, cutoff=0.5)
+            hint = f" Did you mean '{_OPTION}.{canonical[close[0]]}'?" if close else ""
+            raise OptionsError(
+                f"Unknown option '{_OPTION}.{key}' for {_OPTION}={kind}.{hint} Valid options: "
+                f"{', '.join(f'{_OPTION}.{k}' for k in allowed)}."
+            )
+
+
 def _file_service(options: Mapping[str, str]) -> FileMetadataService:
     opts = _lowered(options)
-    for key in opts:
-        if key not in _FILE_OPTIONS:
-            close = difflib.get_close_matches(key, _FILE_OPTIONS, n=1, cutoff=0.5)
-            hint = f" Did you mean '{_OPTION}.{close[0]}'?" if close else ""
-            raise OptionsError(
-                f"Unknown option '{_OPTION}.{key}' for {_OPTION}={FILE}.{hint} Valid options: "
-                f"{', '.join(f'{_OPTION}.{k}' for k in _FILE_OPTIONS)}."
-            )
+    _check_keys(opts, _FILE_OPTIONS, FILE)
     path = opts.get("path", "").strip()
     extensions = ", ".join(SUPPORTED_EXTENSIONS)
     if not path:
@@ -64,6 +73,39 @@ def _file_service(options: Mapping[str, str]) -> FileMetadataService:
         return FileMetadataService(path)
     except MetadataError as exc:
         raise OptionsError(f"Invalid value {path!r} for option '{_OPTION}.path': {exc}") from None
+
+
+def _positive_ms(raw: str, key: str, default: int) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise OptionsError(
+            f"Invalid value {raw!r} for option '{_OPTION}.{key}': it must be a positive number "
+            f"of milliseconds (default {default})."
+        )
+    return value
+
+
+def _http_service(options: Mapping[str, str]) -> HttpMetadataService:
+    opts = _lowered(options)
+    _check_keys(opts, _HTTP_OPTIONS, HTTP)
+    url = opts.get("url", "").strip()
+    if not url:
+        raise OptionsError(
+            f"Option '{_OPTION}.url' is required with {_OPTION}={HTTP}: set it to the service's "
+            "base URL, e.g. https://metadata.example.com."
+        )
+    timeout_ms = _positive_ms(
+        opts.get("timeoutms", str(DEFAULT_TIMEOUT_MS)), "timeoutMs", DEFAULT_TIMEOUT_MS
+    )
+    return HttpMetadataService(
+        url,
+        token=opts.get("token"),
+        timeout_ms=timeout_ms,
+        ca_file=opts.get("cafile", "").strip() or None,
+    )
 
 
 def _single_cluster_service(options: Mapping[str, str]) -> SingleClusterMetadataService:
@@ -148,13 +190,14 @@ def create_metadata_service(kind: str, options: Mapping[str, str]) -> KafkaMetad
     Parameters
     ----------
     kind:
-        ``file``, ``singleCluster`` (both case-insensitive) or ``package.module:ClassName``.
+        ``file``, ``http``, ``singleCluster`` (case-insensitive) or ``package.module:ClassName``.
     options:
         The ``metadataService.*`` options with the prefix removed. Keys are matched
-        case-insensitively (Spark lowercases them). ``file`` takes ``path``; ``singleCluster``
-        takes ``clusterId`` (default ``kafka``), ``requestTimeoutMs`` (default 30000) and client
-        properties (``bootstrap.servers`` required); a class of your own is called with a dict of
-        the options.
+        case-insensitively (Spark lowercases them). ``file`` takes ``path``; ``http`` takes
+        ``url`` (required), ``token``, ``timeoutMs`` (default 10000) and ``caFile``;
+        ``singleCluster`` takes ``clusterId`` (default ``kafka``), ``requestTimeoutMs`` (default
+        30000) and client properties (``bootstrap.servers`` required); a class of your own is
+        called with a dict of the options.
 
     Raises
     ------
@@ -170,9 +213,11 @@ def create_metadata_service(kind: str, options: Mapping[str, str]) -> KafkaMetad
         return _file_service(options)
     if lowered == SINGLE_CLUSTER.lower():
         return _single_cluster_service(options)
+    if lowered == HTTP:
+        return _http_service(options)
     if ":" in name:
         return _custom_service(name, options)
-    builtins = {FILE.lower(): FILE, SINGLE_CLUSTER.lower(): SINGLE_CLUSTER}
+    builtins = {FILE.lower(): FILE, HTTP: HTTP, SINGLE_CLUSTER.lower(): SINGLE_CLUSTER}
     close = difflib.get_close_matches(lowered, list(builtins), n=1, cutoff=0.6)
     hint = f" Did you mean '{builtins[close[0]]}'?" if close else ""
     raise OptionsError(

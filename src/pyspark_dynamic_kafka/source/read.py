@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
@@ -36,7 +36,6 @@ _log = logging.getLogger(__name__)
 _CONSUME_BATCH = 10000
 _CONSUME_TIMEOUT_S = 0.2
 _EOF = KafkaError._PARTITION_EOF
-_ONLY_NONE = {type(None)}
 _OUT_OF_RANGE = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
 _GONE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART)
 _WATERMARK_TIMEOUT_S = 10.0
@@ -143,9 +142,8 @@ class _RangeReader:
 
     def accept(self, messages: list[Any]) -> None:
         """Keep the data messages inside their ranges; handle events in order."""
-        errors = [m.error() for m in messages]
-        # Not errors.count(None): KafkaError.__eq__(None) raises.
-        if set(map(type, errors)) == _ONLY_NONE:
+        errors = list(map(Message.error, messages))
+        if not any(errors):  # a KafkaError is truthy (and KafkaError.__eq__(None) raises)
             self._data(messages)
             return
         start = 0
@@ -159,12 +157,12 @@ class _RangeReader:
     def _data(self, messages: list[Any]) -> None:
         if not messages:
             return
-        partitions = [m.partition() for m in messages]
+        partitions = list(map(Message.partition, messages))
         topic_of = self._topic_of
         keys: list[Any] = (
             partitions
             if topic_of is not None
-            else list(zip([m.topic() for m in messages], partitions, strict=True))
+            else list(zip(map(Message.topic, messages), partitions, strict=True))
         )
         first = keys[0]
         if keys.count(first) == len(keys):

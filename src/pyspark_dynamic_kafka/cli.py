@@ -1,0 +1,217 @@
+"""The ``dynamic-kafka`` command line: ``validate``, ``describe``, ``move`` and ``serve``.
+
+Also run as ``python -m pyspark_dynamic_kafka``. Results go to standard output, errors to
+standard error; the exit code is 0 on success, 1 on failure and 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from rich.console import Console
+
+from pyspark_dynamic_kafka.errors import DynamicKafkaError
+from pyspark_dynamic_kafka.metadata.file import load_metadata_file, validate_metadata_file
+from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS
+from pyspark_dynamic_kafka.tools.describe import build_report
+from pyspark_dynamic_kafka.tools.location import TOKEN_ENV, MetadataLocation, select_streams
+from pyspark_dynamic_kafka.tools.render import render_report, render_streams
+
+__all__ = ["main"]
+
+_EXAMPLES = """\
+examples:
+  dynamic-kafka validate streams.yaml
+  dynamic-kafka describe --metadata streams.yaml --streams orders --group billing
+  dynamic-kafka describe --metadata https://metadata.example.com --pattern '^orders' --json
+  dynamic-kafka move orders --from east --to west --metadata http://127.0.0.1:8080 \\
+      --token-file token.txt
+  dynamic-kafka serve --metadata streams.yaml --port 8080 --token-file token.txt
+"""
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    problems = validate_metadata_file(args.file)
+    if problems:
+        _stderr(f"{args.file}: {len(problems)} problem(s):")
+        for problem in problems:
+            _stderr(f"  {problem}")
+        return 1
+    parsed = load_metadata_file(args.file)
+    print(f"{args.file}: valid ({len(parsed.clusters)} clusters, {len(parsed.streams)} streams)")
+    return 0
+
+
+def _location(args: argparse.Namespace) -> MetadataLocation:
+    return MetadataLocation(args.metadata, args.token_file, args.ca_file, args.timeout_ms)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    service = _location(args).service()
+    try:
+        ids = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
+        streams = select_streams(service, ids, args.pattern)
+    finally:
+        service.close()
+    report = build_report(
+        streams, source=args.metadata, group=args.group, timeout_ms=args.timeout_ms
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        render_report(report, Console())
+    for error in report.errors:
+        _stderr(f"error: cluster {error}")
+    return 1 if report.errors else 0
+
+
+def _move(args: argparse.Namespace) -> int:
+    streams = _location(args).move(args.stream, args.source, args.target)
+    print(
+        f"Moved stream {args.stream!r} from {args.source!r} to {args.target!r} in {args.metadata}:"
+    )
+    render_streams(streams, Console())
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from pyspark_dynamic_kafka.server.run import serve  # starlette and uvicorn only when serving
+
+    serve(
+        args.metadata,
+        host=args.host,
+        port=args.port,
+        token_file=args.token_file,
+        read_token_file=args.read_token_file,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+def _add_service_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metadata",
+        required=True,
+        metavar="FILE|URL",
+        help="metadata file (.yaml, .yml, .json) or metadata service base URL (http(s)://...)",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"file holding the service's bearer token (default: ${TOKEN_ENV} when set)",
+    )
+    parser.add_argument("--ca-file", metavar="FILE", help="PEM file of a private CA (https)")
+    parser.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=DEFAULT_TIMEOUT_MS,
+        metavar="MS",
+        help=f"timeout of each request to the service or a cluster (default {DEFAULT_TIMEOUT_MS})",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dynamic-kafka",
+        description="Inspect, edit and serve the metadata of pyspark-dynamic-kafka streams.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a metadata file; list every problem (exit 1 when there is any)",
+        description="Check a metadata file and list every problem with its path in the file.",
+    )
+    validate.add_argument("file", metavar="FILE", help="metadata file (.yaml, .yml, .json)")
+    validate.set_defaults(run=_validate)
+
+    describe = commands.add_parser(
+        "describe",
+        help="streams -> clusters -> topics -> partitions, offsets and lag",
+        description="Resolve streams to clusters, topics and partitions with their earliest and "
+        "latest offsets and, with --group, the group's committed offsets and lag.",
+    )
+    _add_service_options(describe)
+    which = describe.add_mutually_exclusive_group()
+    which.add_argument("--streams", metavar="ID[,ID...]", help="comma-separated stream ids")
+    which.add_argument("--pattern", metavar="REGEX", help="stream ids matching (re.search)")
+    describe.add_argument("--group", metavar="GROUP", help="consumer group: committed offsets, lag")
+    describe.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    describe.set_defaults(run=_describe)
+
+    move = commands.add_parser(
+        "move",
+        help="move a stream's topics from one cluster to another, in one atomic edit",
+        description="Move a stream's topics from cluster --from to cluster --to in one atomic "
+        "edit: a file is rewritten atomically (temp file + rename); a service is written with "
+        "If-Match so that no concurrent edit is lost.",
+    )
+    move.add_argument("stream", metavar="STREAM", help="the stream id")
+    move.add_argument(
+        "--from", dest="source", required=True, metavar="CLUSTER", help="cluster it leaves"
+    )
+    move.add_argument(
+        "--to", dest="target", required=True, metavar="CLUSTER", help="cluster it goes to"
+    )
+    _add_service_options(move)
+    move.set_defaults(run=_move)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve a metadata file over the HTTP contract (reference server)",
+        description="Serve a metadata file over the HTTP metadata contract (v1). Writes need "
+        "the token of --token-file (read-only without it); reads are open unless "
+        "--read-token-file is given.",
+    )
+    serve.add_argument("--metadata", required=True, metavar="FILE", help="the metadata file")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    serve.add_argument("--token-file", metavar="FILE", help="file holding the write token")
+    serve.add_argument("--read-token-file", metavar="FILE", help="file holding the read token")
+    serve.add_argument("--tls-cert", metavar="FILE", help="PEM certificate chain (https)")
+    serve.add_argument("--tls-key", metavar="FILE", help="PEM private key (https)")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level (default info)",
+    )
+    serve.set_defaults(run=_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code.
+
+    Parameters
+    ----------
+    argv:
+        The arguments (``sys.argv[1:]`` when ``None``).
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return 2
+    if args.command != "serve":
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except DynamicKafkaError as exc:
+        _stderr(f"error: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130

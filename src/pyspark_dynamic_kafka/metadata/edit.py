@@ -1,0 +1,261 @@
+"""Edits of the metadata: replace or remove a stream, add or remove a cluster, move a stream.
+
+Each edit takes a validated :class:`ParsedMetadata` and returns a new one, validated again with
+:func:`~pyspark_dynamic_kafka.metadata.document.parse_metadata_document`, so an edit that would
+make the metadata invalid raises and changes nothing. The command line (file or URL) and the
+reference server share them; :func:`edit_metadata_file` applies one to a file atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark_dynamic_kafka.errors import MetadataNotFoundError, MetadataValidationError
+from pyspark_dynamic_kafka.metadata.document import (
+    ParsedMetadata,
+    dump_metadata_document,
+    parse_metadata_document,
+)
+from pyspark_dynamic_kafka.metadata.file import load_metadata_file, write_metadata_file
+
+try:  # POSIX; elsewhere edits of one file are not serialized between processes
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "Edit",
+    "edit_metadata_file",
+    "metadata_file_lock",
+    "move_stream",
+    "moved_entries",
+    "put_cluster",
+    "remove_cluster",
+    "remove_stream",
+    "replace_stream",
+    "stream_entries",
+]
+
+#: A function from the current metadata to the edited metadata.
+Edit = Callable[[ParsedMetadata], ParsedMetadata]
+
+
+def _known(names: Mapping[str, object]) -> str:
+    return ", ".join(repr(n) for n in names) or "none"
+
+
+def _reparsed(document: Mapping[str, Any], source: str) -> ParsedMetadata:
+    return parse_metadata_document(document, source)
+
+
+def stream_entries(parsed: ParsedMetadata, stream_id: str) -> list[dict[str, Any]]:
+    """The entries of one stream as written in a metadata document (one per cluster).
+
+    Raises
+    ------
+    MetadataNotFoundError
+        When the stream is not in the metadata.
+    """
+    if stream_id not in parsed.streams:
+        raise MetadataNotFoundError(
+            f"Stream {stream_id!r} is not in the metadata (known streams: "
+            f"{_known(parsed.streams)})."
+        )
+    entries: list[dict[str, Any]] = dump_metadata_document(parsed)["streams"][stream_id]
+    return entries
+
+
+def replace_stream(
+    parsed: ParsedMetadata, stream_id: str, entries: object, source: str = "the edit"
+) -> ParsedMetadata:
+    """Set a stream's entries (a list of ``{cluster, topics[, startingOffsets]}``), adding it.
+
+    Raises
+    ------
+    MetadataValidationError
+        When the result is invalid (every problem listed with its path, e.g.
+        ``streams.orders[0].cluster``); ``parsed`` is untouched.
+    """
+    document = dump_metadata_document(parsed)
+    document["streams"][stream_id] = copy.deepcopy(entries)
+    return _reparsed(document, source)
+
+
+def remove_stream(parsed: ParsedMetadata, stream_id: str) -> ParsedMetadata:
+    """Remove a stream.
+
+    Raises
+    ------
+    MetadataNotFoundError
+        When the stream is not in the metadata.
+    """
+    stream_entries(parsed, stream_id)
+    document = dump_metadata_document(parsed)
+    del document["streams"][stream_id]
+    return _reparsed(document, "the edit")
+
+
+def put_cluster(
+    parsed: ParsedMetadata, cluster_id: str, properties: object, source: str = "the edit"
+) -> ParsedMetadata:
+    """Add a cluster or replace its client properties (``bootstrap.servers`` required).
+
+    Raises
+    ------
+    MetadataValidationError
+        When the result is invalid; messages never show a secret property's value.
+    """
+    document = dump_metadata_document(parsed)
+    document["clusters"][cluster_id] = copy.deepcopy(properties)
+    return _reparsed(document, source)
+
+
+def remove_cluster(parsed: ParsedMetadata, cluster_id: str) -> ParsedMetadata:
+    """Remove a cluster that no stream uses any more.
+
+    Raises
+    ------
+    MetadataNotFoundError
+        When the cluster is not in the metadata.
+    MetadataValidationError
+        When a stream still has topics on it.
+    """
+    if cluster_id not in parsed.clusters:
+        raise MetadataNotFoundError(
+            f"Cluster {cluster_id!r} is not in the metadata (known clusters: "
+            f"{_known(parsed.clusters)})."
+        )
+    users = sorted(sid for sid, s in parsed.streams.items() if cluster_id in s.clusters)
+    if users:
+        raise MetadataValidationError(
+            f"Cluster {cluster_id!r} is still used by stream(s) {', '.join(users)}: move them "
+            "to another cluster (dynamic-kafka move) or remove their entries first."
+        )
+    document = dump_metadata_document(parsed)
+    del document["clusters"][cluster_id]
+    return _reparsed(document, "the edit")
+
+
+def _cluster_of(entry: object) -> object:
+    return entry.get("cluster") if isinstance(entry, Mapping) else None
+
+
+def _topics(entry: Mapping[str, Any]) -> list[str]:
+    topics = entry.get("topics")
+    return [t for t in topics if isinstance(t, str)] if isinstance(topics, list) else []
+
+
+def moved_entries(
+    entries: list[dict[str, Any]], stream_id: str, source: str, target: str
+) -> list[dict[str, Any]]:
+    """A stream's entries with its topics on ``source`` moved to ``target``.
+
+    The topics of every entry on ``source`` join those ``target`` already has (the target entry
+    keeps its ``startingOffsets``, else takes the source's) and the source entries go. The result
+    is not validated here: ``target`` must be an active cluster where it is applied.
+
+    Raises
+    ------
+    MetadataValidationError
+        When ``source`` and ``target`` are the same, or the stream has no entry on ``source``.
+    """
+    if source == target:
+        raise MetadataValidationError(
+            f"Cannot move stream {stream_id!r} from cluster {source!r} to itself: name two "
+            "different clusters."
+        )
+    moving = [e for e in entries if _cluster_of(e) == source]
+    if not moving:
+        on = sorted({str(_cluster_of(e)) for e in entries})
+        raise MetadataValidationError(
+            f"Stream {stream_id!r} has no entry on cluster {source!r} (it is on: "
+            f"{', '.join(repr(c) for c in on) or 'no cluster'}); nothing to move."
+        )
+    on_target = [e for e in entries if _cluster_of(e) == target]
+    merged: dict[str, Any] = copy.deepcopy(on_target[0]) if on_target else {"cluster": target}
+    topics: list[str] = []
+    for entry in on_target + moving:
+        topics.extend(t for t in _topics(entry) if t not in topics)
+    merged["topics"] = topics
+    starting = next((e["startingOffsets"] for e in moving if "startingOffsets" in e), None)
+    if starting is not None and "startingOffsets" not in merged:
+        merged["startingOffsets"] = copy.deepcopy(starting)
+    result: list[dict[str, Any]] = []
+    placed = False
+    for entry in entries:
+        if _cluster_of(entry) not in (source, target):
+            result.append(copy.deepcopy(entry))
+        elif not placed:  # where the first source or target entry was
+            result.append(merged)
+            placed = True
+    return result
+
+
+def move_stream(parsed: ParsedMetadata, stream_id: str, source: str, target: str) -> ParsedMetadata:
+    """Move a stream's topics from cluster ``source`` to cluster ``target`` in one edit.
+
+    Raises
+    ------
+    MetadataNotFoundError
+        When the stream is not in the metadata.
+    MetadataValidationError
+        When ``target`` is not an active cluster, ``source`` equals it, or the stream has no
+        entry on ``source``.
+    """
+    entries = stream_entries(parsed, stream_id)
+    if target not in parsed.clusters:
+        raise MetadataValidationError(
+            f"Cannot move stream {stream_id!r} to cluster {target!r}: it is not in the metadata "
+            f"(known clusters: {_known(parsed.clusters)}). Add the cluster first."
+        )
+    return replace_stream(parsed, stream_id, moved_entries(entries, stream_id, source, target))
+
+
+@contextlib.contextmanager
+def metadata_file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock that serializes edits of one metadata file between processes.
+
+    The lock is ``flock`` on a file beside the metadata file (``.NAME.lock``); readers never
+    need it, since the metadata file is only ever replaced atomically.
+    """
+    if fcntl is None:  # pragma: no cover - not on Linux
+        yield
+        return
+    target = Path(path)
+    lock_path = target.with_name(f".{target.name}.lock")
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def edit_metadata_file(path: str | os.PathLike[str], edit: Edit) -> ParsedMetadata:
+    """Apply ``edit`` to a metadata file and write the result atomically (temp file + rename).
+
+    Edits through this function are serialized between processes by a lock file beside the
+    metadata file (``.NAME.lock``). An edit that raises leaves the file untouched.
+
+    Returns
+    -------
+    ParsedMetadata
+        The metadata as written.
+
+    Raises
+    ------
+    MetadataError
+        When the file cannot be read, is invalid, or cannot be written.
+    MetadataValidationError, MetadataNotFoundError
+        As raised by ``edit``.
+    """
+    target = Path(path)
+    with metadata_file_lock(target):
+        edited = edit(load_metadata_file(target))
+        write_metadata_file(target, edited)
+    return edited

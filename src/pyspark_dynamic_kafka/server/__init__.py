@@ -1,0 +1,12 @@
+"""The reference HTTP metadata server (``dynamic-kafka serve``).
+
+- :mod:`~pyspark_dynamic_kafka.server.app`: the Starlette application (:func:`create_app`).
+- :mod:`~pyspark_dynamic_kafka.server.store`: the served file, cached reads and atomic writes.
+- :mod:`~pyspark_dynamic_kafka.server.auth`: bearer tokens for reads and writes.
+- :mod:`~pyspark_dynamic_kafka.server.run`: :func:`serve` with uvicorn.
+"""
+
+from pyspark_dynamic_kafka.server.app import create_app
+from pyspark_dynamic_kafka.server.run import DEFAULT_HOST, DEFAULT_PORT, serve
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]

@@ -1,0 +1,254 @@
+"""``dynamic-kafka describe``: streams -> clusters -> topics -> partitions, with offsets and lag.
+
+Each cluster is asked once for all the topics of the described streams: partitions, earliest and
+latest offsets, and (given a consumer group) committed offsets. A cluster that cannot be reached
+is reported with its error; the others are still described. Reports hold no client property but
+``bootstrap.servers`` (never a secret).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
+from pyspark_dynamic_kafka.kafka.groups import committed_offsets
+from pyspark_dynamic_kafka.metadata.model import KafkaStream
+
+__all__ = [
+    "ClusterReport",
+    "PartitionReport",
+    "Report",
+    "StreamReport",
+    "TopicReport",
+    "build_report",
+]
+
+
+_LOG_LEVEL = "log_level"
+_QUIET = "2"  # syslog level: critical and worse
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    """Offsets of one partition; ``committed`` and ``lag`` are ``None`` without a commit."""
+
+    partition: int
+    earliest: int
+    latest: int
+    committed: int | None = None
+
+    @property
+    def lag(self) -> int | None:
+        """``latest - committed`` (never negative), or ``None`` without a committed offset."""
+        if self.committed is None:
+            return None
+        return max(self.latest - self.committed, 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """This partition as a JSON object."""
+        return {
+            "partition": self.partition,
+            "earliest": self.earliest,
+            "latest": self.latest,
+            "committed": self.committed,
+            "lag": self.lag,
+        }
+
+
+@dataclass(frozen=True)
+class TopicReport:
+    """One topic of a stream on a cluster; ``exists`` is false when the cluster lacks it."""
+
+    topic: str
+    exists: bool
+    partitions: tuple[PartitionReport, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """This topic as a JSON object."""
+        return {
+            "topic": self.topic,
+            "exists": self.exists,
+            "partitions": [p.to_json() for p in self.partitions],
+        }
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """A stream's topics on one cluster, or the error that kept the cluster from answering."""
+
+    cluster: str
+    bootstrap_servers: str
+    topics: tuple[TopicReport, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """This cluster as a JSON object."""
+        return {
+            "cluster": self.cluster,
+            "bootstrapServers": self.bootstrap_servers,
+            "error": self.error,
+            "topics": [t.to_json() for t in self.topics],
+        }
+
+
+@dataclass(frozen=True)
+class StreamReport:
+    """One stream and its clusters."""
+
+    stream: str
+    clusters: tuple[ClusterReport, ...]
+
+    @property
+    def lag(self) -> int | None:
+        """Total lag over the partitions with a committed offset (``None`` when none has one)."""
+        lags = [
+            p.lag
+            for c in self.clusters
+            for t in c.topics
+            for p in t.partitions
+            if p.lag is not None
+        ]
+        return sum(lags) if lags else None
+
+    def to_json(self) -> dict[str, Any]:
+        """This stream as a JSON object."""
+        return {
+            "stream": self.stream,
+            "lag": self.lag,
+            "clusters": [c.to_json() for c in self.clusters],
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """What ``describe`` shows."""
+
+    source: str
+    group: str | None
+    streams: tuple[StreamReport, ...]
+
+    @property
+    def errors(self) -> list[str]:
+        """One line per cluster that could not be described."""
+        return sorted(
+            {f"{c.cluster}: {c.error}" for s in self.streams for c in s.clusters if c.error}
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON object."""
+        return {
+            "metadata": self.source,
+            "group": self.group,
+            "streams": [s.to_json() for s in self.streams],
+        }
+
+
+@dataclass
+class _ClusterState:
+    """What one cluster answered for all the described topics."""
+
+    partitions: dict[str, list[int]]
+    earliest: dict[tuple[str, int], int]
+    latest: dict[tuple[str, int], int]
+    committed: dict[tuple[str, int], int]
+
+
+def _query(
+    cluster_id: str,
+    properties: Mapping[str, str],
+    topics: set[str],
+    group: str | None,
+    timeout_ms: int,
+) -> _ClusterState:
+    # librdkafka would print every failed connection; the report carries the error instead.
+    properties = {_LOG_LEVEL: _QUIET, **properties}
+    admin = ClusterAdmin(cluster_id, properties, timeout_ms)
+    try:
+        partitions = admin.list_partitions(topics)
+        pairs = [(t, p) for t, ps in partitions.items() for p in ps]
+        earliest = admin.list_offsets(pairs, "earliest")
+        latest = admin.list_offsets(pairs, "latest")
+    finally:
+        admin.close()
+    committed = committed_offsets(cluster_id, properties, group, pairs, timeout_ms) if group else {}
+    return _ClusterState(partitions, earliest, latest, committed)
+
+
+def _cluster_report(
+    cluster_id: str,
+    servers: str,
+    topics: frozenset[str],
+    state: _ClusterState | str,
+    group: str | None,
+) -> ClusterReport:
+    if isinstance(state, str):
+        return ClusterReport(cluster_id, servers, error=state)
+    reports = []
+    for topic in sorted(topics):
+        if topic not in state.partitions:
+            reports.append(TopicReport(topic, exists=False))
+            continue
+        partitions = tuple(
+            PartitionReport(
+                p,
+                state.earliest[(topic, p)],
+                state.latest[(topic, p)],
+                state.committed.get((topic, p)) if group else None,
+            )
+            for p in state.partitions[topic]
+        )
+        reports.append(TopicReport(topic, exists=True, partitions=partitions))
+    return ClusterReport(cluster_id, servers, tuple(reports))
+
+
+def build_report(
+    streams: Mapping[str, KafkaStream],
+    *,
+    source: str,
+    group: str | None = None,
+    timeout_ms: int = 30000,
+) -> Report:
+    """Ask every cluster of ``streams`` for its partitions and offsets.
+
+    Parameters
+    ----------
+    streams:
+        The streams to describe, by id.
+    source:
+        Where the metadata came from (file or URL), shown in the report.
+    group:
+        A consumer group whose committed offsets and lag to show.
+    timeout_ms:
+        Timeout of each request to a cluster.
+    """
+    topics: dict[str, set[str]] = {}
+    properties: dict[str, Mapping[str, str]] = {}
+    for stream in streams.values():
+        for cluster_id, cluster in stream.clusters.items():
+            topics.setdefault(cluster_id, set()).update(cluster.topics)
+            properties.setdefault(cluster_id, cluster.properties)
+    states: dict[str, _ClusterState | str] = {}
+    for cluster_id in sorted(topics):
+        try:
+            states[cluster_id] = _query(
+                cluster_id, properties[cluster_id], topics[cluster_id], group, timeout_ms
+            )
+        except KafkaClientError as exc:
+            states[cluster_id] = str(exc)
+    return Report(
+        source,
+        group,
+        tuple(
+            StreamReport(
+                stream_id,
+                tuple(
+                    _cluster_report(cid, c.bootstrap_servers, c.topics, states[cid], group)
+                    for cid, c in stream.clusters.items()
+                ),
+            )
+            for stream_id, stream in streams.items()
+        ),
+    )

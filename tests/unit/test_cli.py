@@ -1,0 +1,197 @@
+"""The command line in process: arguments, exit codes, stdout/stderr (no broker needed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyspark_dynamic_kafka.cli import main
+from pyspark_dynamic_kafka.metadata.file import load_metadata_file
+
+DOCUMENT = {
+    "clusters": {
+        "east": {"bootstrap.servers": "127.0.0.1:1"},
+        "west": {"bootstrap.servers": "127.0.0.1:2"},
+    },
+    "streams": {"orders": [{"cluster": "east", "topics": ["orders"]}]},
+}
+
+
+@pytest.fixture
+def meta(tmp_path: Path) -> Path:
+    path = tmp_path / "streams.yaml"
+    path.write_text(yaml.safe_dump(DOCUMENT))
+    return path
+
+
+@pytest.mark.parametrize("command", [[], ["validate"], ["describe"], ["move"], ["serve"]])
+def test_help_everywhere(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0
+    assert "usage: dynamic-kafka" in capsys.readouterr().out
+
+
+def test_no_command_prints_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: dynamic-kafka" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["move", "orders", "--from", "east"], ["describe"], ["frobnicate"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["describe", "--metadata", "m.yaml", "--streams", "a", "--pattern", "b"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_validate_valid_file(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(meta)]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == f"{meta}: valid (2 clusters, 1 streams)"
+    assert out.err == ""
+
+
+def test_validate_lists_every_problem_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "clusters:\n  east: {sasl.password: hunter22}\n"
+        "streams:\n  orders: [{cluster: south, topics: orders}]\n  refunds: 3\n"
+    )
+    assert main(["validate", str(bad)]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    lines = out.err.splitlines()
+    assert lines[0] == f"{bad}: 4 problem(s):"
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "clusters.east",
+        "streams.orders[0].cluster",
+        "streams.orders[0].topics",
+        "streams.refunds",
+    ]
+    assert "hunter22" not in out.err
+
+
+def test_validate_missing_and_broken_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "nope.yaml")]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"clusters": {}, "streams": [')
+    assert main(["validate", str(broken)]) == 1
+    assert "JSON syntax error at line 1" in capsys.readouterr().err
+
+
+def test_move_in_a_file(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]) == 0
+    out = capsys.readouterr().out
+    assert "Moved stream 'orders' from 'east' to 'west'" in out
+    assert "orders: west [orders]" in out
+    assert set(load_metadata_file(meta).streams["orders"].clusters) == {"west"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nope", "--from", "east", "--to", "west"], "Stream 'nope' is not in the metadata"),
+        (["orders", "--from", "west", "--to", "east"], "has no entry on cluster 'west'"),
+        (["orders", "--from", "east", "--to", "north"], "'north': it is not in the metadata"),
+    ],
+)
+def test_move_errors_leave_the_file_alone(
+    meta: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    before = meta.read_bytes()
+    assert main(["move", *argv, "--metadata", str(meta)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert meta.read_bytes() == before
+
+
+def test_token_options_need_a_url(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]
+    assert main([*argv, "--token-file", str(meta)]) == 1
+    assert "apply to a service URL" in capsys.readouterr().err
+
+
+def test_describe_unknown_stream_and_bad_pattern(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["describe", "--metadata", str(meta), "--streams", "orders,nope"]) == 1
+    assert "Unknown stream id(s) nope. Known stream ids: orders" in capsys.readouterr().err
+    assert main(["describe", "--metadata", str(meta), "--pattern", "("]) == 1
+    assert "not a valid regular expression" in capsys.readouterr().err
+
+
+def test_describe_reports_an_unreachable_cluster_and_exits_1(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["describe", "--metadata", str(meta), "--json", "--timeout-ms", "500"]
+    assert main(argv) == 1
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    cluster = report["streams"][0]["clusters"][0]
+    assert cluster["cluster"] == "east" and "could not list topics" in cluster["error"]
+    assert "error: cluster east: Cluster 'east' (127.0.0.1:1)" in out.err
+
+
+def test_serve_refuses_an_invalid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("clusters: {}\n")
+    assert main(["serve", "--metadata", str(bad), "--port", "0"]) == 1
+    assert "missing required key 'streams'" in capsys.readouterr().err
+
+
+def test_serve_refuses_half_a_tls_configuration(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--metadata", str(meta), "--tls-cert", str(meta)]) == 1
+    assert "both --tls-cert and --tls-key" in capsys.readouterr().err
+
+
+def test_serve_refuses_an_empty_token_file(
+    meta: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("\n")
+    assert main(["serve", "--metadata", str(meta), "--token-file", str(token)]) == 1
+    assert "token file is empty" in capsys.readouterr().err
+
+
+def test_cli_and_server_run_without_pyspark(meta: Path) -> None:
+    """A metadata server host needs no Spark: pyspark and pyarrow are never imported."""
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None\n"
+        "sys.modules['pyarrow'] = None\n"
+        "from pyspark_dynamic_kafka.cli import main\n"
+        "from pyspark_dynamic_kafka.server.app import create_app\n"
+        f"create_app({str(meta)!r})\n"
+        f"raise SystemExit(main(['validate', {str(meta)!r}]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert "valid (2 clusters, 1 streams)" in result.stdout
+
+
+def test_data_source_is_still_found_by_spark_s_lookup() -> None:
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_dynamic_kafka
+
+    assert issubclass(pyspark_dynamic_kafka.DefaultSource, DataSource)
+    assert pyspark_dynamic_kafka.DefaultSource.name() == "dynamic_kafka"
+    with pytest.raises(AttributeError):
+        pyspark_dynamic_kafka.NoSuchThing  # noqa: B018

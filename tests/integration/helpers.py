@@ -20,15 +20,26 @@ def write_metadata(
     clusters: Mapping[str, Any],
     streams: Mapping[str, Sequence[tuple[str, Sequence[str]]]],
     extra: Mapping[str, Mapping[str, str]] | None = None,
+    starting: Mapping[tuple[str, str], Any] | None = None,
 ) -> None:
-    """Write a metadata file atomically (temp + rename), as an operator's tool would."""
+    """Write a metadata file atomically (temp + rename), as an operator's tool would.
+
+    ``starting`` gives a stream entry's ``startingOffsets`` by (stream id, cluster id).
+    """
+
+    def entry(sid: str, cluster: str, topics: Sequence[str]) -> dict[str, Any]:
+        item: dict[str, Any] = {"cluster": cluster, "topics": list(topics)}
+        if starting and (sid, cluster) in starting:
+            item["startingOffsets"] = starting[(sid, cluster)]
+        return item
+
     document = {
         "clusters": {
             name: {"bootstrap.servers": c.bootstrap_servers, **(extra or {}).get(name, {})}
             for name, c in clusters.items()
         },
         "streams": {
-            sid: [{"cluster": cl, "topics": list(topics)} for cl, topics in entries]
+            sid: [entry(sid, cl, topics) for cl, topics in entries]
             for sid, entries in streams.items()
         },
     }
@@ -60,6 +71,22 @@ def produce(
     producer.flush(30)
     assert not errors, errors
     return sent
+
+
+def batch_read(spark: Any, options: Mapping[str, str]) -> Any:
+    """A batch DataFrame of the dynamic_kafka source."""
+    reader = spark.read.format("dynamic_kafka")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def keyed_rows(df: Any) -> list[tuple[str, str, int, int, str]]:
+    """(cluster, topic, partition, offset, value) of a DataFrame of the source, sorted."""
+    return sorted(
+        (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
+        for r in df.select("cluster", "topic", "partition", "offset", "value").collect()
+    )
 
 
 def wait_until(

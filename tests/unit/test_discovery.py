@@ -8,9 +8,13 @@ from typing import Any
 import pytest
 
 from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
-from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.source.discovery import Discovery
 from pyspark_dynamic_kafka.source.options import parse_options
+
+
+def _props(port: int) -> dict[str, str]:
+    return {"bootstrap.servers": f"127.0.0.1:{port}"}
 
 
 def _cluster(port: int, *topics: str, **props: str) -> ClusterMetadata:
@@ -174,3 +178,30 @@ def test_secret_never_in_repr_of_assignment() -> None:
     assignment: Any = discovery.current()
     assert "s3cr3t-SENTINEL" not in repr(assignment)
     assert assignment["east"].properties["sasl.password"] == "s3cr3t-SENTINEL"
+
+
+def test_metadata_starting_positions_reach_the_assignment(caplog: pytest.LogCaptureFixture) -> None:
+    latest = StartingPosition("latest")
+    stamp = StartingPosition("timestamp", 1234)
+    a = KafkaStream("a", {"east": ClusterMetadata(frozenset({"orders", "x"}), _props(1), latest)})
+    b = KafkaStream("b", {"east": ClusterMetadata(frozenset({"orders", "y"}), _props(1), stamp)})
+    plain = KafkaStream("c", {"west": _cluster(2, "z")})
+    discovery, _ = _discovery(_Service([a, b, plain]), streamids="a,b,c")
+    with caplog.at_level("WARNING"):
+        assignment = discovery.current()
+    east = assignment["east"]
+    assert east.starting_position("orders") == latest  # stream a comes first in id order
+    assert east.starting_position("x") == latest
+    assert east.starting_position("y") == stamp
+    assert assignment["west"].starting_position("z") is None
+    assert any("different startingOffsets" in r.getMessage() for r in caplog.records)
+    assert hash(east) == hash(discovery.current()["east"])  # hashable, compares by value
+
+
+def test_security_properties_reach_only_their_cluster() -> None:
+    secure = {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "pw"}
+    stream = KafkaStream("s", {"east": _cluster(1, "t"), "west": _cluster(2, "t", **secure)})
+    discovery, _ = _discovery(_Service([stream]), streamids="s")
+    assignment = discovery.current()
+    assert not any(k.startswith(("sasl.", "security.")) for k in assignment["east"].properties)
+    assert {k: assignment["west"].properties[k] for k in secure} == secure

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import stat
 import textwrap
 from pathlib import Path
@@ -620,3 +621,43 @@ def test_write_into_a_missing_directory(tmp_path: Path) -> None:
     parsed = load_metadata_file(_write(tmp_path, VALID))
     with pytest.raises(MetadataError, match="Cannot write metadata file"):
         write_metadata_file(tmp_path / "nope" / "out.yaml", parsed)
+
+
+def test_entry_starting_offsets_reach_the_stream_model(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """\
+        clusters:
+          east: {bootstrap.servers: "h:1"}
+          west: {bootstrap.servers: "h:2"}
+        streams:
+          a:
+            - {cluster: east, topics: [a], startingOffsets: latest}
+            - {cluster: west, topics: [a]}
+        """,
+    )
+    parsed = load_metadata_file(path)
+    clusters = parsed.streams["a"].clusters
+    assert clusters["east"].starting_position == StartingPosition("latest")
+    assert clusters["west"].starting_position is None
+    service = FileMetadataService(path)
+    assert service.describe_streams(["a"])["a"] == parsed.streams["a"]
+    assert pickle.loads(pickle.dumps(parsed.streams["a"])) == parsed.streams["a"]
+    hash(parsed.streams["a"])
+
+
+def test_parsed_metadata_keeps_positions_in_step_both_ways() -> None:
+    props = {"bootstrap.servers": "h:1"}
+    stream = KafkaStream(
+        "s", {"east": ClusterMetadata(frozenset({"t"}), props, StartingPosition("earliest"))}
+    )
+    from_model = ParsedMetadata({"east": props}, {"s": stream})
+    assert from_model.starting_offsets == {("s", "east"): StartingPosition("earliest")}
+    plain = KafkaStream("s", {"east": ClusterMetadata(frozenset({"t"}), props)})
+    from_map = ParsedMetadata(
+        {"east": props}, {"s": plain}, {("s", "east"): StartingPosition("timestamp", 9)}
+    )
+    assert from_map.streams["s"].clusters["east"].starting_position == StartingPosition(
+        "timestamp", 9
+    )
+    assert parse_metadata_document(dump_metadata_document(from_map), "x") == from_map

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 
@@ -13,8 +14,11 @@ from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
 from pyspark_dynamic_kafka.source.planning import (
     OffsetRange,
     ReadSettings,
+    ReadTask,
+    backwards,
     offset_ranges,
     plan_tasks,
+    task_properties,
 )
 
 SETTINGS = ReadSettings(1000, 1000, frozenset({"east", "west"}))
@@ -71,3 +75,85 @@ def test_plan_splits_large_volume_and_balances() -> None:
 
 def test_plan_of_nothing_is_empty() -> None:
     assert plan_tasks([], {}, SETTINGS) == []
+
+
+def _covered(tasks: list[ReadTask]) -> dict[tuple[str, str, int], list[tuple[int, int]]]:
+    spans: dict[tuple[str, str, int], list[tuple[int, int]]] = {}
+    for task in tasks:
+        for r in task.ranges:
+            spans.setdefault((r.cluster, r.topic, r.partition), []).append((r.start, r.end))
+    return {k: sorted(v) for k, v in spans.items()}
+
+
+def _contiguous(spans: list[tuple[int, int]]) -> tuple[int, int]:
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end == start
+    return spans[0][0], spans[-1][1]
+
+
+PROPS = {
+    "east": FrozenProperties({"bootstrap.servers": "h:1"}),
+    "west": FrozenProperties({"bootstrap.servers": "h:2"}),
+}
+
+
+def test_min_partitions_splits_one_large_range() -> None:
+    tasks = plan_tasks([OffsetRange("east", "t", 0, 100, 200)], PROPS, SETTINGS, min_partitions=4)
+    assert len(tasks) == 4
+    assert sorted(sum(r.size for r in t.ranges) for t in tasks) == [25, 25, 25, 25]
+    assert _contiguous(_covered(tasks)[("east", "t", 0)]) == (100, 200)
+
+
+def test_max_records_per_partition_caps_every_task_and_merges_small_ranges() -> None:
+    ranges = [
+        OffsetRange("east", "t", 0, 0, 50),
+        OffsetRange("east", "t", 1, 10, 40),
+        OffsetRange("west", "t", 0, 5, 25),
+    ]
+    tasks = plan_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=40)
+    assert len(tasks) == 3  # ceil(100 / 40)
+    assert all(sum(r.size for r in t.ranges) <= 40 for t in tasks)
+    covered = _covered(tasks)
+    assert _contiguous(covered[("east", "t", 0)]) == (0, 50)
+    assert _contiguous(covered[("east", "t", 1)]) == (10, 40)
+    assert _contiguous(covered[("west", "t", 0)]) == (5, 25)
+    for task in tasks:  # one piece per partition per task: the reader keys ranges by partition
+        keys = [(r.cluster, r.topic, r.partition) for r in task.ranges]
+        assert len(keys) == len(set(keys))
+        assert set(task.properties) == {r.cluster for r in task.ranges}
+
+
+def test_splitting_options_never_make_a_task_per_tiny_range() -> None:
+    ranges = [OffsetRange("east", "t", p, 0, 3) for p in range(200)]
+    tasks = plan_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=10_000, min_partitions=2)
+    assert len(tasks) == 2
+    assert sum(len(t.ranges) for t in tasks) == 200
+
+
+def test_min_partitions_never_exceeds_the_records() -> None:
+    tasks = plan_tasks([OffsetRange("east", "t", 0, 0, 3)], PROPS, SETTINGS, min_partitions=10)
+    assert len(tasks) == 3
+
+
+def test_backwards_partitions_read_from_their_rewound_start() -> None:
+    start = {("east", "t", 0): 50, ("east", "t", 1): 9}
+    end = {("east", "t", 0): 8, ("east", "t", 1): 12}
+    assert backwards(start, end) == [("east", "t", 0)]
+    assert offset_ranges(start, end, rewound={("east", "t", 0): 2}) == [
+        OffsetRange("east", "t", 0, 2, 8),
+        OffsetRange("east", "t", 1, 9, 12),
+    ]
+    # Not known (e.g. after a restart): from 0, the executor skips what is gone.
+    assert offset_ranges(start, end, rewound={})[0] == OffsetRange("east", "t", 0, 0, 8)
+
+
+def test_task_properties_generate_a_group_id_unless_one_is_set() -> None:
+    props = task_properties(
+        {
+            "east": {"bootstrap.servers": "h:1"},
+            "west": {"bootstrap.servers": "h:2", "group.id": "g"},
+        },
+        "spark-dynamic-kafka-abc",
+    )
+    assert props["east"]["group.id"] == "spark-dynamic-kafka-abc"
+    assert props["west"]["group.id"] == "g"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
-from pyspark_dynamic_kafka.source.offsets import EARLIEST, LATEST
 from pyspark_dynamic_kafka.source.options import OPTIONS, parse_options
+from pyspark_dynamic_kafka.source.positions import EARLIEST_POSITION, LATEST_POSITION, Position
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
@@ -17,7 +17,7 @@ def test_defaults_and_lowercased_keys() -> None:
     assert parsed.metadata_options == {"path": "/tmp/x.yaml"}
     assert parsed.stream_ids == ("orders",)
     assert parsed.stream_pattern is None
-    assert parsed.starting_offsets.default == LATEST
+    assert parsed.starting.default == LATEST_POSITION
     assert parsed.discovery_starting_offsets == "earliest"
     assert parsed.discovery_interval_ms == 10000
     assert parsed.discovery_failure_threshold == 1
@@ -35,7 +35,7 @@ def test_camel_case_keys_work_too() -> None:
         }
     )
     assert parsed.stream_pattern is not None and parsed.stream_pattern.search("orders")
-    assert parsed.starting_offsets.default == EARLIEST
+    assert parsed.starting.default == EARLIEST_POSITION
     assert parsed.discovery_interval_ms == 0
     assert dict(parsed.kafka_properties) == {"fetch.min.bytes": "10"}
 
@@ -102,10 +102,13 @@ def test_bad_offsets_json_names_option_and_value() -> None:
 
 def test_offsets_json_parsed() -> None:
     parsed = parse_options({**BASE, "startingoffsets": '{"east": {"orders": {"0": 23, "1": -2}}}'})
-    spec = parsed.starting_offsets
-    assert spec.specific == {("east", "orders", 0): 23, ("east", "orders", 1): EARLIEST}
-    assert spec.position(("east", "orders", 0), EARLIEST) == 23
-    assert spec.position(("east", "orders", 7), EARLIEST) == EARLIEST
+    spec = parsed.starting
+    assert spec.specific == {
+        ("east", "orders", 0): Position("offset", 23),
+        ("east", "orders", 1): EARLIEST_POSITION,
+    }
+    assert spec.position(("east", "orders", 0), EARLIEST_POSITION) == Position("offset", 23)
+    assert spec.position(("east", "orders", 7), LATEST_POSITION) == LATEST_POSITION
 
 
 def test_forbidden_client_properties() -> None:

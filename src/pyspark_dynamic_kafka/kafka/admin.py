@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not re-exported
     AdminClient,
     OffsetSpec,
 )
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
 
-__all__ = ["ClusterAdmin", "admin_config"]
+__all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Keys that only make sense for consumers; librdkafka warns when an admin client gets them.
 _CONSUMER_ONLY_PREFIXES = (
@@ -35,6 +40,10 @@ _CONSUMER_ONLY_PREFIXES = (
     "max.partition",
     "consume.",
 )
+_UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
+_TIMEOUTS = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
+#: A timestamp lookup that found no record at or after the timestamp.
+NO_OFFSET = -1
 
 
 def admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
@@ -46,8 +55,31 @@ def admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float |
     }
 
 
+@dataclass(frozen=True)
+class TopicListing:
+    """The topics of one cluster among those asked for.
+
+    Attributes
+    ----------
+    partitions:
+        Partition numbers of each existing topic.
+    absent:
+        Topics the cluster does not have (never created, or deleted).
+    unavailable:
+        Topics the cluster reported with another error (transient: leader election, ...).
+    """
+
+    partitions: Mapping[str, tuple[int, ...]]
+    absent: frozenset[str]
+    unavailable: frozenset[str]
+
+
 class ClusterAdmin:
     """Lists topics, partitions and offsets of one cluster; the client is created lazily.
+
+    A failed request is retried ``retries`` times, ``retry_interval_ms`` apart, unless it timed
+    out (the timeout already waited long enough; a cluster that is down must not hold up the
+    others for several timeouts).
 
     Parameters
     ----------
@@ -57,12 +89,23 @@ class ClusterAdmin:
         Merged client properties (must contain ``bootstrap.servers``).
     timeout_ms:
         Timeout of each listing request.
+    retries, retry_interval_ms:
+        ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs``.
     """
 
-    def __init__(self, cluster_id: str, properties: Mapping[str, str], timeout_ms: int) -> None:
+    def __init__(
+        self,
+        cluster_id: str,
+        properties: Mapping[str, str],
+        timeout_ms: int,
+        retries: int = 0,
+        retry_interval_ms: int = 0,
+    ) -> None:
         self.cluster_id = cluster_id
         self.properties = properties
         self.timeout_s = timeout_ms / 1000.0
+        self.retries = retries
+        self.retry_interval_s = retry_interval_ms / 1000.0
         self._client: Any = None
 
     def _admin(self) -> Any:
@@ -72,25 +115,75 @@ class ClusterAdmin:
 
     def _fail(self, what: str, exc: BaseException) -> KafkaClientError:
         servers = self.properties.get("bootstrap.servers", "?")
+        detail = redact_secrets(str(exc), self.properties)
         return KafkaClientError(
-            f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {exc}. Check that the "
-            "cluster is reachable and the metadata's client properties are right."
+            f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. Check that "
+            "the cluster is reachable and the metadata's client properties are right."
         )
+
+    def _attempt(self, what: str, call: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                timed_out = isinstance(error, KafkaError) and error.code() in _TIMEOUTS
+                if attempt >= self.retries or timed_out:
+                    raise self._fail(what, exc) from None
+                attempt += 1
+                _log.info(
+                    "Cluster %r: could not %s (attempt %d of %d), retrying: %s",
+                    self.cluster_id,
+                    what,
+                    attempt,
+                    self.retries + 1,
+                    redact_secrets(str(exc), self.properties),
+                )
+                time.sleep(self.retry_interval_s)
+
+    def list_topics(self, topics: Iterable[str]) -> TopicListing:
+        """List the partitions of ``topics``, telling absent topics from unavailable ones."""
+        wanted = sorted(set(topics))
+        metadata = self._attempt(
+            "list topics", lambda: self._admin().list_topics(timeout=self.timeout_s)
+        )
+        partitions: dict[str, tuple[int, ...]] = {}
+        absent: set[str] = set()
+        unavailable: set[str] = set()
+        for name in wanted:
+            topic = metadata.topics.get(name)
+            if topic is None or (topic.error is not None and topic.error.code() == _UNKNOWN_TOPIC):
+                absent.add(name)
+            elif topic.error is not None or not topic.partitions:
+                unavailable.add(name)
+            else:
+                partitions[name] = tuple(sorted(topic.partitions))
+        return TopicListing(partitions, frozenset(absent), frozenset(unavailable))
 
     def list_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Return the partitions of each existing topic among ``topics``; others are absent."""
-        wanted = set(topics)
-        try:
-            metadata = self._admin().list_topics(timeout=self.timeout_s)
-        except KafkaException as exc:
-            raise self._fail("list topics", exc) from None
-        result: dict[str, list[int]] = {}
-        for name in sorted(wanted):
-            topic = metadata.topics.get(name)
-            if topic is None or topic.error is not None or not topic.partitions:
-                continue
-            result[name] = sorted(topic.partitions)
-        return result
+        listing = self.list_topics(topics)
+        return {topic: list(numbers) for topic, numbers in listing.partitions.items()}
+
+    def _offsets(
+        self, request: Mapping[tuple[str, int], Any], what: str, read_committed: bool
+    ) -> dict[tuple[str, int], int]:
+        if not request:
+            return {}
+        specs = {TopicPartition(t, p): spec for (t, p), spec in request.items()}
+        level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
+
+        def call() -> dict[tuple[str, int], int]:
+            futures = self._admin().list_offsets(
+                specs, isolation_level=level, request_timeout=self.timeout_s
+            )
+            return {
+                (tp.topic, tp.partition): int(future.result().offset)
+                for tp, future in futures.items()
+            }
+
+        return self._attempt(what, call)
 
     def list_offsets(
         self,
@@ -102,26 +195,21 @@ class ClusterAdmin:
 
         With ``read_committed`` the latest offset is the last stable offset.
         """
-        wanted = list(partitions)
-        if not wanted:
-            return {}
         offset_spec = (
             OffsetSpec.earliest()  # type: ignore[no-untyped-call]
             if spec == "earliest"
             else OffsetSpec.latest()  # type: ignore[no-untyped-call]
         )
-        request = {TopicPartition(t, p): offset_spec for t, p in wanted}
-        level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
-        try:
-            futures = self._admin().list_offsets(
-                request, isolation_level=level, request_timeout=self.timeout_s
-            )
-            result: dict[tuple[str, int], int] = {}
-            for tp, future in futures.items():
-                result[(tp.topic, tp.partition)] = int(future.result().offset)
-        except KafkaException as exc:
-            raise self._fail(f"list {spec} offsets", exc) from None
-        return result
+        request = dict.fromkeys(partitions, offset_spec)
+        return self._offsets(request, f"list {spec} offsets", read_committed)
+
+    def offsets_for_times(
+        self, stamps: Mapping[tuple[str, int], int], read_committed: bool = False
+    ) -> dict[tuple[str, int], int]:
+        """Return, per (topic, partition), the first offset whose record timestamp is at or after
+        the given epoch milliseconds, or :data:`NO_OFFSET` (-1) when there is none."""
+        request = {tp: OffsetSpec.for_timestamp(ms) for tp, ms in stamps.items()}
+        return self._offsets(request, "look up offsets by timestamp", read_committed)
 
     def close(self) -> None:
         """Drop the client (librdkafka closes its connections when the handle is destroyed)."""

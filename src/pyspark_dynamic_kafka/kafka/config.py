@@ -10,10 +10,12 @@ __all__ = [
     "is_secret_key",
     "mask_properties",
     "merge_client_properties",
+    "redact_secrets",
 ]
 
 _SECRET_MARKERS = ("password", "secret", "token", "sasl.jaas.config", "ssl.key.pem", "credentials")
 _MASK = "******"
+_MIN_REDACTED_LENGTH = 3
 
 
 def is_secret_key(key: str) -> bool:
@@ -31,6 +33,19 @@ def is_secret_key(key: str) -> bool:
 def mask_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
     """Return a copy of ``properties`` whose secret values are replaced by a mask."""
     return {k: (_MASK if is_secret_key(k) else v) for k, v in properties.items()}
+
+
+def redact_secrets(text: str, properties: Mapping[str, Any]) -> str:
+    """Replace the value of every secret property of ``properties`` found in ``text``.
+
+    For messages built from client errors, which could quote a configuration value. Values shorter
+    than three characters are left alone (masking them would mangle the text, not protect it).
+    """
+    secrets = {str(v) for k, v in properties.items() if is_secret_key(k)}
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_REDACTED_LENGTH:
+            text = text.replace(secret, _MASK)
+    return text
 
 
 class FrozenProperties(Mapping[str, str]):

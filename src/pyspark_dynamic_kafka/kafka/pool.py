@@ -18,6 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
 
 __all__ = ["CONSUMER_DEFAULTS", "ConsumerPool", "consumer_config", "consumer_pool"]
 
@@ -63,29 +64,40 @@ class _Idle:
     key: tuple[str, Mapping[str, str]]
     since: float
     timeout_s: float
+    generation: int = 0
 
 
 class ConsumerPool:
-    """Idle consumers keyed by (cluster id, client properties)."""
+    """Idle consumers keyed by (cluster id, client properties, generation).
+
+    The generation lets the driver retire every pooled consumer of a query: it bumps it when a
+    topic was deleted or recreated under the query, which a consumer cannot reliably notice (an
+    old consumer reassigned to a recreated topic may misbehave; librdkafka crashed here).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._idle: list[_Idle] = []
         self._reaper: threading.Thread | None = None
 
-    def acquire(self, cluster_id: str, properties: Mapping[str, str]) -> Any:
-        """Return an idle consumer for this cluster and properties, or a new one."""
+    def acquire(self, cluster_id: str, properties: Mapping[str, str], generation: int = 0) -> Any:
+        """Return an idle consumer for this cluster, properties and generation, or a new one.
+
+        Idle consumers of the same cluster and properties but another generation are closed.
+        """
         key = (cluster_id, properties)
+        self._close_where(lambda e: e.key == key and e.generation != generation)
         with self._lock:
             for i, entry in enumerate(self._idle):
-                if entry.key == key:
+                if entry.key == key and entry.generation == generation:
                     del self._idle[i]
                     return entry.consumer
         try:
             return Consumer(consumer_config(properties))
         except KafkaException as exc:
+            detail = redact_secrets(str(exc), properties)
             raise KafkaClientError(
-                f"Cluster '{cluster_id}': could not create a consumer: {exc}. Check the "
+                f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
                 "cluster's client properties in the metadata and the query's kafka.* options."
             ) from None
 
@@ -96,13 +108,19 @@ class ConsumerPool:
         consumer: Any,
         reusable: bool,
         timeout_ms: int,
+        generation: int = 0,
     ) -> None:
         """Give a consumer back; it is closed instead when not reusable or no caching is wanted."""
         if not reusable or timeout_ms <= 0:
             _close(consumer)
             return
         entry = _Idle(
-            consumer, cluster_id, (cluster_id, properties), time.monotonic(), timeout_ms / 1000
+            consumer,
+            cluster_id,
+            (cluster_id, properties),
+            time.monotonic(),
+            timeout_ms / 1000,
+            generation,
         )
         with self._lock:
             self._idle.append(entry)

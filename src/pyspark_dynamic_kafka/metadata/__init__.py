@@ -15,7 +15,6 @@
 
 from pyspark_dynamic_kafka.metadata.document import (
     ParsedMetadata,
-    StartingPosition,
     dump_metadata_document,
     parse_metadata_document,
     validate_metadata_document,
@@ -31,7 +30,7 @@ from pyspark_dynamic_kafka.metadata.file import (
 )
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.metadata.memory import InMemoryMetadataService
-from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.metadata.single_cluster import SingleClusterMetadataService
 

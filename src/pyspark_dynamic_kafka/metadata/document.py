@@ -26,8 +26,9 @@ Rules:
   ``false``). A cluster is *active* iff it is listed here.
 - ``streams`` maps a stream id to a list of entries. Each entry has ``cluster`` (a cluster listed
   under ``clusters``), ``topics`` (a list of Kafka topic names) and optionally
-  ``startingOffsets`` (``earliest``, ``latest`` or ``{timestamp: <epoch ms>}``; validated and
-  kept, reserved for a later feature).
+  ``startingOffsets`` (``earliest``, ``latest`` or ``{timestamp: <epoch ms>}``): where the
+  entry's topics start when a query first reads that cluster (kept as
+  :attr:`ClusterMetadata.starting_position`).
 - Two entries of one stream naming the same cluster are **merged** (their topics are united); they
   may not give different ``startingOffsets``. An empty ``topics`` list or an empty list of entries
   is allowed (the stream then reads nothing there).
@@ -39,16 +40,17 @@ The functions here are pure so that the file service, an HTTP service and a comm
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
-from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 
 __all__ = [
     "ENTRY_KEYS",
@@ -76,43 +78,6 @@ _MAX_SHOWN = 80
 
 
 @dataclass(frozen=True)
-class StartingPosition:
-    """Where one stream entry starts reading: ``earliest``, ``latest`` or a timestamp.
-
-    Reserved for a later feature: the file format validates and keeps it, the source does not use
-    it yet.
-
-    Parameters
-    ----------
-    kind:
-        ``"earliest"``, ``"latest"`` or ``"timestamp"``.
-    timestamp_ms:
-        Epoch milliseconds; set iff ``kind`` is ``"timestamp"``.
-    """
-
-    kind: Literal["earliest", "latest", "timestamp"]
-    timestamp_ms: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("earliest", "latest", "timestamp"):
-            raise MetadataValidationError(
-                f"StartingPosition.kind must be 'earliest', 'latest' or 'timestamp', "
-                f"got {self.kind!r}"
-            )
-        if (self.kind == "timestamp") != (self.timestamp_ms is not None):
-            raise MetadataValidationError(
-                "StartingPosition.timestamp_ms must be set exactly when kind is 'timestamp', "
-                f"got kind={self.kind!r}, timestamp_ms={self.timestamp_ms!r}"
-            )
-
-    def to_document(self) -> str | dict[str, int]:
-        """Return the value as written in a metadata document."""
-        if self.timestamp_ms is not None:
-            return {"timestamp": self.timestamp_ms}
-        return self.kind
-
-
-@dataclass(frozen=True)
 class ParsedMetadata:
     """A validated metadata document.
 
@@ -125,7 +90,9 @@ class ParsedMetadata:
     streams:
         Stream id to stream; each stream's cluster properties are those of ``clusters``.
     starting_offsets:
-        ``(stream id, cluster id)`` to the entry's ``startingOffsets``, when given.
+        ``(stream id, cluster id)`` to the entry's ``startingOffsets``, when given. It is kept in
+        step with :attr:`ClusterMetadata.starting_position` of ``streams``: a position given here
+        is set on the stream's cluster, and a cluster's position is listed here.
     """
 
     clusters: Mapping[str, Mapping[str, str]]
@@ -136,13 +103,32 @@ class ParsedMetadata:
         object.__setattr__(
             self, "clusters", {cid: FrozenProperties(p) for cid, p in self.clusters.items()}
         )
-        object.__setattr__(self, "streams", dict(self.streams))
-        object.__setattr__(self, "starting_offsets", dict(self.starting_offsets))
+        starting = dict(self.starting_offsets)
+        streams = {sid: _with_positions(s, starting) for sid, s in self.streams.items()}
+        object.__setattr__(self, "streams", streams)
+        object.__setattr__(self, "starting_offsets", starting)
 
     @property
     def active_clusters(self) -> frozenset[str]:
         """The ids of the active clusters (those listed under ``clusters``)."""
         return frozenset(self.clusters)
+
+
+def _with_positions(
+    stream: KafkaStream, starting: dict[tuple[str, str], StartingPosition]
+) -> KafkaStream:
+    """Align a stream's cluster positions with ``starting`` (which wins) and fill ``starting``."""
+    clusters: dict[str, ClusterMetadata] = {}
+    changed = False
+    for cluster_id, cluster in stream.clusters.items():
+        position = starting.get((stream.stream_id, cluster_id), cluster.starting_position)
+        if position is not None:
+            starting[(stream.stream_id, cluster_id)] = position
+        if position != cluster.starting_position:
+            cluster = dataclasses.replace(cluster, starting_position=position)
+            changed = True
+        clusters[cluster_id] = cluster
+    return KafkaStream(stream.stream_id, clusters) if changed else stream
 
 
 class _Problems:
@@ -470,6 +456,11 @@ def _parse_streams(
     return result
 
 
+def _starting_of(builder: _StreamBuilder, cluster_id: str) -> StartingPosition | None:
+    entry = builder.starting.get(cluster_id)
+    return entry[0] if entry is not None else None
+
+
 def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
     problems = _Problems()
     if data is None:
@@ -519,7 +510,11 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
         stream_id: KafkaStream(
             stream_id,
             {
-                cid: ClusterMetadata(frozenset(topics), properties[cid])
+                cid: ClusterMetadata(
+                    frozenset(topics),
+                    properties[cid],
+                    _starting_of(builder, cid),
+                )
                 for cid, topics in builder.topics.items()
             },
         )

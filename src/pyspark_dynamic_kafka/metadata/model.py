@@ -4,12 +4,47 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 
-__all__ = ["ClusterMetadata", "KafkaStream"]
+__all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
+
+
+@dataclass(frozen=True)
+class StartingPosition:
+    """Where a stream's topics on one cluster start when the query first reads that cluster.
+
+    Parameters
+    ----------
+    kind:
+        ``"earliest"``, ``"latest"`` or ``"timestamp"``.
+    timestamp_ms:
+        Epoch milliseconds; set iff ``kind`` is ``"timestamp"``. A partition then starts at its
+        first record whose timestamp is at or after it.
+    """
+
+    kind: Literal["earliest", "latest", "timestamp"]
+    timestamp_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("earliest", "latest", "timestamp"):
+            raise MetadataValidationError(
+                f"StartingPosition.kind must be 'earliest', 'latest' or 'timestamp', "
+                f"got {self.kind!r}"
+            )
+        if (self.kind == "timestamp") != (self.timestamp_ms is not None):
+            raise MetadataValidationError(
+                "StartingPosition.timestamp_ms must be set exactly when kind is 'timestamp', "
+                f"got kind={self.kind!r}, timestamp_ms={self.timestamp_ms!r}"
+            )
+
+    def to_document(self) -> str | dict[str, int]:
+        """Return the value as written in a metadata document."""
+        if self.timestamp_ms is not None:
+            return {"timestamp": self.timestamp_ms}
+        return self.kind
 
 
 @dataclass(frozen=True)
@@ -23,10 +58,14 @@ class ClusterMetadata:
     properties:
         librdkafka client properties for the cluster; must contain ``bootstrap.servers``.
         Secrets are masked in ``repr``.
+    starting_position:
+        Where these topics start when the query first reads this cluster (at query start or
+        when the cluster appears through discovery); ``None`` leaves it to the query's options.
     """
 
     topics: frozenset[str]
     properties: Mapping[str, str] = field(default_factory=FrozenProperties)
+    starting_position: StartingPosition | None = None
 
     def __post_init__(self) -> None:
         topics = self.topics
@@ -41,6 +80,13 @@ class ClusterMetadata:
             raise MetadataValidationError(
                 "ClusterMetadata.properties must contain 'bootstrap.servers' "
                 "(the cluster's host:port list)"
+            )
+        if self.starting_position is not None and not isinstance(
+            self.starting_position, StartingPosition
+        ):
+            raise MetadataValidationError(
+                "ClusterMetadata.starting_position must be a StartingPosition or None, got "
+                f"{type(self.starting_position).__name__}"
             )
 
     @property

@@ -1,8 +1,12 @@
 """Arrow output: Spark's kafka-source columns plus ``cluster``, built column-wise.
 
 Records arrive in *runs*: consecutive records of one (topic, partition). The per-record columns
-(key, value, offset, timestamp) are gathered with one C-level call per record and column; the
-run-constant columns (topic, partition, cluster) are built from the runs' lengths.
+(key, value, offset, timestamp, and headers when asked for) are gathered with one C-level call per
+record and column; the run-constant columns (topic, partition, cluster) are built from the runs'
+lengths.
+
+The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
+``cluster``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Message
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     IntegerType,
     LongType,
@@ -22,35 +27,55 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder"]
+__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spark_schema"]
 
-SPARK_SCHEMA = StructType(
-    [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-        StructField("cluster", StringType()),
-    ]
+_SPARK_FIELDS = [
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+]
+#: Spark's ``headers`` column: ``array<struct<key:string,value:binary>>``, all nullable.
+_SPARK_HEADERS = StructField(
+    "headers",
+    ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
 )
+_SPARK_CLUSTER = StructField("cluster", StringType())
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-
-ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", _TIMESTAMP),
-        pa.field("timestampType", pa.int32()),
-        pa.field("cluster", pa.string()),
-    ]
+_ARROW_FIELDS = [
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", _TIMESTAMP),
+    pa.field("timestampType", pa.int32()),
+]
+_HEADERS_TYPE = pa.list_(
+    pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 )
+_ARROW_HEADERS = pa.field("headers", _HEADERS_TYPE)
+_ARROW_CLUSTER = pa.field("cluster", pa.string())
+
+
+def spark_schema(include_headers: bool = False) -> StructType:
+    """The source's Spark schema, with ``headers`` when ``include_headers``."""
+    headers = [_SPARK_HEADERS] if include_headers else []
+    return StructType([*_SPARK_FIELDS, *headers, _SPARK_CLUSTER])
+
+
+def arrow_schema(include_headers: bool = False) -> pa.Schema:
+    """The Arrow schema of the batches: equal to ``to_arrow_schema(spark_schema(...))``."""
+    headers = [_ARROW_HEADERS] if include_headers else []
+    return pa.schema([*_ARROW_FIELDS, *headers, _ARROW_CLUSTER])
+
+
+SPARK_SCHEMA = spark_schema()
+ARROW_SCHEMA = arrow_schema()
 
 #: librdkafka's "timestamp not available" type; Spark's ids are librdkafka's minus one
 #: (CreateTime 1 -> 0, LogAppendTime 2 -> 1, not available 0 -> -1).
@@ -66,14 +91,24 @@ class BatchBuilder:
     ----------
     cluster_id:
         Value of the ``cluster`` column.
+    include_headers:
+        Whether to build the ``headers`` column.
     max_rows, max_bytes:
         A batch is due when either bound is reached (``max_bytes`` counts value bytes).
     """
 
-    def __init__(self, cluster_id: str, max_rows: int = 65536, max_bytes: int = 32 << 20) -> None:
+    def __init__(
+        self,
+        cluster_id: str,
+        include_headers: bool = False,
+        max_rows: int = 65536,
+        max_bytes: int = 32 << 20,
+    ) -> None:
         self.cluster_id = cluster_id
+        self.include_headers = include_headers
         self.max_rows = max_rows
         self.max_bytes = max_bytes
+        self._schema = arrow_schema(include_headers)
         self._cluster = pa.scalar(cluster_id, pa.string())
         self._reset()
 
@@ -83,6 +118,7 @@ class BatchBuilder:
         self._offsets: list[int | None] = []
         self._stamps: list[tuple[int, int]] = []
         self._runs: list[tuple[str, int, int]] = []
+        self._headers: list[Any] = []
         self._bytes = 0
 
     def add_run(self, topic: str, partition: int, messages: list[Any]) -> None:
@@ -94,6 +130,8 @@ class BatchBuilder:
         self._values += values
         self._offsets += map(Message.offset, messages)
         self._stamps += map(Message.timestamp, messages)
+        if self.include_headers:
+            self._headers += [h or None for h in map(Message.headers, messages)]
         if self._runs and self._runs[-1][:2] == (topic, partition):
             self._runs[-1] = (topic, partition, self._runs[-1][2] + len(messages))
         else:
@@ -124,10 +162,12 @@ class BatchBuilder:
             pa.array(self._offsets, pa.int64()),
             timestamp,
             pc.subtract(kind, 1),
-            pa.repeat(self._cluster, n),
         ]
+        if self.include_headers:
+            columns.append(pa.array(self._headers, _HEADERS_TYPE))
+        columns.append(pa.repeat(self._cluster, n))
         self._reset()
-        return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+        return pa.RecordBatch.from_arrays(columns, schema=self._schema)
 
 
 def _repeated(runs: list[tuple[Any, int]], type_: pa.DataType) -> pa.Array:

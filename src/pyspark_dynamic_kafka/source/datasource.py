@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from pyspark_dynamic_kafka.source.arrow import SPARK_SCHEMA
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.source.arrow import spark_schema
+from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
+from pyspark_dynamic_kafka.source.options import SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
 __all__ = ["DynamicKafkaDataSource"]
@@ -15,7 +17,9 @@ __all__ = ["DynamicKafkaDataSource"]
 class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
     """Reads logical Kafka streams that a metadata service maps to clusters and topics.
 
-    Options are validated when the DataFrame is created (``load()``), so a typo fails at once.
+    Options are validated when the DataFrame is created (``load()``), so a typo fails at once;
+    options valid for only one kind of read (``endingOffsets``: batch; ``latest`` as a start:
+    streams) are checked when Spark asks for that reader.
     """
 
     @classmethod
@@ -24,10 +28,27 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
         return "dynamic_kafka"
 
     def schema(self) -> StructType:
-        """Spark's kafka-source columns plus ``cluster``."""
-        parse_options(self.options)
-        return SPARK_SCHEMA
+        """Spark's kafka-source columns (``headers`` with ``includeHeaders``) plus ``cluster``."""
+        return spark_schema(parse_options(self.options, mode="any").include_headers)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A bounded reader for ``spark.read``."""
+        options = parse_options(self.options, mode="batch")
+        _check_schema(schema, options)
+        return DynamicKafkaBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader for ``spark.readStream``."""
-        return DynamicKafkaStreamReader(parse_options(self.options))
+        options = parse_options(self.options, mode="stream")
+        _check_schema(schema, options)
+        return DynamicKafkaStreamReader(options)
+
+
+def _check_schema(schema: StructType, options: SourceOptions) -> None:
+    expected = spark_schema(options.include_headers)
+    if schema is not None and schema != expected:
+        raise OptionsError(
+            "Format dynamic_kafka has a fixed schema and does not accept a user-specified one "
+            f"(got {schema.simpleString()}, the source gives {expected.simpleString()}). Remove "
+            ".schema(...) and select or cast columns after load()."
+        )

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
-from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
-from pyspark_dynamic_kafka.source.options import SourceOptions
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["Assignment", "ClusterAssignment", "Discovery", "resolve_assignment"]
 
@@ -29,10 +29,21 @@ class ClusterAssignment:
         Client properties: the query's ``kafka.*`` merged under the cluster's own.
     topics:
         Topics of every subscribed stream on this cluster (each read once).
+    starting:
+        (topic, position) for the topics whose metadata entry gives a ``startingOffsets``: where
+        they start when the query first reads this cluster. Sorted by topic.
     """
 
     properties: FrozenProperties
     topics: frozenset[str]
+    starting: tuple[tuple[str, StartingPosition], ...] = ()
+
+    def starting_position(self, topic: str) -> StartingPosition | None:
+        """The metadata's starting position of ``topic`` on this cluster, if any."""
+        for name, position in self.starting:
+            if name == topic:
+                return position
+        return None
 
 
 #: cluster id -> what is read there
@@ -47,10 +58,12 @@ def resolve_assignment(
     """Merge the subscribed streams into one assignment per active cluster.
 
     A (cluster, topic) reachable through several streams is read once. When two streams give
-    one cluster different properties, the stream first in id order wins and a warning is logged.
+    one cluster different properties, or one topic different starting positions, the stream first
+    in id order wins and a warning is logged.
     """
     topics: dict[str, set[str]] = {}
     properties: dict[str, Mapping[str, str]] = {}
+    starting: dict[str, dict[str, StartingPosition]] = {}
     active: dict[str, bool] = {}
     for stream_id in sorted(streams):
         for cluster_id, cluster in streams[stream_id].clusters.items():
@@ -67,14 +80,35 @@ def resolve_assignment(
                 )
             properties.setdefault(cluster_id, cluster.properties)
             topics.setdefault(cluster_id, set()).update(cluster.topics)
+            if cluster.starting_position is not None:
+                _merge_starting(starting.setdefault(cluster_id, {}), cluster_id, stream_id, cluster)
     return {
         cluster_id: ClusterAssignment(
             merge_client_properties(kafka_properties, properties[cluster_id]),
             frozenset(topics[cluster_id]),
+            tuple(sorted(starting.get(cluster_id, {}).items())),
         )
         for cluster_id in sorted(topics)
         if topics[cluster_id]
     }
+
+
+def _merge_starting(
+    known: dict[str, StartingPosition], cluster_id: str, stream_id: str, cluster: ClusterMetadata
+) -> None:
+    position = cluster.starting_position
+    if position is None:
+        return
+    for topic in sorted(cluster.topics):
+        previous = known.setdefault(topic, position)
+        if previous != position:
+            _log.warning(
+                "Streams give topic %r of cluster %r different startingOffsets; using that of "
+                "the first stream in id order (stream %r is ignored for it).",
+                topic,
+                cluster_id,
+                stream_id,
+            )
 
 
 class Discovery:

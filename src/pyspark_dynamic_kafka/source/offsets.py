@@ -1,4 +1,4 @@
-"""Offsets: the checkpointed offset JSON and the starting-offset specifications.
+"""Offsets: the checkpointed offset JSON.
 
 The checkpointed offset is ``{"version": 1, "clusters": {cluster: {topic: {"partition": next}}}}``
 built in canonical order (clusters and topics sorted, partitions in numeric order), because Spark
@@ -8,9 +8,7 @@ property.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
@@ -20,10 +18,9 @@ __all__ = [
     "LATEST",
     "OFFSET_VERSION",
     "PartitionKey",
-    "StartingOffsets",
     "decode_offsets",
     "encode_offsets",
-    "parse_starting_offsets",
+    "names",
 ]
 
 OFFSET_VERSION = 1
@@ -98,73 +95,6 @@ def decode_offsets(offset: Mapping[str, Any]) -> dict[PartitionKey, int]:
     if negative:
         raise OffsetsError(f"checkpointed offset holds negative offsets for {negative[:3]}")
     return positions
-
-
-@dataclass(frozen=True)
-class StartingOffsets:
-    """A parsed starting-offsets option.
-
-    Attributes
-    ----------
-    default:
-        ``EARLIEST`` or ``LATEST``: for every partition not named in ``specific``.
-    specific:
-        Offsets named in JSON (-2 earliest, -1 latest), or empty.
-    explicit_json:
-        Whether the option was JSON (partitions it does not name use the discovery default).
-    """
-
-    default: int
-    specific: Mapping[PartitionKey, int]
-    explicit_json: bool = False
-
-    def clusters(self) -> set[str]:
-        """Cluster ids named in the JSON."""
-        return {cluster for cluster, _, _ in self.specific}
-
-    def topics(self) -> set[tuple[str, str]]:
-        """(cluster, topic) pairs named in the JSON."""
-        return {(cluster, topic) for cluster, topic, _ in self.specific}
-
-    def position(self, key: PartitionKey, fallback: int) -> int:
-        """One partition's spec: its named offset, else the default (``fallback`` for JSON)."""
-        if key in self.specific:
-            return self.specific[key]
-        return fallback if self.explicit_json else self.default
-
-
-def parse_starting_offsets(value: str, option: str) -> StartingOffsets:
-    """Parse ``earliest``, ``latest`` or a JSON ``{"cluster": {"topic": {"0": 23}}}``.
-
-    Parameters
-    ----------
-    value:
-        The option value.
-    option:
-        The option key, named in errors.
-    """
-    text = value.strip()
-    lowered = text.lower()
-    if lowered == "earliest":
-        return StartingOffsets(EARLIEST, {})
-    if lowered == "latest":
-        return StartingOffsets(LATEST, {})
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OffsetsError(
-            f"Invalid value {value!r} for option '{option}': expected 'earliest', 'latest' or "
-            f'JSON like {{"cluster": {{"topic": {{"0": 23}}}}}} ({exc.msg} at column {exc.colno}).'
-        ) from None
-    try:
-        specific = _nested_positions(document, f"option '{option}'")
-    except OffsetsError as exc:
-        raise OffsetsError(f"Invalid value {value!r}: {exc}") from None
-    if not specific:
-        raise OffsetsError(
-            f"Invalid value {value!r} for option '{option}': the JSON names no partition."
-        )
-    return StartingOffsets(LATEST, specific, explicit_json=True)
 
 
 def names(keys: Iterable[PartitionKey]) -> str:

@@ -1,25 +1,33 @@
 """Every source option, declared once: key, type, default and meaning; parsing and validation.
 
 Spark hands option keys lowercased; keys are matched case-insensitively and reported in their
-canonical spelling. Unknown keys are rejected with the closest valid key.
+canonical spelling. Unknown keys are rejected with the closest valid key. Names and meanings
+follow Spark's ``kafka`` source wherever it has the same option.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
-from pyspark_dynamic_kafka.source.offsets import StartingOffsets, parse_starting_offsets
+from pyspark_dynamic_kafka.source import parsers as p
+from pyspark_dynamic_kafka.source.rules import (
+    ENDING_KEYS,
+    check_batch,
+    check_client_keys,
+    position_spec,
+)
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
     "KAFKA_PREFIX",
     "METADATA_PREFIX",
     "OPTIONS",
+    "Mode",
     "OptionSpec",
     "SourceOptions",
     "parse_options",
@@ -29,6 +37,9 @@ T = TypeVar("T")
 
 KAFKA_PREFIX = "kafka."
 METADATA_PREFIX = "metadataService."
+
+#: ``stream`` (readStream), ``batch`` (read) or ``any`` (only what both accept is checked).
+Mode = Literal["any", "stream", "batch"]
 
 
 @dataclass(frozen=True)
@@ -53,161 +64,185 @@ class OptionSpec(Generic[T]):
     doc: str
 
 
-def _int(minimum: int | None = None) -> Callable[[str], int]:
-    def parse(value: str) -> int:
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise ValueError("expected an integer") from None
-        if minimum is not None and number < minimum:
-            raise ValueError(f"expected an integer >= {minimum}")
-        return number
-
-    return parse
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(value: str) -> str:
-        lowered = value.strip().lower()
-        if lowered not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return lowered
-
-    return parse
-
-
-def _text(value: str) -> str:
-    return value.strip()
-
-
-def _stream_ids(value: str) -> tuple[str, ...]:
-    ids = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    if not ids:
-        raise ValueError("expected a comma-separated list of stream ids")
-    return ids
-
-
-def _pattern(value: str) -> re.Pattern[str]:
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"not a valid Python regular expression ({exc})") from None
+def _spec(key: str, parse: Callable[[str], Any], default: str | None, doc: str) -> OptionSpec[Any]:
+    return OptionSpec(key, parse, default, doc)
 
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
-    OptionSpec(
+    _spec(
         "metadataService",
-        _text,
+        p.text,
         None,
         "Where stream ids are resolved: `file`, `singleCluster`, or `package.module:ClassName`.",
     ),
-    OptionSpec(
+    _spec(
         "streamIds",
-        _stream_ids,
+        p.stream_ids,
         None,
         "Comma-separated stream ids to read. Exactly one of streamIds and streamPattern.",
     ),
-    OptionSpec(
+    _spec(
         "streamPattern",
-        _pattern,
+        p.pattern,
         None,
         "Python regular expression (re.search) selecting stream ids, re-evaluated at discovery.",
     ),
-    OptionSpec(
+    _spec(
         "startingOffsets",
-        _text,
+        p.text,
         "latest",
-        'Where a new query starts: `latest`, `earliest`, or JSON {"cluster": {"topic": '
-        '{"0": 23}}} (-2 earliest, -1 latest). Ignored when resuming from a checkpoint.',
+        'Where reading starts: `earliest`, `latest` (streams only), or JSON {"cluster": {"topic": '
+        '{"0": 23}}} (-2 earliest, -1 latest). Default `latest` for streams, `earliest` for '
+        "batch. Ignored when a stream resumes from a checkpoint.",
     ),
-    OptionSpec(
+    _spec(
+        "startingTimestamp",
+        p.text,
+        None,
+        "Start every partition at its first record with a timestamp at or after this epoch-ms "
+        "value. Wins over startingOffsetsByTimestamp and startingOffsets.",
+    ),
+    _spec(
+        "startingOffsetsByTimestamp",
+        p.text,
+        None,
+        'Per-partition start timestamps: JSON {"cluster": {"topic": {"0": 1700000000000}}} '
+        "(epoch ms). Wins over startingOffsets.",
+    ),
+    _spec(
+        "startingOffsetsByTimestampStrategy",
+        p.choice("error", "latest"),
+        "error",
+        "When no record is at or after a start timestamp: `error` fails the query, `latest` "
+        "starts that partition at its latest offset.",
+    ),
+    _spec(
+        "endingOffsets",
+        p.text,
+        "latest",
+        'Batch only: where reading ends (exclusive): `latest` or JSON {"cluster": {"topic": '
+        '{"0": 50}}} (-1 latest).',
+    ),
+    _spec(
+        "endingTimestamp",
+        p.text,
+        None,
+        "Batch only: end every partition before its first record at or after this epoch-ms value "
+        "(latest when there is none). Wins over endingOffsetsByTimestamp and endingOffsets.",
+    ),
+    _spec(
+        "endingOffsetsByTimestamp",
+        p.text,
+        None,
+        "Batch only: per-partition end timestamps, JSON like startingOffsetsByTimestamp. Wins "
+        "over endingOffsets.",
+    ),
+    _spec(
         "discoveryStartingOffsets",
-        _choice("earliest", "latest"),
+        p.choice("earliest", "latest"),
         "earliest",
         "Where a cluster, topic or partition discovered after the query started begins.",
     ),
-    OptionSpec(
+    _spec(
         "metadataDiscoveryIntervalMs",
-        _int(),
+        p.integer(),
         "10000",
         "How often metadata is re-read: milliseconds; 0 every micro-batch; negative only at start.",
     ),
-    OptionSpec(
+    _spec(
         "metadataDiscoveryFailureThreshold",
-        _int(0),
+        p.integer(0),
         "1",
         "Consecutive discovery failures tolerated while a previous metadata snapshot exists.",
     ),
-    OptionSpec(
+    _spec(
+        "failOnDataLoss",
+        p.boolean,
+        "true",
+        "Fail the query when records it should read are gone (topic deleted or partition "
+        "vanished while in the metadata, offsets out of range, offset went backwards); `false` "
+        "logs a warning and continues from the earliest available offset.",
+    ),
+    _spec(
+        "maxOffsetsPerTrigger",
+        p.integer(1),
+        None,
+        "Streams: at most this many offsets per micro-batch, split over all partitions of all "
+        "clusters in proportion to their backlog.",
+    ),
+    _spec(
+        "minOffsetsPerTrigger",
+        p.integer(1),
+        None,
+        "Streams: wait for at least this many new offsets before a micro-batch, or until "
+        "maxTriggerDelay has passed since the last one.",
+    ),
+    _spec(
+        "maxTriggerDelay",
+        p.duration_ms,
+        "15m",
+        "Streams with minOffsetsPerTrigger: the longest wait before a micro-batch runs anyway.",
+    ),
+    _spec(
+        "minPartitions",
+        p.integer(1),
+        None,
+        "At least this many Spark tasks per batch (large offset ranges are split).",
+    ),
+    _spec(
+        "maxRecordsPerPartition",
+        p.integer(1),
+        None,
+        "At most this many records per Spark task (large offset ranges are split).",
+    ),
+    _spec(
+        "includeHeaders",
+        p.boolean,
+        "false",
+        "Add the column headers array<struct<key:string,value:binary>> (null when a record has "
+        "no headers).",
+    ),
+    _spec(
+        "groupIdPrefix",
+        p.text,
+        "spark-dynamic-kafka",
+        "Prefix of the generated consumer group.id (unless kafka.group.id is set); offsets are "
+        "never committed to it.",
+    ),
+    _spec(
         "kafkaConsumer.pollTimeoutMs",
-        _int(1),
+        p.integer(1),
         "120000",
         "How long an executor waits for records of its offset range before failing the task.",
     ),
-    OptionSpec(
+    _spec(
         "kafkaConsumer.cacheTimeoutMs",
-        _int(0),
+        p.integer(0),
         "60000",
         "How long an idle pooled consumer stays open in a Python worker before it is closed.",
     ),
-    OptionSpec(
+    _spec(
         "kafkaAdmin.requestTimeoutMs",
-        _int(1),
+        p.integer(1),
         "30000",
         "Driver-side timeout for listing topics, partitions and offsets of one cluster.",
+    ),
+    _spec(
+        "fetchOffset.numRetries",
+        p.integer(0),
+        "3",
+        "Driver-side retries of a failed offset or topic listing of one cluster.",
+    ),
+    _spec(
+        "fetchOffset.retryIntervalMs",
+        p.integer(0),
+        "10",
+        "Milliseconds to wait before retrying a failed listing.",
     ),
 )
 
 OPTIONS: Mapping[str, OptionSpec[Any]] = {spec.key: spec for spec in _DECLARED}
 _BY_LOWER: Mapping[str, OptionSpec[Any]] = {spec.key.lower(): spec for spec in _DECLARED}
-_PREFIXES = (KAFKA_PREFIX, METADATA_PREFIX)
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """Parsed, validated source options (built once, on the driver).
-
-    Attributes
-    ----------
-    metadata_service:
-        Value of ``metadataService``.
-    metadata_options:
-        ``metadataService.*`` options, prefix removed, keys lowercased.
-    stream_ids:
-        Subscribed ids, or ``None`` when a pattern is used.
-    stream_pattern:
-        Compiled ``streamPattern``, or ``None``.
-    starting_offsets:
-        Parsed ``startingOffsets``.
-    discovery_starting_offsets:
-        ``earliest`` or ``latest``.
-    discovery_interval_ms, discovery_failure_threshold:
-        Metadata re-read settings.
-    kafka_properties:
-        ``kafka.*`` client properties, prefix removed; applied to every cluster.
-    poll_timeout_ms, consumer_cache_timeout_ms, admin_timeout_ms:
-        Client timeouts.
-    """
-
-    metadata_service: str
-    metadata_options: Mapping[str, str]
-    stream_ids: tuple[str, ...] | None
-    stream_pattern: re.Pattern[str] | None
-    starting_offsets: StartingOffsets
-    discovery_starting_offsets: str
-    discovery_interval_ms: int
-    discovery_failure_threshold: int
-    kafka_properties: FrozenProperties = field(default_factory=FrozenProperties)
-    poll_timeout_ms: int = 120000
-    consumer_cache_timeout_ms: int = 60000
-    admin_timeout_ms: int = 30000
-
-    def subscription_description(self) -> str:
-        """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""
-        if self.stream_ids is not None:
-            return f"streamIds={','.join(self.stream_ids)}"
-        pattern = self.stream_pattern.pattern if self.stream_pattern else ""
-        return f"streamPattern={pattern}"
 
 
 def _shown(key: str, value: str) -> str:
@@ -256,13 +291,16 @@ def _value(declared: Mapping[str, str], key: str) -> Any:
         ) from None
 
 
-def parse_options(options: Mapping[str, str]) -> SourceOptions:
+def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOptions:
     """Parse and validate the options a query passed to ``format("dynamic_kafka")``.
 
     Parameters
     ----------
     options:
         Spark's option map (keys possibly lowercased, values strings).
+    mode:
+        ``stream`` for ``spark.readStream``, ``batch`` for ``spark.read``, ``any`` when not known
+        yet (the schema is asked before Spark says which reader it wants).
 
     Raises
     ------
@@ -284,25 +322,59 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         given = [k for k in ("streamIds", "streamPattern") if k.lower() in declared]
         shown = ", ".join(f"{k}={declared[k.lower()]!r}" for k in given) or "neither"
         raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
-    for forbidden in ("auto.offset.reset", "enable.auto.commit"):
-        if forbidden in {k.lower() for k in kafka}:
-            raise OptionsError(
-                f"Option 'kafka.{forbidden}' is not supported: the source assigns partitions and "
-                "tracks offsets itself in the Spark checkpoint. Remove the option."
-            )
-    starting_raw = declared.get("startingoffsets", OPTIONS["startingOffsets"].default) or "latest"
-    starting = parse_starting_offsets(starting_raw, option="startingOffsets")
+    check_client_keys(kafka)
+    batch = mode == "batch"
+    starting = position_spec(
+        declared,
+        "startingTimestamp",
+        "startingOffsetsByTimestamp",
+        "startingOffsets",
+        "earliest" if batch else "latest",
+    )
+    ending = position_spec(
+        declared, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets", "latest"
+    )
+    ending_given = [k for k in ENDING_KEYS if k.lower() in declared]
+    if mode == "stream" and ending_given:
+        raise OptionsError(
+            f"Option '{ending_given[0]}' is not valid for streaming queries: a stream has no end. "
+            "Use it with spark.read (batch), or remove it (Trigger.AvailableNow reads what is "
+            "available and stops)."
+        )
+    if batch:
+        check_batch(starting, ending)
+    low, high = _value(declared, "minOffsetsPerTrigger"), _value(declared, "maxOffsetsPerTrigger")
+    if low is not None and high is not None and low > high:
+        raise OptionsError(
+            f"Option 'minOffsetsPerTrigger' ({low}) is larger than 'maxOffsetsPerTrigger' "
+            f"({high}): lower the minimum or raise the maximum."
+        )
+    prefix = _value(declared, "groupIdPrefix")
+    if not prefix:
+        raise OptionsError("Option 'groupIdPrefix' must not be empty: remove it or set a prefix.")
     return SourceOptions(
         metadata_service=service,
-        metadata_options=metadata,
+        metadata_options=FrozenProperties(metadata),
         stream_ids=stream_ids,
         stream_pattern=pattern,
-        starting_offsets=starting,
+        starting=starting,
+        ending=ending if batch else None,
+        timestamp_strategy=_value(declared, "startingOffsetsByTimestampStrategy"),
         discovery_starting_offsets=_value(declared, "discoveryStartingOffsets"),
         discovery_interval_ms=_value(declared, "metadataDiscoveryIntervalMs"),
         discovery_failure_threshold=_value(declared, "metadataDiscoveryFailureThreshold"),
         kafka_properties=FrozenProperties(kafka),
+        fail_on_data_loss=_value(declared, "failOnDataLoss"),
+        max_offsets_per_trigger=high,
+        min_offsets_per_trigger=low,
+        max_trigger_delay_ms=_value(declared, "maxTriggerDelay"),
+        min_partitions=_value(declared, "minPartitions"),
+        max_records_per_partition=_value(declared, "maxRecordsPerPartition"),
+        include_headers=_value(declared, "includeHeaders"),
+        group_id_prefix=prefix,
         poll_timeout_ms=_value(declared, "kafkaConsumer.pollTimeoutMs"),
         consumer_cache_timeout_ms=_value(declared, "kafkaConsumer.cacheTimeoutMs"),
         admin_timeout_ms=_value(declared, "kafkaAdmin.requestTimeoutMs"),
+        fetch_retries=_value(declared, "fetchOffset.numRetries"),
+        fetch_retry_interval_ms=_value(declared, "fetchOffset.retryIntervalMs"),
     )

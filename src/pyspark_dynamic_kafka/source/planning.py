@@ -1,4 +1,11 @@
-"""(start, end) offsets -> Spark input partitions: exact ranges packed into few, large tasks."""
+"""(start, end) offsets -> Spark input partitions: exact ranges packed into few, large tasks.
+
+By default whole ranges are packed (largest first, into the least-loaded task) into as few tasks
+as the volume needs, at least two. With ``minPartitions`` or ``maxRecordsPerPartition`` ranges
+may be cut: the ranges are laid end to end (cluster, topic, partition order) and cut into equal
+shares, so no task exceeds the cap, there are at least ``minPartitions`` tasks, and small ranges
+still share a task instead of costing one each.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,15 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.offsets import PartitionKey
 
-__all__ = ["OffsetRange", "ReadSettings", "ReadTask", "offset_ranges", "plan_tasks"]
+__all__ = [
+    "OffsetRange",
+    "ReadSettings",
+    "ReadTask",
+    "backwards",
+    "offset_ranges",
+    "plan_tasks",
+    "task_properties",
+]
 
 #: Records one task aims to read; more tasks only when a micro-batch is larger than this.
 TARGET_RECORDS_PER_TASK = 1_000_000
@@ -47,11 +62,21 @@ class ReadSettings:
         Idle time after which a pooled consumer is closed.
     live_clusters:
         Clusters present in this micro-batch; pooled consumers of other clusters are closed.
+    fail_on_data_loss:
+        Whether records of a range that are gone fail the task (else: warning, skip them).
+    include_headers:
+        Whether to emit the ``headers`` column.
+    generation:
+        Pooled consumers of another generation are not reused: the driver bumps it after a
+        topic was deleted or recreated under the query.
     """
 
     poll_timeout_ms: int
     cache_timeout_ms: int
     live_clusters: frozenset[str]
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    generation: int = 0
 
 
 class ReadTask(InputPartition):  # type: ignore[misc]
@@ -92,18 +117,49 @@ class ReadTask(InputPartition):  # type: ignore[misc]
         return f"ReadTask({shown}{more})"
 
 
-def offset_ranges(
+def task_properties(
+    properties: Mapping[str, Mapping[str, str]], group_id: str
+) -> dict[str, FrozenProperties]:
+    """Each cluster's client properties for executors, with ``group.id`` set to ``group_id``
+    unless the query (``kafka.group.id``) or the cluster's metadata sets one."""
+    result: dict[str, FrozenProperties] = {}
+    for cluster_id, props in properties.items():
+        if "group.id" in props:
+            result[cluster_id] = FrozenProperties(props)
+        else:
+            result[cluster_id] = FrozenProperties({**props, "group.id": group_id})
+    return result
+
+
+def backwards(
     start: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]
+) -> list[PartitionKey]:
+    """Partitions whose end offset is below their start offset (their offsets went back)."""
+    return [key for key in sorted(end) if key in start and end[key] < start[key]]
+
+
+def offset_ranges(
+    start: Mapping[PartitionKey, int],
+    end: Mapping[PartitionKey, int],
+    rewound: Mapping[PartitionKey, int] | None = None,
 ) -> list[OffsetRange]:
     """Non-empty ranges for every partition of ``end``.
 
     A partition absent from ``start`` first appears in an offset at its starting position, so it
-    contributes nothing here; ranges that would go backwards are empty.
+    contributes nothing here. A partition whose offsets went back (end below start) is skipped,
+    or, with ``rewound``, read from its rewound start (the earliest offset available when the
+    loss was seen; 0 when unknown, the executor then skips what is gone).
     """
     ranges = []
     for key in sorted(end):
         begin = start.get(key)
-        if begin is None or end[key] <= begin:
+        if begin is None:
+            continue
+        if end[key] < begin:
+            if rewound is None:
+                continue
+            begin = rewound.get(key, 0)
+        if end[key] <= begin:
             continue
         ranges.append(OffsetRange(key[0], key[1], key[2], begin, end[key]))
     return ranges
@@ -115,15 +171,39 @@ def plan_tasks(
     settings: ReadSettings,
     target_records: int = TARGET_RECORDS_PER_TASK,
     min_tasks: int = MIN_TASKS,
+    *,
+    min_partitions: int | None = None,
+    max_records_per_partition: int | None = None,
 ) -> list[ReadTask]:
     """Pack ranges into tasks: as few as the volume needs, balanced by record count.
 
-    The task count is ``ceil(total / target_records)``, at least ``min_tasks``, at most one per
-    range. Ranges are assigned largest first to the least-loaded task.
+    Without ``min_partitions`` and ``max_records_per_partition`` the task count is
+    ``ceil(total / target_records)``, at least ``min_tasks``, at most one per range; ranges stay
+    whole and are assigned largest first to the least-loaded task. With either option ranges are
+    cut (see the module docstring): ``max(min_partitions, ceil(total / max_records_per_partition))``
+    tasks (never more than there are records), each at most ``max_records_per_partition`` long.
     """
-    todo = sorted(ranges, key=lambda r: (-r.size, r.cluster, r.topic, r.partition))
+    todo = [r for r in ranges if r.size > 0]
     if not todo:
         return []
+    if min_partitions is None and max_records_per_partition is None:
+        bins = _pack_whole(todo, target_records, min_tasks)
+    else:
+        total = sum(r.size for r in todo)
+        cap = max_records_per_partition or target_records
+        count = max(min_partitions or 1, -(-total // cap))
+        bins = _cut(todo, min(count, total))
+    tasks = []
+    for chunk in bins:
+        clusters = {r.cluster for r in chunk}
+        tasks.append(ReadTask(tuple(chunk), {c: properties[c] for c in sorted(clusters)}, settings))
+    return tasks
+
+
+def _pack_whole(
+    ranges: list[OffsetRange], target_records: int, min_tasks: int
+) -> list[list[OffsetRange]]:
+    todo = sorted(ranges, key=lambda r: (-r.size, r.cluster, r.topic, r.partition))
     total = sum(r.size for r in todo)
     count = max(min_tasks, -(-total // max(1, target_records)))
     count = min(count, len(todo))
@@ -133,8 +213,25 @@ def plan_tasks(
         load, index = heapq.heappop(heap)
         bins[index].append(r)
         heapq.heappush(heap, (load + r.size, index))
-    tasks = []
-    for chunk in bins:
-        clusters = {r.cluster for r in chunk}
-        tasks.append(ReadTask(tuple(chunk), {c: properties[c] for c in sorted(clusters)}, settings))
-    return tasks
+    return bins
+
+
+def _cut(ranges: list[OffsetRange], count: int) -> list[list[OffsetRange]]:
+    """Lay the ranges end to end and cut them into ``count`` shares differing by at most one."""
+    todo = sorted(ranges, key=lambda r: (r.cluster, r.topic, r.partition, r.start))
+    total = sum(r.size for r in todo)
+    quota, extra = divmod(total, count)
+    shares = [quota + (1 if i < extra else 0) for i in range(count)]
+    bins: list[list[OffsetRange]] = [[] for _ in range(count)]
+    index, room = 0, shares[0]
+    for r in todo:
+        start = r.start
+        while start < r.end:
+            if room == 0:
+                index += 1
+                room = shares[index]
+            take = min(room, r.end - start)
+            bins[index].append(OffsetRange(r.cluster, r.topic, r.partition, start, start + take))
+            start += take
+            room -= take
+    return bins

@@ -4,6 +4,11 @@ Reading stops at each range's end even when more data exists, and does not hang 
 offsets of a range never arrive as records (transaction markers, compaction gaps): a partition is
 done when a record at or past its end arrives, or when the consumer reports partition EOF or a
 position at or past the end.
+
+Records of a range that are gone (out of range: retention removed them; the topic or partition no
+longer exists) fail the task with :class:`~pyspark_dynamic_kafka.errors.DataLossError`, or, with
+``failOnDataLoss=false``, are skipped with a warning: reading resumes at the earliest offset still
+available, or the range ends when nothing of it is left.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ _CONSUME_BATCH = 10000
 _CONSUME_TIMEOUT_S = 0.2
 _EOF = KafkaError._PARTITION_EOF
 _OUT_OF_RANGE = (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE)
+_GONE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART)
+_WATERMARK_TIMEOUT_S = 10.0
 
 
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
@@ -42,13 +49,15 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     with _cyclic_gc_paused():
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
-            consumer = pool.acquire(cluster_id, properties)
+            generation = settings.generation
+            consumer = pool.acquire(cluster_id, properties, generation)
             reusable = False
             try:
                 yield from _read_cluster(consumer, cluster_id, ranges, settings)
                 reusable = True
             finally:
-                pool.release(cluster_id, properties, consumer, reusable, settings.cache_timeout_ms)
+                timeout_ms = settings.cache_timeout_ms
+                pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
 
 
 @contextlib.contextmanager
@@ -74,7 +83,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 def _read_cluster(
     consumer: Any, cluster_id: str, ranges: list[OffsetRange], settings: ReadSettings
 ) -> Iterator[pa.RecordBatch]:
-    reader = _RangeReader(consumer, cluster_id, ranges)
+    reader = _RangeReader(consumer, cluster_id, ranges, settings)
     pending = reader.pending
     if not pending:
         return
@@ -113,14 +122,19 @@ class _RangeReader:
     Messages arrive in runs of one partition with ascending offsets, so a run is kept whole
     unless its last offset reaches the range's end, where it is cut (bisect) and the partition
     is done (paused). A partition is identified by its number alone when no two ranges share
-    one, which saves a ``topic()`` call per record.
+    one, which saves a ``topic()`` call per record. The next offset of each range is kept per run,
+    so that skipping lost records never re-reads one.
     """
 
-    def __init__(self, consumer: Any, cluster_id: str, ranges: list[OffsetRange]) -> None:
+    def __init__(
+        self, consumer: Any, cluster_id: str, ranges: list[OffsetRange], settings: ReadSettings
+    ) -> None:
         self.consumer = consumer
         self.cluster_id = cluster_id
+        self.fail_on_data_loss = settings.fail_on_data_loss
         self.pending = {(r.topic, r.partition): r for r in ranges if r.size > 0}
-        self.builder = BatchBuilder(cluster_id)
+        self.next: dict[tuple[str, int], int] = {tp: r.start for tp, r in self.pending.items()}
+        self.builder = BatchBuilder(cluster_id, settings.include_headers)
         numbers = [p for _, p in self.pending]
         self._topic_of: dict[int, str] | None = (
             {p: t for t, p in self.pending} if len(set(numbers)) == len(numbers) else None
@@ -166,9 +180,12 @@ class _RangeReader:
         r = self.pending.get(tp)
         if r is None:  # fetched past the end of a finished range
             return
-        if messages[-1].offset() + 1 >= r.end:
+        last = messages[-1].offset()
+        if last + 1 >= r.end:
             messages = messages[: bisect.bisect_left(messages, r.end, key=_offset)]
             self._done(r)
+        else:
+            self.next[tp] = last + 1
         self.builder.add_run(r.topic, r.partition, messages)
 
     def _event(self, message: Any, error: Any) -> None:
@@ -179,18 +196,43 @@ class _RangeReader:
             if r is not None and message.offset() >= r.end:
                 self._done(r)
             return
-        if code in _OUT_OF_RANGE:
-            span = f"[{r.start}, {r.end})" if r else ""
-            raise DataLossError(
-                f"Offsets {span} of {self.cluster_id}/{tp[0]}/{tp[1]} are no longer available "
-                f"(removed by retention or the topic was recreated): {error.str()}"
-            )
+        if code in _OUT_OF_RANGE and r is not None:
+            self._out_of_range(r, error)
+            return
+        if code in _GONE and r is not None:
+            self._lost(r, "the topic or partition no longer exists", error)
+            self._done(r)
+            return
         if error.fatal() or not error.retriable():
             raise ReadError(f"Reading from cluster '{self.cluster_id}' failed: {error.str()}")
         _log.warning("Retriable error from cluster %r: %s", self.cluster_id, error.str())
 
     def _done(self, r: OffsetRange) -> None:
         _done(self.consumer, self.pending, r)
+
+    def _lost(self, r: OffsetRange, what: str, error: Any) -> None:
+        where = f"{self.cluster_id}/{r.topic}/{r.partition}"
+        span = f"[{self.next[(r.topic, r.partition)]}, {r.end})"
+        if self.fail_on_data_loss:
+            raise DataLossError(
+                f"Data loss: offsets {span} of {where} cannot be read: {what} ({error.str()}). "
+                "Set failOnDataLoss=false to skip records that are gone."
+            )
+        _log.warning("Data loss (failOnDataLoss=false): offsets %s of %s: %s", span, where, what)
+
+    def _out_of_range(self, r: OffsetRange, error: Any) -> None:
+        """The next offset of ``r`` is not on the cluster: fail, or resume where records are."""
+        tp = (r.topic, r.partition)
+        self._lost(r, "they are no longer available (retention, or the topic was recreated)", error)
+        low, high = self.consumer.get_watermark_offsets(
+            TopicPartition(r.topic, r.partition), timeout=_WATERMARK_TIMEOUT_S, cached=False
+        )
+        resume = max(self.next[tp], low)
+        if resume >= min(r.end, high):
+            self._done(r)
+            return
+        self.next[tp] = resume
+        self.consumer.seek(TopicPartition(r.topic, r.partition, resume))
 
 
 def _offset(message: Any) -> int:

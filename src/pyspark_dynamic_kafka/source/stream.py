@@ -3,39 +3,47 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
+from pyspark_dynamic_kafka.errors import DataLossError
 from pyspark_dynamic_kafka.source.discovery import Assignment, ClusterAssignment, Discovery
-from pyspark_dynamic_kafka.source.offsets import (
-    EARLIEST,
-    LATEST,
-    PartitionKey,
-    decode_offsets,
-    encode_offsets,
-)
-from pyspark_dynamic_kafka.source.options import SourceOptions
+from pyspark_dynamic_kafka.source.limits import Admission
+from pyspark_dynamic_kafka.source.listing import OffsetLister
+from pyspark_dynamic_kafka.source.offsets import PartitionKey, decode_offsets, encode_offsets
 from pyspark_dynamic_kafka.source.planning import (
     ReadSettings,
     ReadTask,
+    backwards,
     offset_ranges,
     plan_tasks,
+    task_properties,
+)
+from pyspark_dynamic_kafka.source.positions import (
+    EARLIEST_POSITION,
+    LATEST_POSITION,
+    Position,
+    position_of,
+    start_position,
 )
 from pyspark_dynamic_kafka.source.read import read_task
+from pyspark_dynamic_kafka.source.reconcile import (
+    Loss,
+    NewPosition,
+    Reconciled,
+    reconcile,
+    report_losses,
+)
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["DynamicKafkaStreamReader"]
 
 _log = logging.getLogger(__name__)
-
-
-def _read_committed(properties: Mapping[str, str]) -> bool:
-    return properties.get("isolation.level", "").lower() == "read_committed"
 
 
 class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
@@ -53,11 +61,16 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
         self._discovery: Discovery | None = None
-        self._admins: dict[str, ClusterAdmin] = {}
+        self._lister = OffsetLister(options)
+        self._admission = Admission(options)
+        self._group_id = f"{options.group_id_prefix}-{uuid.uuid4().hex}"
         self._initial: dict[str, Any] | None = None
         self._latest: dict[str, Any] | None = None
         self._target: dict[PartitionKey, int] | None = None
-        self._missing: dict[str, list[str]] = {}
+        self._rewound: dict[PartitionKey, int] = {}
+        self._reported: set[Loss] = set()
+        self._absent: dict[str, frozenset[str]] = {}
+        self._generation = 0
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_options": self._options}
@@ -72,149 +85,123 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             self._discovery = Discovery(self._options)
         snapshot = self._discovery.snapshot
         assignment = snapshot if not refresh and snapshot is not None else self._discovery.current()
-        for cluster_id in [c for c in self._admins if c not in assignment]:
-            _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
-            self._admins.pop(cluster_id).close()
+        self._lister.retire_except(assignment)
         return assignment
 
-    def _admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
-        admin = self._admins.get(cluster_id)
-        if admin is None or admin.properties != cluster.properties:
-            admin = ClusterAdmin(cluster_id, cluster.properties, self._options.admin_timeout_ms)
-            self._admins[cluster_id] = admin
-        return admin
+    def _reconcile(
+        self, previous: Mapping[PartitionKey, int], new_position: NewPosition, entering: bool = True
+    ) -> Reconciled:
+        """List every assigned cluster, apply failOnDataLoss, log what changed.
 
-    def _list(
-        self, cluster_id: str, cluster: ClusterAssignment
-    ) -> tuple[dict[tuple[str, int], int], ClusterAdmin]:
-        """Latest offset of every partition of the cluster's existing assigned topics."""
-        admin = self._admin(cluster_id, cluster)
-        partitions = admin.list_partitions(cluster.topics)
-        missing = sorted(cluster.topics - set(partitions))
-        if missing != self._missing.get(cluster_id, []):
-            self._missing[cluster_id] = missing
-            if missing:
-                _log.warning("Cluster %r has no topic(s) %s; skipping them.", cluster_id, missing)
-        pairs = [(t, p) for t, ps in partitions.items() for p in ps]
-        latest = admin.list_offsets(pairs, "latest", _read_committed(cluster.properties))
-        return latest, admin
+        ``entering=False``: the partitions seen for the first time are not entering the offset
+        (the AvailableNow target), so their positions are not logged as starting points.
+        """
+        state = reconcile(
+            self._assignment(),
+            previous,
+            self._lister,
+            new_position,
+            self._options.timestamp_strategy,
+        )
+        report_losses(state.losses, self._options.fail_on_data_loss, self._reported)
+        if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
+            self._generation += 1
+        self._rewound.update(state.rewound)
+        for cluster_id, absent in state.absent.items():
+            if absent != self._absent.get(cluster_id, frozenset()) and absent:
+                _log.warning(
+                    "Cluster %r has no topic(s) %s; they are read once they exist.",
+                    cluster_id,
+                    sorted(absent),
+                )
+            self._absent[cluster_id] = absent
+        for key, offset in state.entered.items() if entering else ():
+            _log.info("Partition %s/%s/%d starts at offset %d", *key, offset)
+        return state
+
+    def _discovery_position(self) -> Position:
+        earliest = self._options.discovery_starting_offsets == "earliest"
+        return EARLIEST_POSITION if earliest else LATEST_POSITION
+
+    def _discovered(self, key: PartitionKey, cluster: ClusterAssignment, first: bool) -> Position:
+        """Where a partition seen after the query started begins."""
+        override = cluster.starting_position(key[1]) if first else None
+        if override is not None:
+            return position_of(override, f"the metadata's startingOffsets of cluster {key[0]!r}")
+        return self._discovery_position()
 
     # ----------------------------------------------------------------- driver: offsets
-    def _available(
-        self, previous: Mapping[PartitionKey, int], position_of_new: Callable[[PartitionKey], int]
-    ) -> dict[PartitionKey, int]:
-        """The next offset up to which every assigned partition can be read now.
-
-        Partitions of ``previous`` keep their offset when their cluster cannot be listed now or
-        their topic is not listed (deleted); a partition seen for the first time enters at its
-        starting position (``position_of_new``: -2 earliest, -1 latest, or an offset), so its
-        first range is exact and checkpointed before any of its records is read. Clusters and
-        topics that left the metadata leave the result.
-        """
-        end: dict[PartitionKey, int] = {}
-        for cluster_id, cluster in self._assignment().items():
-            carried = {
-                k: v for k, v in previous.items() if k[0] == cluster_id and k[1] in cluster.topics
-            }
-            end.update(carried)
-            try:
-                latest, admin = self._list(cluster_id, cluster)
-                new = {
-                    key: position_of_new(key)
-                    for key in ((cluster_id, t, p) for t, p in latest)
-                    if key not in previous
-                }
-                earliest = self._earliest_for(admin, new)
-            except KafkaClientError as exc:
-                _log.warning(
-                    "Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc
-                )
-                continue
-            for (topic, partition), offset in latest.items():
-                key = (cluster_id, topic, partition)
-                if key in new:
-                    end[key] = self._concrete(new[key], key, latest, earliest)
-                    _log.info("Partition %s/%s/%d starts at offset %d", *key, end[key])
-                elif offset < previous[key]:
-                    _log.warning(
-                        "Latest offset %d of %s/%s/%d is below the checkpointed %d; holding.",
-                        offset,
-                        *key,
-                        previous[key],
-                    )
-                else:
-                    end[key] = offset
-        return end
-
     def initialOffset(self) -> dict[str, Any]:
-        """Resolve ``startingOffsets`` to concrete offsets (cached: Spark may ask twice)."""
+        """Resolve the starting options to concrete offsets (cached: Spark may ask twice)."""
         if self._initial is None:
-            spec = self._options.starting_offsets
+            spec = self._options.starting
             fallback = self._discovery_position()
-            positions = self._available({}, lambda key: spec.position(key, fallback))
-            unknown = sorted(spec.topics() - {(c, t) for c, t, _ in positions})
+
+            def position(key: PartitionKey, cluster: ClusterAssignment, _first: bool) -> Position:
+                return start_position(spec, key, cluster.starting_position(key[1]), fallback)
+
+            offsets = self._reconcile({}, position).offsets
+            unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
             if unknown:
                 _log.warning(
-                    "startingOffsets names cluster/topic pairs that are not read now: %s",
+                    "%s names cluster/topic pairs that are not read now: %s",
+                    spec.option,
                     ", ".join(f"{c}/{t}" for c, t in unknown),
                 )
-            self._initial = encode_offsets(positions)
+            self._initial = encode_offsets(offsets)
         return self._initial
-
-    def _discovery_position(self) -> int:
-        return EARLIEST if self._options.discovery_starting_offsets == "earliest" else LATEST
-
-    @staticmethod
-    def _earliest_for(
-        admin: ClusterAdmin, wanted: Mapping[PartitionKey, int]
-    ) -> dict[tuple[str, int], int]:
-        need = [(t, p) for (_, t, p), position in wanted.items() if position == EARLIEST]
-        return admin.list_offsets(need, "earliest") if need else {}
-
-    @staticmethod
-    def _concrete(
-        position: int,
-        key: PartitionKey,
-        latest: Mapping[tuple[str, int], int],
-        earliest: Mapping[tuple[str, int], int],
-    ) -> int:
-        tp = (key[1], key[2])
-        if position == EARLIEST:
-            return earliest[tp]
-        if position == LATEST:
-            return latest[tp]
-        return position
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the latest offsets now: a ``Trigger.AvailableNow`` query reads up to them only.
 
         Partitions discovered later enter the offset at their starting position but are not read.
         """
-        self._target = self._available({}, lambda _key: LATEST)
+        self._target = self._reconcile({}, lambda _k, _c, _f: LATEST_POSITION, False).offsets
         _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
 
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``maxOffsetsPerTrigger`` (or ``minOffsetsPerTrigger``) as a Spark read limit."""
+        return self._admission.default_limit()
+
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
-        """Latest offsets of every assigned partition, reconciled with the current metadata.
+        """The end of the next micro-batch, reconciled with the current metadata.
 
         A cluster, topic or partition seen for the first time enters the offset at its starting
-        position (``discoveryStartingOffsets``), so its first range is exact and checkpointed.
-        Clusters and topics removed from the metadata leave the offset. With
-        ``Trigger.AvailableNow`` no partition goes past the offsets recorded when the query
-        started.
+        position (the metadata's ``startingOffsets`` for a cluster read for the first time, else
+        ``discoveryStartingOffsets``), so its first range is exact and checkpointed. Clusters and
+        topics removed from the metadata leave the offset. Data loss fails the query or, with
+        ``failOnDataLoss=false``, is skipped. With ``Trigger.AvailableNow`` no partition goes past
+        the offsets recorded when the query started. The read limit (``maxOffsetsPerTrigger``,
+        ``minOffsetsPerTrigger``) applies last; returning ``start`` means "no batch yet".
         """
         previous = decode_offsets(start)
-        fallback = self._discovery_position()
-        available = self._available(previous, lambda _key: fallback)
+        state = self._reconcile(previous, self._discovered)
+        available = state.offsets
         self._latest = encode_offsets(available)
-        end = dict(available)
-        if self._target is not None:
-            target = self._target
-            for key, offset in available.items():
-                if key in target:
-                    end[key] = max(min(offset, target[key]), previous.get(key, 0))
-                else:  # discovered after the query started: enters, is not read
-                    end[key] = previous.get(key, offset)
-        return encode_offsets(end)
+        end = self._within_target(previous, available)
+        begin = {
+            k: self._rewound.get(k, v) if end.get(k, v) < v else v for k, v in previous.items()
+        }
+        admitted = self._admission.admit(limit, begin, end, self._target is not None)
+        if admitted is None:
+            return encode_offsets(previous)
+        return encode_offsets(admitted)
+
+    def _within_target(
+        self, previous: Mapping[PartitionKey, int], available: Mapping[PartitionKey, int]
+    ) -> dict[PartitionKey, int]:
+        target = self._target
+        if target is None:
+            return dict(available)
+        end: dict[PartitionKey, int] = {}
+        for key, offset in available.items():
+            if key not in previous:  # enters at its starting position
+                end[key] = offset
+            elif key in target:
+                end[key] = min(offset, max(target[key], previous[key]))
+            else:  # discovered after the query started: enters, is not read
+                end[key] = previous[key]
+        return end
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The offsets available at the last :meth:`latestOffset` call (ids and offsets only)."""
@@ -222,7 +209,18 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks."""
-        ranges = offset_ranges(decode_offsets(start), decode_offsets(end))
+        begin, finish = decode_offsets(start), decode_offsets(end)
+        went_back = backwards(begin, finish)
+        if went_back and self._options.fail_on_data_loss:
+            raise DataLossError(
+                "Data loss: the offsets of "
+                + ", ".join(
+                    f"{c}/{t}/{p} went back from {begin[(c, t, p)]} to {finish[(c, t, p)]}"
+                    for c, t, p in went_back
+                )
+                + ". Set failOnDataLoss=false to continue from the earliest available offsets."
+            )
+        ranges = offset_ranges(begin, finish, self._rewound)
         if not ranges:
             return []
         assignment = self._assignment(refresh=False)  # the metadata latestOffset planned with
@@ -233,13 +231,22 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                 unreadable,
             )
             ranges = [r for r in ranges if r.cluster in assignment]
+        options = self._options
         settings = ReadSettings(
-            poll_timeout_ms=self._options.poll_timeout_ms,
-            cache_timeout_ms=self._options.consumer_cache_timeout_ms,
+            poll_timeout_ms=options.poll_timeout_ms,
+            cache_timeout_ms=options.consumer_cache_timeout_ms,
             live_clusters=frozenset(assignment),
+            fail_on_data_loss=options.fail_on_data_loss,
+            include_headers=options.include_headers,
+            generation=self._generation,
         )
-        properties = {c: a.properties for c, a in assignment.items()}
-        return plan_tasks(ranges, properties, settings)
+        return plan_tasks(
+            ranges,
+            task_properties({c: a.properties for c, a in assignment.items()}, self._group_id),
+            settings,
+            min_partitions=options.min_partitions,
+            max_records_per_partition=options.max_records_per_partition,
+        )
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint."""

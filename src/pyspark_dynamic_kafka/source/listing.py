@@ -1,0 +1,153 @@
+"""Driver side: list the partitions and offsets of each assigned cluster, resolve positions.
+
+One :class:`~pyspark_dynamic_kafka.kafka.admin.ClusterAdmin` per cluster, created lazily and
+closed when the cluster leaves the metadata. Never pickled: executors get none of this.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET, ClusterAdmin, TopicListing
+from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.positions import Position
+from pyspark_dynamic_kafka.source.settings import SourceOptions
+
+__all__ = ["ClusterSnapshot", "OffsetLister", "read_committed"]
+
+_log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+
+def read_committed(properties: Mapping[str, str]) -> bool:
+    """Whether the cluster's clients read with ``isolation.level=read_committed``."""
+    return properties.get("isolation.level", "").strip().lower() == "read_committed"
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """One cluster's assigned topics and the latest offset of each of their partitions.
+
+    Attributes
+    ----------
+    topics:
+        Which assigned topics exist, are absent or could not be listed.
+    latest:
+        Latest offset (the last stable offset under read_committed) of every partition of the
+        existing topics.
+    """
+
+    topics: TopicListing
+    latest: Mapping[TopicPartitionKey, int]
+
+
+class OffsetLister:
+    """Lists clusters and resolves positions to offsets, with one admin client per cluster.
+
+    Parameters
+    ----------
+    options:
+        Parsed source options (timeouts, retries, timestamp strategy).
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._admins: dict[str, ClusterAdmin] = {}
+
+    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
+        """The cluster's admin client (a new one when its properties changed)."""
+        admin = self._admins.get(cluster_id)
+        if admin is None or admin.properties != cluster.properties:
+            options = self._options
+            admin = ClusterAdmin(
+                cluster_id,
+                cluster.properties,
+                options.admin_timeout_ms,
+                options.fetch_retries,
+                options.fetch_retry_interval_ms,
+            )
+            self._admins[cluster_id] = admin
+        return admin
+
+    def retire_except(self, live: Collection[str]) -> None:
+        """Close the clients of clusters no longer in the metadata."""
+        for cluster_id in [c for c in self._admins if c not in live]:
+            _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
+            self._admins.pop(cluster_id).close()
+
+    def close(self) -> None:
+        """Close every admin client."""
+        for admin in self._admins.values():
+            admin.close()
+        self._admins.clear()
+
+    def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
+        """List the cluster's assigned topics and their latest offsets.
+
+        Raises
+        ------
+        KafkaClientError
+            When the cluster cannot be listed (after the configured retries).
+        """
+        admin = self.admin(cluster_id, cluster)
+        topics = admin.list_topics(cluster.topics)
+        pairs = [(t, p) for t, ps in topics.partitions.items() for p in ps]
+        latest = admin.list_offsets(pairs, "latest", read_committed(cluster.properties))
+        return ClusterSnapshot(topics, latest)
+
+    def resolve(
+        self,
+        cluster_id: str,
+        cluster: ClusterAssignment,
+        wanted: Mapping[TopicPartitionKey, Position],
+        latest: Mapping[TopicPartitionKey, int],
+        no_match: str,
+    ) -> dict[TopicPartitionKey, int]:
+        """Turn positions into offsets, in one request per kind of position.
+
+        A timestamp resolves to the first offset whose record is at or after it; when there is
+        none, ``no_match`` decides: ``latest`` takes the latest offset, ``error`` raises.
+
+        Raises
+        ------
+        OffsetsError
+            For a timestamp without a matching record when ``no_match`` is ``error``.
+        KafkaClientError
+            When the cluster cannot be reached.
+        """
+        admin = self.admin(cluster_id, cluster)
+        committed = read_committed(cluster.properties)
+        need_earliest = [tp for tp, pos in wanted.items() if pos.kind == "earliest"]
+        earliest = admin.list_offsets(need_earliest, "earliest") if need_earliest else {}
+        stamps = {tp: pos.value for tp, pos in wanted.items() if pos.kind == "timestamp"}
+        found = admin.offsets_for_times(stamps, committed) if stamps else {}
+        result: dict[TopicPartitionKey, int] = {}
+        unmatched: list[str] = []
+        for tp, pos in wanted.items():
+            if pos.kind == "earliest":
+                result[tp] = earliest[tp]
+            elif pos.kind == "latest":
+                result[tp] = latest[tp]
+            elif pos.kind == "offset":
+                result[tp] = pos.value
+            elif found[tp] == NO_OFFSET or found[tp] < 0:
+                unmatched.append(f"{cluster_id}/{tp[0]}/{tp[1]} ({pos.origin} {pos.value})")
+                result[tp] = latest[tp]
+            else:
+                result[tp] = min(found[tp], latest[tp])
+        if unmatched and no_match == "error":
+            raise OffsetsError(
+                f"No record is at or after the start timestamp of {', '.join(sorted(unmatched))}."
+                " Choose an earlier timestamp, or set startingOffsetsByTimestampStrategy=latest "
+                "to start such partitions at their latest offset."
+            )
+        if unmatched:
+            _log.info(
+                "No record at or after the timestamp of %s: starting at the latest offset.",
+                ", ".join(sorted(unmatched)),
+            )
+        return result

@@ -1,0 +1,95 @@
+"""A stand-alone job for the secret scan: everything it does is logged as verbosely as possible.
+
+Usage: python secrets_app.py METADATA BROKEN_METADATA CHECKPOINT OUTPUT BOOTSTRAP
+
+1. Streams ``orders`` (metadata with a secret) into Parquet with a checkpoint until 10 rows.
+2. Reads it in batch.
+3. Deletes the topic while the metadata lists it: the stream fails with data loss.
+4. Reads in batch from a cluster that cannot be reached (metadata with the same secret).
+
+Every error and every progress report is printed. Python logging of every Python process is set
+to DEBUG by the ``sitecustomize`` the test puts on ``PYTHONPATH``; Spark logs at INFO (the
+log4j2 configuration the test gives the JVM).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+
+def _options(metadata: str) -> dict[str, str]:
+    return {
+        "metadataService": "file",
+        "metadataService.path": metadata,
+        "streamIds": "orders",
+        "startingOffsets": "earliest",
+        "metadataDiscoveryIntervalMs": "0",
+        "kafkaAdmin.requestTimeoutMs": "3000",
+        "fetchOffset.numRetries": "1",
+    }
+
+
+def main() -> None:
+    metadata, broken, checkpoint, output, bootstrap = sys.argv[1:6]
+    logging.getLogger().setLevel(logging.DEBUG)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    query = (
+        spark.readStream.format("dynamic_kafka")
+        .options(**_options(metadata))
+        .load()
+        .selectExpr("cluster", "cast(value as string) as value")
+        .writeStream.format("parquet")
+        .option("path", output)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        done = sum(p["numInputRows"] for p in query.recentProgress)
+        if done >= 10:
+            break
+        time.sleep(0.5)
+    print("STREAMED", done, flush=True)
+    batch = spark.read.format("dynamic_kafka").options(**_options(metadata)).load()
+    print("BATCH", batch.count(), flush=True)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics(["orders"])["orders"].result(30)
+    try:
+        query.awaitTermination(120)
+        print("STREAM ERROR none", flush=True)
+    except Exception as exc:
+        print(f"STREAM ERROR <<{exc}>>", flush=True)
+        traceback.print_exc()
+    for progress in query.recentProgress:
+        print("PROGRESS", json.dumps(progress, default=str), flush=True)
+    query.stop()
+
+    try:
+        spark.read.format("dynamic_kafka").options(**_options(broken)).load().count()
+        print("BROKEN ERROR none", flush=True)
+    except Exception as exc:
+        print(f"BROKEN ERROR <<{exc}>>", flush=True)
+        traceback.print_exc()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""A secret from the metadata never leaves the clients: not in any log line (Spark, py4j, Python
+logging of every Python process, worker stderr, librdkafka), error, progress report
+(``reportLatestOffset``) or checkpoint file.
+
+The cluster's metadata holds ``sasl.password: <sentinel>`` with ``security.protocol: PLAINTEXT``,
+so the query really connects with properties that include the secret.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SITECUSTOMIZE = """\
+import logging, os, sys
+logging.basicConfig(
+    level=logging.DEBUG,
+    stream=sys.stderr,
+    format="%(process)d %(name)s %(levelname)s %(message)s",
+)
+logging.getLogger("sitecustomize").info("debug logging in pid %d: %s", os.getpid(), sys.argv)
+"""
+
+
+_LOG4J2 = """\
+rootLogger.level = info
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.spark.name = org.apache.spark
+logger.spark.level = info
+"""
+
+
+def _between(text: str, start: str, end: str) -> str:
+    begin = text.index(start) + len(start)
+    return text[begin : text.index(end, begin)]
+
+
+def _metadata(path: Path, bootstrap: str, sentinel: str) -> None:
+    document = {
+        "clusters": {
+            "east": {
+                "bootstrap.servers": bootstrap,
+                "security.protocol": "PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "reader",
+                "sasl.password": sentinel,
+                "debug": "conf,security",  # librdkafka logs its configuration too
+            }
+        },
+        "streams": {"orders": [{"cluster": "east", "topics": ["orders"]}]},
+    }
+    path.write_text(yaml.safe_dump(document))
+
+
+def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) -> None:
+    sentinel = f"SENTINEL-{uuid.uuid4().hex}"
+    east = kafka_clusters("east")["east"]
+    east.create_topic("orders", partitions=2)
+    east.produce("orders", [(None, f"v{i}") for i in range(10)])
+    meta, broken = tmp_path / "streams.yaml", tmp_path / "broken.yaml"
+    _metadata(meta, east.bootstrap_servers, sentinel)
+    _metadata(broken, "127.0.0.1:1", sentinel)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
+    (site / "log4j2.properties").write_text(_LOG4J2)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT), env.get("PYTHONPATH", "")])
+    # Spark logs at INFO (any JVM picks JAVA_TOOL_OPTIONS up).
+    env["JAVA_TOOL_OPTIONS"] = f"-Dlog4j2.configurationFile={site / 'log4j2.properties'}"
+    app = ROOT / "tests" / "integration" / "secrets_app.py"
+    args = [str(meta), str(broken), str(checkpoint), str(output), east.bootstrap_servers]
+    result = subprocess.run(
+        [sys.executable, str(app), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=480,
+        check=False,
+    )
+    logs = result.stdout + result.stderr
+    (tmp_path / "app.log").write_text(logs)
+    assert result.returncode == 0, f"the app failed, see {tmp_path / 'app.log'}"
+
+    # The run did what it should, and its logs were captured from every kind of process.
+    assert "STREAMED 10" in logs and "BATCH 10" in logs
+    stream_error = _between(logs, "STREAM ERROR <<", ">>")
+    assert "Data loss" in stream_error and "east/orders/0" in stream_error
+    broken_error = _between(logs, "BROKEN ERROR <<", ">>")
+    assert "Cluster 'east' (127.0.0.1:1)" in broken_error
+    assert "PROGRESS" in logs and '"latestOffset"' in logs
+    assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
+    assert "'pyspark.sql.worker.plan_data_source_read']" in logs  # the batch planner too
+    assert "pyspark_dynamic_kafka.source.stream INFO" in logs  # the stream's driver-side Python
+    assert "starts at offset" in logs
+    assert "INFO MicroBatchExecution" in logs  # Spark's own log
+    assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump (consumers)
+
+    leaks = [
+        line.replace(sentinel, "<sentinel>")[:200] for line in logs.splitlines() if sentinel in line
+    ]
+    assert not leaks, f"secret in {len(leaks)} log line(s), e.g. {leaks[:3]}"
+    files = [p for p in checkpoint.rglob("*") if p.is_file()]
+    assert any("offsets" in p.parts for p in files)
+    leaked_files = [str(p) for p in files if sentinel.encode() in p.read_bytes()]
+    assert not leaked_files, leaked_files

@@ -1,0 +1,25 @@
+"""The consumer pool: reuse by (cluster, properties, generation); other generations are closed."""
+
+from __future__ import annotations
+
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.pool import ConsumerPool
+
+PROPS = FrozenProperties({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
+
+
+def test_a_new_generation_never_reuses_an_older_consumer() -> None:
+    pool = ConsumerPool()
+    first = pool.acquire("east", PROPS, 0)
+    pool.release("east", PROPS, first, True, 60_000, 0)
+    assert pool.acquire("east", PROPS, 0) is first  # same generation: reused
+    pool.release("east", PROPS, first, True, 60_000, 0)
+    second = pool.acquire("east", PROPS, 1)
+    assert second is not first
+    assert pool.idle_count() == 0  # the generation-0 consumer was closed, not kept
+    pool.release("east", PROPS, second, True, 60_000, 1)
+    other = FrozenProperties({**PROPS, "group.id": "h"})
+    third = pool.acquire("east", other, 0)  # another query's consumers are left alone
+    assert pool.idle_count() == 1
+    pool.release("east", other, third, False, 60_000, 0)
+    pool.close_all()

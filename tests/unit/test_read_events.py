@@ -1,0 +1,135 @@
+"""Executor-side events no test broker can produce, with a scripted consumer (real messages).
+
+Tansu keeps every record (no retention, DeleteRecords drops the connection) and answers a fetch
+past the end with no data instead of OFFSET_OUT_OF_RANGE, and ignores LogAppendTime: so offsets
+out of range and LogAppendTime records are scripted here. Real reads are in
+``tests/integration/test_read.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import KafkaError, Message, TopicPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from pyspark_dynamic_kafka.errors import DataLossError
+from pyspark_dynamic_kafka.source.arrow import BatchBuilder, spark_schema
+from pyspark_dynamic_kafka.source.planning import OffsetRange, ReadSettings
+from pyspark_dynamic_kafka.source.read import _RangeReader
+
+
+def _message(
+    topic: str,
+    partition: int,
+    offset: int,
+    error: KafkaError | None = None,
+    headers: list[tuple[str, bytes | None]] | None = None,
+    timestamp: tuple[int, int] = (1, 1_700_000_000_000),
+) -> Message:
+    """A real confluent-kafka message, as a consumer would return it."""
+    value = None if error else f"v{offset}".encode()
+    return Message(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=None if error else b"k",
+        value=value,
+        headers=headers,
+        error=error,
+        timestamp=timestamp,
+    )
+
+
+class _Consumer:
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+        self.seeks: list[tuple[str, int, int]] = []
+        self.paused: list[tuple[str, int]] = []
+
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float, cached: bool) -> Any:
+        return self.low, self.high
+
+    def seek(self, tp: TopicPartition) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+    def pause(self, tps: list[TopicPartition]) -> None:
+        self.paused += [(tp.topic, tp.partition) for tp in tps]
+
+
+def _reader(consumer: _Consumer, start: int, end: int, fail: bool) -> _RangeReader:
+    settings = ReadSettings(1000, 1000, frozenset({"east"}), fail_on_data_loss=fail)
+    return _RangeReader(consumer, "east", [OffsetRange("east", "t", 0, start, end)], settings)
+
+
+def _out_of_range(offset: int) -> Message:
+    return _message("t", 0, offset, KafkaError(KafkaError._AUTO_OFFSET_RESET, "out of range"))
+
+
+def test_out_of_range_fails_with_cluster_topic_partition_and_offsets() -> None:
+    reader = _reader(_Consumer(low=50, high=90), 10, 60, fail=True)
+    reader.accept([_message("t", 0, 10), _message("t", 0, 11)])
+    with pytest.raises(DataLossError) as info:
+        reader.accept([_out_of_range(12)])
+    assert "offsets [12, 60) of east/t/0" in str(info.value)
+    assert "failOnDataLoss=false" in str(info.value)
+
+
+def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset() -> None:
+    consumer = _Consumer(low=50, high=90)
+    reader = _reader(consumer, 10, 60, fail=False)
+    reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
+    assert consumer.seeks == [("t", 0, 50)]
+    reader.accept([_message("t", 0, o) for o in range(50, 61)])
+    assert not reader.pending
+    offsets = reader.builder.flush()["offset"].to_pylist()
+    assert offsets == [10, 11, *range(50, 60)]  # nothing twice, nothing past the end
+
+
+def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone() -> None:
+    consumer = _Consumer(low=80, high=90)
+    reader = _reader(consumer, 10, 60, fail=False)
+    reader.accept([_out_of_range(10)])
+    assert not reader.pending and consumer.seeks == []
+    recreated = _Consumer(low=0, high=5)  # the topic was recreated: offsets 10.. do not exist
+    reader = _reader(recreated, 10, 60, fail=False)
+    reader.accept([_out_of_range(10)])
+    assert not reader.pending and recreated.seeks == []
+
+
+def test_partition_gone_while_reading() -> None:
+    gone = KafkaError(KafkaError._UNKNOWN_PARTITION, "unknown partition")
+    with pytest.raises(DataLossError, match="no longer exists"):
+        _reader(_Consumer(0, 0), 0, 5, fail=True).accept([_message("t", 0, 0, gone)])
+    reader = _reader(_Consumer(0, 0), 0, 5, fail=False)
+    reader.accept([_message("t", 0, 0, gone)])
+    assert not reader.pending
+
+
+def test_headers_and_timestamp_types_match_spark() -> None:
+    builder = BatchBuilder("east", include_headers=True)
+    builder.add_run(
+        "t",
+        0,
+        [
+            _message("t", 0, 0, headers=[("a", b"1"), ("a", None), ("b", b"")]),
+            _message("t", 0, 1, headers=None, timestamp=(2, 1_700_000_000_123)),
+            _message("t", 0, 2, headers=[], timestamp=(0, -1)),
+        ],
+    )
+    batch = builder.flush()
+    assert batch.schema == to_arrow_schema(spark_schema(True), timezone="UTC")
+    assert batch["headers"].to_pylist() == [
+        [{"key": "a", "value": b"1"}, {"key": "a", "value": None}, {"key": "b", "value": b""}],
+        None,
+        None,
+    ]
+    # Spark's ids: 0 CreateTime, 1 LogAppendTime, -1 none.
+    assert batch["timestampType"].to_pylist() == [0, 1, -1]
+    stamps = batch["timestamp"].cast(pa.int64()).to_pylist()
+    assert stamps == [1_700_000_000_000_000, 1_700_000_000_123_000, None]
+    plain = BatchBuilder("east")
+    plain.add_run("t", 0, [_message("t", 0, 0, headers=[("a", b"1")])])
+    assert "headers" not in plain.flush().schema.names

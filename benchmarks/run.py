@@ -386,7 +386,8 @@ def main() -> None:
         print(
             f"round {i}: raw 2 processes {raw_rps:,.0f} rows/s, raw loop {raw_cpu:.2f} us/rec | "
             f"dynamic_kafka {run['rps']:,.0f} rows/s, {run['cpu']:.2f} us/rec ({kinds}) | "
-            f"ratios {throughput[-1]:.2f}x rows/s, {cpu[-1]:.2f}x CPU"
+            f"ratios {throughput[-1]:.2f}x rows/s, {cpu[-1]:.2f}x CPU | "
+            f"worker peak {run['peak']:.0f} MiB"
         )
     peak = max(run["peak"] for _, run in rounds)
     largest = _largest_task(ends)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.pool import ConsumerPool
+from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ConsumerPool
 
 PROPS = FrozenProperties({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
 
@@ -22,4 +22,22 @@ def test_a_new_generation_never_reuses_an_older_consumer() -> None:
     third = pool.acquire("east", other, 0)  # another query's consumers are left alone
     assert pool.idle_count() == 1
     pool.release("east", other, third, False, 60_000, 0)
+    pool.close_all()
+
+
+def test_idle_consumers_per_cluster_are_capped_least_recent_closed_first() -> None:
+    # Each query has its own group id: consumers of queries that ended must not pile up.
+    pool = ConsumerPool()
+    queries = [
+        FrozenProperties({**PROPS, "group.id": f"q{i}"}) for i in range(MAX_IDLE_PER_CLUSTER + 2)
+    ]
+    consumers = [pool.acquire("east", q) for q in queries]
+    west = pool.acquire("west", PROPS)
+    pool.release("west", PROPS, west, True, 60_000)
+    for q, c in zip(queries, consumers, strict=True):
+        pool.release("east", q, c, True, 60_000)
+    assert pool.idle_count() == MAX_IDLE_PER_CLUSTER + 1  # west's is not east's to evict
+    newest = queries[-1]
+    assert pool.acquire("east", newest) is consumers[-1]
+    assert pool.acquire("east", queries[0]) is not consumers[0]  # closed, a new one
     pool.close_all()

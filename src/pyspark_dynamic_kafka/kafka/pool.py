@@ -20,7 +20,13 @@ from confluent_kafka import Consumer, KafkaException
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 
-__all__ = ["CONSUMER_DEFAULTS", "ConsumerPool", "consumer_config", "consumer_pool"]
+__all__ = [
+    "CONSUMER_DEFAULTS",
+    "MAX_IDLE_PER_CLUSTER",
+    "ConsumerPool",
+    "consumer_config",
+    "consumer_pool",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +52,10 @@ _FORCED: Mapping[str, str] = {
     "auto.offset.reset": "error",
 }
 _DEFAULT_GROUP_ID = "spark-dynamic-kafka"
+#: Idle consumers kept per cluster in one worker. A task reads a cluster with one consumer, so a
+#: query needs one; each query has its own group id (hence its own consumers), and consumers of
+#: queries that ended would otherwise hold their memory until their idle timeout.
+MAX_IDLE_PER_CLUSTER = 2
 
 
 def consumer_config(properties: Mapping[str, str]) -> dict[str, str]:
@@ -124,7 +134,12 @@ class ConsumerPool:
         )
         with self._lock:
             self._idle.append(entry)
+            same_cluster = [e for e in self._idle if e.cluster_id == cluster_id]
+            doomed = same_cluster[: max(0, len(same_cluster) - MAX_IDLE_PER_CLUSTER)]
+            self._idle = [e for e in self._idle if e not in doomed]
             self._start_reaper()
+        for old in doomed:  # the least recently released: another query's, most likely
+            _close(old.consumer)
 
     def retire_clusters_except(self, live: frozenset[str]) -> None:
         """Close idle consumers of clusters that are not in ``live``."""

@@ -73,7 +73,8 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "metadataService",
         p.text,
         None,
-        "Where stream ids are resolved: `file`, `singleCluster`, or `package.module:ClassName`.",
+        "Where stream ids are resolved: `file`, `http`, `singleCluster`, or "
+        "`package.module:ClassName`.",
     ),
     _spec(
         "streamIds",
@@ -313,6 +314,7 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
     if not service:
         raise OptionsError(
             "Option 'metadataService' is required: set it to 'file' (with metadataService.path), "
+            "'http' (with metadataService.url), "
             "'singleCluster' (with metadataService.bootstrap.servers) or "
             "'package.module:ClassName' for your own service."
         )

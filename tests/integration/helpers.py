@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -136,3 +137,42 @@ def latest_offset_json(query: Any) -> dict[str, Any]:
         return {}
     end = progress["sources"][0]["endOffset"]
     return json.loads(end) if isinstance(end, str) else end
+
+
+_tables = itertools.count()
+
+
+def start_memory_query(
+    spark: Any, options: Mapping[str, str], prefix: str = "t", **trigger: Any
+) -> tuple[Any, str]:
+    """Start a ``dynamic_kafka`` stream into a fresh memory table; returns (query, table).
+
+    ``trigger`` is passed to ``DataStreamWriter.trigger`` (every 200 ms by default).
+    """
+    table = f"{prefix}{next(_tables)}"
+    query = (
+        spark.readStream.format("dynamic_kafka")
+        .options(**options)
+        .load()
+        .writeStream.format("memory")
+        .queryName(table)
+        .trigger(**(trigger or {"processingTime": "200 milliseconds"}))
+        .start()
+    )
+    return query, table
+
+
+def wait_values(
+    spark: Any, query: Any, table: str, expected: Sequence[str], timeout: float = 120.0
+) -> None:
+    """Wait until ``table`` holds as many rows as ``expected``, then assert it holds exactly them
+    (a failed query fails at once with its error)."""
+
+    def done() -> bool:
+        if query.exception() is not None:
+            raise AssertionError(f"query failed: {query.exception()}")
+        return len(values_of(spark, table)) >= len(expected)
+
+    wait_until(done, timeout=timeout, what=f"{len(expected)} rows in {table}")
+    query.processAllAvailable()
+    assert values_of(spark, table) == sorted(expected)

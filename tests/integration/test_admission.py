@@ -3,28 +3,17 @@ minOffsetsPerTrigger + maxTriggerDelay, and the engine's ReadAllAvailable (Trigg
 
 from __future__ import annotations
 
-import itertools
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.integration.helpers import source_options, values_of, wait_until, write_metadata
-
-_names = itertools.count()
-
-
-def _query(spark: Any, options: dict[str, str], **trigger: Any) -> tuple[Any, str]:
-    table = f"adm{next(_names)}"
-    query = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**options)
-        .load()
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(**trigger)
-        .start()
-    )
-    return query, table
+from tests.integration.helpers import (
+    source_options,
+    start_memory_query,
+    values_of,
+    wait_until,
+    write_metadata,
+)
 
 
 def _batch_sizes(query: Any) -> list[int]:
@@ -53,7 +42,7 @@ def test_available_now_honours_max_offsets_per_trigger(
 ) -> None:
     meta, expected = _two_clusters(kafka_clusters, tmp_path, per_partition=10)
     options = source_options(meta, streamIds="orders", maxOffsetsPerTrigger="8")
-    query, table = _query(spark, options, availableNow=True)
+    query, table = start_memory_query(spark, options, availableNow=True)
     query.awaitTermination(300)
     assert not query.isActive and query.exception() is None
     assert values_of(spark, table) == sorted(expected)
@@ -68,7 +57,7 @@ def test_trigger_once_reads_everything_whatever_the_options(
     options = source_options(
         meta, streamIds="orders", maxOffsetsPerTrigger="3", minOffsetsPerTrigger="2"
     )
-    query, table = _query(spark, options, once=True)
+    query, table = start_memory_query(spark, options, once=True)
     query.awaitTermination(300)
     assert query.exception() is None
     assert values_of(spark, table) == sorted(expected)
@@ -94,7 +83,7 @@ def test_min_offsets_per_trigger_waits_for_enough_data_or_the_delay(
         return values
 
     expected = produce("first", 3)
-    query, table = _query(spark, options, processingTime="500 milliseconds")
+    query, table = start_memory_query(spark, options, processingTime="500 milliseconds")
     try:
 
         def rows_are(n: int) -> bool:

@@ -8,7 +8,6 @@ cluster removals run with the default failOnDataLoss=true.
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +16,11 @@ from tests.integration.helpers import (
     latest_offset_json,
     produce,
     source_options,
-    values_of,
+    start_memory_query,
     wait_until,
+    wait_values,
     write_metadata,
 )
-
-_names = itertools.count()
-
-
-def _start(spark: Any, options: dict[str, str]) -> tuple[Any, str]:
-    table = f"loss{next(_names)}"
-    query = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**options)
-        .load()
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
-    return query, table
-
-
-def _wait_values(spark: Any, query: Any, table: str, expected: list[str]) -> None:
-    def done() -> bool:
-        if query.exception() is not None:
-            raise AssertionError(f"query failed: {query.exception()}")
-        return len(values_of(spark, table)) >= len(expected)
-
-    wait_until(done, what=f"{len(expected)} rows in {table}")
-    query.processAllAvailable()
-    assert values_of(spark, table) == sorted(expected)
 
 
 def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
@@ -61,9 +34,9 @@ def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
     values = [
         v for _, _, v in produce(east.bootstrap_servers, "orders", [f"x{i}" for i in range(10)], 2)
     ]
-    query, table = _start(spark, source_options(meta, streamIds="orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"), "loss")
     try:
-        _wait_values(spark, query, table, values)
+        wait_values(spark, query, table, values)
         east.delete_topic("orders")  # still listed in the metadata
         with pytest.raises(Exception) as info:
             query.awaitTermination(120)
@@ -88,17 +61,17 @@ def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
     bootstrap = east.bootstrap_servers
     expected = [v for _, _, v in produce(bootstrap, "orders", [f"a{i}" for i in range(12)], 3)]
     options = source_options(meta, streamIds="orders", failOnDataLoss="false")
-    query, table = _start(spark, options)
+    query, table = start_memory_query(spark, options, "loss")
     try:
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
         # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
         east.delete_topic("orders")
         east.create_topic("orders", partitions=2)
         expected += [v for _, _, v in produce(bootstrap, "orders", [f"b{i}" for i in range(4)], 2)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         expected += [v for _, _, v in produce(bootstrap, "orders", [f"c{i}" for i in range(6)], 2)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         wait_until(
             lambda: latest_offset_json(query)["clusters"]["east"]["orders"] == {"0": 5, "1": 5},
             what="the offset of the recreated topic",

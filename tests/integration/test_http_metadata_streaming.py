@@ -6,7 +6,6 @@ asserts exact record sets: each produced record read exactly once, nothing else.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,14 +16,14 @@ from tests.integration.helpers import (
     latest_offset_json,
     produce,
     rows,
-    values_of,
+    start_memory_query,
     wait_until,
+    wait_values,
     write_metadata,
 )
 from tests.integration.metadata_server import MetadataServer, run_cli
 
 TOKEN = "integration-write-token-5f2a9c"
-_names = itertools.count()
 
 
 @pytest.fixture
@@ -60,29 +59,7 @@ def _start_query(spark: Any, server: MetadataServer, **extra: str) -> tuple[Any,
         "kafkaConsumer.cacheTimeoutMs": "2000",
         **extra,
     }
-    table = f"http{next(_names)}"
-    reader = spark.readStream.format("dynamic_kafka")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    query = (
-        reader.load()
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
-    return query, table
-
-
-def _wait_values(spark: Any, query: Any, table: str, expected: list[str]) -> None:
-    def done() -> bool:
-        if query.exception() is not None:
-            raise AssertionError(f"query failed: {query.exception()}")
-        return len(values_of(spark, table)) >= len(expected)
-
-    wait_until(done, timeout=120, what=f"{len(expected)} rows in {table}")
-    query.processAllAvailable()
-    assert values_of(spark, table) == sorted(expected)
+    return start_memory_query(spark, options, "http")
 
 
 def _requests(log: str, path: str, status: int) -> int:
@@ -108,7 +85,7 @@ def test_query_follows_a_move_made_through_the_server(
     query, table = _start_query(spark, server)
     try:
         expected = [f"a{i}" for i in range(20)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         # Unchanged metadata: the query's discoveries are answered 304 Not Modified.
         wait_until(
             lambda: _requests(server.log_text(), "/v1/streams?id=orders", 304) >= 3,
@@ -128,7 +105,7 @@ def test_query_follows_a_move_made_through_the_server(
         assert "orders: west [orders]" in moved.stdout
 
         expected += [f"b{i}" for i in range(20)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         wait_until(
             lambda: set(latest_offset_json(query).get("clusters", {})) == {"west"},
             what="east to leave the offset",
@@ -136,7 +113,7 @@ def test_query_follows_a_move_made_through_the_server(
         produce(east, "orders", [f"ignored{i}" for i in range(5)], 3)
         produce(west, "orders", [f"d{i}" for i in range(20)], 3)
         expected += [f"d{i}" for i in range(20)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         cluster_of = {value: cluster for cluster, _, _, _, value in rows(spark, table)}
         assert all(c == ("east" if v[0] == "a" else "west") for v, c in cluster_of.items())
     finally:
@@ -172,13 +149,13 @@ def test_server_restart_mid_query_is_ridden_out(
     )
     try:
         expected = [f"a{i}" for i in range(10)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         server.stop()
         # While the server is down the query keeps reading with the last good metadata.
         produce(east, "orders", [f"b{i}" for i in range(10)], 2)
         expected += [f"b{i}" for i in range(10)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         assert query.isActive and query.exception() is None
 
         server.start()
@@ -188,7 +165,7 @@ def test_server_restart_mid_query_is_ridden_out(
         assert moved.returncode == 0, moved.stderr
         produce(west, "orders", [f"c{i}" for i in range(10)], 2)
         expected += [f"c{i}" for i in range(10)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         assert query.isActive and query.exception() is None
     finally:
         query.stop()
@@ -211,7 +188,7 @@ def test_server_down_longer_than_the_threshold_fails_the_query_clearly(
     produce(east, "orders", [f"a{i}" for i in range(5)])
     query, table = _start_query(spark, server, metadataDiscoveryFailureThreshold="2")
     try:
-        _wait_values(spark, query, table, [f"a{i}" for i in range(5)])
+        wait_values(spark, query, table, [f"a{i}" for i in range(5)])
         server.stop()
         wait_until(lambda: query.exception() is not None, timeout=120, what="the query to fail")
         message = str(query.exception())

@@ -7,43 +7,22 @@ timestamp taken between two productions separates them.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import source_options, values_of, wait_until, write_metadata
+from tests.integration.helpers import (
+    source_options,
+    start_memory_query,
+    values_of,
+    wait_until,
+    wait_values,
+    write_metadata,
+)
 
 from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET, ClusterAdmin
-
-_names = itertools.count()
-
-
-def _start(spark: Any, options: dict[str, str], **trigger: Any) -> tuple[Any, str]:
-    table = f"pos{next(_names)}"
-    query = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**options)
-        .load()
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(**(trigger or {"processingTime": "200 milliseconds"}))
-        .start()
-    )
-    return query, table
-
-
-def _wait_values(spark: Any, query: Any, table: str, expected: list[str]) -> None:
-    def done() -> bool:
-        if query.exception() is not None:
-            raise AssertionError(f"query failed: {query.exception()}")
-        return len(values_of(spark, table)) >= len(expected)
-
-    wait_until(done, what=f"{len(expected)} rows in {table}")
-    query.processAllAvailable()
-    assert values_of(spark, table) == sorted(expected)
 
 
 def _produce(cluster: Any, topic: str, values: list[str], partition: int = 0) -> list[str]:
@@ -71,13 +50,13 @@ def test_timestamp_starts_on_two_clusters(spark: Any, kafka_clusters: Any, tmp_p
     write_metadata(meta, clusters, {"orders": [("east", ["orders"]), ("west", ["orders"])]})
 
     # startingTimestamp wins over startingOffsets=earliest.
-    query, table = _start(
+    query, table = start_memory_query(
         spark, source_options(meta, streamIds="orders", startingTimestamp=str(stamp))
     )
     try:
-        _wait_values(spark, query, table, new)
+        wait_values(spark, query, table, new)
         later = _produce(east, "orders", ["e-later"]) + _produce(west, "orders", ["w-later"])
-        _wait_values(spark, query, table, new + later)
+        wait_values(spark, query, table, new + later)
     finally:
         query.stop()
 
@@ -86,7 +65,7 @@ def test_timestamp_starts_on_two_clusters(spark: Any, kafka_clusters: Any, tmp_p
     options = source_options(
         meta, streamIds="orders", startingOffsetsByTimestamp=json.dumps(by_partition)
     )
-    query, table = _start(spark, options, availableNow=True)
+    query, table = start_memory_query(spark, options, availableNow=True)
     query.awaitTermination(120)
     assert query.exception() is None
     expected = [v for v in old + new if v.startswith("w-")] + ["w-later"]
@@ -115,7 +94,7 @@ def test_timestamp_without_a_record_follows_the_strategy(
             "tests/unit/test_listing.py"
         )
 
-    query, _ = _start(spark, options)
+    query, _ = start_memory_query(spark, options)
     try:
         with pytest.raises(Exception) as info:
             query.awaitTermination(120)
@@ -125,11 +104,13 @@ def test_timestamp_without_a_record_follows_the_strategy(
     finally:
         query.stop()
 
-    query, table = _start(spark, options | {"startingOffsetsByTimestampStrategy": "latest"})
+    query, table = start_memory_query(
+        spark, options | {"startingOffsetsByTimestampStrategy": "latest"}
+    )
     try:
-        _wait_values(spark, query, table, new)
+        wait_values(spark, query, table, new)
         later = _produce(east, "orders", ["p1-later"], partition=1)
-        _wait_values(spark, query, table, new + later)
+        wait_values(spark, query, table, new + later)
     finally:
         query.stop()
 
@@ -152,11 +133,11 @@ def test_metadata_starting_offsets_per_cluster(
     write_metadata(meta, clusters, {"orders": [("east", ["orders"])]}, starting=starting)
 
     # The entry's `latest` overrides the query's startingOffsets=earliest for east.
-    query, table = _start(spark, source_options(meta, streamIds="orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
     try:
         wait_until(lambda: query.lastProgress is not None, what="a first trigger")
         expected = _produce(east, "orders", ["e-new0"])
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         # West appears through discovery: its entry's timestamp wins over
         # discoveryStartingOffsets=earliest.
@@ -167,7 +148,7 @@ def test_metadata_starting_offsets_per_cluster(
             starting=starting,
         )
         expected += w_new
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         # A topic added to a cluster already read starts at discoveryStartingOffsets (earliest).
         write_metadata(
@@ -177,8 +158,8 @@ def test_metadata_starting_offsets_per_cluster(
             starting=starting,
         )
         expected += v2
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         expected += _produce(west, "orders", ["w-later"]) + _produce(east, "orders-v2", ["v2-new"])
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
     finally:
         query.stop()

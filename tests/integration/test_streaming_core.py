@@ -5,7 +5,6 @@ Every test asserts exact record sets: each produced record read exactly once, no
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,38 +15,11 @@ from tests.integration.helpers import (
     produce,
     rows,
     source_options,
-    values_of,
+    start_memory_query,
     wait_until,
+    wait_values,
     write_metadata,
 )
-
-_names = itertools.count()
-
-
-def _start(spark: Any, options: dict[str, str], table: str | None = None) -> tuple[Any, str]:
-    table = table or f"t{next(_names)}"
-    reader = spark.readStream.format("dynamic_kafka")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    query = (
-        reader.load()
-        .writeStream.format("memory")
-        .queryName(table)
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
-    return query, table
-
-
-def _wait_values(spark: Any, query: Any, table: str, expected: list[str]) -> None:
-    def done() -> bool:
-        if query.exception() is not None:
-            raise AssertionError(f"query failed: {query.exception()}")
-        return len(values_of(spark, table)) >= len(expected)
-
-    wait_until(done, what=f"{len(expected)} rows in {table}")
-    query.processAllAvailable()
-    assert values_of(spark, table) == sorted(expected)
 
 
 def test_two_clusters_every_record_once_with_cluster_column(
@@ -61,10 +33,10 @@ def test_two_clusters_every_record_once_with_cluster_column(
     produce(clusters["east"].bootstrap_servers, "orders", [f"e{i}" for i in range(30)], 3)
     produce(clusters["west"].bootstrap_servers, "orders", [f"w{i}" for i in range(30)], 3)
 
-    query, table = _start(spark, source_options(meta, streamIds="orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
     try:
         expected = [f"e{i}" for i in range(30)] + [f"w{i}" for i in range(30)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         got = rows(spark, table)
         assert all(c == ("east" if v.startswith("e") else "west") for c, _, _, _, v in got)
         assert Counter((c, p) for c, _, p, _, _ in got) == {
@@ -84,16 +56,16 @@ def test_migration_east_to_west_without_loss_or_duplicates(
     meta = tmp_path / "streams.yaml"
     write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
     produce(east, "orders", [f"a{i}" for i in range(20)], 3)
-    query, table = _start(spark, source_options(meta, streamIds="orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
     try:
         expected = [f"a{i}" for i in range(20)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         write_metadata(meta, clusters, {"orders": [("east", ["orders"]), ("west", ["orders"])]})
         produce(west, "orders", [f"b{i}" for i in range(20)], 3)
         produce(east, "orders", [f"c{i}" for i in range(10)], 3)
         expected += [f"b{i}" for i in range(20)] + [f"c{i}" for i in range(10)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         write_metadata(meta, clusters, {"orders": [("west", ["orders"])]})
         wait_until(
@@ -103,7 +75,7 @@ def test_migration_east_to_west_without_loss_or_duplicates(
         produce(east, "orders", [f"ignored{i}" for i in range(5)], 3)
         produce(west, "orders", [f"d{i}" for i in range(20)], 3)
         expected += [f"d{i}" for i in range(20)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
     finally:
         query.stop()
 
@@ -119,14 +91,14 @@ def test_topic_added_and_removed_at_runtime(
     write_metadata(meta, clusters, {"orders": [("east", ["orders-v1"])]})
     produce(east.bootstrap_servers, "orders-v1", [f"v1-{i}" for i in range(10)], 2)
     produce(east.bootstrap_servers, "orders-v2", [f"v2-{i}" for i in range(10)], 2)
-    query, table = _start(spark, source_options(meta, streamIds="orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
     try:
         expected = [f"v1-{i}" for i in range(10)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         write_metadata(meta, clusters, {"orders": [("east", ["orders-v1", "orders-v2"])]})
         expected += [f"v2-{i}" for i in range(10)]  # discoveryStartingOffsets=earliest
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
 
         write_metadata(meta, clusters, {"orders": [("east", ["orders-v2"])]})
         wait_until(
@@ -136,7 +108,7 @@ def test_topic_added_and_removed_at_runtime(
         produce(east.bootstrap_servers, "orders-v1", [f"late-v1-{i}" for i in range(5)], 2)
         produce(east.bootstrap_servers, "orders-v2", [f"late-v2-{i}" for i in range(6)], 2)
         expected += [f"late-v2-{i}" for i in range(6)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         assert set(latest_offset_json(query)["clusters"]["east"]) == {"orders-v2"}
     finally:
         query.stop()
@@ -157,10 +129,10 @@ def test_stream_pattern_picks_up_new_stream_on_another_cluster(
     produce(clusters["east"].bootstrap_servers, "orders", [f"o{i}" for i in range(5)])
     produce(clusters["west"].bootstrap_servers, "payments", [f"p{i}" for i in range(5)])
     produce(clusters["west"].bootstrap_servers, "orders-eu", [f"eu{i}" for i in range(6)], 2)
-    query, table = _start(spark, source_options(meta, streamPattern="^orders"))
+    query, table = start_memory_query(spark, source_options(meta, streamPattern="^orders"))
     try:
         expected = [f"o{i}" for i in range(5)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         write_metadata(
             meta,
             clusters,
@@ -171,7 +143,7 @@ def test_stream_pattern_picks_up_new_stream_on_another_cluster(
             },
         )
         expected += [f"eu{i}" for i in range(6)]
-        _wait_values(spark, query, table, expected)
+        wait_values(spark, query, table, expected)
         assert {c for c, *_ in rows(spark, table)} == {"east", "west"}
     finally:
         query.stop()
@@ -193,9 +165,9 @@ def test_broken_metadata_tolerated_up_to_threshold_then_fatal(
         metadataDiscoveryIntervalMs="0",
         metadataDiscoveryFailureThreshold=str(threshold),
     )
-    query, table = _start(spark, options)
+    query, table = start_memory_query(spark, options)
     try:
-        _wait_values(spark, query, table, [f"x{i}" for i in range(5)])
+        wait_values(spark, query, table, [f"x{i}" for i in range(5)])
         good = meta.read_text()
         # A half-written file: tolerated while failures stay within the threshold? With
         # discovery at every micro-batch the failures pile up, so the query must fail, clearly.
@@ -223,14 +195,14 @@ def test_broken_metadata_within_threshold_keeps_running(
         metadataDiscoveryIntervalMs="0",
         metadataDiscoveryFailureThreshold="1000000",
     )
-    query, table = _start(spark, options)
+    query, table = start_memory_query(spark, options)
     try:
-        _wait_values(spark, query, table, [f"x{i}" for i in range(5)])
+        wait_values(spark, query, table, [f"x{i}" for i in range(5)])
         good = meta.read_text()
         meta.write_text("clusters: [unclosed")
         produce(east.bootstrap_servers, "orders", [f"y{i}" for i in range(5)])
         # The last good metadata keeps the query reading.
-        _wait_values(spark, query, table, [f"x{i}" for i in range(5)] + [f"y{i}" for i in range(5)])
+        wait_values(spark, query, table, [f"x{i}" for i in range(5)] + [f"y{i}" for i in range(5)])
         assert query.exception() is None
         meta.write_text(good)
         assert query.isActive
@@ -241,7 +213,7 @@ def test_broken_metadata_within_threshold_keeps_running(
 def test_broken_metadata_at_start_fails_at_once(spark: Any, tmp_path: Path) -> None:
     meta = tmp_path / "streams.yaml"
     meta.write_text("clusters:\n  east: {bootstrap.servers: 127.0.0.1:1}\nstreams: {orders: [\n")
-    query, _ = _start(spark, source_options(meta, streamIds="orders"))
+    query, _ = start_memory_query(spark, source_options(meta, streamIds="orders"))
     try:
         wait_until(lambda: query.exception() is not None, timeout=60, what="failure")
         assert str(meta) in str(query.exception())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any
@@ -34,7 +35,7 @@ _CLIENT_DEFAULTS: dict[str, ConfigValue] = {
 }
 
 
-class BaseKafkaCluster:
+class BaseKafkaCluster(ABC):
     """What tests need from a cluster: its address plus topic and produce helpers.
 
     Subclasses provide :attr:`bootstrap_servers`, :attr:`port`, :meth:`start` and :meth:`stop`.
@@ -59,22 +60,22 @@ class BaseKafkaCluster:
     # -- to be provided by subclasses ------------------------------------------------------------
 
     @property
+    @abstractmethod
     def bootstrap_servers(self) -> str:
         """``host:port`` for a client's ``bootstrap.servers``."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def port(self) -> int:
         """The TCP port of the (first) broker."""
-        raise NotImplementedError
 
+    @abstractmethod
     def start(self) -> BaseKafkaCluster:
         """Make the cluster available; returns the cluster."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stop(self) -> None:
         """Release the cluster; safe to call more than once."""
-        raise NotImplementedError
 
     def __enter__(self) -> BaseKafkaCluster:
         return self.start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "is_secret_key",
     "mask_properties",
     "merge_client_properties",
+    "redact",
     "redact_secrets",
 ]
 
@@ -35,17 +36,21 @@ def mask_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (_MASK if is_secret_key(k) else v) for k, v in properties.items()}
 
 
-def redact_secrets(text: str, properties: Mapping[str, Any]) -> str:
-    """Replace the value of every secret property of ``properties`` found in ``text``.
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each secret value in ``text`` with a mask.
 
-    For messages built from client errors, which could quote a configuration value. Values shorter
+    For messages built from client or parser errors, which could quote a secret. Values shorter
     than three characters are left alone (masking them would mangle the text, not protect it).
     """
-    secrets = {str(v) for k, v in properties.items() if is_secret_key(k)}
-    for secret in sorted(secrets, key=len, reverse=True):
+    for secret in sorted(set(secrets), key=len, reverse=True):
         if len(secret) >= _MIN_REDACTED_LENGTH:
             text = text.replace(secret, _MASK)
     return text
+
+
+def redact_secrets(text: str, properties: Mapping[str, Any]) -> str:
+    """Replace the value of every secret property of ``properties`` found in ``text``."""
+    return redact(text, (str(v) for k, v in properties.items() if is_secret_key(k)))
 
 
 class FrozenProperties(Mapping[str, str]):

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key, redact
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 
 __all__ = [
@@ -60,7 +60,6 @@ __all__ = [
     "dump_metadata_document",
     "format_problems",
     "parse_metadata_document",
-    "redact",
     "validate_metadata_document",
 ]
 
@@ -70,8 +69,6 @@ TOP_LEVEL_KEYS: tuple[str, ...] = ("clusters", "streams")
 ENTRY_KEYS: tuple[str, ...] = ("cluster", "topics", "startingOffsets")
 
 _BOOTSTRAP = "bootstrap.servers"
-_MASK = "******"
-_MIN_REDACTED_LENGTH = 3
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}\Z")
 _MAX_SHOWN = 80
@@ -207,18 +204,6 @@ def _collect_secrets(value: object, out: set[str]) -> None:
     elif isinstance(value, list | tuple):
         for item in value:
             _collect_secrets(item, out)
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of each secret value in ``text`` with a mask.
-
-    Values shorter than three characters are left alone (they would mangle the text without
-    protecting anything).
-    """
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        if len(secret) >= _MIN_REDACTED_LENGTH:
-            text = text.replace(secret, _MASK)
-    return text
 
 
 def _check_id(key: object, path: str, what: str, problems: _Problems) -> bool:

@@ -8,8 +8,7 @@ import re
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, MetadataError, OptionsError
-from pyspark_dynamic_kafka.kafka.config import is_secret_key
-from pyspark_dynamic_kafka.metadata.document import redact
+from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
 from pyspark_dynamic_kafka.metadata.file import SUPPORTED_EXTENSIONS, FileMetadataService
 from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadataService
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService

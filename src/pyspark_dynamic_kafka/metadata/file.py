@@ -21,12 +21,11 @@ from typing import Any
 import yaml
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import is_secret_key
+from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
 from pyspark_dynamic_kafka.metadata.document import (
     ParsedMetadata,
     dump_metadata_document,
     parse_metadata_document,
-    redact,
     validate_metadata_document,
 )
 from pyspark_dynamic_kafka.metadata.model import KafkaStream

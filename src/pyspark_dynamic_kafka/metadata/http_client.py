@@ -30,8 +30,8 @@ from pyspark_dynamic_kafka.errors import (
     MetadataValidationError,
     OptionsError,
 )
+from pyspark_dynamic_kafka.kafka.config import redact
 from pyspark_dynamic_kafka.metadata.contract import JSON_MEDIA_TYPE, error_text
-from pyspark_dynamic_kafka.metadata.document import redact
 from pyspark_dynamic_kafka.metadata.tokens import check_token
 
 __all__ = [

@@ -9,8 +9,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
-from pyspark_dynamic_kafka.metadata.document import redact
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key, redact
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
 
 __all__ = [

@@ -41,15 +41,23 @@ The functions here are pure so that the file service, an HTTP service and a comm
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key, redact
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, redact
+from pyspark_dynamic_kafka.metadata._fields import (
+    Problems,
+    check_id,
+    child_path,
+    collect_secrets,
+    parse_clusters,
+    parse_starting,
+    parse_topics,
+    render_value,
+    suggestion,
+)
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 
 __all__ = [
@@ -67,11 +75,6 @@ __all__ = [
 TOP_LEVEL_KEYS: tuple[str, ...] = ("clusters", "streams")
 #: Keys allowed in one entry of a stream.
 ENTRY_KEYS: tuple[str, ...] = ("cluster", "topics", "startingOffsets")
-
-_BOOTSTRAP = "bootstrap.servers"
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}\Z")
-_MAX_SHOWN = 80
 
 
 @dataclass(frozen=True)
@@ -128,219 +131,6 @@ def _with_positions(
     return KafkaStream(stream.stream_id, clusters) if changed else stream
 
 
-class _Problems:
-    """Collects ``path: message`` problems in document order."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path or '(top level)'}: {message}")
-
-
-def _key_path(parent: str, key: object) -> str:
-    text = key if isinstance(key, str) else str(key)
-    if _PLAIN_KEY.match(text):
-        return f"{parent}.{text}" if parent else text
-    return f"{parent}[{json.dumps(text)}]"
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string" if value else "an empty string"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a value of type {type(value).__name__}"
-
-
-def _shown(value: object, secret: bool = False) -> str:
-    """Describe ``value`` for a message: its kind, plus the value itself for plain scalars."""
-    kind = _kind(value)
-    if secret or value is None or value == "" or not isinstance(value, str | int | float):
-        return kind
-    text = repr(value) if isinstance(value, str) else json.dumps(value)
-    if len(text) > _MAX_SHOWN:
-        text = text[: _MAX_SHOWN - 3] + "..."
-    return f"{kind} {text}"
-
-
-def _suggestion(key: object, allowed: Iterable[str]) -> str:
-    options = list(allowed)
-    lowered = {o.lower(): o for o in options}
-    close = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.6)
-    return f" Did you mean '{lowered[close[0]]}'?" if close else ""
-
-
-def _scalar_text(value: object) -> str | None:
-    """Return a property value as a string, or ``None`` when it is not a scalar."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    return None
-
-
-def _collect_secrets(value: object, out: set[str]) -> None:
-    """Collect the scalar values stored directly under a secret key, anywhere in ``value``."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str) and is_secret_key(key):
-                text = _scalar_text(item)
-                if text is not None:
-                    out.add(text)
-                    out.add(str(item))
-            else:
-                _collect_secrets(item, out)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _collect_secrets(item, out)
-
-
-def _check_id(key: object, path: str, what: str, problems: _Problems) -> bool:
-    if not isinstance(key, str):
-        problems.add(
-            path,
-            f"a {what} must be a string, got {_shown(key)}; quote it in the file (e.g. '{key}').",
-        )
-        return False
-    if not key.strip():
-        problems.add(path, f"a {what} must not be empty or blank; give it a name.")
-        return False
-    if key != key.strip():
-        problems.add(path, f"{what} {key!r} has leading or trailing spaces; remove them.")
-        return False
-    return True
-
-
-def _parse_properties(value: object, path: str, problems: _Problems) -> dict[str, str] | None:
-    if not isinstance(value, Mapping):
-        problems.add(
-            path,
-            f"must be a mapping of client properties (at least '{_BOOTSTRAP}: host:port'), "
-            f"got {_shown(value)}.",
-        )
-        return None
-    result: dict[str, str] = {}
-    valid = True
-    for key, item in value.items():
-        key_path = _key_path(path, key)
-        if not isinstance(key, str) or not key.strip():
-            problems.add(
-                key_path,
-                f"a client property name must be a non-empty string, got {_shown(key)}.",
-            )
-            valid = False
-            continue
-        text = _scalar_text(item)
-        if text is None:
-            problems.add(
-                key_path,
-                "a client property value must be a string, number or boolean, got "
-                f"{_shown(item, secret=is_secret_key(key))}; write it as a single value "
-                "(quote it if needed).",
-            )
-            valid = False
-            continue
-        result[key] = text
-    if _BOOTSTRAP not in value:
-        problems.add(
-            path,
-            f"missing required property '{_BOOTSTRAP}'; add '{_BOOTSTRAP}: host:port[,host:port]' "
-            "for this cluster.",
-        )
-        valid = False
-    elif _BOOTSTRAP in result and not result[_BOOTSTRAP].strip():
-        problems.add(
-            _key_path(path, _BOOTSTRAP),
-            "must not be empty; set it to the cluster's host:port[,host:port] list.",
-        )
-        valid = False
-    return result if valid else None
-
-
-def _parse_clusters(
-    value: object, problems: _Problems
-) -> tuple[dict[str, dict[str, str] | None], bool]:
-    """Return cluster id to properties (``None`` when invalid) and whether ids can be checked."""
-    if not isinstance(value, Mapping):
-        problems.add(
-            "clusters",
-            f"must be a mapping of cluster id to client properties, got {_shown(value)}.",
-        )
-        return {}, False
-    result: dict[str, dict[str, str] | None] = {}
-    for cluster_id, properties in value.items():
-        path = _key_path("clusters", cluster_id)
-        valid_id = _check_id(cluster_id, path, "cluster id", problems)
-        parsed = _parse_properties(properties, path, problems)
-        if valid_id:
-            result[str(cluster_id)] = parsed
-    return result, True
-
-
-def _parse_topics(value: object, path: str, problems: _Problems) -> set[str] | None:
-    if isinstance(value, str):
-        problems.add(
-            path,
-            f"must be a list of topic names, got {_shown(value)}; write it as [{value}].",
-        )
-        return None
-    if not isinstance(value, list | tuple):
-        problems.add(path, f"must be a list of topic names, got {_shown(value)}.")
-        return None
-    topics: set[str] = set()
-    valid = True
-    for index, topic in enumerate(value):
-        topic_path = f"{path}[{index}]"
-        if not isinstance(topic, str) or not topic:
-            problems.add(
-                topic_path, f"a topic name must be a non-empty string, got {_shown(topic)}."
-            )
-            valid = False
-        elif not _TOPIC_NAME.match(topic) or topic in (".", ".."):
-            problems.add(
-                topic_path,
-                f"invalid topic name {topic!r}: Kafka topic names use only letters, digits, "
-                "'.', '_' and '-' (at most 249 characters); fix the name.",
-            )
-            valid = False
-        else:
-            topics.add(topic)
-    return topics if valid else None
-
-
-def _parse_starting(value: object, path: str, problems: _Problems) -> StartingPosition | None:
-    expected = "must be 'earliest', 'latest' or a mapping {timestamp: <epoch milliseconds>}"
-    if value in ("earliest", "latest"):
-        return StartingPosition("earliest" if value == "earliest" else "latest")
-    if isinstance(value, Mapping):
-        keys = list(value)
-        if keys != ["timestamp"]:
-            shown = ", ".join(repr(str(k)) for k in keys) or "none"
-            problems.add(path, f"{expected}; got a mapping with key(s) {shown}.")
-            return None
-        timestamp = value["timestamp"]
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
-            problems.add(
-                _key_path(path, "timestamp"),
-                f"must be a non-negative integer (epoch milliseconds), got {_shown(timestamp)}.",
-            )
-            return None
-        return StartingPosition("timestamp", timestamp)
-    problems.add(path, f"{expected}; got {_shown(value)}.")
-    return None
-
-
 class _StreamBuilder:
     """Merges the entries of one stream by cluster."""
 
@@ -354,18 +144,18 @@ def _parse_entry(
     path: str,
     clusters: Mapping[str, object] | None,
     builder: _StreamBuilder,
-    problems: _Problems,
+    problems: Problems,
 ) -> None:
     if not isinstance(entry, Mapping):
         problems.add(
-            path, f"must be a mapping with keys 'cluster' and 'topics', got {_shown(entry)}."
+            path, f"must be a mapping with keys 'cluster' and 'topics', got {render_value(entry)}."
         )
         return
     for key in entry:
         if key not in ENTRY_KEYS:
             problems.add(
-                _key_path(path, key),
-                f"unknown key {str(key)!r}.{_suggestion(key, ENTRY_KEYS)} Allowed keys in a "
+                child_path(path, key),
+                f"unknown key {str(key)!r}.{suggestion(key, ENTRY_KEYS)} Allowed keys in a "
                 f"stream entry: {', '.join(ENTRY_KEYS)}.",
             )
     cluster_id: str | None = None
@@ -375,18 +165,18 @@ def _parse_entry(
         )
     else:
         raw = entry["cluster"]
-        cluster_path = _key_path(path, "cluster")
+        cluster_path = child_path(path, "cluster")
         if not isinstance(raw, str) or not raw.strip():
             problems.add(
                 cluster_path,
-                f"must be the id of a cluster listed under 'clusters', got {_shown(raw)}.",
+                f"must be the id of a cluster listed under 'clusters', got {render_value(raw)}.",
             )
         elif clusters is not None and raw not in clusters:
             known = ", ".join(repr(c) for c in clusters) or "none"
             problems.add(
                 cluster_path,
                 f"unknown cluster {raw!r}: it is not listed under 'clusters' (known: {known})."
-                f"{_suggestion(raw, clusters)} Add it under 'clusters' or fix the name.",
+                f"{suggestion(raw, clusters)} Add it under 'clusters' or fix the name.",
             )
         else:
             cluster_id = raw
@@ -394,11 +184,11 @@ def _parse_entry(
     if "topics" not in entry:
         problems.add(path, "missing required key 'topics' (a list of topic names).")
     else:
-        topics = _parse_topics(entry["topics"], _key_path(path, "topics"), problems)
+        topics = parse_topics(entry["topics"], child_path(path, "topics"), problems)
     starting: StartingPosition | None = None
     if "startingOffsets" in entry:
-        starting_path = _key_path(path, "startingOffsets")
-        starting = _parse_starting(entry["startingOffsets"], starting_path, problems)
+        starting_path = child_path(path, "startingOffsets")
+        starting = parse_starting(entry["startingOffsets"], starting_path, problems)
         if starting is not None and cluster_id is not None:
             previous = builder.starting.get(cluster_id)
             if previous is not None and previous[0] != starting:
@@ -414,24 +204,24 @@ def _parse_entry(
 
 
 def _parse_streams(
-    value: object, clusters: Mapping[str, object] | None, problems: _Problems
+    value: object, clusters: Mapping[str, object] | None, problems: Problems
 ) -> dict[str, _StreamBuilder]:
     if not isinstance(value, Mapping):
         problems.add(
             "streams",
-            f"must be a mapping of stream id to a list of entries, got {_shown(value)}.",
+            f"must be a mapping of stream id to a list of entries, got {render_value(value)}.",
         )
         return {}
     result: dict[str, _StreamBuilder] = {}
     for stream_id, entries in value.items():
-        path = _key_path("streams", stream_id)
-        valid_id = _check_id(stream_id, path, "stream id", problems)
+        path = child_path("streams", stream_id)
+        valid_id = check_id(stream_id, path, "stream id", problems)
         builder = _StreamBuilder()
         if not isinstance(entries, list | tuple):
             problems.add(
                 path,
                 "must be a list of entries (each with 'cluster' and 'topics'), got "
-                f"{_shown(entries)}; start each entry with '- cluster: ...'.",
+                f"{render_value(entries)}; start each entry with '- cluster: ...'.",
             )
             continue
         for index, entry in enumerate(entries):
@@ -447,7 +237,7 @@ def _starting_of(builder: _StreamBuilder, cluster_id: str) -> StartingPosition |
 
 
 def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
-    problems = _Problems()
+    problems = Problems()
     if data is None:
         problems.add(
             "", "the document is empty; it must be a mapping with keys 'clusters' and 'streams'."
@@ -456,14 +246,14 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
     if not isinstance(data, Mapping):
         problems.add(
             "",
-            f"must be a mapping with keys 'clusters' and 'streams', got {_shown(data)}.",
+            f"must be a mapping with keys 'clusters' and 'streams', got {render_value(data)}.",
         )
         return None, problems.items
     for key in data:
         if key not in TOP_LEVEL_KEYS:
             problems.add(
-                _key_path("", key),
-                f"unknown top-level key {str(key)!r}.{_suggestion(key, TOP_LEVEL_KEYS)} "
+                child_path("", key),
+                f"unknown top-level key {str(key)!r}.{suggestion(key, TOP_LEVEL_KEYS)} "
                 f"Allowed keys: {', '.join(TOP_LEVEL_KEYS)}.",
             )
     clusters: dict[str, dict[str, str] | None] = {}
@@ -475,7 +265,7 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
             "use 'clusters: {}' for none).",
         )
     else:
-        clusters, checkable = _parse_clusters(data["clusters"], problems)
+        clusters, checkable = parse_clusters(data["clusters"], problems)
     builders: dict[str, _StreamBuilder] = {}
     if "streams" not in data:
         problems.add(
@@ -486,7 +276,7 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
     else:
         builders = _parse_streams(data["streams"], clusters if checkable else None, problems)
     secrets: set[str] = set()
-    _collect_secrets(data, secrets)
+    collect_secrets(data, secrets)
     messages = [redact(item, secrets) for item in problems.items]
     if messages:
         return None, messages

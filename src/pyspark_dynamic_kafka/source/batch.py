@@ -9,7 +9,6 @@ end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, def
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -20,10 +19,9 @@ from pyspark_dynamic_kafka.source.discovery import ClusterAssignment, Discovery
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.planning import (
     OffsetRange,
-    ReadSettings,
     ReadTask,
-    plan_tasks,
-    task_properties,
+    new_group_id,
+    plan_query_tasks,
 )
 from pyspark_dynamic_kafka.source.positions import (
     EARLIEST_POSITION,
@@ -76,22 +74,8 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         finally:
             lister.close()
             discovery.close()
-        settings = ReadSettings(
-            poll_timeout_ms=options.poll_timeout_ms,
-            cache_timeout_ms=options.consumer_cache_timeout_ms,
-            live_clusters=frozenset(assignment),
-            fail_on_data_loss=options.fail_on_data_loss,
-            include_headers=options.include_headers,
-        )
-        group_id = f"{options.group_id_prefix}-{uuid.uuid4().hex}"
-        properties = task_properties({c: a.properties for c, a in assignment.items()}, group_id)
-        tasks = plan_tasks(
-            ranges,
-            properties,
-            settings,
-            min_partitions=options.min_partitions,
-            max_records_per_partition=options.max_records_per_partition,
-        )
+        properties = {c: a.properties for c, a in assignment.items()}
+        tasks = plan_query_tasks(ranges, properties, options, new_group_id(options))
         _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
         return list(tasks)
 

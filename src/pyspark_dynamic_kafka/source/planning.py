@@ -10,6 +10,7 @@ still share a task instead of costing one each.
 from __future__ import annotations
 
 import heapq
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -17,13 +18,16 @@ from pyspark.sql.datasource import InputPartition
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.offsets import PartitionKey
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
     "OffsetRange",
     "ReadSettings",
     "ReadTask",
     "backwards",
+    "new_group_id",
     "offset_ranges",
+    "plan_query_tasks",
     "plan_tasks",
     "task_properties",
 ]
@@ -235,3 +239,47 @@ def _cut(ranges: list[OffsetRange], count: int) -> list[list[OffsetRange]]:
             start += take
             room -= take
     return bins
+
+
+def new_group_id(options: SourceOptions) -> str:
+    """A ``group.id`` of the query's own: ``groupIdPrefix`` and a unique suffix, as in Spark."""
+    return f"{options.group_id_prefix}-{uuid.uuid4().hex}"
+
+
+def plan_query_tasks(
+    ranges: Iterable[OffsetRange],
+    properties: Mapping[str, Mapping[str, str]],
+    options: SourceOptions,
+    group_id: str,
+    generation: int = 0,
+) -> list[ReadTask]:
+    """Plan a batch read's or a micro-batch's ranges with the query's read settings.
+
+    Parameters
+    ----------
+    ranges:
+        Exact ranges to read.
+    properties:
+        Client properties of every cluster in the metadata (its clusters are the live ones).
+    options:
+        The query's options (timeouts, data loss, headers, splitting).
+    group_id:
+        The query's ``group.id``, used unless the cluster or ``kafka.group.id`` sets one.
+    generation:
+        Consumer generation (see :class:`ReadSettings`).
+    """
+    settings = ReadSettings(
+        poll_timeout_ms=options.poll_timeout_ms,
+        cache_timeout_ms=options.consumer_cache_timeout_ms,
+        live_clusters=frozenset(properties),
+        fail_on_data_loss=options.fail_on_data_loss,
+        include_headers=options.include_headers,
+        generation=generation,
+    )
+    return plan_tasks(
+        ranges,
+        task_properties(properties, group_id),
+        settings,
+        min_partitions=options.min_partitions,
+        max_records_per_partition=options.max_records_per_partition,
+    )

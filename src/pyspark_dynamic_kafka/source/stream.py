@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -17,12 +16,11 @@ from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.offsets import PartitionKey, decode_offsets, encode_offsets
 from pyspark_dynamic_kafka.source.planning import (
-    ReadSettings,
     ReadTask,
     backwards,
+    new_group_id,
     offset_ranges,
-    plan_tasks,
-    task_properties,
+    plan_query_tasks,
 )
 from pyspark_dynamic_kafka.source.positions import (
     EARLIEST_POSITION,
@@ -63,7 +61,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._discovery: Discovery | None = None
         self._lister = OffsetLister(options)
         self._admission = Admission(options)
-        self._group_id = f"{options.group_id_prefix}-{uuid.uuid4().hex}"
+        self._group_id = new_group_id(options)
         self._initial: dict[str, Any] | None = None
         self._latest: dict[str, Any] | None = None
         self._target: dict[PartitionKey, int] | None = None
@@ -231,22 +229,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                 unreadable,
             )
             ranges = [r for r in ranges if r.cluster in assignment]
-        options = self._options
-        settings = ReadSettings(
-            poll_timeout_ms=options.poll_timeout_ms,
-            cache_timeout_ms=options.consumer_cache_timeout_ms,
-            live_clusters=frozenset(assignment),
-            fail_on_data_loss=options.fail_on_data_loss,
-            include_headers=options.include_headers,
-            generation=self._generation,
-        )
-        return plan_tasks(
-            ranges,
-            task_properties({c: a.properties for c, a in assignment.items()}, self._group_id),
-            settings,
-            min_partitions=options.min_partitions,
-            max_records_per_partition=options.max_records_per_partition,
-        )
+        properties = {c: a.properties for c, a in assignment.items()}
+        return plan_query_tasks(ranges, properties, self._options, self._group_id, self._generation)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint."""

@@ -37,7 +37,7 @@ from confluent_kafka import Consumer, TopicPartition
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import CONSUMER_DEFAULTS
 from pyspark_dynamic_kafka.source.planning import OffsetRange, ReadSettings, plan_tasks
-from pyspark_dynamic_kafka.testing import start_clusters
+from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 4
 TOPIC = "bench"
@@ -328,8 +328,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="side-by-side rounds (median)")
     args = parser.parse_args()
 
-    from pyspark.sql import SparkSession
-
     with start_clusters(["bench"]) as clusters:
         cluster = clusters["bench"]
         bootstrap = cluster.bootstrap_servers
@@ -348,13 +346,8 @@ def main() -> None:
         workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
         workdir.mkdir(parents=True, exist_ok=True)
         metadata = workdir / "streams.yaml"
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
+        spark = local_spark_session(
+            "dynamic-kafka-bench", **{"spark.ui.showConsoleProgress": "false"}
         )
         spark.sparkContext.setLogLevel("ERROR")
         # The JVM compiles its hot paths during the first runs (seconds of JIT CPU): the

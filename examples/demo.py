@@ -45,7 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
-from pyspark_dynamic_kafka.testing import start_clusters
+from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
 RATE_PER_SECOND = 200
@@ -233,15 +233,8 @@ def main() -> int:
     output = workdir / "events"
     try:
         with start_clusters(["east", "west"]) as clusters:
-            spark = (
-                SparkSession.builder.master("local[2]")
-                .appName("dynamic-kafka-demo")
-                .config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.sql.shuffle.partitions", "2")
-                .getOrCreate()
+            spark = local_spark_session(
+                "dynamic-kafka-demo", **{"spark.ui.showConsoleProgress": "false"}
             )
             spark.sparkContext.setLogLevel("ERROR")
             try:

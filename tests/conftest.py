@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster, local_spark_session, open_clusters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,17 +31,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local[2] SparkSession for the whole run, bound to loopback."""
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("pyspark-dynamic-kafka-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.stopTimeout", "30s")
-        .getOrCreate()
+    session = local_spark_session(
+        "pyspark-dynamic-kafka-tests", **{"spark.sql.streaming.stopTimeout": "30s"}
     )
     session.sparkContext.setLogLevel("WARN")
     try:

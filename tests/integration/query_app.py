@@ -9,20 +9,13 @@ from __future__ import annotations
 import os
 import sys
 
-from pyspark.sql import SparkSession
+from pyspark_dynamic_kafka.testing import local_spark_session
 
 
 def main() -> None:
     metadata, checkpoint, output, stream_ids, mode = sys.argv[1:6]
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = local_spark_session("dynamic-kafka-query-app")
     df = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")

@@ -22,7 +22,8 @@ import time
 import traceback
 
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import SparkSession
+
+from pyspark_dynamic_kafka.testing import local_spark_session
 
 
 def _options(metadata: str) -> dict[str, str]:
@@ -41,14 +42,7 @@ def main() -> None:
     metadata, broken, checkpoint, output, bootstrap = sys.argv[1:6]
     logging.getLogger().setLevel(logging.DEBUG)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = local_spark_session("dynamic-kafka-secrets")
     query = (
         spark.readStream.format("dynamic_kafka")
         .options(**_options(metadata))

@@ -54,6 +54,7 @@ from pyspark_dynamic_kafka.testing.external import (
     parse_brokers_env,
 )
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
+from pyspark_dynamic_kafka.testing.spark import local_spark_session
 
 __all__ = [
     "ENV_VAR",
@@ -68,6 +69,7 @@ __all__ = [
     "RecordLike",
     "clusters_from_env",
     "count_client_connections",
+    "local_spark_session",
     "open_clusters",
     "parse_brokers_env",
     "start_clusters",

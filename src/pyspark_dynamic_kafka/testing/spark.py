@@ -1,0 +1,41 @@
+"""A local SparkSession for tests, the demo and benchmarks, bound to loopback."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["local_spark_session"]
+
+
+def local_spark_session(
+    app_name: str = "pyspark-dynamic-kafka", cores: int = 2, **conf: str
+) -> Any:
+    """Get or create a ``local[cores]`` SparkSession whose every connection stays on 127.0.0.1.
+
+    The Spark UI is off and shuffles use two partitions. pyspark is imported here, so the rest of
+    :mod:`pyspark_dynamic_kafka.testing` works without it.
+
+    Parameters
+    ----------
+    app_name:
+        The application name.
+    cores:
+        Worker threads of the local master.
+    **conf:
+        More Spark settings; use a dict with ``**`` for dotted keys.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

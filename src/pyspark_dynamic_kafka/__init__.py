@@ -3,42 +3,16 @@
 Importing the package is enough for Spark to find the ``dynamic_kafka`` format (Spark registers
 the ``DefaultSource`` of every top-level ``pyspark_*`` module). ``DefaultSource`` is imported on
 first access, so that the command line and the metadata server run where pyspark is not
-installed.
+installed. Every exception of :mod:`pyspark_dynamic_kafka.errors` is importable from here too.
 """
 
 from typing import Any
 
-from pyspark_dynamic_kafka.errors import (
-    DataLossError,
-    DiscoveryError,
-    DynamicKafkaError,
-    KafkaClientError,
-    MetadataAccessError,
-    MetadataConflictError,
-    MetadataError,
-    MetadataNotFoundError,
-    MetadataValidationError,
-    OffsetsError,
-    OptionsError,
-    ReadError,
-)
+from pyspark_dynamic_kafka import errors
+from pyspark_dynamic_kafka.errors import *  # noqa: F403 - the package re-exports errors.__all__
 
-__all__ = [
-    "DataLossError",
-    "DefaultSource",
-    "DiscoveryError",
-    "DynamicKafkaDataSource",
-    "DynamicKafkaError",
-    "KafkaClientError",
-    "MetadataAccessError",
-    "MetadataConflictError",
-    "MetadataError",
-    "MetadataNotFoundError",
-    "MetadataValidationError",
-    "OffsetsError",
-    "OptionsError",
-    "ReadError",
-]
+__all__ = ["DefaultSource", "DynamicKafkaDataSource"]  # noqa: F405 - from __getattr__
+__all__ += errors.__all__
 
 __version__ = "0.1.0"
 

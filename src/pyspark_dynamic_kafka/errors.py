@@ -2,11 +2,17 @@
 
 Every error raised on purpose by this package is a :class:`DynamicKafkaError`. Messages name the
 offending key and value and say what to do; they never contain secrets.
+
+Each class says whether retrying the same operation, unchanged, may succeed
+(:attr:`DynamicKafkaError.retryable`): a service that is down may come back, a bad option or a
+refused token stays bad. Metadata discovery tolerates retryable failures up to its threshold
+and fails the query at once on the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 __all__ = [
     "DataLossError",
@@ -17,6 +23,7 @@ __all__ = [
     "MetadataConflictError",
     "MetadataError",
     "MetadataNotFoundError",
+    "MetadataUnavailableError",
     "MetadataValidationError",
     "OffsetsError",
     "OptionsError",
@@ -25,11 +32,22 @@ __all__ = [
 
 
 class DynamicKafkaError(Exception):
-    """Root of every error raised by pyspark-dynamic-kafka."""
+    """Root of every error raised by pyspark-dynamic-kafka.
+
+    Attributes
+    ----------
+    retryable:
+        Whether retrying the same operation, with the same options and credentials, may succeed
+        (a class attribute: ``False`` for errors that only a change by a person can fix).
+    """
+
+    retryable: ClassVar[bool] = True
 
 
 class OptionsError(DynamicKafkaError, ValueError):
     """A source option is unknown, missing, malformed or conflicts with another option."""
+
+    retryable = False
 
 
 class OffsetsError(OptionsError):
@@ -37,11 +55,13 @@ class OffsetsError(OptionsError):
 
 
 class MetadataError(DynamicKafkaError):
-    """The Kafka metadata service could not provide usable metadata."""
+    """The Kafka metadata service could not provide usable metadata (it may later)."""
 
 
 class MetadataValidationError(MetadataError, ValueError):
     """Metadata content is invalid: wrong type, missing key, unknown cluster, syntax error, ...
+
+    Retryable: the metadata may be fixed while a query keeps its last good snapshot.
 
     Parameters
     ----------
@@ -64,16 +84,24 @@ class MetadataConflictError(MetadataError):
     """A metadata write lost a race: the resource changed since it was read (HTTP 412)."""
 
 
-class MetadataAccessError(OptionsError):
+class MetadataUnavailableError(MetadataError):
+    """The metadata file a server serves cannot be read or is invalid (HTTP 503)."""
+
+
+class MetadataAccessError(MetadataError):
     """The metadata service refused the credentials (HTTP 401 or 403).
 
-    An :class:`OptionsError`, not a :class:`MetadataError`: a query fails at once instead of
-    counting it as a tolerated discovery failure, since retrying with the same token cannot help.
+    Not retryable: a query fails at once instead of counting it as a tolerated discovery
+    failure, since retrying with the same token cannot help.
     """
+
+    retryable = False
 
 
 class DiscoveryError(MetadataError):
     """Metadata discovery failed more often than the configured threshold tolerates."""
+
+    retryable = False
 
 
 class KafkaClientError(DynamicKafkaError):
@@ -86,3 +114,5 @@ class ReadError(KafkaClientError):
 
 class DataLossError(KafkaClientError):
     """Records the query should have read are no longer available."""
+
+    retryable = False

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
+from pyspark_dynamic_kafka.errors import (
+    DiscoveryError,
+    KafkaClientError,
+    MetadataAccessError,
+    MetadataError,
+    MetadataValidationError,
+    OptionsError,
+)
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.source.discovery import Discovery
 from pyspark_dynamic_kafka.source.options import parse_options
@@ -27,13 +34,14 @@ class _Service:
     def __init__(self, streams: Iterable[KafkaStream]) -> None:
         self.streams = {s.stream_id: s for s in streams}
         self.fail = False
+        self.error: Exception = MetadataError("metadata file streams.yaml: syntax error")
         self.inactive: set[str] = set()
         self.calls = 0
 
     def get_all_streams(self) -> frozenset[KafkaStream]:
         self.calls += 1
         if self.fail:
-            raise MetadataError("metadata file streams.yaml: syntax error")
+            raise self.error
         return frozenset(self.streams.values())
 
     def describe_streams(self, stream_ids: Iterable[str]) -> Mapping[str, KafkaStream]:
@@ -108,27 +116,18 @@ def test_unknown_stream_id_at_start_names_option_and_value() -> None:
     assert "orders" in str(info.value)
 
 
-def test_interval_controls_rediscovery() -> None:
+@pytest.mark.parametrize(
+    ("interval", "later", "rediscovers"),
+    [("1000", 0.5, False), ("1000", 1.0, True), ("-1", 1e9, False)],
+)
+def test_interval_controls_rediscovery(interval: str, later: float, rediscovers: bool) -> None:
     service = _Service([ORDERS])
-    discovery, clock = _discovery(service, streamids="orders", metadatadiscoveryintervalms="1000")
+    discovery, clock = _discovery(service, streamids="orders", metadatadiscoveryintervalms=interval)
     discovery.current()
     calls = service.calls
-    clock.now = 0.5
+    clock.now = later
     discovery.current()
-    assert service.calls == calls
-    clock.now = 1.0
-    discovery.current()
-    assert service.calls > calls
-
-
-def test_negative_interval_discovers_only_at_start() -> None:
-    service = _Service([ORDERS])
-    discovery, clock = _discovery(service, streamids="orders", metadatadiscoveryintervalms="-1")
-    discovery.current()
-    calls = service.calls
-    clock.now = 1e9
-    discovery.current()
-    assert service.calls == calls
+    assert (service.calls > calls) == rediscovers
 
 
 def test_first_failure_is_fatal() -> None:
@@ -161,6 +160,35 @@ def test_failures_tolerated_up_to_threshold_and_reset_by_success(threshold: int)
         discovery.current()
     assert f"metadataDiscoveryFailureThreshold={threshold}" in str(info.value)
     assert "syntax error" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        (MetadataError("service down"), True),
+        (MetadataValidationError("bad metadata"), True),
+        (KafkaClientError("cluster down"), True),
+        (RuntimeError("a user's service broke"), True),
+        (MetadataAccessError("HTTP 401: refused token"), False),
+        (OptionsError("bad option"), False),
+    ],
+)
+def test_only_retryable_failures_are_tolerated(error: Exception, retryable: bool) -> None:
+    service = _Service([ORDERS])
+    discovery, _ = _discovery(
+        service,
+        streamids="orders",
+        metadatadiscoveryintervalms="0",
+        metadatadiscoveryfailurethreshold="5",
+    )
+    good = discovery.current()
+    service.fail, service.error = True, error
+    if retryable:
+        assert discovery.current() == good
+    else:
+        with pytest.raises(type(error)) as info:
+            discovery.current()
+        assert info.value is error
 
 
 def test_removed_stream_during_run_is_dropped_not_fatal() -> None:

@@ -34,6 +34,7 @@ from pyspark_dynamic_kafka.errors import (
     MetadataConflictError,
     MetadataError,
     MetadataNotFoundError,
+    MetadataUnavailableError,
     MetadataValidationError,
 )
 from pyspark_dynamic_kafka.metadata.contract import (
@@ -57,12 +58,7 @@ from pyspark_dynamic_kafka.metadata.edit import (
     replace_stream,
 )
 from pyspark_dynamic_kafka.server.auth import Authorizer
-from pyspark_dynamic_kafka.server.store import (
-    MetadataStore,
-    Precondition,
-    UnavailableError,
-    guarded_edit,
-)
+from pyspark_dynamic_kafka.server.store import MetadataStore, Precondition, guarded_edit
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -237,7 +233,7 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def _on_metadata_error(request: Request, exc: Exception) -> Response:
-    if isinstance(exc, UnavailableError):
+    if isinstance(exc, MetadataUnavailableError):
         _log.error("Cannot serve the metadata: %s", exc)
         return _error(503, f"The metadata is unavailable: {exc}")
     if isinstance(exc, MetadataNotFoundError):

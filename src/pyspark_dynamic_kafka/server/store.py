@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark_dynamic_kafka.errors import MetadataConflictError, MetadataError
+from pyspark_dynamic_kafka.errors import (
+    MetadataConflictError,
+    MetadataError,
+    MetadataUnavailableError,
+)
 from pyspark_dynamic_kafka.metadata.contract import compute_etag, etag_matches
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata
-from pyspark_dynamic_kafka.metadata.edit import Edit, metadata_file_lock
-from pyspark_dynamic_kafka.metadata.file import (
-    FileMetadataService,
-    load_metadata_file,
-    write_metadata_file,
-)
+from pyspark_dynamic_kafka.metadata.edit import Edit, edit_metadata_file
+from pyspark_dynamic_kafka.metadata.file import FileMetadataService
 
-__all__ = ["MetadataStore", "Precondition", "UnavailableError", "guarded_edit"]
-
-_log = logging.getLogger(__name__)
-
-
-class UnavailableError(MetadataError):
-    """The metadata file cannot be read or is invalid: the server cannot answer (503)."""
+__all__ = ["MetadataStore", "Precondition", "guarded_edit"]
 
 
 class Precondition:
@@ -132,13 +125,13 @@ class MetadataStore:
 
         Raises
         ------
-        UnavailableError
+        MetadataUnavailableError
             When the file is missing, unreadable or invalid.
         """
         try:
             return self._service.load()
         except MetadataError as exc:
-            raise UnavailableError(str(exc)) from None
+            raise MetadataUnavailableError(str(exc)) from None
 
     def update(self, edit: Edit) -> tuple[ParsedMetadata, ParsedMetadata]:
         """Apply ``edit`` to the current metadata and persist the result atomically.
@@ -150,17 +143,23 @@ class MetadataStore:
 
         Raises
         ------
-        UnavailableError
+        MetadataUnavailableError
             When the current file is unreadable or invalid.
         MetadataError
             As raised by ``edit`` (validation, not found, precondition), or when the file cannot
             be written; nothing changed then.
         """
-        with self._lock, metadata_file_lock(self._path):
+        before: list[ParsedMetadata] = []
+
+        def recorded(current: ParsedMetadata) -> ParsedMetadata:
+            before.append(current)
+            return edit(current)
+
+        with self._lock:
             try:
-                before = load_metadata_file(self._path)
+                after = edit_metadata_file(self._path, recorded)
             except MetadataError as exc:
-                raise UnavailableError(str(exc)) from None
-            after = edit(before)
-            write_metadata_file(self._path, after)
-        return before, after
+                if before:  # the edit ran: its own error, or the write failed
+                    raise
+                raise MetadataUnavailableError(str(exc)) from None
+        return before[0], after

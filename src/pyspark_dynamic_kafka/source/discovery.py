@@ -7,7 +7,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyspark_dynamic_kafka.errors import DiscoveryError, MetadataError, OptionsError
+from pyspark_dynamic_kafka.errors import (
+    DiscoveryError,
+    DynamicKafkaError,
+    MetadataError,
+    OptionsError,
+)
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
@@ -170,12 +175,9 @@ class Discovery:
         first = self._snapshot is None
         try:
             snapshot = self._resolve(first)
-        except OptionsError:
-            raise
-        except MetadataError as exc:
-            self._on_failure(exc, first)
-            return
         except Exception as exc:  # a user's service may raise anything
+            if isinstance(exc, DynamicKafkaError) and not exc.retryable:
+                raise  # bad options, refused credentials: a retry cannot help
             self._on_failure(exc, first)
             return
         if self._snapshot is not None and snapshot != self._snapshot:

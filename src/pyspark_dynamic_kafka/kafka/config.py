@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 
 __all__ = [
     "FrozenProperties",
@@ -53,7 +55,7 @@ def redact_secrets(text: str, properties: Mapping[str, Any]) -> str:
     return redact(text, (str(v) for k, v in properties.items() if is_secret_key(k)))
 
 
-class FrozenProperties(Mapping[str, str]):
+class FrozenProperties(FrozenMapping[str]):
     """An immutable, hashable, picklable string mapping whose ``repr`` masks secrets.
 
     Parameters
@@ -62,37 +64,13 @@ class FrozenProperties(Mapping[str, str]):
         The properties; keys and values are converted to ``str``.
     """
 
-    __slots__ = ("_hash", "_items")
+    __slots__ = ()
 
     def __init__(self, items: Mapping[str, object] | None = None) -> None:
-        data = {str(k): str(v) for k, v in (items or {}).items()}
-        self._items: dict[str, str] = dict(sorted(data.items()))
-        self._hash: int | None = None
-
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple(self._items.items()))
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return dict(self._items) == dict(other)
-        return NotImplemented
+        super().__init__({str(k): str(v) for k, v in (items or {}).items()})
 
     def __repr__(self) -> str:
         return f"FrozenProperties({mask_properties(self._items)!r})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenProperties, (self._items,))
 
     def to_dict(self) -> dict[str, str]:
         """Return a plain, mutable copy (secrets included: only for building clients)."""

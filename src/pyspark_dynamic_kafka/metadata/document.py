@@ -63,11 +63,12 @@ from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, S
 __all__ = [
     "ENTRY_KEYS",
     "TOP_LEVEL_KEYS",
+    "DuplicateKeyError",
     "ParsedMetadata",
-    "StartingPosition",
     "dump_metadata_document",
     "format_problems",
     "parse_metadata_document",
+    "unique_json_object",
     "validate_metadata_document",
 ]
 
@@ -75,6 +76,30 @@ __all__ = [
 TOP_LEVEL_KEYS: tuple[str, ...] = ("clusters", "streams")
 #: Keys allowed in one entry of a stream.
 ENTRY_KEYS: tuple[str, ...] = ("cluster", "topics", "startingOffsets")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object gives one key twice (the message says which; ``key`` holds it)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in one object")
+        self.key = key
+
+
+def unique_json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads` that refuses duplicate keys.
+
+    Raises
+    ------
+    DuplicateKeyError
+        When a key appears twice in one object (plain ``json`` would keep the last silently).
+    """
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise DuplicateKeyError(key)
+        result[key] = value
+    return result
 
 
 @dataclass(frozen=True)

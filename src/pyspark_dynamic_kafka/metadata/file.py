@@ -1,4 +1,4 @@
-"""Metadata from a YAML or JSON file, re-read at every call.
+"""Metadata from a YAML or JSON file, re-read whenever it changed.
 
 The format is described in :mod:`pyspark_dynamic_kafka.metadata.document`. ``.yaml`` and ``.yml``
 files are YAML, ``.json`` files JSON; other extensions are refused. Duplicate keys in one mapping
@@ -23,9 +23,11 @@ import yaml
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
 from pyspark_dynamic_kafka.metadata.document import (
+    DuplicateKeyError,
     ParsedMetadata,
     dump_metadata_document,
     parse_metadata_document,
+    unique_json_object,
     validate_metadata_document,
 )
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
@@ -33,13 +35,9 @@ from pyspark_dynamic_kafka.metadata.model import KafkaStream
 __all__ = [
     "SUPPORTED_EXTENSIONS",
     "FileMetadataService",
-    "ParsedMetadata",
-    "dump_metadata_document",
     "load_metadata_file",
     "metadata_file_format",
-    "parse_metadata_document",
     "read_metadata_document",
-    "validate_metadata_document",
     "validate_metadata_file",
     "write_metadata_file",
 ]
@@ -72,21 +70,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
-
-
-class _DuplicateKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKeyError(key)
-        result[key] = value
-    return result
 
 
 def _secrets_in_text(text: str) -> set[str]:
@@ -123,14 +106,14 @@ def metadata_file_format(path: str | os.PathLike[str]) -> str:
 def _decode(text: str, fmt: str, source: str) -> object:
     try:
         if fmt == "json":
-            return json.loads(text, object_pairs_hook=_unique_pairs)
+            return json.loads(text, object_pairs_hook=unique_json_object)
         return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except json.JSONDecodeError as exc:
         message = (
             f"Metadata file {source}: JSON syntax error at line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg}. Fix the file."
         )
-    except _DuplicateKeyError as exc:
+    except DuplicateKeyError as exc:
         message = (
             f"Metadata file {source}: JSON error: duplicate key {exc.key!r} in one object; "
             "keep only one."
@@ -287,8 +270,10 @@ def _fsync_directory(directory: Path) -> None:
 
 
 class FileMetadataService:
-    """A metadata service backed by a YAML or JSON file that is re-read at every call.
+    """A metadata service backed by a YAML or JSON file, re-read whenever it changed.
 
+    Every call looks at the file (one ``stat``) and reads it again only when its inode, size or
+    modification time changed since the last good read; otherwise it answers from that read.
     A cluster is active iff it is listed under ``clusters``. An invalid or half-written file
     raises :class:`~pyspark_dynamic_kafka.errors.MetadataValidationError`, never an empty answer.
 
@@ -321,10 +306,10 @@ class FileMetadataService:
         rename) is always seen.
         """
         try:
-            stat = os.stat(self._path)
+            status = os.stat(self._path)
         except OSError:
             return load_metadata_file(self._path)  # raises the error that names the file
-        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        version = (status.st_ino, status.st_size, status.st_mtime_ns)
         if self._cache is not None and self._cache[0] == version:
             return self._cache[1]
         parsed = load_metadata_file(self._path)

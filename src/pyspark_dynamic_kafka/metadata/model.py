@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 
 __all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
@@ -95,38 +96,6 @@ class ClusterMetadata:
         return self.properties["bootstrap.servers"]
 
 
-class _FrozenClusters(Mapping[str, ClusterMetadata]):
-    """An immutable, hashable mapping of cluster id to :class:`ClusterMetadata`."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, ClusterMetadata]) -> None:
-        self._items = dict(sorted(items.items()))
-
-    def __getitem__(self, key: str) -> ClusterMetadata:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._items.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return dict(self._items) == dict(other)
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._items)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_FrozenClusters, (self._items,))
-
-
 @dataclass(frozen=True)
 class KafkaStream:
     """A logical stream: an id and the clusters (with their topics) that carry it.
@@ -158,5 +127,5 @@ class KafkaStream:
                     f"stream {self.stream_id!r}: cluster {cluster_id!r} must be a "
                     f"ClusterMetadata, got {type(cluster).__name__}"
                 )
-        if not isinstance(self.clusters, _FrozenClusters):
-            object.__setattr__(self, "clusters", _FrozenClusters(self.clusters))
+        if not isinstance(self.clusters, FrozenMapping):
+            object.__setattr__(self, "clusters", FrozenMapping(self.clusters))

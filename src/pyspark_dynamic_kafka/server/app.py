@@ -49,7 +49,7 @@ from pyspark_dynamic_kafka.metadata.contract import (
     stream_body,
     streams_body,
 )
-from pyspark_dynamic_kafka.metadata.document import ParsedMetadata
+from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, unique_json_object
 from pyspark_dynamic_kafka.metadata.edit import (
     Edit,
     put_cluster,
@@ -93,15 +93,6 @@ def _json(request: Request, body: dict[str, Any], status: int = 200) -> Response
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r} in one object")
-        result[key] = value
-    return result
-
-
 async def _json_body(request: Request) -> object:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
@@ -110,7 +101,7 @@ async def _json_body(request: Request) -> object:
     if len(raw) > MAX_BODY_BYTES:
         raise HTTPException(413, f"The body is larger than {MAX_BODY_BYTES} bytes.")
     try:
-        return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs)
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=unique_json_object)
     except (UnicodeDecodeError, ValueError) as exc:
         raise HTTPException(
             400, f"The body is not valid JSON ({exc}); nothing was changed."

@@ -49,7 +49,18 @@ def _known(names: Mapping[str, object]) -> str:
     return ", ".join(repr(n) for n in names) or "none"
 
 
-def _reparsed(document: Mapping[str, Any], source: str) -> ParsedMetadata:
+_REMOVED = object()
+
+
+def _with(
+    parsed: ParsedMetadata, section: str, key: str, value: object, source: str = "the edit"
+) -> ParsedMetadata:
+    """``parsed`` with ``document[section][key]`` set to ``value``, or removed (``_REMOVED``)."""
+    document = dump_metadata_document(parsed)
+    if value is _REMOVED:
+        del document[section][key]
+    else:
+        document[section][key] = copy.deepcopy(value)
     return parse_metadata_document(document, source)
 
 
@@ -81,9 +92,7 @@ def replace_stream(
         When the result is invalid (every problem listed with its path, e.g.
         ``streams.orders[0].cluster``); ``parsed`` is untouched.
     """
-    document = dump_metadata_document(parsed)
-    document["streams"][stream_id] = copy.deepcopy(entries)
-    return _reparsed(document, source)
+    return _with(parsed, "streams", stream_id, entries, source)
 
 
 def remove_stream(parsed: ParsedMetadata, stream_id: str) -> ParsedMetadata:
@@ -95,9 +104,7 @@ def remove_stream(parsed: ParsedMetadata, stream_id: str) -> ParsedMetadata:
         When the stream is not in the metadata.
     """
     stream_entries(parsed, stream_id)
-    document = dump_metadata_document(parsed)
-    del document["streams"][stream_id]
-    return _reparsed(document, "the edit")
+    return _with(parsed, "streams", stream_id, _REMOVED)
 
 
 def put_cluster(
@@ -110,9 +117,7 @@ def put_cluster(
     MetadataValidationError
         When the result is invalid; messages never show a secret property's value.
     """
-    document = dump_metadata_document(parsed)
-    document["clusters"][cluster_id] = copy.deepcopy(properties)
-    return _reparsed(document, source)
+    return _with(parsed, "clusters", cluster_id, properties, source)
 
 
 def remove_cluster(parsed: ParsedMetadata, cluster_id: str) -> ParsedMetadata:
@@ -134,11 +139,9 @@ def remove_cluster(parsed: ParsedMetadata, cluster_id: str) -> ParsedMetadata:
     if users:
         raise MetadataValidationError(
             f"Cluster {cluster_id!r} is still used by stream(s) {', '.join(users)}: move them "
-            "to another cluster (dynamic-kafka move) or remove their entries first."
+            "to another cluster or remove their entries first."
         )
-    document = dump_metadata_document(parsed)
-    del document["clusters"][cluster_id]
-    return _reparsed(document, "the edit")
+    return _with(parsed, "clusters", cluster_id, _REMOVED)
 
 
 def _cluster_of(entry: object) -> object:

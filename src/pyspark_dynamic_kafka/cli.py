@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -34,8 +35,22 @@ examples:
 """
 
 
+#: Source options the library's messages name, and the flag that gives each on this command line.
+_FLAGS = {
+    "metadataService.url": "--metadata",
+    "metadataService.token": "--token-file",
+    "metadataService.caFile": "--ca-file",
+}
+_OPTION_NAMED = re.compile(r"(?<![\w'.])(" + "|".join(map(re.escape, _FLAGS)) + r")(?![\w'])")
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def _with_flags(message: str) -> str:
+    """``message`` with the command-line flag added after each source option it names."""
+    return _OPTION_NAMED.sub(lambda m: f"{m.group(1)}, or {_FLAGS[m.group(1)]}", message)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -211,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(args)
     except DynamicKafkaError as exc:
-        _stderr(f"error: {exc}")
+        _stderr(f"error: {_with_flags(str(exc))}")
         return 1
     except KeyboardInterrupt:
         return 130

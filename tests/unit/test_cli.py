@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from pyspark_dynamic_kafka.cli import main
+from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
+from pyspark_dynamic_kafka.tools.location import MetadataLocation
 
 DOCUMENT = {
     "clusters": {
@@ -122,6 +124,32 @@ def test_token_options_need_a_url(meta: Path, capsys: pytest.CaptureFixture[str]
     argv = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]
     assert main([*argv, "--token-file", str(meta)]) == 1
     assert "apply to a service URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--metadata", "http://user:pw@127.0.0.1:1"],
+            "(option metadataService.url, or --metadata): it must not hold credentials "
+            "(user:password@); pass the bearer token separately (metadataService.token, or "
+            "--token-file).",
+        ),
+        (
+            ["--metadata", "http://127.0.0.1:1", "--ca-file", "ca.pem"],
+            "A CA file (option metadataService.caFile, or --ca-file ca.pem) only applies to "
+            "https URLs",
+        ),
+    ],
+)
+def test_library_messages_gain_the_flag_of_each_option(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["describe", *extra]) == 1
+    assert message in capsys.readouterr().err
+    with pytest.raises(OptionsError) as info:  # the library itself names options, not flags
+        MetadataLocation(extra[1], None, extra[3] if len(extra) > 2 else None, 1000).service()
+    assert "--" not in str(info.value)
 
 
 def test_describe_unknown_stream_and_bad_pattern(

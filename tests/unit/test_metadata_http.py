@@ -38,7 +38,7 @@ from pyspark_dynamic_kafka.errors import (
 from pyspark_dynamic_kafka.metadata.edit import moved_entries
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.http import STATUS_REUSE_SECONDS, HttpMetadataService
-from pyspark_dynamic_kafka.metadata.http_client import HttpRequest, HttpResponse
+from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
 from pyspark_dynamic_kafka.server.app import create_app
 from pyspark_dynamic_kafka.source.discovery import Discovery
 from pyspark_dynamic_kafka.source.options import parse_options

@@ -8,7 +8,8 @@
 - :mod:`~pyspark_dynamic_kafka.metadata.single_cluster`: :class:`SingleClusterMetadataService`.
 - :mod:`~pyspark_dynamic_kafka.metadata.http`: :class:`HttpMetadataService` (the HTTP contract,
   :mod:`~pyspark_dynamic_kafka.metadata.contract`, over
-  :mod:`~pyspark_dynamic_kafka.metadata.http_client`).
+  :mod:`~pyspark_dynamic_kafka.metadata.http_client` and
+  :mod:`~pyspark_dynamic_kafka.metadata.http_transport`).
 - :mod:`~pyspark_dynamic_kafka.metadata.edit`: edits shared by the command line and the server.
 - :mod:`~pyspark_dynamic_kafka.metadata.factory`: :func:`create_metadata_service`.
 """

@@ -27,11 +27,8 @@ from pyspark_dynamic_kafka.metadata.contract import (
     stream_path,
 )
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metadata_document
-from pyspark_dynamic_kafka.metadata.http_client import (
-    DEFAULT_TIMEOUT_MS,
-    MetadataHttpClient,
-    Transport,
-)
+from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS, MetadataHttpClient
+from pyspark_dynamic_kafka.metadata.http_transport import Transport
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "STATUS_REUSE_SECONDS", "HttpMetadataService"]

@@ -1,6 +1,7 @@
-"""HTTP transport of the metadata contract: authentication, TLS, timeouts, errors, ETag cache.
+"""HTTP client of the metadata contract: authentication, TLS, timeouts, errors, ETag cache.
 
-Built on the standard library (``urllib.request`` with an ``ssl`` context). TLS certificates
+Built on the standard library (``ssl``; requests go through a
+:data:`~pyspark_dynamic_kafka.metadata.http_transport.Transport`). TLS certificates
 are always verified (``ca_file`` adds a private CA). Redirects are not followed, so the bearer
 token is only ever sent to the configured origin. The token never appears in a log record, an
 error message or a ``repr``.
@@ -18,7 +19,6 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
@@ -32,89 +32,25 @@ from pyspark_dynamic_kafka.errors import (
 )
 from pyspark_dynamic_kafka.kafka.config import redact
 from pyspark_dynamic_kafka.metadata.contract import JSON_MEDIA_TYPE, error_text
+from pyspark_dynamic_kafka.metadata.http_transport import (
+    HttpRequest,
+    HttpResponse,
+    Transport,
+    urllib_transport,
+)
 from pyspark_dynamic_kafka.metadata.tokens import check_token
 
-__all__ = [
-    "DEFAULT_TIMEOUT_MS",
-    "HttpRequest",
-    "HttpResponse",
-    "MetadataHttpClient",
-    "Transport",
-    "urllib_transport",
-]
+__all__ = ["DEFAULT_TIMEOUT_MS", "MetadataHttpClient"]
 
 _log = logging.getLogger(__name__)
 
 #: Default timeout of one request, in milliseconds.
 DEFAULT_TIMEOUT_MS = 10000
-_MAX_BODY_BYTES = 32 * 1024 * 1024
 _USER_AGENT = "pyspark-dynamic-kafka"
-_URL_OPTION = "option metadataService.url, or --metadata"
-_CA_OPTION = "option metadataService.caFile, or --ca-file"
+_URL_OPTION = "option metadataService.url"
+_CA_OPTION = "option metadataService.caFile"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class HttpRequest:
-    """One request as handed to a :data:`Transport`."""
-
-    method: str
-    url: str
-    headers: Mapping[str, str]
-    body: bytes | None
-    timeout_s: float
-    ssl_context: ssl.SSLContext | None
-
-    def __repr__(self) -> str:  # headers hold the bearer token
-        return f"HttpRequest({self.method} {self.url})"
-
-
-@dataclass(frozen=True)
-class HttpResponse:
-    """A response: status, headers (names lowercased) and body."""
-
-    status: int
-    headers: Mapping[str, str]
-    body: bytes
-
-
-#: Sends one request; raises ``OSError`` (incl. timeouts) or ``http.client.HTTPException`` when
-#: no response arrives. The default is :func:`urllib_transport`; tests may pass their own.
-Transport = Callable[[HttpRequest], HttpResponse]
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Never follow a redirect (it could carry the token elsewhere): a 3xx is an answer."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def _read(stream: Any) -> bytes:
-    body: bytes = stream.read(_MAX_BODY_BYTES + 1)
-    if len(body) > _MAX_BODY_BYTES:
-        raise http.client.HTTPException(f"response body larger than {_MAX_BODY_BYTES} bytes")
-    return body
-
-
-def urllib_transport(request: HttpRequest) -> HttpResponse:
-    """Send ``request`` with ``urllib.request`` (proxies from the environment are honoured)."""
-    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
-    if request.ssl_context is not None:
-        handlers.append(urllib.request.HTTPSHandler(context=request.ssl_context))
-    opener = urllib.request.build_opener(*handlers)
-    req = urllib.request.Request(
-        request.url, data=request.body, headers=dict(request.headers), method=request.method
-    )
-    try:
-        with opener.open(req, timeout=request.timeout_s) as response:
-            headers = {k.lower(): v for k, v in response.headers.items()}
-            return HttpResponse(response.status, headers, _read(response))
-    except urllib.error.HTTPError as exc:  # any status urllib does not call success
-        headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-        body = _read(exc) if exc.fp is not None else b""
-        return HttpResponse(exc.code, headers, body)
 
 
 def _is_loopback(host: str) -> bool:
@@ -137,14 +73,12 @@ def _check_url(url: str) -> str:
     if parts.username is not None or parts.password is not None:
         raise OptionsError(
             f"Invalid metadata service URL ({_URL_OPTION}): it must not hold credentials "
-            "(user:password@); pass "
-            "the bearer token separately (metadataService.token, or --token-file)."
+            "(user:password@); pass the bearer token separately (metadataService.token)."
         )
     if parts.query or parts.fragment:
         raise OptionsError(
             f"Invalid metadata service URL {url!r} ({_URL_OPTION}): remove the query string or "
-            "fragment; give "
-            "the service's base URL (the client adds /v1/...)."
+            "fragment; give the service's base URL (the client adds /v1/...)."
         )
     try:
         parts.port  # noqa: B018 - raises ValueError for a bad port
@@ -304,7 +238,7 @@ class MetadataHttpClient:
             return (
                 f"Metadata service {method} {url}: TLS certificate verification failed "
                 f"({reason.verify_message or reason}). If the service's certificate is signed by "
-                "a private CA, give that CA's PEM file (metadataService.caFile, or --ca-file)."
+                "a private CA, give that CA's PEM file (metadataService.caFile)."
             )
         if isinstance(reason, TimeoutError):
             return (
@@ -320,7 +254,7 @@ class MetadataHttpClient:
     def _refused(self, method: str, url: str, response: HttpResponse) -> str:
         detail = error_text(response.body, limit=500)
         what = (
-            "no token was sent: set the service's token (metadataService.token, or --token-file)"
+            "no token was sent: set the service's token (metadataService.token)"
             if not self._token and response.status == 401
             else "the token is missing, wrong or lacks the permission for this request: fix it"
         )

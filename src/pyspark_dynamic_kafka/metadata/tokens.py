@@ -31,8 +31,8 @@ def check_token(token: str | None) -> str | None:
     token = token.strip()
     if not _printable(token):
         raise OptionsError(
-            "Invalid metadata service token (metadataService.token, or --token-file; value not "
-            "shown): a bearer token is one line of printable ASCII without spaces."
+            "Invalid metadata service token (metadataService.token; value not shown): a bearer "
+            "token is one line of printable ASCII without spaces."
         )
     return token
 

@@ -12,47 +12,39 @@
   :mod:`~pyspark_dynamic_kafka.metadata.http_transport`).
 - :mod:`~pyspark_dynamic_kafka.metadata.edit`: edits shared by the command line and the server.
 - :mod:`~pyspark_dynamic_kafka.metadata.factory`: :func:`create_metadata_service`.
+
+Every name in the ``__all__`` of those modules (except the HTTP plumbing: contract, client,
+transport, tokens) is importable from this package too; each is defined in one module only.
 """
 
-from pyspark_dynamic_kafka.metadata.document import (
-    ParsedMetadata,
-    dump_metadata_document,
-    parse_metadata_document,
-    validate_metadata_document,
+from pyspark_dynamic_kafka.metadata import (
+    document,
+    edit,
+    factory,
+    file,
+    http,
+    memory,
+    model,
+    service,
+    single_cluster,
 )
-from pyspark_dynamic_kafka.metadata.edit import edit_metadata_file, move_stream
-from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
-from pyspark_dynamic_kafka.metadata.file import (
-    FileMetadataService,
-    load_metadata_file,
-    read_metadata_document,
-    validate_metadata_file,
-    write_metadata_file,
-)
-from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
-from pyspark_dynamic_kafka.metadata.memory import InMemoryMetadataService
-from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
-from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
-from pyspark_dynamic_kafka.metadata.single_cluster import SingleClusterMetadataService
+from pyspark_dynamic_kafka.metadata.document import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.edit import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.factory import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.file import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.http import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.memory import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.model import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.service import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.single_cluster import *  # noqa: F403
 
-__all__ = [
-    "ClusterMetadata",
-    "FileMetadataService",
-    "HttpMetadataService",
-    "InMemoryMetadataService",
-    "KafkaMetadataService",
-    "KafkaStream",
-    "ParsedMetadata",
-    "SingleClusterMetadataService",
-    "StartingPosition",
-    "create_metadata_service",
-    "dump_metadata_document",
-    "edit_metadata_file",
-    "load_metadata_file",
-    "move_stream",
-    "parse_metadata_document",
-    "read_metadata_document",
-    "validate_metadata_document",
-    "validate_metadata_file",
-    "write_metadata_file",
-]
+__all__: list[str] = []
+__all__ += document.__all__
+__all__ += edit.__all__
+__all__ += factory.__all__
+__all__ += file.__all__
+__all__ += http.__all__
+__all__ += memory.__all__
+__all__ += model.__all__
+__all__ += service.__all__
+__all__ += single_cluster.__all__

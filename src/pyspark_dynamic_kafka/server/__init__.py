@@ -4,9 +4,6 @@
 - :mod:`~pyspark_dynamic_kafka.server.store`: the served file, cached reads and atomic writes.
 - :mod:`~pyspark_dynamic_kafka.server.auth`: bearer tokens for reads and writes.
 - :mod:`~pyspark_dynamic_kafka.server.run`: :func:`serve` with uvicorn.
+
+Each name is imported from the module that defines it (the package re-exports nothing).
 """
-
-from pyspark_dynamic_kafka.server.app import create_app
-from pyspark_dynamic_kafka.server.run import DEFAULT_HOST, DEFAULT_PORT, serve
-
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hmac
 
-from pyspark_dynamic_kafka.metadata.tokens import load_token
-
-__all__ = ["AuthDecision", "Authorizer", "load_token"]
+__all__ = ["AuthDecision", "Authorizer"]
 
 #: ``(status, message)`` of a refused request, or ``None`` when it may proceed.
 AuthDecision = tuple[int, str] | None

@@ -1,4 +1,4 @@
-"""Bearer tokens of the reference server: loading them from files and checking requests.
+"""Bearer tokens of the reference server: checking each request against them.
 
 - Writes need the *write token* (``--token-file``); without one the server is read-only.
 - Reads are open unless a *read token* is set (``--read-token-file``); the write token may read

@@ -1,1 +1,33 @@
-"""The Spark data source."""
+"""The Spark data source: driver-side planning and executor-side reading.
+
+Entry point:
+
+- :mod:`~pyspark_dynamic_kafka.source.datasource`: :class:`DynamicKafkaDataSource` (the
+  ``dynamic_kafka`` format): schema and readers.
+
+Options (driver):
+
+- :mod:`~pyspark_dynamic_kafka.source.options`: every option declared once; parsing.
+- :mod:`~pyspark_dynamic_kafka.source.parsers`, :mod:`~pyspark_dynamic_kafka.source.rules`: value
+  parsers and the rules across options.
+- :mod:`~pyspark_dynamic_kafka.source.settings`: :class:`SourceOptions`, the parsed options.
+
+Driver, at each micro-batch (or once for a batch read):
+
+- :mod:`~pyspark_dynamic_kafka.source.discovery`: metadata -> which topics of which clusters.
+- :mod:`~pyspark_dynamic_kafka.source.listing`: partitions and offsets of each cluster.
+- :mod:`~pyspark_dynamic_kafka.source.positions`: start and end positions (offset, timestamp).
+- :mod:`~pyspark_dynamic_kafka.source.reconcile`: checkpointed offsets against what the clusters
+  have now: new partitions, removed ones, data loss.
+- :mod:`~pyspark_dynamic_kafka.source.offsets`: the checkpointed offset JSON.
+- :mod:`~pyspark_dynamic_kafka.source.limits`: admission control (``maxOffsetsPerTrigger``, ...).
+- :mod:`~pyspark_dynamic_kafka.source.planning`: offset ranges packed into tasks; the
+  :class:`ReadTask` each executor gets.
+- :mod:`~pyspark_dynamic_kafka.source.stream`, :mod:`~pyspark_dynamic_kafka.source.batch`: the
+  stream and batch readers Spark calls, built from the modules above.
+
+Executor:
+
+- :mod:`~pyspark_dynamic_kafka.source.read`: reads one task's exact offset ranges.
+- :mod:`~pyspark_dynamic_kafka.source.arrow`: turns the records into Arrow batches.
+"""

@@ -153,6 +153,24 @@ class _Api:
         ids = [i for i in request.query_params.getlist("id") if i]
         return _json(request, streams_body(parsed, ids or None))
 
+    async def _put_or_delete(
+        self,
+        request: Request,
+        resource: str,
+        representation: Callable[[ParsedMetadata], dict[str, Any] | None],
+        remove: Edit,
+        put: Callable[[ParsedMetadata, object, str], ParsedMetadata],
+    ) -> tuple[ParsedMetadata, ParsedMetadata] | None:
+        """DELETE (logged; ``None``) or PUT ``resource`` (the metadata before and after)."""
+        self._allow(request, write=True)
+        if request.method == "DELETE":
+            await self._write(request, resource, representation, remove)
+            _log.info("%s removed.", resource[0].upper() + resource[1:])
+            return None
+        value = await _json_body(request)
+        source = f"PUT {request.url.path}"
+        return await self._write(request, resource, representation, lambda p: put(p, value, source))
+
     async def stream(self, request: Request) -> Response:
         stream_id: str = request.path_params["stream_id"]
         if request.method == "GET" or request.method == "HEAD":
@@ -160,25 +178,16 @@ class _Api:
             if body is None:
                 raise MetadataNotFoundError(f"Stream {stream_id!r} is not in the metadata.")
             return _json(request, body)
-        self._allow(request, write=True)
-        resource = f"stream {stream_id!r}"
-        if request.method == "DELETE":
-            await self._write(
-                request,
-                resource,
-                lambda p: stream_body(p, stream_id),
-                lambda p: remove_stream(p, stream_id),
-            )
-            _log.info("Stream %r removed.", stream_id)
-            return Response(status_code=204)
-        entries = await _json_body(request)
-        source = f"PUT {request.url.path}"
-        before, after = await self._write(
+        edited = await self._put_or_delete(
             request,
-            resource,
+            f"stream {stream_id!r}",
             lambda p: stream_body(p, stream_id),
-            lambda p: replace_stream(p, stream_id, entries, source),
+            lambda p: remove_stream(p, stream_id),
+            lambda p, entries, source: replace_stream(p, stream_id, entries, source),
         )
+        if edited is None:
+            return Response(status_code=204)
+        before, after = edited
         created = stream_id not in before.streams
         verb = "created" if created else "replaced"
         _log.info("Stream %r %s: %s.", stream_id, verb, _summary(after, stream_id))
@@ -192,26 +201,20 @@ class _Api:
         cluster_id: str = request.path_params["cluster_id"]
         if request.method == "GET" or request.method == "HEAD":
             return _json(request, cluster_body(await self._read(request), cluster_id))
-        self._allow(request, write=True)
-        resource = f"cluster {cluster_id!r}"
 
         def representation(parsed: ParsedMetadata) -> dict[str, Any] | None:
             return cluster_body(parsed, cluster_id) if cluster_id in parsed.clusters else None
 
-        if request.method == "DELETE":
-            await self._write(
-                request, resource, representation, lambda p: remove_cluster(p, cluster_id)
-            )
-            _log.info("Cluster %r removed.", cluster_id)
-            return Response(status_code=204)
-        properties = await _json_body(request)
-        source = f"PUT {request.url.path}"
-        before, after = await self._write(
+        edited = await self._put_or_delete(
             request,
-            resource,
+            f"cluster {cluster_id!r}",
             representation,
-            lambda p: put_cluster(p, cluster_id, properties, source),
+            lambda p: remove_cluster(p, cluster_id),
+            lambda p, properties, source: put_cluster(p, cluster_id, properties, source),
         )
+        if edited is None:
+            return Response(status_code=204)
+        before, after = edited
         created = cluster_id not in before.clusters
         _log.info("Cluster %r %s.", cluster_id, "added" if created else "replaced")
         return _json(request, cluster_body(after, cluster_id), status=201 if created else 200)

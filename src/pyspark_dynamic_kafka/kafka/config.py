@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 __all__ = [
+    "DEFAULT_GROUP_ID_PREFIX",
     "FrozenProperties",
     "is_secret_key",
     "mask_properties",
@@ -13,6 +14,9 @@ __all__ = [
     "redact",
     "redact_secrets",
 ]
+
+#: Default of the ``groupIdPrefix`` option, and the ``group.id`` of a consumer given none.
+DEFAULT_GROUP_ID_PREFIX = "spark-dynamic-kafka"
 
 _SECRET_MARKERS = ("password", "secret", "token", "sasl.jaas.config", "ssl.key.pem", "credentials")
 _MASK = "******"

@@ -24,6 +24,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import is_secret_key
 
 __all__ = [
+    "METADATA_SERVICE",
     "Blank",
     "Mode",
     "OptionSet",
@@ -39,6 +40,7 @@ __all__ = [
     "optional_text",
     "pattern",
     "raw",
+    "service_options",
     "text",
 ]
 
@@ -49,6 +51,9 @@ Scope = Literal["both", "stream", "batch"]
 #: Which read is being parsed for: ``stream``, ``batch`` or ``any`` (not known yet: Spark asks
 #: for the schema before it says which reader it wants).
 Mode = Literal["any", "stream", "batch"]
+#: The source option naming the metadata service; the service's own options are
+#: ``metadataService.<key>``.
+METADATA_SERVICE = "metadataService"
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,11 @@ class OptionSet:
                 fields[spec.attr] = value
         scopes = {key: self.specs[key].scope for key in given}
         return ParsedOptions(values, given, fields, rest, scopes)
+
+
+def service_options(kind: str, *specs: OptionSpec[Any]) -> OptionSet:
+    """The ``metadataService.*`` options of the metadata service ``metadataService=<kind>``."""
+    return OptionSet(specs, context=f"for {METADATA_SERVICE}={kind}", prefix=f"{METADATA_SERVICE}.")
 
 
 # --- value parsers ------------------------------------------------------------------------------

@@ -8,11 +8,13 @@ from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError, Metada
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.optionspec import OptionSpec, integer, nonempty, raw, service_options
 
 __all__ = [
     "DEFAULT_CLUSTER_ID",
     "DEFAULT_REQUEST_TIMEOUT_MS",
     "INTERNAL_TOPIC_PREFIX",
+    "OPTIONS",
     "SingleClusterMetadataService",
 ]
 
@@ -22,6 +24,30 @@ DEFAULT_CLUSTER_ID = "kafka"
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 #: Topics whose name starts with this prefix are internal (``__consumer_offsets``, ...).
 INTERNAL_TOPIC_PREFIX = "__"
+#: The options of ``metadataService=singleCluster``; every other ``metadataService.<property>`` is
+#: a client property of the cluster.
+OPTIONS = service_options(
+    "singleCluster",
+    OptionSpec(
+        "clusterId", nonempty, DEFAULT_CLUSTER_ID, "The id of the cluster.", attr="cluster_id"
+    ),
+    OptionSpec(
+        "requestTimeoutMs",
+        integer(1),
+        str(DEFAULT_REQUEST_TIMEOUT_MS),
+        "Timeout of one topic listing, in milliseconds (a positive number).",
+        attr="request_timeout_ms",
+    ),
+    OptionSpec(
+        "bootstrap.servers",
+        raw,
+        None,
+        "The cluster's host:port list. Every other metadataService.<property> is a client "
+        "property of the cluster, except metadataService.clusterId and "
+        "metadataService.requestTimeoutMs.",
+        required=True,
+    ),
+)
 _FIX = (
     "Check that the brokers are reachable and that the client properties (options "
     "metadataService.<property>: bootstrap.servers, security.protocol, sasl.*, ssl.*) are right."

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
 from pyspark_dynamic_kafka.optionspec import (
+    METADATA_SERVICE,
     Mode,
     OptionSet,
     OptionSpec,
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 KAFKA_PREFIX = "kafka."
-METADATA_PREFIX = "metadataService."
+METADATA_PREFIX = f"{METADATA_SERVICE}."
 
 
 def stream_ids(value: str) -> tuple[str, ...]:
@@ -72,7 +73,7 @@ def _position(
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
     OptionSpec(
-        "metadataService",
+        METADATA_SERVICE,
         text,
         None,
         "Where stream ids are resolved: `file` (with metadataService.path), `http` (with "

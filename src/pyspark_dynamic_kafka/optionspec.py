@@ -97,6 +97,10 @@ class OptionSpec(Generic[T]):
         return self.default
 
 
+class Blank(ValueError):
+    """Raised by :func:`nonempty`: the option was given an empty value."""
+
+
 @dataclass(frozen=True)
 class ParsedOptions:
     """The result of :meth:`OptionSet.parse`.
@@ -128,10 +132,6 @@ class ParsedOptions:
     def given_in_scope(self, scope: Scope) -> list[str]:
         """Canonical keys of the given options that apply to ``scope`` reads only."""
         return [key for key in self.given if self.scopes[key] == scope]
-
-
-class Blank(ValueError):
-    """Raised by :func:`nonempty`: the option was given an empty value."""
 
 
 def did_you_mean(word: str, candidates: Iterable[str], prefix: str = "") -> str:

@@ -1,18 +1,24 @@
-"""fetchOffset.numRetries / retryIntervalMs on driver listings, and secrets in client errors.
+"""The one admin access path (kafka.admin.ClusterAdmin): fetchOffset.numRetries /
+retryIntervalMs on driver listings, and secrets in client errors, for the source's listings, the
+singleCluster metadata service and consumer-group lookups alike.
 
-A listing that fails a few times and then succeeds cannot be produced on demand with a real broker,
-so the admin client is scripted here.
+A request that fails a few times and then succeeds, or a broker error quoting a secret, cannot be
+produced on demand with a real broker, so the admin client is scripted in those tests; a client
+that cannot be created is a real one.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
+from pyspark_dynamic_kafka.kafka.groups import group_offsets
+from pyspark_dynamic_kafka.metadata import SingleClusterMetadataService
 
 SENTINEL = "pw-SENTINEL-9f2c"
 
@@ -43,6 +49,33 @@ class _Client:
         if self.calls <= self.failures:
             raise KafkaException(KafkaError(self.code, f"broker said no ({SENTINEL})"))
         return _Metadata()
+
+
+class _Partition:
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self.topic, self.partition, self.offset, self.error = topic, partition, offset, None
+
+
+class _Future:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _GroupClient(_Client):
+    def list_consumer_group_offsets(self, request: Any, request_timeout: float) -> Any:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise KafkaException(KafkaError(self.code, f"group said no ({SENTINEL})"))
+        (group,) = request
+        # partition 0 committed offset 7; the others nothing (-1001): left out of the answer
+        answer = [
+            _Partition(tp.topic, tp.partition, 7 if tp.partition == 0 else -1001)
+            for tp in group.topic_partitions
+        ]
+        return {group.group_id: _Future(SimpleNamespace(topic_partitions=answer))}
 
 
 def _admin(client: Any, retries: int) -> ClusterAdmin:
@@ -76,3 +109,46 @@ def test_a_timeout_is_not_retried() -> None:
     with pytest.raises(KafkaClientError):
         _admin(client, retries=5).list_topics(["orders"])
     assert client.calls == 1
+
+
+def test_group_offsets_go_through_the_retried_path() -> None:
+    client = _GroupClient(failures=1)
+    offsets = group_offsets(_admin(client, retries=1), "readers", [("orders", 0), ("orders", 1)])
+    assert client.calls == 2
+    assert offsets == {("orders", 0): 7}
+
+
+def test_group_offsets_failure_names_the_group_without_the_secret() -> None:
+    client = _GroupClient(failures=10)
+    with pytest.raises(KafkaClientError) as info:
+        group_offsets(_admin(client, retries=0), "readers", [("orders", 0)])
+    message = str(info.value)
+    assert client.calls == 1
+    assert "Cluster 'east' (h:1)" in message and "group 'readers'" in message
+    assert "group id is right" in message
+    assert SENTINEL not in message and "******" in message
+
+
+def test_single_cluster_listing_goes_through_the_admin_path_without_the_secret() -> None:
+    service = SingleClusterMetadataService(
+        "main", {"bootstrap.servers": "h:1", "sasl.password": SENTINEL}, request_timeout_ms=2000
+    )
+    service._admin._client = _Client(failures=1)
+    with pytest.raises(MetadataError) as info:
+        service.get_all_streams()
+    message = str(info.value)
+    assert "singleCluster metadata service" in message and "Cluster 'main' (h:1)" in message
+    assert "metadataService.<property>" in message
+    assert SENTINEL not in message and "******" in message
+    assert {s.stream_id for s in service.get_all_streams()} == {"orders", "broken", "gone"}
+
+
+def test_a_client_that_cannot_be_created_fails_naming_the_property() -> None:
+    # A real client: librdkafka refuses the key when the client is created.
+    properties = {"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.key.pem": "x"}
+    admin = ClusterAdmin("east", {**properties, "sasl.password": SENTINEL}, 1000, retries=3)
+    with pytest.raises(KafkaClientError) as info:
+        admin.list_topics(["orders"])
+    message = str(info.value)
+    assert "could not create an admin client" in message and "ssl.key.pem" in message
+    assert SENTINEL not in message

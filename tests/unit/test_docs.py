@@ -1,12 +1,40 @@
-"""The README documents every option with its default."""
+"""The README documents every option, of the source and of each metadata service, as declared."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
+from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
+from pyspark_dynamic_kafka.metadata.single_cluster import OPTIONS as SINGLE_CLUSTER_OPTIONS
+from pyspark_dynamic_kafka.optionspec import OptionSet, OptionSpec
 from pyspark_dynamic_kafka.source.options import OPTIONS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _rows() -> dict[str, str]:
+    """Option -> its row in a README options table."""
+    return {
+        line.split("|")[1].strip().strip("`"): line
+        for line in README.read_text().splitlines()
+        if line.startswith("| `")
+    }
+
+
+def _check_row(name: str, spec: OptionSpec[Any], row: str) -> None:
+    for default in (spec.default, spec.batch_default):
+        if default is not None:
+            assert f"`{default}`" in row, f"README row of {name} lacks its default {default}"
+    if spec.required:
+        assert "(required)" in row, f"README row of {name} does not say it is required"
+    if spec.scope == "batch":
+        assert "batch only" in row, f"README row of {name} does not say it is for batch only"
+    if spec.scope == "stream":
+        assert "streams" in row, f"README row of {name} does not say it is for streams"
 
 
 def test_readme_starts_with_the_two_commands() -> None:
@@ -16,12 +44,22 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 
 def test_every_option_has_a_row_with_its_default() -> None:
-    rows = {
-        line.split("|")[1].strip().strip("`"): line
-        for line in README.read_text().splitlines()
-        if line.startswith("| `")
-    }
+    rows = _rows()
     for key, spec in OPTIONS.items():
         assert key in rows, f"README options table lacks {key}"
-        if spec.default is not None:
-            assert f"`{spec.default}`" in rows[key], f"README row of {key} lacks its default"
+        _check_row(key, spec, rows[key])
+
+
+@pytest.mark.parametrize(
+    "options", [FILE_OPTIONS, HTTP_OPTIONS, SINGLE_CLUSTER_OPTIONS], ids=["file", "http", "single"]
+)
+def test_every_metadata_service_option_is_documented(options: OptionSet) -> None:
+    text, rows = README.read_text(), _rows()
+    for key, spec in options.specs.items():
+        name = options.name(key)
+        assert f"`{name}`" in text, f"README does not mention {name}"
+        if name in rows:
+            _check_row(name, spec, rows[name])
+        elif spec.default is not None:
+            paragraph = next(p for p in text.split("\n\n") if f"`{name}`" in p)
+            assert f"`{spec.default}`" in paragraph, f"README lacks the default of {name}"

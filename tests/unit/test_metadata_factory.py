@@ -126,7 +126,7 @@ def test_single_cluster_defaults_and_properties() -> None:
     assert service.cluster_id == "kafka"
     assert SENTINEL not in repr(service)
     fake = _FakeAdmin(["orders", "__consumer_offsets", "payments"])
-    service._client = fake
+    service._admin._client = fake
     (orders,) = service.describe_streams(["orders", "missing"]).values()
     assert orders.clusters["kafka"].topics == frozenset({"orders"})
     assert orders.clusters["kafka"].properties == {
@@ -136,7 +136,7 @@ def test_single_cluster_defaults_and_properties() -> None:
     assert {s.stream_id for s in service.get_all_streams()} == {"orders", "payments"}
     assert fake.timeouts == [30.0, 30.0]
     service.close()
-    assert service._client is None
+    assert service._admin._client is None
 
 
 def test_single_cluster_bootstrap_required() -> None:

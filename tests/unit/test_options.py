@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
-from pyspark_dynamic_kafka.source.options import OPTIONS, parse_options
+from pyspark_dynamic_kafka.source.options import OPTIONS, SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.positions import EARLIEST_POSITION, LATEST_POSITION, Position
+from pyspark_dynamic_kafka.source.rules import ENDING_KEYS, STARTING_KEYS
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
@@ -119,3 +122,20 @@ def test_forbidden_client_properties() -> None:
 def test_every_option_is_documented() -> None:
     for spec in OPTIONS.values():
         assert spec.doc and spec.key[0].islower()
+
+
+def test_every_declared_option_fills_a_settings_attribute_or_a_rule() -> None:
+    attrs = [spec.attr for spec in OPTIONS.values() if spec.attr is not None]
+    assert len(attrs) == len(set(attrs))
+    by_rules = {"starting", "ending", "metadata_options", "kafka_properties"}
+    assert {f.name for f in fields(SourceOptions)} == set(attrs) | by_rules
+    combined = {key for key, spec in OPTIONS.items() if spec.attr is None}
+    assert combined == set(STARTING_KEYS) | set(ENDING_KEYS)
+
+
+def test_defaults_come_from_the_declarations() -> None:
+    parsed = parse_options(BASE)
+    for spec in OPTIONS.values():
+        if spec.attr is not None and spec.key.lower() not in BASE:
+            expected = None if spec.default is None else spec.parse(spec.default)
+            assert getattr(parsed, spec.attr) == expected, spec.key

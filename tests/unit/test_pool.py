@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ConsumerPool
+from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ConsumerPool, consumer_config
+from pyspark_dynamic_kafka.source.options import OPTIONS
 
 PROPS = FrozenProperties({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
 
@@ -41,3 +42,9 @@ def test_idle_consumers_per_cluster_are_capped_least_recent_closed_first() -> No
     assert pool.acquire("east", newest) is consumers[-1]
     assert pool.acquire("east", queries[0]) is not consumers[0]  # closed, a new one
     pool.close_all()
+
+
+def test_a_consumer_without_group_id_gets_the_group_id_prefix_default() -> None:
+    config = consumer_config({"bootstrap.servers": "h:1"})
+    assert config["group.id"] == OPTIONS["groupIdPrefix"].default == "spark-dynamic-kafka"
+    assert consumer_config({"bootstrap.servers": "h:1", "group.id": "g"})["group.id"] == "g"

@@ -1,4 +1,9 @@
-"""Driver-side listing of topics, partitions and offsets of one cluster, in few requests."""
+"""Kafka admin access, in one place: listing topics, partitions and offsets of one cluster in
+few requests, with retries and secrets masked in every message (:class:`ClusterAdmin`).
+
+The source's listings, the ``singleCluster`` metadata service and the consumer-group lookups of
+:mod:`~pyspark_dynamic_kafka.kafka.groups` all go through it.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ _CONSUMER_ONLY_PREFIXES = (
 )
 _UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
 _TIMEOUTS = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
+_FIX = "Check that the cluster is reachable and the metadata's client properties are right."
 #: A timestamp lookup that found no record at or after the timestamp.
 NO_OFFSET = -1
 
@@ -75,11 +81,14 @@ class TopicListing:
 
 
 class ClusterAdmin:
-    """Lists topics, partitions and offsets of one cluster; the client is created lazily.
+    """The one way to a cluster's admin API: lists topics, partitions, offsets (and, through
+    :meth:`request`, anything else); the client is created lazily, from :func:`admin_config`.
 
     A failed request is retried ``retries`` times, ``retry_interval_ms`` apart, unless it timed
     out (the timeout already waited long enough; a cluster that is down must not hold up the
-    others for several timeouts).
+    others for several timeouts). Creating the client is never retried: bad properties stay bad.
+    Every failure is a :class:`~pyspark_dynamic_kafka.errors.KafkaClientError` naming the cluster
+    and the request, with the values of secret properties masked.
 
     Parameters
     ----------
@@ -88,9 +97,12 @@ class ClusterAdmin:
     properties:
         Merged client properties (must contain ``bootstrap.servers``).
     timeout_ms:
-        Timeout of each listing request.
+        Timeout of each request.
     retries, retry_interval_ms:
-        ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs``.
+        ``fetchOffset.numRetries`` and ``fetchOffset.retryIntervalMs`` for the source's listings.
+    fix:
+        What a failure message tells to check, by default the cluster and its client
+        properties in the metadata.
     """
 
     def __init__(
@@ -100,37 +112,59 @@ class ClusterAdmin:
         timeout_ms: int,
         retries: int = 0,
         retry_interval_ms: int = 0,
+        *,
+        fix: str = _FIX,
     ) -> None:
         self.cluster_id = cluster_id
         self.properties = properties
         self.timeout_s = timeout_ms / 1000.0
         self.retries = retries
         self.retry_interval_s = retry_interval_ms / 1000.0
+        self.fix = fix
         self._client: Any = None
 
     def _admin(self) -> Any:
         if self._client is None:
-            self._client = AdminClient(admin_config(self.properties))
+            try:
+                self._client = AdminClient(admin_config(self.properties))
+            except (KafkaException, ValueError, TypeError) as exc:
+                raise self._fail("create an admin client", exc, self.fix) from None
         return self._client
 
-    def _fail(self, what: str, exc: BaseException) -> KafkaClientError:
+    def _fail(self, what: str, exc: BaseException, fix: str) -> KafkaClientError:
         servers = self.properties.get("bootstrap.servers", "?")
         detail = redact_secrets(str(exc), self.properties)
         return KafkaClientError(
-            f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. Check that "
-            "the cluster is reachable and the metadata's client properties are right."
+            f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. {fix}"
         )
 
-    def _attempt(self, what: str, call: Callable[[], T]) -> T:
+    def request(self, what: str, call: Callable[[Any], T], fix: str | None = None) -> T:
+        """Return ``call(client)``, retried as configured.
+
+        Parameters
+        ----------
+        what:
+            The request, for messages: ``could not <what>``.
+        call:
+            Sends the request with the confluent-kafka ``AdminClient`` it is given.
+        fix:
+            What the failure message tells to check, instead of the admin's ``fix``.
+
+        Raises
+        ------
+        KafkaClientError
+            When the client cannot be created or the request fails on its last attempt.
+        """
+        client = self._admin()
         attempt = 0
         while True:
             try:
-                return call()
+                return call(client)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
                 timed_out = isinstance(error, KafkaError) and error.code() in _TIMEOUTS
                 if attempt >= self.retries or timed_out:
-                    raise self._fail(what, exc) from None
+                    raise self._fail(what, exc, fix or self.fix) from None
                 attempt += 1
                 _log.info(
                     "Cluster %r: could not %s (attempt %d of %d), retrying: %s",
@@ -142,11 +176,19 @@ class ClusterAdmin:
                 )
                 time.sleep(self.retry_interval_s)
 
+    def topic_names(self) -> list[str]:
+        """Every topic of the cluster, sorted."""
+        metadata = self.request(
+            f"list the topics within {self.timeout_s:g} s",
+            lambda client: client.list_topics(timeout=self.timeout_s),
+        )
+        return sorted(str(name) for name in metadata.topics)
+
     def list_topics(self, topics: Iterable[str]) -> TopicListing:
         """List the partitions of ``topics``, telling absent topics from unavailable ones."""
         wanted = sorted(set(topics))
-        metadata = self._attempt(
-            "list topics", lambda: self._admin().list_topics(timeout=self.timeout_s)
+        metadata = self.request(
+            "list topics", lambda client: client.list_topics(timeout=self.timeout_s)
         )
         partitions: dict[str, tuple[int, ...]] = {}
         absent: set[str] = set()
@@ -174,8 +216,8 @@ class ClusterAdmin:
         specs = {TopicPartition(t, p): spec for (t, p), spec in request.items()}
         level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
-        def call() -> dict[tuple[str, int], int]:
-            futures = self._admin().list_offsets(
+        def call(client: Any) -> dict[tuple[str, int], int]:
+            futures = client.list_offsets(
                 specs, isolation_level=level, request_timeout=self.timeout_s
             )
             return {
@@ -183,7 +225,7 @@ class ClusterAdmin:
                 for tp, future in futures.items()
             }
 
-        return self._attempt(what, call)
+        return self.request(what, call)
 
     def list_offsets(
         self,

@@ -8,6 +8,7 @@ from typing import Any
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 
 __all__ = [
+    "DEFAULT_GROUP_ID_PREFIX",
     "FrozenProperties",
     "is_secret_key",
     "mask_properties",
@@ -15,6 +16,9 @@ __all__ = [
     "redact",
     "redact_secrets",
 ]
+
+#: Default of the ``groupIdPrefix`` option, and the ``group.id`` of a consumer given none.
+DEFAULT_GROUP_ID_PREFIX = "spark-dynamic-kafka"
 
 _SECRET_MARKERS = ("password", "secret", "token", "sasl.jaas.config", "ssl.key.pem", "credentials")
 _MASK = "******"

@@ -3,14 +3,55 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.admin import admin_config
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 
-__all__ = ["committed_offsets"]
+__all__ = ["committed_offsets", "group_offsets"]
+
+
+def group_offsets(
+    admin: ClusterAdmin, group: str, partitions: Iterable[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
+    """Return the offset ``group`` committed for each (topic, partition), in one request.
+
+    Partitions without a committed offset are absent.
+
+    Parameters
+    ----------
+    admin:
+        The admin access of the cluster (its timeout, retries and secret masking apply).
+    group:
+        The consumer group id.
+    partitions:
+        (topic, partition) pairs.
+
+    Raises
+    ------
+    KafkaClientError
+        When the cluster cannot be reached or refuses the request (secrets masked).
+    """
+    wanted = [TopicPartition(t, p) for t, p in partitions]
+    if not wanted:
+        return {}
+    request = [ConsumerGroupTopicPartitions(group, wanted)]
+
+    def call(client: Any) -> Any:
+        futures = client.list_consumer_group_offsets(request, request_timeout=admin.timeout_s)
+        return futures[group].result()
+
+    answer = admin.request(
+        f"read the committed offsets of group {group!r}",
+        call,
+        fix="Check that the cluster is reachable and the group id is right.",
+    )
+    result: dict[tuple[str, int], int] = {}
+    for tp in answer.topic_partitions:
+        if tp.error is None and tp.offset >= 0:
+            result[(tp.topic, tp.partition)] = int(tp.offset)
+    return result
 
 
 def committed_offsets(
@@ -20,9 +61,7 @@ def committed_offsets(
     partitions: Iterable[tuple[str, int]],
     timeout_ms: int,
 ) -> dict[tuple[str, int], int]:
-    """Return the offset ``group`` committed for each (topic, partition), in one request.
-
-    Partitions without a committed offset are absent.
+    """:func:`group_offsets` through a new :class:`ClusterAdmin` of the cluster.
 
     Parameters
     ----------
@@ -30,34 +69,9 @@ def committed_offsets(
         The cluster's id, for messages.
     properties:
         Client properties of the cluster (``bootstrap.servers`` required).
-    group:
-        The consumer group id.
-    partitions:
-        (topic, partition) pairs.
+    group, partitions:
+        As for :func:`group_offsets`.
     timeout_ms:
         Timeout of the request.
-
-    Raises
-    ------
-    KafkaClientError
-        When the cluster cannot be reached or refuses the request.
     """
-    wanted = [TopicPartition(t, p) for t, p in partitions]
-    if not wanted:
-        return {}
-    admin = AdminClient(admin_config(properties))
-    request = [ConsumerGroupTopicPartitions(group, wanted)]
-    try:
-        futures = admin.list_consumer_group_offsets(request, request_timeout=timeout_ms / 1000.0)
-        answer = futures[group].result()
-    except KafkaException as exc:
-        servers = properties.get("bootstrap.servers", "?")
-        raise KafkaClientError(
-            f"Cluster '{cluster_id}' ({servers}): could not read the committed offsets of group "
-            f"{group!r}: {exc}. Check that the cluster is reachable and the group id is right."
-        ) from None
-    result: dict[tuple[str, int], int] = {}
-    for tp in answer.topic_partitions:
-        if tp.error is None and tp.offset >= 0:
-            result[(tp.topic, tp.partition)] = int(tp.offset)
-    return result
+    return group_offsets(ClusterAdmin(cluster_id, properties, timeout_ms), group, partitions)

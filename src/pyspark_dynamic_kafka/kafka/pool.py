@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, redact_secrets
 
 __all__ = [
     "CONSUMER_DEFAULTS",
@@ -51,7 +51,6 @@ _FORCED: Mapping[str, str] = {
     "enable.partition.eof": "true",
     "auto.offset.reset": "error",
 }
-_DEFAULT_GROUP_ID = "spark-dynamic-kafka"
 #: Idle consumers kept per cluster in one worker. A task reads a cluster with one consumer, so a
 #: query needs one; each query has its own group id (hence its own consumers), and consumers of
 #: queries that ended would otherwise hold their memory until their idle timeout.
@@ -63,7 +62,7 @@ def consumer_config(properties: Mapping[str, str]) -> dict[str, str]:
     config = dict(CONSUMER_DEFAULTS)
     config.update(properties)
     config.update(_FORCED)
-    config.setdefault("group.id", _DEFAULT_GROUP_ID)
+    config.setdefault("group.id", DEFAULT_GROUP_ID_PREFIX)
     return config
 
 

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, MetadataError, OptionsError
-from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
-from pyspark_dynamic_kafka.metadata.file import SUPPORTED_EXTENSIONS, FileMetadataService
-from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadataService
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
+from pyspark_dynamic_kafka.metadata.file import FileMetadataService
+from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
+from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
-from pyspark_dynamic_kafka.metadata.single_cluster import (
-    DEFAULT_CLUSTER_ID,
-    DEFAULT_REQUEST_TIMEOUT_MS,
-    SingleClusterMetadataService,
-)
+from pyspark_dynamic_kafka.metadata.single_cluster import OPTIONS as SINGLE_CLUSTER_OPTIONS
+from pyspark_dynamic_kafka.metadata.single_cluster import SingleClusterMetadataService
+from pyspark_dynamic_kafka.optionspec import METADATA_SERVICE, did_you_mean
 
 __all__ = ["FILE", "HTTP", "SINGLE_CLUSTER", "create_metadata_service"]
 
@@ -27,13 +26,7 @@ SINGLE_CLUSTER = "singleCluster"
 #: ``metadataService`` value of :class:`HttpMetadataService`.
 HTTP = "http"
 
-_OPTION = "metadataService"
-_FILE_OPTIONS = ("path",)
-_HTTP_OPTIONS = ("url", "token", "timeoutMs", "caFile")
-# Options of singleCluster that are not client properties (client properties are lowercase
-# dotted names, so these camelCase keys cannot clash with one).
-_CLUSTER_ID = "clusterId"
-_REQUEST_TIMEOUT = "requestTimeoutMs"
+_OPTION = METADATA_SERVICE
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _PROTOCOL_METHODS = ("get_all_streams", "describe_streams", "is_cluster_active", "close")
 
@@ -42,97 +35,31 @@ def _valid_values() -> str:
     return f"'{FILE}', '{HTTP}', '{SINGLE_CLUSTER}' or 'package.module:ClassName'"
 
 
-def _lowered(options: Mapping[str, str]) -> dict[str, str]:
-    return {str(key).lower(): str(value) for key, value in options.items()}
-
-
-def _check_keys(opts: Mapping[str, str], allowed: tuple[str, ...], kind: str) -> None:
-    canonical = {key.lower(): key for key in allowed}
-    for key in opts:
-        if key not in canonical:
-            close = difflib.get_close_matches(key, list(canonical), n=1, cutoff=0.5)
-            hint = f" Did you mean '{_OPTION}.{canonical[close[0]]}'?" if close else ""
-            raise OptionsError(
-                f"Unknown option '{_OPTION}.{key}' for {_OPTION}={kind}.{hint} Valid options: "
-                f"{', '.join(f'{_OPTION}.{k}' for k in allowed)}."
-            )
-
-
 def _file_service(options: Mapping[str, str]) -> FileMetadataService:
-    opts = _lowered(options)
-    _check_keys(opts, _FILE_OPTIONS, FILE)
-    path = opts.get("path", "").strip()
-    extensions = ", ".join(SUPPORTED_EXTENSIONS)
-    if not path:
-        raise OptionsError(
-            f"Option '{_OPTION}.path' is required with {_OPTION}={FILE}: set it to the metadata "
-            f"file ({extensions})."
-        )
+    parsed = FILE_OPTIONS.parse(options)
     try:
-        return FileMetadataService(path)
+        return FileMetadataService(**parsed.fields)
     except MetadataError as exc:
-        raise OptionsError(f"Invalid value {path!r} for option '{_OPTION}.path': {exc}") from None
-
-
-def _positive_ms(raw: str, key: str, default: int) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise OptionsError(
-            f"Invalid value {raw!r} for option '{_OPTION}.{key}': it must be a positive number "
-            f"of milliseconds (default {default})."
-        )
-    return value
+        raise FILE_OPTIONS.invalid("path", parsed["path"], str(exc)) from None
 
 
 def _http_service(options: Mapping[str, str]) -> HttpMetadataService:
-    opts = _lowered(options)
-    _check_keys(opts, _HTTP_OPTIONS, HTTP)
-    url = opts.get("url", "").strip()
-    if not url:
-        raise OptionsError(
-            f"Option '{_OPTION}.url' is required with {_OPTION}={HTTP}: set it to the service's "
-            "base URL, e.g. https://metadata.example.com."
-        )
-    timeout_ms = _positive_ms(
-        opts.get("timeoutms", str(DEFAULT_TIMEOUT_MS)), "timeoutMs", DEFAULT_TIMEOUT_MS
-    )
-    return HttpMetadataService(
-        url,
-        token=opts.get("token"),
-        timeout_ms=timeout_ms,
-        ca_file=opts.get("cafile", "").strip() or None,
-    )
+    return HttpMetadataService(**HTTP_OPTIONS.parse(options).fields)
 
 
 def _single_cluster_service(options: Mapping[str, str]) -> SingleClusterMetadataService:
-    properties = _lowered(options)
-    cluster_id = properties.pop(_CLUSTER_ID.lower(), DEFAULT_CLUSTER_ID).strip()
-    if not cluster_id:
-        raise OptionsError(
-            f"Option '{_OPTION}.{_CLUSTER_ID}' must not be empty: give the cluster an id "
-            f"(default {DEFAULT_CLUSTER_ID!r})."
-        )
-    timeout_raw = properties.pop(_REQUEST_TIMEOUT.lower(), str(DEFAULT_REQUEST_TIMEOUT_MS))
-    try:
-        timeout_ms = int(timeout_raw.strip())
-    except ValueError:
-        timeout_ms = 0
-    if timeout_ms <= 0:
-        raise OptionsError(
-            f"Invalid value {timeout_raw!r} for option '{_OPTION}.{_REQUEST_TIMEOUT}': it must be "
-            f"a positive number of milliseconds (default {DEFAULT_REQUEST_TIMEOUT_MS})."
-        )
-    if not properties.get("bootstrap.servers", "").strip():
-        raise OptionsError(
-            f"Option '{_OPTION}.bootstrap.servers' is required with {_OPTION}={SINGLE_CLUSTER}: "
-            "set it to the cluster's host:port list. Every other "
-            f"'{_OPTION}.<property>' is a client property of the cluster, except "
-            f"'{_OPTION}.{_CLUSTER_ID}' and '{_OPTION}.{_REQUEST_TIMEOUT}'."
-        )
-    return SingleClusterMetadataService(cluster_id, properties, request_timeout_ms=timeout_ms)
+    parsed = SINGLE_CLUSTER_OPTIONS.parse(options, keep_unknown=True)
+    properties = {key.lower(): value for key, value in parsed.rest.items()}
+    properties["bootstrap.servers"] = parsed["bootstrap.servers"]
+    return SingleClusterMetadataService(properties=properties, **parsed.fields)
+
+
+#: The built-in services by ``metadataService`` value (lowercased).
+_BUILT_IN: Mapping[str, Callable[[Mapping[str, str]], KafkaMetadataService]] = {
+    FILE.lower(): _file_service,
+    HTTP.lower(): _http_service,
+    SINGLE_CLUSTER.lower(): _single_cluster_service,
+}
 
 
 def _custom_service(spec: str, options: Mapping[str, str]) -> KafkaMetadataService:
@@ -162,7 +89,6 @@ def _custom_service(spec: str, options: Mapping[str, str]) -> KafkaMetadataServi
             f"Option '{_OPTION}'={spec!r}: {attribute!r} is not a class (got "
             f"{type(target).__name__})."
         )
-    secrets = [value for key, value in options.items() if is_secret_key(str(key))]
     try:
         service = target(dict(options))
     except DynamicKafkaError:
@@ -170,7 +96,7 @@ def _custom_service(spec: str, options: Mapping[str, str]) -> KafkaMetadataServi
     except Exception as exc:
         raise MetadataError(
             f"Metadata service {spec!r} could not be created: {type(exc).__name__}: "
-            f"{redact(str(exc), secrets)}."
+            f"{redact_secrets(str(exc), options)}."
         ) from exc
     if not isinstance(service, KafkaMetadataService):
         missing = [m for m in _PROTOCOL_METHODS if not callable(getattr(service, m, None))]
@@ -192,11 +118,11 @@ def create_metadata_service(kind: str, options: Mapping[str, str]) -> KafkaMetad
         ``file``, ``http``, ``singleCluster`` (case-insensitive) or ``package.module:ClassName``.
     options:
         The ``metadataService.*`` options with the prefix removed. Keys are matched
-        case-insensitively (Spark lowercases them). ``file`` takes ``path``; ``http`` takes
-        ``url`` (required), ``token``, ``timeoutMs`` (default 10000) and ``caFile``;
-        ``singleCluster`` takes ``clusterId`` (default ``kafka``), ``requestTimeoutMs`` (default
-        30000) and client properties (``bootstrap.servers`` required); a class of your own is
-        called with a dict of the options.
+        case-insensitively (Spark lowercases them). A built-in service takes the options its
+        module declares as ``OPTIONS`` (:mod:`~pyspark_dynamic_kafka.metadata.file`,
+        :mod:`~pyspark_dynamic_kafka.metadata.http`,
+        :mod:`~pyspark_dynamic_kafka.metadata.single_cluster`, whose other keys are client
+        properties); a class of your own is called with a dict of the options.
 
     Raises
     ------
@@ -207,18 +133,12 @@ def create_metadata_service(kind: str, options: Mapping[str, str]) -> KafkaMetad
         When a class of your own raises while it is created.
     """
     name = kind.strip() if isinstance(kind, str) else ""
-    lowered = name.lower()
-    if lowered == FILE.lower():
-        return _file_service(options)
-    if lowered == SINGLE_CLUSTER.lower():
-        return _single_cluster_service(options)
-    if lowered == HTTP:
-        return _http_service(options)
+    build = _BUILT_IN.get(name.lower())
+    if build is not None:
+        return build(options)
     if ":" in name:
         return _custom_service(name, options)
-    builtins = {FILE.lower(): FILE, HTTP: HTTP, SINGLE_CLUSTER.lower(): SINGLE_CLUSTER}
-    close = difflib.get_close_matches(lowered, list(builtins), n=1, cutoff=0.6)
-    hint = f" Did you mean '{builtins[close[0]]}'?" if close else ""
+    hint = did_you_mean(name, (FILE, HTTP, SINGLE_CLUSTER))
     raise OptionsError(
         f"Invalid value {kind!r} for option '{_OPTION}'.{hint} Valid values: {_valid_values()} "
         "(your own KafkaMetadataService implementation)."

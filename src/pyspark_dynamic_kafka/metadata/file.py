@@ -31,8 +31,10 @@ from pyspark_dynamic_kafka.metadata.document import (
     validate_metadata_document,
 )
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.optionspec import OptionSpec, service_options, text
 
 __all__ = [
+    "OPTIONS",
     "SUPPORTED_EXTENSIONS",
     "FileMetadataService",
     "load_metadata_file",
@@ -44,6 +46,18 @@ __all__ = [
 
 #: File extension (lowercase) to format.
 SUPPORTED_EXTENSIONS: Mapping[str, str] = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+#: The options of ``metadataService=file``.
+OPTIONS = service_options(
+    "file",
+    OptionSpec(
+        "path",
+        text,
+        None,
+        f"The metadata file ({', '.join(SUPPORTED_EXTENSIONS)}).",
+        required=True,
+        attr="path",
+    ),
+)
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.

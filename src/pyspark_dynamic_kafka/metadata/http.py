@@ -30,8 +30,16 @@ from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metada
 from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS, MetadataHttpClient
 from pyspark_dynamic_kafka.metadata.http_transport import Transport
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.optionspec import (
+    OptionSpec,
+    integer,
+    optional_text,
+    raw,
+    service_options,
+    text,
+)
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "STATUS_REUSE_SECONDS", "HttpMetadataService"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "OPTIONS", "STATUS_REUSE_SECONDS", "HttpMetadataService"]
 
 _log = logging.getLogger(__name__)
 
@@ -41,6 +49,41 @@ STATUS_REUSE_SECONDS = 5.0
 _WRITE_ATTEMPTS = 3
 
 Entries = list[dict[str, Any]]
+
+#: The options of ``metadataService=http``, named after the arguments of
+#: :class:`HttpMetadataService`.
+OPTIONS = service_options(
+    "http",
+    OptionSpec(
+        "url",
+        text,
+        None,
+        "Base URL of the service, e.g. https://metadata.example.com (the client adds /v1/...).",
+        required=True,
+        attr="url",
+    ),
+    OptionSpec(
+        "token",
+        raw,
+        None,
+        "Bearer token sent as Authorization: Bearer ...; never logged, masked in messages.",
+        attr="token",
+    ),
+    OptionSpec(
+        "timeoutMs",
+        integer(1),
+        str(DEFAULT_TIMEOUT_MS),
+        "Timeout of one request, in milliseconds (a positive number).",
+        attr="timeout_ms",
+    ),
+    OptionSpec(
+        "caFile",
+        optional_text,
+        None,
+        "PEM file of a private CA (https only); TLS certificates are always verified.",
+        attr="ca_file",
+    ),
+)
 
 
 class HttpMetadataService:

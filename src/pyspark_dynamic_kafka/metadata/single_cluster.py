@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
-from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key, redact
+from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError, MetadataValidationError
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
+from pyspark_dynamic_kafka.optionspec import OptionSpec, integer, nonempty, raw, service_options
 
 __all__ = [
     "DEFAULT_CLUSTER_ID",
     "DEFAULT_REQUEST_TIMEOUT_MS",
     "INTERNAL_TOPIC_PREFIX",
+    "OPTIONS",
     "SingleClusterMetadataService",
 ]
 
@@ -25,13 +24,42 @@ DEFAULT_CLUSTER_ID = "kafka"
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 #: Topics whose name starts with this prefix are internal (``__consumer_offsets``, ...).
 INTERNAL_TOPIC_PREFIX = "__"
+#: The options of ``metadataService=singleCluster``; every other ``metadataService.<property>`` is
+#: a client property of the cluster.
+OPTIONS = service_options(
+    "singleCluster",
+    OptionSpec(
+        "clusterId", nonempty, DEFAULT_CLUSTER_ID, "The id of the cluster.", attr="cluster_id"
+    ),
+    OptionSpec(
+        "requestTimeoutMs",
+        integer(1),
+        str(DEFAULT_REQUEST_TIMEOUT_MS),
+        "Timeout of one topic listing, in milliseconds (a positive number).",
+        attr="request_timeout_ms",
+    ),
+    OptionSpec(
+        "bootstrap.servers",
+        raw,
+        None,
+        "The cluster's host:port list. Every other metadataService.<property> is a client "
+        "property of the cluster, except metadataService.clusterId and "
+        "metadataService.requestTimeoutMs.",
+        required=True,
+    ),
+)
+_FIX = (
+    "Check that the brokers are reachable and that the client properties (options "
+    "metadataService.<property>: bootstrap.servers, security.protocol, sasl.*, ssl.*) are right."
+)
 
 
 class SingleClusterMetadataService:
     """Every topic of one cluster is a stream with the topic's name; the cluster is active.
 
     Topics whose name starts with ``__`` (internal topics) are left out. The topics are listed
-    with a Kafka admin client created at the first call.
+    through :class:`~pyspark_dynamic_kafka.kafka.admin.ClusterAdmin`, whose client is created at
+    the first call; a failure is a :class:`~pyspark_dynamic_kafka.errors.MetadataError`.
 
     Parameters
     ----------
@@ -77,49 +105,20 @@ class SingleClusterMetadataService:
             )
         self._cluster_id = cluster_id
         self._properties = props
-        self._timeout_s = request_timeout_ms / 1000.0
-        self._client: Any = None
+        self._admin = ClusterAdmin(cluster_id, props, request_timeout_ms, fix=_FIX)
 
     @property
     def cluster_id(self) -> str:
         """The id of the cluster."""
         return self._cluster_id
 
-    def _describe_cluster(self) -> str:
-        servers = self._properties["bootstrap.servers"]
-        return f"cluster {self._cluster_id!r} (bootstrap.servers={servers})"
-
-    def _safe(self, exc: BaseException) -> str:
-        secrets = (v for k, v in self._properties.items() if is_secret_key(k))
-        return redact(str(exc), secrets)
-
-    def _admin(self) -> Any:
-        if self._client is None:
-            try:
-                config: dict[str, str | int | float | bool] = dict(self._properties.to_dict())
-                self._client = AdminClient(config)
-            except (KafkaException, ValueError, TypeError) as exc:
-                # ``from None``: the original exception may quote a property value.
-                raise MetadataError(
-                    f"singleCluster metadata service: cannot create a Kafka admin client for "
-                    f"{self._describe_cluster()}: {self._safe(exc)}. Fix the client properties "
-                    "(options metadataService.<property>)."
-                ) from None
-        return self._client
-
     def _list_topics(self) -> list[str]:
         try:
-            metadata = self._admin().list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise MetadataError(
-                f"singleCluster metadata service: could not list the topics of "
-                f"{self._describe_cluster()} within {self._timeout_s:g} s: {self._safe(exc)}. "
-                "Check that the brokers are reachable and that the client properties "
-                "(security.protocol, sasl.*, ssl.*) are right."
-            ) from None
-        return sorted(
-            str(name) for name in metadata.topics if not str(name).startswith(INTERNAL_TOPIC_PREFIX)
-        )
+            topics = self._admin.topic_names()
+        except KafkaClientError as exc:
+            # A MetadataError, so that the source counts it as a discovery failure.
+            raise MetadataError(f"singleCluster metadata service: {exc}") from None
+        return [name for name in topics if not name.startswith(INTERNAL_TOPIC_PREFIX)]
 
     def _stream(self, topic: str) -> KafkaStream:
         return KafkaStream(
@@ -147,7 +146,7 @@ class SingleClusterMetadataService:
 
     def close(self) -> None:
         """Drop the admin client (librdkafka closes its connections when it is destroyed)."""
-        self._client = None
+        self._admin.close()
 
     def __repr__(self) -> str:
         return (

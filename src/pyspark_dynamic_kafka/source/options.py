@@ -1,267 +1,292 @@
-"""Every source option, declared once: key, type, default and meaning; parsing and validation.
+"""Every source option, declared once: key, parser, default, doc, scope and the
+:class:`~pyspark_dynamic_kafka.source.settings.SourceOptions` attribute it fills.
 
 Spark hands option keys lowercased; keys are matched case-insensitively and reported in their
-canonical spelling. Unknown keys are rejected with the closest valid key. Names and meanings
+canonical spelling. Unknown keys are rejected with the closest valid key (the machinery is
+:mod:`pyspark_dynamic_kafka.optionspec`). Rules across options (which starting option wins, what
+only batch accepts, ...) live in :mod:`~pyspark_dynamic_kafka.source.rules`. Names and meanings
 follow Spark's ``kafka`` source wherever it has the same option.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any
 
-from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
-from pyspark_dynamic_kafka.source import parsers as p
-from pyspark_dynamic_kafka.source.rules import (
-    ENDING_KEYS,
-    check_batch,
-    check_client_keys,
-    position_spec,
+from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
+from pyspark_dynamic_kafka.optionspec import (
+    METADATA_SERVICE,
+    Mode,
+    OptionSet,
+    OptionSpec,
+    Scope,
+    boolean,
+    choice,
+    duration_ms,
+    integer,
+    nonempty,
+    pattern,
+    text,
 )
+from pyspark_dynamic_kafka.source.positions import (
+    parse_offsets_spec,
+    parse_timestamp,
+    parse_timestamps_spec,
+)
+from pyspark_dynamic_kafka.source.rules import apply_rules
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
     "KAFKA_PREFIX",
     "METADATA_PREFIX",
     "OPTIONS",
-    "Mode",
-    "OptionSpec",
+    "SOURCE_OPTIONS",
     "SourceOptions",
     "parse_options",
 ]
 
-T = TypeVar("T")
-
 KAFKA_PREFIX = "kafka."
-METADATA_PREFIX = "metadataService."
-
-#: ``stream`` (readStream), ``batch`` (read) or ``any`` (only what both accept is checked).
-Mode = Literal["any", "stream", "batch"]
+METADATA_PREFIX = f"{METADATA_SERVICE}."
 
 
-@dataclass(frozen=True)
-class OptionSpec(Generic[T]):
-    """One declared option.
-
-    Parameters
-    ----------
-    key:
-        The canonical (camelCase) key.
-    parse:
-        Turns the string value into the typed value; raises ``ValueError`` with a reason.
-    default:
-        The value when the option is absent (``None``: no default).
-    doc:
-        One-line meaning, used in errors and the README table.
-    """
-
-    key: str
-    parse: Callable[[str], T]
-    default: str | None
-    doc: str
+def stream_ids(value: str) -> tuple[str, ...]:
+    """A comma-separated list of stream ids, deduplicated in order."""
+    ids = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    if not ids:
+        raise ValueError("expected a comma-separated list of stream ids")
+    return ids
 
 
-def _spec(key: str, parse: Callable[[str], Any], default: str | None, doc: str) -> OptionSpec[Any]:
-    return OptionSpec(key, parse, default, doc)
+def _position(
+    key: str,
+    parse: Callable[[str, str], Any],
+    default: str | None,
+    doc: str,
+    scope: Scope = "both",
+    batch_default: str | None = None,
+) -> OptionSpec[Any]:
+    """A position option: its parser also takes the key, which it names in its messages."""
+    return OptionSpec(
+        key, lambda value: parse(value, key), default, doc, scope, batch_default=batch_default
+    )
 
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
-    _spec(
-        "metadataService",
-        p.text,
+    OptionSpec(
+        METADATA_SERVICE,
+        text,
         None,
-        "Where stream ids are resolved: `file`, `http`, `singleCluster`, or "
-        "`package.module:ClassName`.",
+        "Where stream ids are resolved: `file` (with metadataService.path), `http` (with "
+        "metadataService.url), `singleCluster` (with metadataService.bootstrap.servers), or "
+        "`package.module:ClassName` for your own service.",
+        required=True,
+        attr="metadata_service",
     ),
-    _spec(
+    OptionSpec(
         "streamIds",
-        p.stream_ids,
+        stream_ids,
         None,
         "Comma-separated stream ids to read. Exactly one of streamIds and streamPattern.",
+        attr="stream_ids",
     ),
-    _spec(
+    OptionSpec(
         "streamPattern",
-        p.pattern,
+        pattern,
         None,
         "Python regular expression (re.search) selecting stream ids, re-evaluated at discovery.",
+        attr="stream_pattern",
     ),
-    _spec(
+    _position(
         "startingOffsets",
-        p.text,
+        parse_offsets_spec,
         "latest",
         'Where reading starts: `earliest`, `latest` (streams only), or JSON {"cluster": {"topic": '
         '{"0": 23}}} (-2 earliest, -1 latest). Default `latest` for streams, `earliest` for '
         "batch. Ignored when a stream resumes from a checkpoint.",
+        batch_default="earliest",
     ),
-    _spec(
+    _position(
         "startingTimestamp",
-        p.text,
+        parse_timestamp,
         None,
         "Start every partition at its first record with a timestamp at or after this epoch-ms "
         "value. Wins over startingOffsetsByTimestamp and startingOffsets.",
     ),
-    _spec(
+    _position(
         "startingOffsetsByTimestamp",
-        p.text,
+        parse_timestamps_spec,
         None,
         'Per-partition start timestamps: JSON {"cluster": {"topic": {"0": 1700000000000}}} '
         "(epoch ms). Wins over startingOffsets.",
     ),
-    _spec(
+    OptionSpec(
         "startingOffsetsByTimestampStrategy",
-        p.choice("error", "latest"),
+        choice("error", "latest"),
         "error",
         "When no record is at or after a start timestamp: `error` fails the query, `latest` "
         "starts that partition at its latest offset.",
+        attr="timestamp_strategy",
     ),
-    _spec(
+    _position(
         "endingOffsets",
-        p.text,
+        parse_offsets_spec,
         "latest",
         'Batch only: where reading ends (exclusive): `latest` or JSON {"cluster": {"topic": '
         '{"0": 50}}} (-1 latest).',
+        scope="batch",
     ),
-    _spec(
+    _position(
         "endingTimestamp",
-        p.text,
+        parse_timestamp,
         None,
         "Batch only: end every partition before its first record at or after this epoch-ms value "
         "(latest when there is none). Wins over endingOffsetsByTimestamp and endingOffsets.",
+        scope="batch",
     ),
-    _spec(
+    _position(
         "endingOffsetsByTimestamp",
-        p.text,
+        parse_timestamps_spec,
         None,
         "Batch only: per-partition end timestamps, JSON like startingOffsetsByTimestamp. Wins "
         "over endingOffsets.",
+        scope="batch",
     ),
-    _spec(
+    OptionSpec(
         "discoveryStartingOffsets",
-        p.choice("earliest", "latest"),
+        choice("earliest", "latest"),
         "earliest",
         "Where a cluster, topic or partition discovered after the query started begins.",
+        attr="discovery_starting_offsets",
     ),
-    _spec(
+    OptionSpec(
         "metadataDiscoveryIntervalMs",
-        p.integer(),
+        integer(),
         "10000",
         "How often metadata is re-read: milliseconds; 0 every micro-batch; negative only at start.",
+        attr="discovery_interval_ms",
     ),
-    _spec(
+    OptionSpec(
         "metadataDiscoveryFailureThreshold",
-        p.integer(0),
+        integer(0),
         "1",
         "Consecutive discovery failures tolerated while a previous metadata snapshot exists.",
+        attr="discovery_failure_threshold",
     ),
-    _spec(
+    OptionSpec(
         "failOnDataLoss",
-        p.boolean,
+        boolean,
         "true",
         "Fail the query when records it should read are gone (topic deleted or partition "
         "vanished while in the metadata, offsets out of range, offset went backwards); `false` "
         "logs a warning and continues from the earliest available offset.",
+        attr="fail_on_data_loss",
     ),
-    _spec(
+    OptionSpec(
         "maxOffsetsPerTrigger",
-        p.integer(1),
+        integer(1),
         None,
         "Streams: at most this many offsets per micro-batch, split over all partitions of all "
         "clusters in proportion to their backlog.",
+        scope="stream",
+        attr="max_offsets_per_trigger",
     ),
-    _spec(
+    OptionSpec(
         "minOffsetsPerTrigger",
-        p.integer(1),
+        integer(1),
         None,
         "Streams: wait for at least this many new offsets before a micro-batch, or until "
         "maxTriggerDelay has passed since the last one.",
+        scope="stream",
+        attr="min_offsets_per_trigger",
     ),
-    _spec(
+    OptionSpec(
         "maxTriggerDelay",
-        p.duration_ms,
+        duration_ms,
         "15m",
         "Streams with minOffsetsPerTrigger: the longest wait before a micro-batch runs anyway.",
+        scope="stream",
+        attr="max_trigger_delay_ms",
     ),
-    _spec(
+    OptionSpec(
         "minPartitions",
-        p.integer(1),
+        integer(1),
         None,
         "At least this many Spark tasks per batch (large offset ranges are split).",
+        attr="min_partitions",
     ),
-    _spec(
+    OptionSpec(
         "maxRecordsPerPartition",
-        p.integer(1),
+        integer(1),
         None,
         "At most this many records per Spark task (large offset ranges are split).",
+        attr="max_records_per_partition",
     ),
-    _spec(
+    OptionSpec(
         "includeHeaders",
-        p.boolean,
+        boolean,
         "false",
         "Add the column headers array<struct<key:string,value:binary>> (null when a record has "
         "no headers).",
+        attr="include_headers",
     ),
-    _spec(
+    OptionSpec(
         "groupIdPrefix",
-        p.text,
-        "spark-dynamic-kafka",
+        nonempty,
+        DEFAULT_GROUP_ID_PREFIX,
         "Prefix of the generated consumer group.id (unless kafka.group.id is set); offsets are "
         "never committed to it.",
+        attr="group_id_prefix",
     ),
-    _spec(
+    OptionSpec(
         "kafkaConsumer.pollTimeoutMs",
-        p.integer(1),
+        integer(1),
         "120000",
         "How long an executor waits for records of its offset range before failing the task.",
+        attr="poll_timeout_ms",
     ),
-    _spec(
+    OptionSpec(
         "kafkaConsumer.cacheTimeoutMs",
-        p.integer(0),
+        integer(0),
         "60000",
         "How long an idle pooled consumer stays open in a Python worker before it is closed.",
+        attr="consumer_cache_timeout_ms",
     ),
-    _spec(
+    OptionSpec(
         "kafkaAdmin.requestTimeoutMs",
-        p.integer(1),
+        integer(1),
         "30000",
         "Driver-side timeout for listing topics, partitions and offsets of one cluster.",
+        attr="admin_timeout_ms",
     ),
-    _spec(
+    OptionSpec(
         "fetchOffset.numRetries",
-        p.integer(0),
+        integer(0),
         "3",
         "Driver-side retries of a failed offset or topic listing of one cluster.",
+        attr="fetch_retries",
     ),
-    _spec(
+    OptionSpec(
         "fetchOffset.retryIntervalMs",
-        p.integer(0),
+        integer(0),
         "10",
         "Milliseconds to wait before retrying a failed listing.",
+        attr="fetch_retry_interval_ms",
     ),
 )
 
-OPTIONS: Mapping[str, OptionSpec[Any]] = {spec.key: spec for spec in _DECLARED}
-_BY_LOWER: Mapping[str, OptionSpec[Any]] = {spec.key.lower(): spec for spec in _DECLARED}
-
-
-def _shown(key: str, value: str) -> str:
-    return "******" if is_secret_key(key) else repr(value)
-
-
-def _unknown_key_error(key: str) -> OptionsError:
-    candidates = {spec.key.lower(): spec.key for spec in _DECLARED}
-    close = difflib.get_close_matches(key.lower(), list(candidates), n=1, cutoff=0.6)
-    hint = f" Did you mean '{candidates[close[0]]}'?" if close else ""
-    valid = ", ".join(spec.key for spec in _DECLARED)
-    return OptionsError(
-        f"Unknown option '{key}' for format dynamic_kafka.{hint} Valid options: {valid}, "
-        f"and the prefixes '{KAFKA_PREFIX}*' (client properties) and '{METADATA_PREFIX}*'."
-    )
+#: The declared source options, parsed together.
+SOURCE_OPTIONS = OptionSet(
+    _DECLARED,
+    context="for format dynamic_kafka",
+    others=f", and the prefixes '{KAFKA_PREFIX}*' (client properties) and '{METADATA_PREFIX}*'",
+)
+#: Canonical key -> declaration.
+OPTIONS: Mapping[str, OptionSpec[Any]] = SOURCE_OPTIONS.specs
 
 
 def _split(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Declared keys, ``kafka.*`` (prefix removed, case kept) and ``metadataService.*`` (prefix
+    removed, lowercased)."""
     declared: dict[str, str] = {}
     kafka: dict[str, str] = {}
     metadata: dict[str, str] = {}
@@ -272,24 +297,9 @@ def _split(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str], 
             kafka[key[len(KAFKA_PREFIX) :]] = str(value)
         elif lowered.startswith(METADATA_PREFIX.lower()):
             metadata[lowered[len(METADATA_PREFIX) :]] = str(value)
-        elif lowered in _BY_LOWER:
-            declared[lowered] = str(value)
         else:
-            raise _unknown_key_error(key)
+            declared[key] = str(value)
     return declared, kafka, metadata
-
-
-def _value(declared: Mapping[str, str], key: str) -> Any:
-    spec = OPTIONS[key]
-    raw = declared.get(key.lower(), spec.default)
-    if raw is None:
-        return None
-    try:
-        return spec.parse(raw)
-    except ValueError as exc:
-        raise OptionsError(
-            f"Invalid value {_shown(key, raw)} for option '{key}': {exc}. {spec.doc}"
-        ) from None
 
 
 def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOptions:
@@ -310,73 +320,12 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
         and the value.
     """
     declared, kafka, metadata = _split(options)
-    service = _value(declared, "metadataService")
-    if not service:
-        raise OptionsError(
-            "Option 'metadataService' is required: set it to 'file' (with metadataService.path), "
-            "'http' (with metadataService.url), "
-            "'singleCluster' (with metadataService.bootstrap.servers) or "
-            "'package.module:ClassName' for your own service."
-        )
-    stream_ids = _value(declared, "streamIds")
-    pattern = _value(declared, "streamPattern")
-    if (stream_ids is None) == (pattern is None):
-        given = [k for k in ("streamIds", "streamPattern") if k.lower() in declared]
-        shown = ", ".join(f"{k}={declared[k.lower()]!r}" for k in given) or "neither"
-        raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
-    check_client_keys(kafka)
-    batch = mode == "batch"
-    starting = position_spec(
-        declared,
-        "startingTimestamp",
-        "startingOffsetsByTimestamp",
-        "startingOffsets",
-        "earliest" if batch else "latest",
-    )
-    ending = position_spec(
-        declared, "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets", "latest"
-    )
-    ending_given = [k for k in ENDING_KEYS if k.lower() in declared]
-    if mode == "stream" and ending_given:
-        raise OptionsError(
-            f"Option '{ending_given[0]}' is not valid for streaming queries: a stream has no end. "
-            "Use it with spark.read (batch), or remove it (Trigger.AvailableNow reads what is "
-            "available and stops)."
-        )
-    if batch:
-        check_batch(starting, ending)
-    low, high = _value(declared, "minOffsetsPerTrigger"), _value(declared, "maxOffsetsPerTrigger")
-    if low is not None and high is not None and low > high:
-        raise OptionsError(
-            f"Option 'minOffsetsPerTrigger' ({low}) is larger than 'maxOffsetsPerTrigger' "
-            f"({high}): lower the minimum or raise the maximum."
-        )
-    prefix = _value(declared, "groupIdPrefix")
-    if not prefix:
-        raise OptionsError("Option 'groupIdPrefix' must not be empty: remove it or set a prefix.")
+    parsed = SOURCE_OPTIONS.parse(declared, mode)
+    starting, ending = apply_rules(parsed, kafka, mode)
     return SourceOptions(
-        metadata_service=service,
-        metadata_options=FrozenProperties(metadata),
-        stream_ids=stream_ids,
-        stream_pattern=pattern,
+        **parsed.fields,
         starting=starting,
-        ending=ending if batch else None,
-        timestamp_strategy=_value(declared, "startingOffsetsByTimestampStrategy"),
-        discovery_starting_offsets=_value(declared, "discoveryStartingOffsets"),
-        discovery_interval_ms=_value(declared, "metadataDiscoveryIntervalMs"),
-        discovery_failure_threshold=_value(declared, "metadataDiscoveryFailureThreshold"),
+        ending=ending,
+        metadata_options=FrozenProperties(metadata),
         kafka_properties=FrozenProperties(kafka),
-        fail_on_data_loss=_value(declared, "failOnDataLoss"),
-        max_offsets_per_trigger=high,
-        min_offsets_per_trigger=low,
-        max_trigger_delay_ms=_value(declared, "maxTriggerDelay"),
-        min_partitions=_value(declared, "minPartitions"),
-        max_records_per_partition=_value(declared, "maxRecordsPerPartition"),
-        include_headers=_value(declared, "includeHeaders"),
-        group_id_prefix=prefix,
-        poll_timeout_ms=_value(declared, "kafkaConsumer.pollTimeoutMs"),
-        consumer_cache_timeout_ms=_value(declared, "kafkaConsumer.cacheTimeoutMs"),
-        admin_timeout_ms=_value(declared, "kafkaAdmin.requestTimeoutMs"),
-        fetch_retries=_value(declared, "fetchOffset.numRetries"),
-        fetch_retry_interval_ms=_value(declared, "fetchOffset.retryIntervalMs"),
     )

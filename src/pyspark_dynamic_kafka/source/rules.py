@@ -1,22 +1,32 @@
-"""Rules across options, as Spark's kafka source has them: which client properties are refused,
-which option wins among the starting (or ending) ones, what only batch or only streams accept."""
+"""Every rule across source options, as Spark's kafka source has them, applied by
+:func:`apply_rules`: one subscription, which client properties are refused, which option wins
+among the starting (or ending) ones, what only batch accepts, and trigger limits that agree.
+
+Rules about one option alone (its type, range, whether it is required) are its declaration in
+:mod:`~pyspark_dynamic_kafka.source.options`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.source.positions import (
-    PositionSpec,
-    parse_offsets_spec,
-    parse_timestamp,
-    parse_timestamps_spec,
-    pick_spec,
-)
+from pyspark_dynamic_kafka.optionspec import Mode, ParsedOptions
+from pyspark_dynamic_kafka.source.positions import PositionSpec, pick_spec
 
-__all__ = ["ENDING_KEYS", "check_batch", "check_client_keys", "position_spec"]
+__all__ = [
+    "ENDING_KEYS",
+    "STARTING_KEYS",
+    "apply_rules",
+    "check_batch",
+    "check_client_keys",
+    "position_spec",
+]
 
-ENDING_KEYS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+#: The starting options, in precedence order (the first given wins).
+STARTING_KEYS = ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets")
+#: The ending options, in precedence order.
+ENDING_KEYS = ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")
 
 #: ``kafka.*`` keys Spark's kafka source rejects too, with the reason.
 _FORBIDDEN_CLIENT_KEYS: Mapping[str, str] = {
@@ -32,6 +42,51 @@ _FORBIDDEN_CLIENT_KEYS: Mapping[str, str] = {
     "interceptor.classes": "consumer interceptors are not supported: the source reads exact "
     "offset ranges and an interceptor could change the records it sees",
 }
+
+
+def apply_rules(
+    parsed: ParsedOptions, kafka: Mapping[str, str], mode: Mode
+) -> tuple[PositionSpec, PositionSpec | None]:
+    """Check every rule across options; return where partitions start and (batch) end.
+
+    Parameters
+    ----------
+    parsed:
+        The declared source options, each parsed on its own.
+    kafka:
+        The ``kafka.*`` options, prefix removed.
+    mode:
+        ``stream``, ``batch`` or ``any`` (see :func:`~pyspark_dynamic_kafka.source.options.
+        parse_options`).
+
+    Raises
+    ------
+    OptionsError
+        Naming the options in conflict and the fix.
+    """
+    check_subscription(parsed)
+    check_client_keys(kafka)
+    starting = position_spec(parsed, STARTING_KEYS)
+    ending = position_spec(parsed, ENDING_KEYS)
+    batch_only = parsed.given_in_scope("batch")
+    if mode == "stream" and batch_only:
+        raise OptionsError(
+            f"Option '{batch_only[0]}' is not valid for streaming queries: a stream has no end. "
+            "Use it with spark.read (batch), or remove it (Trigger.AvailableNow reads what is "
+            "available and stops)."
+        )
+    if mode == "batch":
+        check_batch(starting, ending)
+    check_trigger_limits(parsed)
+    return starting, ending if mode == "batch" else None
+
+
+def check_subscription(parsed: ParsedOptions) -> None:
+    """Refuse anything but exactly one of ``streamIds`` and ``streamPattern``."""
+    if (parsed["streamIds"] is None) == (parsed["streamPattern"] is None):
+        given = [k for k in ("streamIds", "streamPattern") if k in parsed.given]
+        shown = ", ".join(f"{k}={parsed.given[k]!r}" for k in given) or "neither"
+        raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
 
 
 def check_client_keys(kafka: Mapping[str, str]) -> None:
@@ -50,30 +105,18 @@ def check_client_keys(kafka: Mapping[str, str]) -> None:
             )
 
 
-def position_spec(
-    declared: Mapping[str, str], timestamp: str, by_timestamp: str, offsets: str, default: str
-) -> PositionSpec:
+def position_spec(parsed: ParsedOptions, keys: tuple[str, str, str]) -> PositionSpec:
     """The winning spec among a global timestamp, per-partition timestamps and offsets options.
 
     Parameters
     ----------
-    declared:
-        The declared options given, keys lowercased.
-    timestamp, by_timestamp, offsets:
-        The keys of the three options, in precedence order.
-    default:
-        The offsets option's value when it is absent.
+    parsed:
+        The parsed options; the offsets option always has a value (its default).
+    keys:
+        The timestamp, per-partition timestamps and offsets keys, in precedence order.
     """
-
-    def given(key: str) -> str | None:
-        return declared.get(key.lower())
-
-    raw_ts, raw_by, raw_offsets = given(timestamp), given(by_timestamp), given(offsets)
-    return pick_spec(
-        parse_timestamp(raw_ts, timestamp) if raw_ts is not None else None,
-        parse_timestamps_spec(raw_by, by_timestamp) if raw_by is not None else None,
-        parse_offsets_spec(raw_offsets if raw_offsets is not None else default, offsets),
-    )
+    timestamp, by_timestamp, offsets = keys
+    return pick_spec(parsed[timestamp], parsed[by_timestamp], parsed[offsets])
 
 
 def check_batch(starting: PositionSpec, ending: PositionSpec) -> None:
@@ -96,3 +139,13 @@ def check_batch(starting: PositionSpec, ending: PositionSpec) -> None:
                 f"{'earliest or a JSON offset' if bad == 'latest' else 'latest or a JSON offset'}"
                 f" instead (not {code} in JSON)."
             )
+
+
+def check_trigger_limits(parsed: ParsedOptions) -> None:
+    """Refuse ``minOffsetsPerTrigger`` above ``maxOffsetsPerTrigger``."""
+    low, high = parsed["minOffsetsPerTrigger"], parsed["maxOffsetsPerTrigger"]
+    if low is not None and high is not None and low > high:
+        raise OptionsError(
+            f"Option 'minOffsetsPerTrigger' ({low}) is larger than 'maxOffsetsPerTrigger' "
+            f"({high}): lower the minimum or raise the maximum."
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.positions import PositionSpec
@@ -14,45 +14,25 @@ __all__ = ["SourceOptions"]
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """Parsed, validated source options (built once, on the driver).
+    """Parsed, validated source options (built once, on the driver, by
+    :func:`~pyspark_dynamic_kafka.source.options.parse_options`).
+
+    Each attribute not described below holds the parsed value of the option that declares it as
+    its ``attr`` in :mod:`~pyspark_dynamic_kafka.source.options`, where its key, parser, default,
+    doc and scope are.
 
     Attributes
     ----------
-    metadata_service:
-        Value of ``metadataService``.
     metadata_options:
         ``metadataService.*`` options, prefix removed, keys lowercased (secrets masked in repr).
-    stream_ids:
-        Subscribed ids, or ``None`` when a pattern is used.
-    stream_pattern:
-        Compiled ``streamPattern``, or ``None``.
-    starting:
-        Where partitions start: the winner of startingTimestamp, startingOffsetsByTimestamp and
-        startingOffsets.
-    ending:
-        Batch only: where partitions end (the winner of the ``ending*`` options).
-    timestamp_strategy:
-        ``error`` or ``latest`` (startingOffsetsByTimestampStrategy).
-    discovery_starting_offsets:
-        ``earliest`` or ``latest``.
-    discovery_interval_ms, discovery_failure_threshold:
-        Metadata re-read settings.
     kafka_properties:
         ``kafka.*`` client properties, prefix removed; applied to every cluster.
-    fail_on_data_loss:
-        failOnDataLoss.
-    max_offsets_per_trigger, min_offsets_per_trigger, max_trigger_delay_ms:
-        Admission control of streams.
-    min_partitions, max_records_per_partition:
-        Task splitting.
-    include_headers:
-        includeHeaders.
-    group_id_prefix:
-        groupIdPrefix.
-    poll_timeout_ms, consumer_cache_timeout_ms, admin_timeout_ms:
-        Client timeouts.
-    fetch_retries, fetch_retry_interval_ms:
-        Driver-side listing retries.
+    starting:
+        Where partitions start: the winner of startingTimestamp, startingOffsetsByTimestamp and
+        startingOffsets (:mod:`~pyspark_dynamic_kafka.source.rules`).
+    ending:
+        Batch only: where partitions end (the winner of the ``ending*`` options); ``None`` for
+        streams.
     """
 
     metadata_service: str
@@ -60,25 +40,25 @@ class SourceOptions:
     stream_ids: tuple[str, ...] | None
     stream_pattern: re.Pattern[str] | None
     starting: PositionSpec
+    ending: PositionSpec | None
+    timestamp_strategy: str
     discovery_starting_offsets: str
     discovery_interval_ms: int
     discovery_failure_threshold: int
-    ending: PositionSpec | None = None
-    timestamp_strategy: str = "error"
-    kafka_properties: FrozenProperties = field(default_factory=FrozenProperties)
-    fail_on_data_loss: bool = True
-    max_offsets_per_trigger: int | None = None
-    min_offsets_per_trigger: int | None = None
-    max_trigger_delay_ms: int = 15 * 60_000
-    min_partitions: int | None = None
-    max_records_per_partition: int | None = None
-    include_headers: bool = False
-    group_id_prefix: str = "spark-dynamic-kafka"
-    poll_timeout_ms: int = 120000
-    consumer_cache_timeout_ms: int = 60000
-    admin_timeout_ms: int = 30000
-    fetch_retries: int = 3
-    fetch_retry_interval_ms: int = 10
+    kafka_properties: FrozenProperties
+    fail_on_data_loss: bool
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
+    min_partitions: int | None
+    max_records_per_partition: int | None
+    include_headers: bool
+    group_id_prefix: str
+    poll_timeout_ms: int
+    consumer_cache_timeout_ms: int
+    admin_timeout_ms: int
+    fetch_retries: int
+    fetch_retry_interval_ms: int
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

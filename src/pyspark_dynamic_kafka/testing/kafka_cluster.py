@@ -141,6 +141,11 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         """Whether every broker process is alive."""
         return bool(self._brokers) and all(b.running for b in self._brokers)
 
+    @property
+    def broker_pids(self) -> list[int | None]:
+        """The process id of each broker, ``None`` for one that is down."""
+        return [b.process.pid if b.running and b.process else None for b in self._started()]
+
     def log_tail(self, index: int) -> str:
         """The end of broker ``index``'s output since it was last started (for test reports)."""
         return self._broker(index).log_tail()

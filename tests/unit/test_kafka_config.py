@@ -30,37 +30,40 @@ THREE = [BrokerAddress(9001, 9101), BrokerAddress(9002, 9102), BrokerAddress(900
 
 
 def test_server_properties_of_a_node_of_three_with_a_rack() -> None:
-    assert server_properties(1, THREE, "/data/1", rack="dc2") == {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": "0@127.0.0.1:9101,1@127.0.0.1:9102,2@127.0.0.1:9103",
-        "listeners": "PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:9102",
-        "advertised.listeners": "PLAINTEXT://127.0.0.1:9002",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": "/data/1",
-        "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
-        "auto.create.topics.enable": "false",
-        "num.partitions": "1",
-        "default.replication.factor": "1",
-        "offsets.topic.replication.factor": "3",
-        "offsets.topic.num.partitions": "5",
-        "transaction.state.log.replication.factor": "3",
-        "transaction.state.log.min.isr": "2",
-        "transaction.state.log.num.partitions": "5",
-        "share.coordinator.state.topic.replication.factor": "3",
-        "share.coordinator.state.topic.min.isr": "2",
-        "group.initial.rebalance.delay.ms": "0",
-        "log.retention.check.interval.ms": "1000",
-        "log.initial.task.delay.ms": "1000",
-        "log.cleaner.backoff.ms": "1000",
-        "num.network.threads": "2",
-        "num.io.threads": "2",
-        "num.recovery.threads.per.data.dir": "1",
-        "background.threads": "2",
-        "broker.rack": "dc2",
-    }
+    """The whole file, as the broker reads it."""
+    expected = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=0@127.0.0.1:9101,1@127.0.0.1:9102,2@127.0.0.1:9103
+listeners=PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:9102
+advertised.listeners=PLAINTEXT://127.0.0.1:9002
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=/data/1
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
+auto.create.topics.enable=false
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=3
+offsets.topic.num.partitions=5
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+transaction.state.log.num.partitions=5
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=2
+group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=1000
+log.initial.task.delay.ms=1000
+log.cleaner.backoff.ms=1000
+num.network.threads=2
+num.io.threads=2
+num.recovery.threads.per.data.dir=1
+background.threads=2
+broker.rack=dc2
+"""
+    rendered = render_properties(server_properties(1, THREE, "/data/1", rack="dc2"))
+    assert rendered == expected
     assert server_properties(0, THREE, "/d")["replica.selector.class"] == RACK_AWARE_SELECTOR
 
 

@@ -145,6 +145,10 @@ def server_properties(
         "log.retention.check.interval.ms": "1000",
         "log.initial.task.delay.ms": "1000",
         "log.cleaner.backoff.ms": "1000",
+        # A killed broker is fenced (its partitions move, and it may register again) after 6 s
+        # without heartbeats instead of 9 s; six missed heartbeats still tolerate a loaded machine.
+        "broker.heartbeat.interval.ms": "1000",
+        "broker.session.timeout.ms": "6000",
         # Few threads: a test broker shares a small machine with Spark and other brokers.
         "num.network.threads": "2",
         "num.io.threads": "2",

@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -37,8 +36,7 @@ from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_jav
 from pyspark_dynamic_kafka.testing.kafka_process import (
     BrokerProcess,
     free_ports,
-    log_tail,
-    spawn,
+    run_all,
 )
 
 __all__ = ["ApacheKafkaCluster"]
@@ -325,29 +323,16 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     def _format_storage(self) -> None:
         """Format every broker's storage under ``cluster_id``, all at once."""
-        formats: list[tuple[Path, subprocess.Popen[bytes]]] = []
-        try:
-            for broker in self._brokers:
-                log_path = broker.log_path.with_suffix(".format.log")
-                command = [*self._java_command(), "kafka.tools.StorageTool", "format"]
-                command += ["-t", str(self.cluster_id), "-c", str(broker.config_path)]
-                formats.append((log_path, spawn(command, log_path)))
-            deadline = time.monotonic() + self.startup_timeout
-            for log_path, process in formats:
-                try:
-                    code: int | None = process.wait(seconds_left(deadline))
-                except subprocess.TimeoutExpired:
-                    code = None
-                if code != 0:
-                    raise ClusterStartError(
-                        f"Apache Kafka cluster {self.name!r}: formatting storage failed "
-                        f"(exit code {code}).\nlog {log_path}:\n{log_tail(log_path)}"
-                    )
-        finally:
-            for _, process in formats:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        command = [*self._java_command(), "kafka.tools.StorageTool", "format"]
+        formats = [
+            (
+                [*command, "-t", str(self.cluster_id), "-c", str(broker.config_path)],
+                broker.log_path.with_suffix(".format.log"),
+            )
+            for broker in self._brokers
+        ]
+        what = f"Apache Kafka cluster {self.name!r}: formatting storage"
+        run_all(formats, self.startup_timeout, what)
 
     def _java_command(self) -> list[str]:
         log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"

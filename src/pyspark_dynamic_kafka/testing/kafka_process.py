@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyspark_dynamic_kafka.testing.common import ClusterStartError, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_config import BrokerAddress
 
-__all__ = ["BrokerProcess", "free_ports", "log_tail", "spawn"]
+__all__ = ["BrokerProcess", "free_ports", "log_tail", "run_all", "spawn"]
 
 _log = logging.getLogger(__name__)
 
@@ -113,6 +114,37 @@ def spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
             close_fds=True,
             start_new_session=True,
         )
+
+
+def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -> None:
+    """Run ``(command, log_path)`` pairs side by side; all must succeed within ``timeout`` s.
+
+    Raises
+    ------
+    ClusterStartError
+        Naming ``what``, the exit code and the failed command's log tail; the other commands
+        are killed.
+    """
+    running = [(spawn(command, log_path), log_path) for command, log_path in commands]
+    deadline = time.monotonic() + timeout
+    try:
+        for process, log_path in running:
+            try:
+                code: int | None = process.wait(seconds_left(deadline))
+            except subprocess.TimeoutExpired:
+                code = None
+            if code != 0:
+                result = (
+                    f"still running after {timeout:g}s" if code is None else f"exit code {code}"
+                )
+                raise ClusterStartError(
+                    f"{what} failed ({result}).\nlog {log_path}:\n{log_tail(log_path)}"
+                )
+    finally:
+        for process, _ in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def free_ports(count: int) -> list[int]:

@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test unit integration lint demo bench clean
+.PHONY: setup test unit integration lint demo bench clean kafka-jars
 
 setup: $(STAMP)
 
@@ -32,6 +32,11 @@ integration: $(STAMP)
 
 test: lint $(STAMP)
 	$(PY) -m pytest -q -ra tests
+
+# The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
+# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml.
+kafka-jars: $(STAMP)
+	$(PY) -m pyspark_dynamic_kafka.testing.kafka_jars
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

@@ -1,0 +1,388 @@
+"""A local Apache Kafka 4.x KRaft cluster: N combined controller+broker JVMs on loopback ports."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from confluent_kafka import KafkaException
+
+from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
+from pyspark_dynamic_kafka.testing.common import (
+    ClusterStartError,
+    ConfigValue,
+    KafkaTestingError,
+    seconds_left,
+)
+from pyspark_dynamic_kafka.testing.kafka_config import (
+    DEFAULT_JVM_OPTIONS,
+    LOG4J2_PROPERTIES,
+    STARTED_LINE,
+    BrokerAddress,
+    new_cluster_id,
+    render_properties,
+    server_properties,
+)
+from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java
+from pyspark_dynamic_kafka.testing.kafka_process import (
+    BrokerProcess,
+    free_ports,
+    run_all,
+)
+
+__all__ = ["ApacheKafkaCluster"]
+
+_log = logging.getLogger(__name__)
+
+_START_ATTEMPTS = 3
+
+
+class ApacheKafkaCluster(BaseKafkaCluster):
+    """A throw-away Apache Kafka cluster of ``brokers`` KRaft nodes on ``127.0.0.1``.
+
+    Every node is a combined controller and broker (``java -cp <jars> kafka.Kafka``) with its
+    storage formatted first under a fresh cluster id. Data and logs live in a temporary
+    directory that :meth:`stop` removes; broker ``i`` logs to ``broker-<i>.log`` there, or in
+    ``log_dir`` (kept) when given. Ports stay the same when a broker is restarted. Consumers
+    fetch from a replica in their rack (``client.rack``) when ``racks`` are given.
+
+    Parameters
+    ----------
+    name:
+        The cluster's name, as tests and metadata refer to it.
+    brokers:
+        The number of nodes; topics can have up to this many replicas.
+    racks:
+        ``broker.rack`` of each node (``["dc1", "dc2", "dc2"]``); ``None`` sets none.
+    startup_timeout:
+        Seconds :meth:`start` and :meth:`start_broker` wait for readiness.
+    log_dir:
+        Directory for ``<name>-broker-<i>.log``; ``None`` keeps logs in the temporary directory.
+    jvm_options:
+        JVM flags of every node; :data:`~.kafka_config.DEFAULT_JVM_OPTIONS` by default.
+    client_config:
+        Extra librdkafka properties for the helpers' clients.
+
+    Examples
+    --------
+    >>> with ApacheKafkaCluster("east", brokers=3, racks=["a", "b", "b"]) as east:  # doctest: +SKIP
+    ...     east.create_topic("orders", partitions=2, replication_factor=3)
+    ...     east.produce("orders", [("k", "v")])
+    ...     east.kill_broker(1)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        brokers: int = 1,
+        *,
+        racks: Sequence[str] | None = None,
+        startup_timeout: float = 120.0,
+        log_dir: str | os.PathLike[str] | None = None,
+        jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS,
+        client_config: Mapping[str, ConfigValue] | None = None,
+    ) -> None:
+        super().__init__(name, client_config)
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least 1 broker, got brokers={brokers}")
+        if isinstance(racks, str):
+            raise TypeError(f"racks must be a list of rack names, one per broker, not {racks!r}")
+        if racks is not None and len(racks) != brokers:
+            raise ValueError(
+                f"racks names {len(racks)} rack(s) for {brokers} broker(s): give one per broker"
+            )
+        self.broker_count = brokers
+        self.racks = None if racks is None else list(racks)
+        self.startup_timeout = startup_timeout
+        self.jvm_options = list(jvm_options)
+        self._log_dir = None if log_dir is None else Path(log_dir)
+        self.cluster_id: str | None = None
+        self._root: Path | None = None
+        self._brokers: list[BrokerProcess] = []
+        self._classpath: str | None = None
+        self._java: str | None = None
+        self._lock = threading.RLock()
+
+    # -- addresses -------------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down)."""
+        return ",".join(f"127.0.0.1:{b.address.port}" for b in self._started())
+
+    @property
+    def port(self) -> int:
+        """The client port of broker 0."""
+        return self._started()[0].address.port
+
+    @property
+    def broker_ports(self) -> list[int]:
+        """The client port of each broker."""
+        return [b.address.port for b in self._started()]
+
+    @property
+    def log_paths(self) -> list[Path]:
+        """The log file of each broker (kept until :meth:`stop` unless ``log_dir`` was given)."""
+        return [b.log_path for b in self._started()]
+
+    @property
+    def running(self) -> bool:
+        """Whether every broker process is alive."""
+        return bool(self._brokers) and all(b.running for b in self._brokers)
+
+    @property
+    def broker_pids(self) -> list[int | None]:
+        """The process id of each broker, ``None`` for one that is down."""
+        return [b.process.pid if b.running and b.process else None for b in self._started()]
+
+    def log_tail(self, index: int) -> str:
+        """The end of broker ``index``'s output since it was last started (for test reports)."""
+        return self._broker(index).log_tail()
+
+    def broker_running(self, index: int) -> bool:
+        """Whether broker ``index``'s process is alive."""
+        return self._broker(index).running
+
+    # -- whole cluster ---------------------------------------------------------------------------
+
+    def start(self) -> ApacheKafkaCluster:
+        """Format storage, start every broker and wait until all of them serve clients.
+
+        On a started cluster, only restarts the brokers that are down. Fetches the Kafka jars on
+        first use (see :func:`~.kafka_jars.ensure_kafka_jars`). A start that fails because a
+        chosen port was taken meanwhile is retried on new ports (3 attempts).
+
+        Returns
+        -------
+        ApacheKafkaCluster
+            ``self``.
+
+        Raises
+        ------
+        ClusterStartError
+            If ``java`` or ``mvn`` is missing (:class:`~.kafka_jars.KafkaToolingError`), or a
+            broker exits or is not ready within ``startup_timeout`` seconds; the message ends
+            with the tail of the broker's log.
+        """
+        with self._lock:
+            if self._brokers:
+                for broker in self._brokers:
+                    self.start_broker(broker.node_id)
+                return self
+            self._java = find_java()
+            self._classpath = str(ensure_kafka_jars() / "*")
+            attempt = 1
+            while True:
+                try:
+                    self._start_once()
+                    return self
+                except ClusterStartError as exc:
+                    self.stop()
+                    if "Address already in use" not in str(exc) or attempt >= _START_ATTEMPTS:
+                        raise
+                    _log.info("cluster %s: a port was taken, retrying on new ports", self.name)
+                    attempt += 1
+
+    def stop(self) -> None:
+        """Kill every broker (SIGKILL) and delete the data and logs; idempotent.
+
+        The data is discarded, so nothing is gained by a graceful shutdown, which takes seconds
+        per broker (:meth:`stop_broker` is graceful). A broker that had died on its own is
+        reported in a warning with its log tail.
+        """
+        with self._lock:
+            for broker in self._brokers:
+                if broker.exit_code is not None:
+                    _log.warning(
+                        "cluster %s: broker %d had exited with code %s; log tail:\n%s",
+                        self.name,
+                        broker.node_id,
+                        broker.exit_code,
+                        broker.log_tail(),
+                    )
+            for broker in self._brokers:
+                broker.send(signal.SIGKILL)
+            deadline = time.monotonic() + 30.0
+            for broker in self._brokers:
+                broker.await_exit(deadline, f"cluster {self.name}")
+            _running.discard(self)
+            self._brokers = []
+            if self._root is not None:
+                shutil.rmtree(self._root, ignore_errors=True)
+                self._root = None
+
+    # -- single brokers, for fault tests ---------------------------------------------------------
+
+    def stop_broker(self, index: int, timeout: float = 60.0) -> None:
+        """Stop broker ``index`` gracefully (SIGTERM: controlled shutdown); it keeps its data.
+
+        Parameters
+        ----------
+        index:
+            The broker (its node id), ``0 <= index < brokers``.
+        timeout:
+            Seconds to wait for the exit before killing it.
+        """
+        with self._lock:
+            self._signal(self._broker(index), signal.SIGTERM, timeout)
+
+    def kill_broker(self, index: int) -> None:
+        """Kill broker ``index`` at once (SIGKILL); it keeps its data."""
+        with self._lock:
+            self._signal(self._broker(index), signal.SIGKILL, 30.0)
+
+    def start_broker(self, index: int, timeout: float | None = None) -> None:
+        """Start a stopped or killed broker again, on its ports, and wait until it serves clients.
+
+        Parameters
+        ----------
+        index:
+            The broker (its node id).
+        timeout:
+            Seconds to wait for readiness; ``startup_timeout`` by default.
+
+        Raises
+        ------
+        ClusterStartError
+            If the broker exits or is not ready in time (with its log tail).
+        """
+        with self._lock:
+            broker = self._broker(index)
+            if broker.running:
+                return
+            deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
+            self._launch(broker)
+            self._wait_ready([broker], deadline)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _default_replication_factor(self) -> int:
+        return 1
+
+    def _started(self) -> list[BrokerProcess]:
+        if not self._brokers:
+            raise KafkaTestingError(f"cluster {self.name!r} is not started")
+        return self._brokers
+
+    def _broker(self, index: int) -> BrokerProcess:
+        brokers = self._started()
+        if not 0 <= index < len(brokers):
+            raise IndexError(
+                f"cluster {self.name!r} has brokers 0..{len(brokers) - 1}, not {index}"
+            )
+        return brokers[index]
+
+    def _start_once(self) -> None:
+        started = time.monotonic()
+        self._prepare()
+        formatted = time.monotonic()
+        for broker in self._brokers:
+            self._launch(broker)
+        self._wait_ready(self._brokers, started + self.startup_timeout)
+        _log.info(
+            "cluster %s: Apache Kafka, %d broker(s), ready on %s in %.2fs (storage formatted in "
+            "%.2fs; logs in %s)",
+            self.name,
+            self.broker_count,
+            self.bootstrap_servers,
+            time.monotonic() - started,
+            formatted - started,
+            self._brokers[0].log_path.parent,
+        )
+
+    def _prepare(self) -> None:
+        """Choose ports, write configuration files and format every broker's storage."""
+        root = Path(tempfile.mkdtemp(prefix=f"kafka-{self.name}-"))
+        self._root = root
+        self.cluster_id = new_cluster_id()
+        (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
+        ports = free_ports(2 * self.broker_count)
+        addresses = [
+            BrokerAddress(ports[2 * i], ports[2 * i + 1]) for i in range(self.broker_count)
+        ]
+        logs = self._log_dir or root
+        logs.mkdir(parents=True, exist_ok=True)
+        prefix = f"{self.name}-" if self._log_dir is not None else ""
+        for i in range(self.broker_count):
+            rack = None if self.racks is None else self.racks[i]
+            config = server_properties(i, addresses, str(root / f"data-{i}"), rack)
+            config_path = root / f"server-{i}.properties"
+            config_path.write_text(render_properties(config))
+            log_path = logs / f"{prefix}broker-{i}.log"
+            self._brokers.append(BrokerProcess(i, addresses[i], config_path, log_path))
+        self._format_storage()
+
+    def _format_storage(self) -> None:
+        """Format every broker's storage under ``cluster_id``, all at once."""
+        command = [*self._java_command(), "kafka.tools.StorageTool", "format"]
+        formats = [
+            (
+                [*command, "-t", str(self.cluster_id), "-c", str(broker.config_path)],
+                broker.log_path.with_suffix(".format.log"),
+            )
+            for broker in self._brokers
+        ]
+        what = f"Apache Kafka cluster {self.name!r}: formatting storage"
+        run_all(formats, self.startup_timeout, what)
+
+    def _java_command(self) -> list[str]:
+        log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"
+        return [str(self._java), *self.jvm_options, log_config, "-cp", str(self._classpath)]
+
+    def _launch(self, broker: BrokerProcess) -> None:
+        broker.launch([*self._java_command(), "kafka.Kafka", str(broker.config_path)])
+        _running.add(self)
+        _log.debug("cluster %s: started broker %d", self.name, broker.node_id)
+
+    def _wait_ready(self, brokers: Sequence[BrokerProcess], deadline: float) -> None:
+        """Wait until each of ``brokers`` logged its start and metadata lists all of them."""
+        waiting = list(brokers)
+        while True:
+            for broker in brokers:
+                if not broker.running:
+                    what = f"it exited with code {broker.exit_code}"
+                    raise ClusterStartError(self._failure(broker, what))
+            waiting = [b for b in waiting if not b.logged(STARTED_LINE)]
+            last_error = f"{STARTED_LINE!r} not logged yet"
+            if not waiting:
+                try:
+                    with self._admin() as admin:
+                        metadata = admin.list_topics(timeout=min(seconds_left(deadline), 5.0))
+                    missing = {b.node_id for b in brokers} - set(metadata.brokers)
+                    if metadata.cluster_id == self.cluster_id and not missing:
+                        return
+                    last_error = f"cluster id {metadata.cluster_id!r}, brokers missing {missing}"
+                except KafkaException as exc:
+                    last_error = str(exc)
+            if time.monotonic() >= deadline:
+                raise ClusterStartError(self._failure((waiting or list(brokers))[0], last_error))
+            time.sleep(0.1)
+
+    def _failure(self, broker: BrokerProcess, what: str) -> str:
+        return (
+            f"Apache Kafka cluster {self.name!r}: broker {broker.node_id} (127.0.0.1:"
+            f"{broker.address.port}) not ready within {self.startup_timeout:g}s: {what}.\n"
+            f"config {broker.config_path}\nlog {broker.log_path}:\n{broker.log_tail()}"
+        )
+
+    def _signal(self, broker: BrokerProcess, sig: signal.Signals, timeout: float) -> None:
+        broker.send(sig)
+        broker.await_exit(time.monotonic() + timeout, f"cluster {self.name}")
+
+
+# Clusters still running at interpreter exit are stopped (a failed test run can still leak them).
+_running: weakref.WeakSet[ApacheKafkaCluster] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_running_clusters() -> None:
+    stop_all(list(_running))

@@ -1,0 +1,239 @@
+"""The Java side of the Apache Kafka test clusters: the ``java`` command and the Kafka jars.
+
+The jars are pinned by ``kafka_pom.xml`` (next to this module) and resolved once with Maven into
+``~/.cache/pyspark-dynamic-kafka/kafka-<version>/`` (``$XDG_CACHE_HOME`` is honoured), where every
+later run finds them. ``make kafka-jars`` runs
+``python -m pyspark_dynamic_kafka.testing.kafka_jars``, which fetches them and prints the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+from pyspark_dynamic_kafka.testing.common import ClusterStartError
+
+__all__ = [
+    "POM_PATH",
+    "KafkaToolingError",
+    "ensure_kafka_jars",
+    "find_java",
+    "jars_cache_dir",
+    "kafka_version",
+    "tooling_problem",
+]
+
+POM_PATH = Path(__file__).with_name("kafka_pom.xml")
+"""The checked-in Maven project that pins the Kafka release and its runtime jars."""
+
+_POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+_MARKER = ".complete"
+_OUTPUT_TAIL_CHARS = 4000
+
+
+class KafkaToolingError(ClusterStartError):
+    """``java`` or ``mvn`` is missing, or Maven could not fetch the Kafka jars."""
+
+
+def kafka_version(pom: Path = POM_PATH) -> str:
+    """The Kafka release the pom pins (its ``kafka.version`` property).
+
+    Parameters
+    ----------
+    pom:
+        The Maven project; the packaged ``kafka_pom.xml`` by default.
+
+    Returns
+    -------
+    str
+        For example ``"4.4.0"``.
+    """
+    node = ET.parse(pom).getroot().find("m:properties/m:kafka.version", _POM_NS)
+    if node is None or not (node.text or "").strip():
+        raise KafkaToolingError(f"{pom} has no <properties><kafka.version>")
+    return (node.text or "").strip()
+
+
+def jars_cache_dir(version: str | None = None) -> Path:
+    """The folder that holds (or will hold) the jars of a Kafka release.
+
+    Parameters
+    ----------
+    version:
+        The Kafka release; the pinned one by default.
+
+    Returns
+    -------
+    Path
+        ``$XDG_CACHE_HOME/pyspark-dynamic-kafka/kafka-<version>`` (``~/.cache`` without it).
+    """
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home) / "pyspark-dynamic-kafka" / f"kafka-{version or kafka_version()}"
+
+
+def find_java() -> str:
+    """The ``java`` command: ``$JAVA_HOME/bin/java`` if it exists, else ``java`` on the PATH.
+
+    Raises
+    ------
+    KafkaToolingError
+        If there is no Java at all.
+    """
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and os.access(Path(java_home) / "bin" / "java", os.X_OK):
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if found is None:
+        raise KafkaToolingError(
+            "Apache Kafka test clusters need Java 17 or newer, but `java` is not on the PATH "
+            "and JAVA_HOME is not set; install a JDK (e.g. apt-get install "
+            "openjdk-17-jdk-headless) or use the Tansu clusters (broker='tansu'), which "
+            "need no Java"
+        )
+    return found
+
+
+def tooling_problem() -> str | None:
+    """Why Apache Kafka clusters cannot run here, or ``None`` when they can.
+
+    They need ``java``, and ``mvn`` unless the jars are in the cache already. Tests use this as
+    their skip reason.
+    """
+    try:
+        find_java()
+    except KafkaToolingError as exc:
+        return str(exc)
+    if _cached(jars_cache_dir()) or shutil.which("mvn") is not None:
+        return None
+    return _missing_mvn_message(jars_cache_dir())
+
+
+def ensure_kafka_jars(timeout: float = 900.0) -> Path:
+    """The folder of the pinned Kafka jars, fetching them with Maven the first time.
+
+    Concurrent callers (several test processes) wait for one fetch. The folder is refetched when
+    the pom changed since it was filled.
+
+    Parameters
+    ----------
+    timeout:
+        Seconds Maven may take.
+
+    Returns
+    -------
+    Path
+        A folder of jars; the JVM classpath is ``<folder>/*``.
+
+    Raises
+    ------
+    KafkaToolingError
+        If the jars are not cached and ``mvn`` is missing or fails.
+    """
+    target = jars_cache_dir()
+    if _cached(target):
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaToolingError(_missing_mvn_message(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent / f"{target.name}.lock"):
+        if _cached(target):
+            return target
+        partial = target.parent / f".{target.name}.partial-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir()
+        try:
+            _fetch(mvn, partial, timeout)
+            shutil.rmtree(target, ignore_errors=True)
+            (partial / "jars").rename(target)
+            (target / _MARKER).write_text(_pom_digest() + "\n")
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def _fetch(mvn: str, work: Path, timeout: float) -> None:
+    pom = work / "pom.xml"
+    shutil.copyfile(POM_PATH, pom)
+    command = [
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(pom),
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={work / 'jars'}",
+    ]
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise KafkaToolingError(
+            f"Maven did not fetch the Kafka jars within {timeout:g}s: {' '.join(command)}"
+        ) from exc
+    if done.returncode != 0 or not list((work / "jars").glob("kafka_*.jar")):
+        output = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
+        raise KafkaToolingError(
+            f"Maven could not fetch the Kafka jars (exit code {done.returncode}); it needs "
+            f"Maven Central or a mirror in ~/.m2/settings.xml.\ncommand: {' '.join(command)}\n"
+            f"output:\n{output}"
+        )
+
+
+def _cached(folder: Path) -> bool:
+    marker = folder / _MARKER
+    return marker.is_file() and marker.read_text().strip() == _pom_digest()
+
+
+def _pom_digest() -> str:
+    return hashlib.sha256(POM_PATH.read_bytes()).hexdigest()
+
+
+def _missing_mvn_message(target: Path) -> str:
+    return (
+        f"Apache Kafka test clusters need the Kafka {kafka_version()} jars in {target}, which "
+        "are fetched with Maven, but `mvn` is not on the PATH; install Maven 3.6+ (e.g. apt-get "
+        "install maven) and run `make kafka-jars`, or use the Tansu clusters (broker='tansu')"
+    )
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    import fcntl  # POSIX only, like the Kafka clusters themselves
+
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def main() -> int:
+    """``make kafka-jars``: check for ``java``, fetch the jars, print their folder."""
+    try:
+        find_java()
+        folder = ensure_kafka_jars()
+    except KafkaToolingError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    sys.stdout.write(f"{folder}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

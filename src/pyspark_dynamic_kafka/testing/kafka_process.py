@@ -1,0 +1,170 @@
+"""The processes of the Apache Kafka test clusters: spawning, signalling, log files, free ports."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark_dynamic_kafka.testing.common import ClusterStartError, seconds_left
+from pyspark_dynamic_kafka.testing.kafka_config import BrokerAddress
+
+__all__ = ["BrokerProcess", "free_ports", "log_tail", "run_all", "spawn"]
+
+_log = logging.getLogger(__name__)
+
+_LOG_TAIL_BYTES = 6000
+
+
+@dataclass
+class BrokerProcess:
+    """One node of a test cluster: its ports and files, and its JVM while it runs.
+
+    Parameters
+    ----------
+    node_id:
+        The node's id.
+    address:
+        Its client and controller ports.
+    config_path:
+        Its ``server.properties``.
+    log_path:
+        The file its output goes to; every run appends to it.
+    """
+
+    node_id: int
+    address: BrokerAddress
+    config_path: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    log_offset: int = 0
+    """Where the current run's output starts in ``log_path``."""
+
+    @property
+    def running(self) -> bool:
+        """Whether the JVM is alive."""
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code of the last run, ``None`` while it runs or before the first."""
+        return None if self.process is None else self.process.poll()
+
+    def launch(self, command: list[str]) -> None:
+        """Start ``command``, appending its output to ``log_path``."""
+        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.process = spawn(command, self.log_path)
+
+    def logged(self, text: str) -> bool:
+        """Whether the current run's output contains ``text``."""
+        return text in log_tail(self.log_path, self.log_offset, None)
+
+    def log_tail(self) -> str:
+        """The end of the current run's output."""
+        return log_tail(self.log_path, self.log_offset)
+
+    def send(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the JVM's process group, if it runs."""
+        if self.running and self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+
+    def await_exit(self, deadline: float, what: str) -> None:
+        """Wait for the JVM to exit until ``deadline`` (monotonic), then kill it."""
+        process = self.process
+        self.process = None
+        if process is None:
+            return
+        try:
+            process.wait(max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            _log.warning("%s: broker %d is still up, killing it", what, self.node_id)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start ``command`` in a session of its own, its output appended to ``log_path``.
+
+    A signal to the process group reaches the JVM and nothing else. On Linux the process also
+    gets SIGKILL when the starting thread dies (``setpriv --pdeathsig``), which covers a test run
+    that is itself killed; that thread must then be the main thread, which lives as long as the
+    interpreter, so the prefix is only added there.
+    """
+    prefix: list[str] = []
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    if setpriv is not None and threading.current_thread() is threading.main_thread():
+        prefix = [setpriv, "--pdeathsig", "KILL", "--"]
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [*prefix, *command],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            close_fds=True,
+            start_new_session=True,
+        )
+
+
+def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -> None:
+    """Run ``(command, log_path)`` pairs side by side; all must succeed within ``timeout`` s.
+
+    Raises
+    ------
+    ClusterStartError
+        Naming ``what``, the exit code and the failed command's log tail; the other commands
+        are killed.
+    """
+    running = [(spawn(command, log_path), log_path) for command, log_path in commands]
+    deadline = time.monotonic() + timeout
+    try:
+        for process, log_path in running:
+            try:
+                code: int | None = process.wait(seconds_left(deadline))
+            except subprocess.TimeoutExpired:
+                code = None
+            if code != 0:
+                result = (
+                    f"still running after {timeout:g}s" if code is None else f"exit code {code}"
+                )
+                raise ClusterStartError(
+                    f"{what} failed ({result}).\nlog {log_path}:\n{log_tail(log_path)}"
+                )
+    finally:
+        for process, _ in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports (all held open while choosing)."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sockets[-1].bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def log_tail(path: Path, offset: int = 0, limit: int | None = _LOG_TAIL_BYTES) -> str:
+    """The text of ``path`` from byte ``offset`` on, only its last ``limit`` bytes when given."""
+    if not path.exists():
+        return "(no log)"
+    with open(path, "rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        log.seek(offset if limit is None else max(size - limit, offset))
+        return log.read().decode("utf-8", errors="replace") or "(empty log)"

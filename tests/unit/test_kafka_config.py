@@ -1,0 +1,168 @@
+"""The pure parts of the Apache Kafka test clusters: server.properties, cluster ids, jar lookup."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+from pyspark_dynamic_kafka.testing import KafkaTestingError
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.kafka_config import (
+    RACK_AWARE_SELECTOR,
+    BrokerAddress,
+    new_cluster_id,
+    render_properties,
+    server_properties,
+)
+from pyspark_dynamic_kafka.testing.kafka_jars import (
+    KafkaToolingError,
+    ensure_kafka_jars,
+    find_java,
+    jars_cache_dir,
+    kafka_version,
+)
+from pyspark_dynamic_kafka.testing.kafka_process import free_ports, log_tail
+
+THREE = [BrokerAddress(9001, 9101), BrokerAddress(9002, 9102), BrokerAddress(9003, 9103)]
+
+
+def test_server_properties_of_a_node_of_three_with_a_rack() -> None:
+    """The whole file, as the broker reads it."""
+    expected = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=0@127.0.0.1:9101,1@127.0.0.1:9102,2@127.0.0.1:9103
+listeners=PLAINTEXT://127.0.0.1:9002,CONTROLLER://127.0.0.1:9102
+advertised.listeners=PLAINTEXT://127.0.0.1:9002
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=/data/1
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
+auto.create.topics.enable=false
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=3
+offsets.topic.num.partitions=5
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+transaction.state.log.num.partitions=5
+share.coordinator.state.topic.replication.factor=3
+share.coordinator.state.topic.min.isr=2
+group.initial.rebalance.delay.ms=0
+log.retention.check.interval.ms=1000
+log.initial.task.delay.ms=1000
+log.cleaner.backoff.ms=1000
+broker.heartbeat.interval.ms=1000
+broker.session.timeout.ms=6000
+num.network.threads=2
+num.io.threads=2
+num.recovery.threads.per.data.dir=1
+background.threads=2
+broker.rack=dc2
+"""
+    rendered = render_properties(server_properties(1, THREE, "/data/1", rack="dc2"))
+    assert rendered == expected
+    assert server_properties(0, THREE, "/d")["replica.selector.class"] == RACK_AWARE_SELECTOR
+
+
+def test_no_rack_means_no_broker_rack() -> None:
+    assert "broker.rack" not in server_properties(0, THREE[:1], "/data/0")
+
+
+@pytest.mark.parametrize(
+    ("brokers", "replicas", "min_isr"),
+    [(1, "1", "1"), (2, "2", "1"), (3, "3", "2"), (5, "3", "2")],
+)
+def test_internal_topics_are_replicated_up_to_three(
+    brokers: int, replicas: str, min_isr: str
+) -> None:
+    addresses = [BrokerAddress(9000 + i, 9100 + i) for i in range(brokers)]
+    config = server_properties(brokers - 1, addresses, "/d")
+    assert config["controller.quorum.voters"].count("@127.0.0.1:") == brokers
+    assert [
+        config["offsets.topic.replication.factor"],
+        config["transaction.state.log.replication.factor"],
+        config["share.coordinator.state.topic.replication.factor"],
+    ] == [replicas] * 3
+    assert config["transaction.state.log.min.isr"] == min_isr
+    assert config["share.coordinator.state.topic.min.isr"] == min_isr
+
+
+@pytest.mark.parametrize("node_id", [-1, 3])
+def test_node_id_must_index_the_brokers(node_id: int) -> None:
+    with pytest.raises(ValueError, match=f"node_id {node_id} is not an index of the 3 broker"):
+        server_properties(node_id, THREE, "/d")
+
+
+def test_render_properties_keeps_order_and_escapes_values() -> None:
+    text = render_properties({"b": "1", "a": "C:\\data", "c": "two\nlines"})
+    assert text == "b=1\na=C:\\\\data\nc=two\\nlines\n"
+
+
+def test_new_cluster_ids_are_random_16_byte_base64url() -> None:
+    ids = {new_cluster_id() for _ in range(200)}
+    assert len(ids) == 200
+    for cluster_id in ids:
+        assert len(cluster_id) == 22
+        assert not cluster_id.startswith("-")
+        assert len(base64.urlsafe_b64decode(cluster_id + "==")) == 16
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"brokers": 0}, ValueError, "at least 1 broker, got brokers=0"),
+        ({"brokers": 3, "racks": ["dc1", "dc2"]}, ValueError, "2 rack.s. for 3 broker"),
+        ({"brokers": 3, "racks": "dc1"}, TypeError, "a list of rack names"),
+    ],
+)
+def test_cluster_arguments_are_checked(
+    kwargs: dict[str, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        ApacheKafkaCluster("east", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_cluster_that_is_not_started_has_no_address() -> None:
+    cluster = ApacheKafkaCluster("east", brokers=3, racks=["dc1", "dc2", "dc2"])
+    with pytest.raises(KafkaTestingError, match="'east' is not started"):
+        _ = cluster.bootstrap_servers
+    assert repr(cluster) == "ApacheKafkaCluster(name='east', bootstrap_servers='not started')"
+    cluster.stop()  # stopping a cluster that never ran is harmless
+
+
+def test_jars_are_cached_per_kafka_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert kafka_version().startswith("4.")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert jars_cache_dir("4.9.9") == tmp_path / "pyspark-dynamic-kafka" / "kafka-4.9.9"
+    assert jars_cache_dir() == tmp_path / "pyspark-dynamic-kafka" / f"kafka-{kafka_version()}"
+
+
+def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with pytest.raises(KafkaToolingError, match="`java` is not on the PATH"):
+        find_java()
+    with pytest.raises(KafkaToolingError, match=r"`mvn` is not on the PATH.*make kafka-jars"):
+        ensure_kafka_jars()
+
+
+def test_free_ports_are_distinct() -> None:
+    ports = free_ports(6)
+    assert len(set(ports)) == 6
+    assert all(0 < p < 65536 for p in ports)
+
+
+def test_log_tail_reads_from_an_offset(tmp_path: Path) -> None:
+    log = tmp_path / "broker.log"
+    assert log_tail(log) == "(no log)"
+    log.write_bytes(b"first run\nsecond run\n")
+    offset = len(b"first run\n")
+    assert log_tail(log, offset, None) == "second run\n"
+    assert log_tail(log, 0, 4) == "run\n"
+    assert log_tail(log, os.path.getsize(log)) == "(empty log)"

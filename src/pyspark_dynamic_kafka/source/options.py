@@ -14,13 +14,10 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, is_secret_key
+from pyspark_dynamic_kafka.position import NoMatch, PositionKind
 from pyspark_dynamic_kafka.source import parsers as p
-from pyspark_dynamic_kafka.source.rules import (
-    ENDING_KEYS,
-    check_batch,
-    check_client_keys,
-    position_spec,
-)
+from pyspark_dynamic_kafka.source.positions import position_spec
+from pyspark_dynamic_kafka.source.rules import ENDING_KEYS, check_batch, check_client_keys
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
@@ -361,8 +358,8 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
         stream_pattern=pattern,
         starting=starting,
         ending=ending if batch else None,
-        timestamp_strategy=_value(declared, "startingOffsetsByTimestampStrategy"),
-        discovery_starting_offsets=_value(declared, "discoveryStartingOffsets"),
+        timestamp_strategy=NoMatch(_value(declared, "startingOffsetsByTimestampStrategy")),
+        discovery_starting_offsets=PositionKind(_value(declared, "discoveryStartingOffsets")),
         discovery_interval_ms=_value(declared, "metadataDiscoveryIntervalMs"),
         discovery_failure_threshold=_value(declared, "metadataDiscoveryFailureThreshold"),
         kafka_properties=FrozenProperties(kafka),

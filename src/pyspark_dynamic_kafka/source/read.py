@@ -27,7 +27,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.arrow import BatchBuilder
-from pyspark_dynamic_kafka.source.planning import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
 

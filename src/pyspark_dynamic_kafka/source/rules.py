@@ -1,20 +1,15 @@
 """Rules across options, as Spark's kafka source has them: which client properties are refused,
-which option wins among the starting (or ending) ones, what only batch or only streams accept."""
+what only batch or only streams accept (which starting or ending option wins:
+:func:`pyspark_dynamic_kafka.source.positions.position_spec`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.source.positions import (
-    PositionSpec,
-    parse_offsets_spec,
-    parse_timestamp,
-    parse_timestamps_spec,
-    pick_spec,
-)
+from pyspark_dynamic_kafka.position import PositionSpec
 
-__all__ = ["ENDING_KEYS", "check_batch", "check_client_keys", "position_spec"]
+__all__ = ["ENDING_KEYS", "check_batch", "check_client_keys"]
 
 ENDING_KEYS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 
@@ -48,32 +43,6 @@ def check_client_keys(kafka: Mapping[str, str]) -> None:
             raise OptionsError(
                 f"Option 'kafka.{key}' is not supported: {reason}. Remove the option."
             )
-
-
-def position_spec(
-    declared: Mapping[str, str], timestamp: str, by_timestamp: str, offsets: str, default: str
-) -> PositionSpec:
-    """The winning spec among a global timestamp, per-partition timestamps and offsets options.
-
-    Parameters
-    ----------
-    declared:
-        The declared options given, keys lowercased.
-    timestamp, by_timestamp, offsets:
-        The keys of the three options, in precedence order.
-    default:
-        The offsets option's value when it is absent.
-    """
-
-    def given(key: str) -> str | None:
-        return declared.get(key.lower())
-
-    raw_ts, raw_by, raw_offsets = given(timestamp), given(by_timestamp), given(offsets)
-    return pick_spec(
-        parse_timestamp(raw_ts, timestamp) if raw_ts is not None else None,
-        parse_timestamps_spec(raw_by, by_timestamp) if raw_by is not None else None,
-        parse_offsets_spec(raw_offsets if raw_offsets is not None else default, offsets),
-    )
 
 
 def check_batch(starting: PositionSpec, ending: PositionSpec) -> None:

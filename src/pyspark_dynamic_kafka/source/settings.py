@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.positions import PositionSpec
+from pyspark_dynamic_kafka.position import NoMatch, PositionKind, PositionSpec
 
 __all__ = ["SourceOptions"]
 
@@ -32,9 +32,9 @@ class SourceOptions:
     ending:
         Batch only: where partitions end (the winner of the ``ending*`` options).
     timestamp_strategy:
-        ``error`` or ``latest`` (startingOffsetsByTimestampStrategy).
+        What a start timestamp without a record resolves to (startingOffsetsByTimestampStrategy).
     discovery_starting_offsets:
-        ``earliest`` or ``latest``.
+        ``EARLIEST`` or ``LATEST``.
     discovery_interval_ms, discovery_failure_threshold:
         Metadata re-read settings.
     kafka_properties:
@@ -60,11 +60,11 @@ class SourceOptions:
     stream_ids: tuple[str, ...] | None
     stream_pattern: re.Pattern[str] | None
     starting: PositionSpec
-    discovery_starting_offsets: str
+    discovery_starting_offsets: PositionKind
     discovery_interval_ms: int
     discovery_failure_threshold: int
     ending: PositionSpec | None = None
-    timestamp_strategy: str = "error"
+    timestamp_strategy: NoMatch = NoMatch.ERROR
     kafka_properties: FrozenProperties = field(default_factory=FrozenProperties)
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None

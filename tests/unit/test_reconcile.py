@@ -16,17 +16,10 @@ from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, Offset
 from pyspark_dynamic_kafka.kafka.admin import TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
-from pyspark_dynamic_kafka.position import (
-    EARLIEST_POSITION,
-    LATEST_POSITION,
-    NoMatch,
-    Position,
-    PositionKind,
-    PositionSpec,
-)
+from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
 from pyspark_dynamic_kafka.source.listing import ClusterSnapshot
-from pyspark_dynamic_kafka.source.positions import PositionRule
+from pyspark_dynamic_kafka.source.positions import PositionRule, parse_timestamp
 from pyspark_dynamic_kafka.source.reconcile import Loss, reconcile, report_losses
 
 TP = tuple[str, int]
@@ -38,8 +31,8 @@ class _Admin:
         self.earliest = earliest
         self.stamps = stamps
 
-    def list_offsets(self, pairs: list[TP], kind: PositionKind) -> dict[TP, int]:
-        assert kind is PositionKind.EARLIEST
+    def list_offsets(self, pairs: list[TP], kind: str) -> dict[TP, int]:
+        assert kind == "earliest"
         return {tp: self.earliest[tp] for tp in pairs}
 
     def offsets_for_times(self, stamps: Mapping[TP, int], read_committed: bool) -> dict[TP, int]:
@@ -115,26 +108,38 @@ def test_first_read_of_a_cluster_takes_its_metadata_position() -> None:
     assert state.entered == {("east", "orders", 0): 10, ("west", "orders", 0): 3}
 
 
-def test_a_start_timestamp_without_record_fails_or_takes_the_latest_offset() -> None:
+@pytest.mark.parametrize("no_match", [NoMatch.ERROR, NoMatch.LATEST])
+def test_a_start_timestamp_without_record_fails_or_takes_the_latest_offset(
+    no_match: NoMatch,
+) -> None:
     lister = _Lister()
     lister.topics["east"] = {"orders": {0: (0, 10), 1: (0, 10)}}
     lister.stamps[("east", "orders", 0)] = {500: 4}
-    spec = PositionSpec({}, Position(PositionKind.TIMESTAMP, 500, "startingTimestamp"), "x")
-    lister.stamps[("east", "orders", 1)] = {}
-    with pytest.raises(OffsetsError, match=r"east/orders/1 \(startingTimestamp 500\)"):
-        reconcile(
-            {"east": _cluster("orders")},
-            {},
-            lister,  # type: ignore[arg-type]
-            PositionRule(spec, EARLIEST_POSITION, NoMatch.ERROR),
-        )
-    state = reconcile(
-        {"east": _cluster("orders")},
-        {},
-        lister,  # type: ignore[arg-type]
-        PositionRule(spec, EARLIEST_POSITION, NoMatch.LATEST),
-    )
-    assert state.entered == {("east", "orders", 0): 4, ("east", "orders", 1): 10}
+    rule = PositionRule(parse_timestamp("500", "startingTimestamp"), EARLIEST_POSITION, no_match)
+    assignment = {"east": _cluster("orders")}
+    if no_match is NoMatch.ERROR:
+        with pytest.raises(OffsetsError, match=r"east/orders/1 \(startingTimestamp 500\)"):
+            reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+    else:
+        state = reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+        assert state.entered == {("east", "orders", 0): 4, ("east", "orders", 1): 10}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_batch_read_fails_on_what_a_stream_keeps(strict: bool) -> None:
+    lister = _Lister()
+    lister.topics["east"] = {"orders": {0: (0, 10)}, "refunds": {0: (0, 9)}}
+    lister.unavailable["east"] = {"refunds"}
+    lister.down = {"west"}
+    for assignment, error in (
+        ({"east": _cluster("orders", "refunds")}, r"topic\(s\) \['refunds'\] with an error"),
+        ({"west": _cluster("orders")}, "could not list topics"),
+    ):
+        if strict:
+            with pytest.raises(KafkaClientError, match=error):
+                reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
+        else:
+            reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
 
 
 def test_data_loss_is_classified_and_named() -> None:

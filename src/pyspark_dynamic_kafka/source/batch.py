@@ -1,9 +1,12 @@
 """The batch reader (``spark.read.format("dynamic_kafka")``): one bounded read of every partition.
 
-The metadata is resolved once, when Spark plans the read; each assigned partition is read from
-its start (``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``, default
+The metadata is resolved once, when Spark plans the read, and every assigned cluster is listed
+once (:func:`~pyspark_dynamic_kafka.source.reconcile.reconcile`, strict: a cluster or topic that
+cannot be listed fails the read). Each assigned partition is read from its start
+(``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``, default
 ``earliest``; a metadata entry's ``startingOffsets`` for partitions the options do not name) to its
-end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``).
+end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``),
+both placed and resolved by :mod:`~pyspark_dynamic_kafka.source.positions`.
 """
 
 from __future__ import annotations
@@ -76,17 +79,7 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
                 _log.warning("Cluster %r has no topic(s) %s", cluster_id, sorted(absent))
         ranges = []
         for key, start in sorted(starts.offsets.items()):
-            end, latest = ends[key], starts.latest[key]
-            if end > latest:
-                _log.warning(
-                    "%s of %s/%s/%d is %d, past its latest offset %d: reading up to %d.",
-                    ending.options.option,
-                    *key,
-                    end,
-                    latest,
-                    latest,
-                )
-                end = latest
+            end = _end(key, ends[key], starts.latest[key], ending.options.option)
             if start > end:
                 origin = starting.position(key, assignment[key[0]].starting_position(key[1]))
                 raise OffsetsError(
@@ -106,3 +99,18 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         if not isinstance(partition, ReadTask):
             return iter(())
         return read_task(partition)
+
+
+def _end(key: PartitionKey, end: int, latest: int, option: str) -> int:
+    """A partition's end, never past its latest offset (warning when the option asked for more)."""
+    if end <= latest:
+        return end
+    _log.warning(
+        "%s of %s/%s/%d is %d, past its latest offset %d: reading up to %d.",
+        option,
+        *key,
+        end,
+        latest,
+        latest,
+    )
+    return latest

@@ -33,12 +33,16 @@ __all__ = ["Loss", "Reconciled", "offsets_went_back", "reconcile", "report_losse
 
 _log = logging.getLogger(__name__)
 
+#: What a partition whose latest offset is below the checkpointed one lost, found by listing or
+#: by a planned micro-batch (the two are reported once).
 _WENT_BACK = "its latest offset went back"
 
 
 @dataclass(frozen=True)
 class Loss:
     """Records of one partition that the query has not read and that are gone.
+
+    Found on the driver, by listing the cluster or in a planned micro-batch.
 
     Attributes
     ----------

@@ -132,12 +132,12 @@ def test_rules_of_the_source() -> None:
     batch = parse_options({**BASE, "endingtimestamp": "9"}, mode="batch")
     assert start_rule(batch, batch=True).fallback == EARLIEST_POSITION
     ending = end_rule(batch)
-    assert (ending.options.default, ending.no_match, ending.metadata) == (
+    assert (ending.options.default, ending.no_match, ending.use_metadata) == (
         stamp(9),
         NoMatch.LATEST,
         False,
     )
-    assert (LATEST_RULE.fallback, LATEST_RULE.metadata) == (LATEST_POSITION, False)
+    assert (LATEST_RULE.fallback, LATEST_RULE.use_metadata) == (LATEST_POSITION, False)
 
 
 class _Admin:

@@ -185,7 +185,7 @@ class PositionRule:
         The position of a partition nothing else places.
     no_match:
         What a timestamp without a record at or after it resolves to.
-    metadata:
+    use_metadata:
         Whether a metadata entry's ``startingOffsets`` applies (to a cluster read for the first
         time); ends and the AvailableNow target ignore it.
     """
@@ -193,7 +193,7 @@ class PositionRule:
     options: PositionSpec
     fallback: Position
     no_match: NoMatch
-    metadata: bool = True
+    use_metadata: bool = True
 
     def position(self, key: PartitionKey, metadata: Position | None) -> Position:
         """The position of one partition; ``metadata`` is its cluster entry's ``startingOffsets``
@@ -201,7 +201,7 @@ class PositionRule:
         named = self.options.specific.get(key)
         if named is not None:
             return named
-        if metadata is not None and self.metadata:
+        if metadata is not None and self.use_metadata:
             return metadata.with_origin(f"the metadata's startingOffsets of cluster {key[0]!r}")
         return self.options.position(key, self.fallback)
 

@@ -36,7 +36,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import CONSUMER_DEFAULTS
-from pyspark_dynamic_kafka.source.planning import OffsetRange, ReadSettings, plan_tasks
+from pyspark_dynamic_kafka.source.planning import plan_tasks
+from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 4

@@ -15,6 +15,7 @@ raises :class:`~pyspark_dynamic_kafka.errors.OptionsError` instead, which passes
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+E = TypeVar("E", bound=enum.Enum)
 
 #: Which reads an option applies to: ``stream`` (readStream), ``batch`` (read) or ``both``.
 Scope = Literal["both", "stream", "batch"]
@@ -299,6 +301,16 @@ def choice(*choices: str) -> Callable[[str], str]:
         if lowered not in choices:
             raise ValueError(f"expected one of {', '.join(choices)}")
         return lowered
+
+    return parse
+
+
+def member(enum_type: type[E], *choices: E) -> Callable[[str], E]:
+    """One of ``choices`` (members of a ``str`` enum), by value, case-insensitively."""
+    check = choice(*(str(c.value) for c in choices))
+
+    def parse(value: str) -> E:
+        return enum_type(check(value))
 
     return parse
 

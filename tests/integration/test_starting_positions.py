@@ -91,7 +91,7 @@ def test_timestamp_without_a_record_follows_the_strategy(
         pytest.xfail(
             f"the broker answers offset {found} for a timestamp lookup on an empty partition, "
             "where Kafka answers -1 (Tansu does); the strategies are unit-tested in "
-            "tests/unit/test_listing.py"
+            "tests/unit/test_positions.py"
         )
 
     query, _ = start_memory_query(spark, options)

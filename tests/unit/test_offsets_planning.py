@@ -11,15 +11,9 @@ import pytest
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.planning import (
-    OffsetRange,
-    ReadSettings,
-    ReadTask,
-    backwards,
-    offset_ranges,
-    plan_tasks,
-    task_properties,
-)
+from pyspark_dynamic_kafka.source.planning import offset_ranges, plan_tasks, task_properties
+from pyspark_dynamic_kafka.source.reconcile import Loss, offsets_went_back
+from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
 
 SETTINGS = ReadSettings(1000, 1000, frozenset({"east", "west"}))
 
@@ -138,7 +132,9 @@ def test_min_partitions_never_exceeds_the_records() -> None:
 def test_backwards_partitions_read_from_their_rewound_start() -> None:
     start = {("east", "t", 0): 50, ("east", "t", 1): 9}
     end = {("east", "t", 0): 8, ("east", "t", 1): 12}
-    assert backwards(start, end) == [("east", "t", 0)]
+    assert offsets_went_back(start, end) == [
+        Loss(("east", "t", 0), "its latest offset went back", 50, 8)
+    ]
     assert offset_ranges(start, end, rewound={("east", "t", 0): 2}) == [
         OffsetRange("east", "t", 0, 2, 8),
         OffsetRange("east", "t", 1, 9, 12),

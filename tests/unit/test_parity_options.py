@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.positions import (
+from pyspark_dynamic_kafka.position import (
     EARLIEST_POSITION,
     LATEST_POSITION,
     Position,
 )
+from pyspark_dynamic_kafka.source.options import parse_options
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 

@@ -1,4 +1,4 @@
-"""Reconciliation of checkpointed offsets with each cluster, data loss, starting positions.
+"""Reconciliation of checkpointed offsets with each cluster, data loss, entering positions.
 
 The cluster side is a scripted lister: partition-count changes cannot be produced on the test
 broker (Tansu has no CreatePartitions), and a transient per-topic error cannot be produced on
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
@@ -17,27 +16,27 @@ from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, Offset
 from pyspark_dynamic_kafka.kafka.admin import TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
+from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
 from pyspark_dynamic_kafka.source.listing import ClusterSnapshot
-from pyspark_dynamic_kafka.source.positions import (
-    EARLIEST_POSITION,
-    LATEST_POSITION,
-    Position,
-    PositionSpec,
-    start_position,
-)
+from pyspark_dynamic_kafka.source.positions import PositionRule, parse_timestamp
 from pyspark_dynamic_kafka.source.reconcile import Loss, reconcile, report_losses
 
 TP = tuple[str, int]
+NO_OPTION = PositionSpec({}, None, "")
 
 
 class _Admin:
-    def __init__(self, earliest: Mapping[TP, int]) -> None:
+    def __init__(self, earliest: Mapping[TP, int], stamps: Mapping[TP, Mapping[int, int]]) -> None:
         self.earliest = earliest
+        self.stamps = stamps
 
-    def list_offsets(self, pairs: list[TP], spec: str) -> dict[TP, int]:
-        assert spec == "earliest"
+    def list_offsets(self, pairs: list[TP], kind: str) -> dict[TP, int]:
+        assert kind == "earliest"
         return {tp: self.earliest[tp] for tp in pairs}
+
+    def offsets_for_times(self, stamps: Mapping[TP, int], read_committed: bool) -> dict[TP, int]:
+        return {tp: self.stamps.get(tp, {}).get(ms, -1) for tp, ms in stamps.items()}
 
 
 class _Lister:
@@ -63,31 +62,8 @@ class _Lister:
 
     def admin(self, cluster_id: str, cluster: ClusterAssignment) -> _Admin:
         have = self.topics.get(cluster_id, {})
-        return _Admin({(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()})
-
-    def resolve(
-        self,
-        cluster_id: str,
-        cluster: ClusterAssignment,
-        wanted: Mapping[TP, Position],
-        latest: Mapping[TP, int],
-        no_match: str,
-    ) -> dict[TP, int]:
-        have = self.topics[cluster_id]
-        result = {}
-        for (t, p), pos in wanted.items():
-            if pos.kind == "earliest":
-                result[(t, p)] = have[t][p][0]
-            elif pos.kind == "latest":
-                result[(t, p)] = latest[(t, p)]
-            elif pos.kind == "offset":
-                result[(t, p)] = pos.value
-            else:
-                found = self.stamps.get((cluster_id, t, p), {}).get(pos.value)
-                if found is None and no_match == "error":
-                    raise OffsetsError(f"no record at or after {pos.value}")
-                result[(t, p)] = latest[(t, p)] if found is None else found
-        return result
+        stamps = {(t, p): v for (c, t, p), v in self.stamps.items() if c == cluster_id}
+        return _Admin({(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()}, stamps)
 
 
 def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterAssignment:
@@ -97,8 +73,7 @@ def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterA
     )
 
 
-def _discovery_earliest(key: Any, cluster: ClusterAssignment, first: bool) -> Position:
-    return EARLIEST_POSITION
+DISCOVERY_EARLIEST = PositionRule(NO_OPTION, EARLIEST_POSITION, NoMatch.ERROR)
 
 
 def test_new_partitions_enter_at_their_position_and_known_ones_advance() -> None:
@@ -108,46 +83,63 @@ def test_new_partitions_enter_at_their_position_and_known_ones_advance() -> None
         {"east": _cluster("orders")},
         {("east", "orders", 0): 4},
         lister,  # type: ignore[arg-type]
-        _discovery_earliest,
-        "error",
+        DISCOVERY_EARLIEST,
     )
     assert state.offsets == {("east", "orders", 0): 10, ("east", "orders", 1): 0}
     assert state.entered == {("east", "orders", 1): 0}
     assert state.losses == []
 
 
-def test_first_read_of_a_cluster_is_flagged_for_its_metadata_position() -> None:
+def test_first_read_of_a_cluster_takes_its_metadata_position() -> None:
     lister = _Lister()
-    lister.topics["east"] = {"orders": {0: (0, 10)}}
-    lister.topics["west"] = {"orders": {0: (0, 7)}}
-    seen: list[tuple[str, bool]] = []
-
-    def position(key: Any, cluster: ClusterAssignment, first: bool) -> Position:
-        seen.append((key[0], first))
-        return LATEST_POSITION
-
-    reconcile(
-        {"east": _cluster("orders"), "west": _cluster("orders")},
+    lister.topics["east"] = {"orders": {0: (2, 10), 1: (2, 10)}}
+    lister.topics["west"] = {"orders": {0: (3, 7)}}
+    earliest = StartingPosition("earliest")
+    state = reconcile(
+        {
+            "east": _cluster("orders", starting=earliest),
+            "west": _cluster("orders", starting=earliest),
+        },
         {("east", "orders", 1): 3},  # east is known (another partition), west is new
         lister,  # type: ignore[arg-type]
-        position,
-        "error",
+        PositionRule(NO_OPTION, LATEST_POSITION, NoMatch.ERROR),
     )
-    assert sorted(seen) == [("east", False), ("west", True)]
+    # east is not read for the first time: the fallback (latest); west: the metadata (earliest)
+    assert state.entered == {("east", "orders", 0): 10, ("west", "orders", 0): 3}
 
 
-def test_start_position_precedence() -> None:
-    key = ("east", "orders", 0)
-    named = PositionSpec({key: Position("offset", 5)}, None, "startingOffsets")
-    override = StartingPosition("timestamp", 1234)
-    assert start_position(named, key, override, EARLIEST_POSITION) == Position("offset", 5)
-    other = ("east", "orders", 1)
-    assert start_position(named, other, override, EARLIEST_POSITION) == Position("timestamp", 1234)
-    assert start_position(named, other, None, EARLIEST_POSITION) == EARLIEST_POSITION
-    everywhere = PositionSpec({}, Position("timestamp", 99), "startingTimestamp")
-    latest = StartingPosition("latest")
-    assert start_position(everywhere, key, latest, EARLIEST_POSITION) == LATEST_POSITION
-    assert start_position(everywhere, key, None, EARLIEST_POSITION) == Position("timestamp", 99)
+@pytest.mark.parametrize("no_match", [NoMatch.ERROR, NoMatch.LATEST])
+def test_a_start_timestamp_without_record_fails_or_takes_the_latest_offset(
+    no_match: NoMatch,
+) -> None:
+    lister = _Lister()
+    lister.topics["east"] = {"orders": {0: (0, 10), 1: (0, 10)}}
+    lister.stamps[("east", "orders", 0)] = {500: 4}
+    rule = PositionRule(parse_timestamp("500", "startingTimestamp"), EARLIEST_POSITION, no_match)
+    assignment = {"east": _cluster("orders")}
+    if no_match is NoMatch.ERROR:
+        with pytest.raises(OffsetsError, match=r"east/orders/1 \(startingTimestamp 500\)"):
+            reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+    else:
+        state = reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+        assert state.entered == {("east", "orders", 0): 4, ("east", "orders", 1): 10}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_batch_read_fails_on_what_a_stream_keeps(strict: bool) -> None:
+    lister = _Lister()
+    lister.topics["east"] = {"orders": {0: (0, 10)}, "refunds": {0: (0, 9)}}
+    lister.unavailable["east"] = {"refunds"}
+    lister.down = {"west"}
+    for assignment, error in (
+        ({"east": _cluster("orders", "refunds")}, r"topic\(s\) \['refunds'\] with an error"),
+        ({"west": _cluster("orders")}, "could not list topics"),
+    ):
+        if strict:
+            with pytest.raises(KafkaClientError, match=error):
+                reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
+        else:
+            reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
 
 
 def test_data_loss_is_classified_and_named() -> None:
@@ -164,8 +156,7 @@ def test_data_loss_is_classified_and_named() -> None:
         {"east": _cluster("orders", "refunds")},
         previous,
         lister,  # type: ignore[arg-type]
-        _discovery_earliest,
-        "error",
+        DISCOVERY_EARLIEST,
     )
     assert sorted(state.losses, key=lambda loss: loss.key) == [
         Loss(("east", "orders", 0), "its latest offset went back", 10, 3),
@@ -201,8 +192,7 @@ def test_removal_through_metadata_is_not_data_loss() -> None:
         {"east": _cluster("orders")},  # refunds and west left the metadata
         previous,
         lister,  # type: ignore[arg-type]
-        _discovery_earliest,
-        "error",
+        DISCOVERY_EARLIEST,
     )
     assert state.losses == []
     assert state.offsets == {("east", "orders", 0): 10}
@@ -218,8 +208,7 @@ def test_unreachable_cluster_and_unavailable_topic_keep_their_offsets() -> None:
         {"east": _cluster("orders", "refunds"), "west": _cluster("orders")},
         previous,
         lister,  # type: ignore[arg-type]
-        _discovery_earliest,
-        "error",
+        DISCOVERY_EARLIEST,
     )
     assert state.losses == []
     assert state.offsets == {

@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not re-exported
@@ -21,6 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
 
@@ -230,20 +231,20 @@ class ClusterAdmin:
     def list_offsets(
         self,
         partitions: Iterable[tuple[str, int]],
-        spec: str,
+        kind: Literal[PositionKind.EARLIEST, PositionKind.LATEST],
         read_committed: bool = False,
     ) -> dict[tuple[str, int], int]:
-        """Return the ``earliest`` or ``latest`` offset of each (topic, partition) in one request.
+        """Return the earliest or latest offset of each (topic, partition) in one request.
 
         With ``read_committed`` the latest offset is the last stable offset.
         """
         offset_spec = (
             OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-            if spec == "earliest"
+            if kind == PositionKind.EARLIEST
             else OffsetSpec.latest()  # type: ignore[no-untyped-call]
         )
         request = dict.fromkeys(partitions, offset_spec)
-        return self._offsets(request, f"list {spec} offsets", read_committed)
+        return self._offsets(request, f"list {kind.value} offsets", read_committed)
 
     def offsets_for_times(
         self, stamps: Mapping[tuple[str, int], int], read_committed: bool = False

@@ -4,48 +4,61 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.position import Position, PositionKind
 
 __all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
 
 
-@dataclass(frozen=True)
-class StartingPosition:
-    """Where a stream's topics on one cluster start when the query first reads that cluster.
+class StartingPosition(Position):
+    """A metadata entry's ``startingOffsets``: a :class:`~pyspark_dynamic_kafka.position.Position`
+    of kind earliest, latest or timestamp.
+
+    It is where a stream's topics on one cluster start when the query first reads that cluster;
+    :mod:`pyspark_dynamic_kafka.source.positions` says how it ranks among the query's options.
 
     Parameters
     ----------
     kind:
-        ``"earliest"``, ``"latest"`` or ``"timestamp"``.
+        ``"earliest"``, ``"latest"`` or ``"timestamp"`` (or the :class:`PositionKind`).
     timestamp_ms:
         Epoch milliseconds; set iff ``kind`` is ``"timestamp"``. A partition then starts at its
         first record whose timestamp is at or after it.
     """
 
-    kind: Literal["earliest", "latest", "timestamp"]
-    timestamp_ms: int | None = None
+    def __init__(self, kind: PositionKind | str, timestamp_ms: int | None = None) -> None:
+        if kind not in _METADATA_KINDS:
+            raise MetadataValidationError(
+                f"StartingPosition.kind must be 'earliest', 'latest' or 'timestamp', got {kind!r}"
+            )
+        stamped = kind == PositionKind.TIMESTAMP
+        if stamped != (timestamp_ms is not None) or (timestamp_ms or 0) < 0:
+            raise MetadataValidationError(
+                "StartingPosition.timestamp_ms must be set (epoch milliseconds >= 0) exactly when "
+                f"kind is 'timestamp', got kind={str(kind)!r}, timestamp_ms={timestamp_ms!r}"
+            )
+        super().__init__(PositionKind(kind), timestamp_ms or 0)
 
-    def __post_init__(self) -> None:
-        if self.kind not in ("earliest", "latest", "timestamp"):
-            raise MetadataValidationError(
-                f"StartingPosition.kind must be 'earliest', 'latest' or 'timestamp', "
-                f"got {self.kind!r}"
-            )
-        if (self.kind == "timestamp") != (self.timestamp_ms is not None):
-            raise MetadataValidationError(
-                "StartingPosition.timestamp_ms must be set exactly when kind is 'timestamp', "
-                f"got kind={self.kind!r}, timestamp_ms={self.timestamp_ms!r}"
-            )
+    @property
+    def timestamp_ms(self) -> int | None:
+        """Epoch milliseconds of a ``timestamp`` position, else ``None``."""
+        return self.value if self.kind == PositionKind.TIMESTAMP else None
 
     def to_document(self) -> str | dict[str, int]:
         """Return the value as written in a metadata document."""
-        if self.timestamp_ms is not None:
-            return {"timestamp": self.timestamp_ms}
-        return self.kind
+        if self.kind == PositionKind.TIMESTAMP:
+            return {"timestamp": self.value}
+        return str(self.kind)
+
+    def __repr__(self) -> str:
+        stamp = f", {self.value}" if self.kind == PositionKind.TIMESTAMP else ""
+        return f"StartingPosition({str(self.kind)!r}{stamp})"
+
+
+_METADATA_KINDS = (PositionKind.EARLIEST, PositionKind.LATEST, PositionKind.TIMESTAMP)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The batch reader (``spark.read.format("dynamic_kafka")``): one bounded read of every partition.
 
-The metadata is resolved once, when Spark plans the read; each assigned partition is read from
-its start (``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``, default
+The metadata is resolved once, when Spark plans the read, and every assigned cluster is listed
+once (:func:`~pyspark_dynamic_kafka.source.reconcile.reconcile`, strict: a cluster or topic that
+cannot be listed fails the read). Each assigned partition is read from its start
+(``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``, default
 ``earliest``; a metadata entry's ``startingOffsets`` for partitions the options do not name) to its
-end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``).
+end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``),
+both placed and resolved by :mod:`~pyspark_dynamic_kafka.source.positions`.
 """
 
 from __future__ import annotations
@@ -14,23 +17,16 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from pyspark_dynamic_kafka.errors import KafkaClientError, OffsetsError
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment, Discovery
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.discovery import Discovery
 from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.planning import (
-    OffsetRange,
-    ReadTask,
-    new_group_id,
-    plan_query_tasks,
-)
-from pyspark_dynamic_kafka.source.positions import (
-    EARLIEST_POSITION,
-    LATEST_POSITION,
-    PositionSpec,
-    start_position,
-)
+from pyspark_dynamic_kafka.source.planning import new_group_id, plan_query_tasks
+from pyspark_dynamic_kafka.source.positions import end_rule, resolve_positions, start_rule
 from pyspark_dynamic_kafka.source.read import read_task
+from pyspark_dynamic_kafka.source.reconcile import reconcile
 from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.task import OffsetRange, ReadTask
 
 __all__ = ["DynamicKafkaBatchReader"]
 
@@ -64,81 +60,57 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
             When a cluster cannot be listed.
         """
         options = self._options
+        starting, ending = start_rule(options, batch=True), end_rule(options)
         discovery = Discovery(options)
         lister = OffsetLister(options)
         try:
             assignment = discovery.current()
-            ranges: list[OffsetRange] = []
+            starts = reconcile(assignment, {}, lister, starting, strict=True)
+            ends: dict[PartitionKey, int] = {}
             for cluster_id, cluster in assignment.items():
-                ranges += self._ranges(lister, cluster_id, cluster)
+                listed = {(t, p): o for (c, t, p), o in starts.latest.items() if c == cluster_id}
+                found = resolve_positions(lister, cluster_id, cluster, listed, ending, False)
+                ends.update({(cluster_id, t, p): o for (t, p), o in found.items()})
         finally:
             lister.close()
             discovery.close()
+        for cluster_id, absent in starts.absent.items():
+            if absent:
+                _log.warning("Cluster %r has no topic(s) %s", cluster_id, sorted(absent))
+        ranges = []
+        for key, start in sorted(starts.offsets.items()):
+            end = _end(key, ends[key], starts.latest[key], ending.options.option)
+            if start > end:
+                origin = starting.position(key, assignment[key[0]].starting_position(key[1]))
+                raise OffsetsError(
+                    f"The start of {'/'.join(map(str, key))} (offset {start}, from "
+                    f"{origin.origin}) is after its end (offset {end}, from "
+                    f"{ending.options.option}). Fix the starting or ending options."
+                )
+            if end > start:
+                ranges.append(OffsetRange(*key, start, end))
         properties = {c: a.properties for c, a in assignment.items()}
         tasks = plan_query_tasks(ranges, properties, options, new_group_id(options))
         _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
         return list(tasks)
-
-    def _ranges(
-        self, lister: OffsetLister, cluster_id: str, cluster: ClusterAssignment
-    ) -> list[OffsetRange]:
-        options = self._options
-        ending = options.ending or PositionSpec({}, LATEST_POSITION, "endingOffsets")
-        snapshot = lister.snapshot(cluster_id, cluster)
-        topics = snapshot.topics
-        if topics.unavailable:
-            raise KafkaClientError(
-                f"Cluster '{cluster_id}' reports topic(s) {sorted(topics.unavailable)} with an "
-                "error; a batch read would miss their records. Retry when the cluster is healthy."
-            )
-        if topics.absent:
-            _log.warning("Cluster %r has no topic(s) %s", cluster_id, sorted(topics.absent))
-        latest = snapshot.latest
-        wanted = {
-            (t, p): start_position(
-                options.starting,
-                (cluster_id, t, p),
-                cluster.starting_position(t),
-                EARLIEST_POSITION,
-            )
-            for t, p in latest
-        }
-        starts = lister.resolve(cluster_id, cluster, wanted, latest, options.timestamp_strategy)
-        ends = lister.resolve(
-            cluster_id,
-            cluster,
-            {(t, p): ending.position((cluster_id, t, p), LATEST_POSITION) for t, p in latest},
-            latest,
-            "latest",
-        )
-        ranges = []
-        for (topic, partition), start in sorted(starts.items()):
-            end = ends[(topic, partition)]
-            if end > latest[(topic, partition)]:
-                _log.warning(
-                    "%s of %s/%s/%d is %d, past its latest offset %d: reading up to %d.",
-                    ending.option,
-                    cluster_id,
-                    topic,
-                    partition,
-                    end,
-                    latest[(topic, partition)],
-                    latest[(topic, partition)],
-                )
-                end = latest[(topic, partition)]
-            if start > end:
-                raise OffsetsError(
-                    f"The start of {cluster_id}/{topic}/{partition} (offset {start}, from "
-                    f"{wanted[(topic, partition)].origin or options.starting.option}) is after "
-                    f"its end (offset {end}, from {ending.option}). Fix the starting or ending "
-                    "options."
-                )
-            if end > start:
-                ranges.append(OffsetRange(cluster_id, topic, partition, start, end))
-        return ranges
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches (nothing for Spark's empty partition)."""
         if not isinstance(partition, ReadTask):
             return iter(())
         return read_task(partition)
+
+
+def _end(key: PartitionKey, end: int, latest: int, option: str) -> int:
+    """A partition's end, never past its latest offset (warning when the option asked for more)."""
+    if end <= latest:
+        return end
+    _log.warning(
+        "%s of %s/%s/%d is %d, past its latest offset %d: reading up to %d.",
+        option,
+        *key,
+        end,
+        latest,
+        latest,
+    )
+    return latest

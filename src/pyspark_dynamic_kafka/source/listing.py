@@ -1,4 +1,4 @@
-"""Driver side: list the partitions and offsets of each assigned cluster, resolve positions.
+"""Driver side: list the partitions and latest offsets of each assigned cluster.
 
 One :class:`~pyspark_dynamic_kafka.kafka.admin.ClusterAdmin` per cluster, created lazily and
 closed when the cluster leaves the metadata. Never pickled: executors get none of this.
@@ -10,13 +10,12 @@ import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET, ClusterAdmin, TopicListing
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
+from pyspark_dynamic_kafka.position import PositionKind
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.positions import Position
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 
-__all__ = ["ClusterSnapshot", "OffsetLister", "read_committed"]
+__all__ = ["ClusterSnapshot", "OffsetLister", "TopicPartitionKey", "read_committed"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,12 +45,15 @@ class ClusterSnapshot:
 
 
 class OffsetLister:
-    """Lists clusters and resolves positions to offsets, with one admin client per cluster.
+    """Lists clusters, with one admin client per cluster.
+
+    Positions are resolved to offsets with these clients by
+    :func:`~pyspark_dynamic_kafka.source.positions.resolve_positions`.
 
     Parameters
     ----------
     options:
-        Parsed source options (timeouts, retries, timestamp strategy).
+        Parsed source options (timeouts, retries).
     """
 
     def __init__(self, options: SourceOptions) -> None:
@@ -96,58 +98,5 @@ class OffsetLister:
         admin = self.admin(cluster_id, cluster)
         topics = admin.list_topics(cluster.topics)
         pairs = [(t, p) for t, ps in topics.partitions.items() for p in ps]
-        latest = admin.list_offsets(pairs, "latest", read_committed(cluster.properties))
+        latest = admin.list_offsets(pairs, PositionKind.LATEST, read_committed(cluster.properties))
         return ClusterSnapshot(topics, latest)
-
-    def resolve(
-        self,
-        cluster_id: str,
-        cluster: ClusterAssignment,
-        wanted: Mapping[TopicPartitionKey, Position],
-        latest: Mapping[TopicPartitionKey, int],
-        no_match: str,
-    ) -> dict[TopicPartitionKey, int]:
-        """Turn positions into offsets, in one request per kind of position.
-
-        A timestamp resolves to the first offset whose record is at or after it; when there is
-        none, ``no_match`` decides: ``latest`` takes the latest offset, ``error`` raises.
-
-        Raises
-        ------
-        OffsetsError
-            For a timestamp without a matching record when ``no_match`` is ``error``.
-        KafkaClientError
-            When the cluster cannot be reached.
-        """
-        admin = self.admin(cluster_id, cluster)
-        committed = read_committed(cluster.properties)
-        need_earliest = [tp for tp, pos in wanted.items() if pos.kind == "earliest"]
-        earliest = admin.list_offsets(need_earliest, "earliest") if need_earliest else {}
-        stamps = {tp: pos.value for tp, pos in wanted.items() if pos.kind == "timestamp"}
-        found = admin.offsets_for_times(stamps, committed) if stamps else {}
-        result: dict[TopicPartitionKey, int] = {}
-        unmatched: list[str] = []
-        for tp, pos in wanted.items():
-            if pos.kind == "earliest":
-                result[tp] = earliest[tp]
-            elif pos.kind == "latest":
-                result[tp] = latest[tp]
-            elif pos.kind == "offset":
-                result[tp] = pos.value
-            elif found[tp] == NO_OFFSET or found[tp] < 0:
-                unmatched.append(f"{cluster_id}/{tp[0]}/{tp[1]} ({pos.origin} {pos.value})")
-                result[tp] = latest[tp]
-            else:
-                result[tp] = min(found[tp], latest[tp])
-        if unmatched and no_match == "error":
-            raise OffsetsError(
-                f"No record is at or after the start timestamp of {', '.join(sorted(unmatched))}."
-                " Choose an earlier timestamp, or set startingOffsetsByTimestampStrategy=latest "
-                "to start such partitions at their latest offset."
-            )
-        if unmatched:
-            _log.info(
-                "No record at or after the timestamp of %s: starting at the latest offset.",
-                ", ".join(sorted(unmatched)),
-            )
-        return result

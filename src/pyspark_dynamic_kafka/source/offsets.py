@@ -1,4 +1,4 @@
-"""Offsets: the checkpointed offset JSON.
+"""Offsets: the checkpointed offset JSON, and the one reader of nested offset JSON.
 
 The checkpointed offset is ``{"version": 1, "clusters": {cluster: {topic: {"partition": next}}}}``
 built in canonical order (clusters and topics sorted, partitions in numeric order), because Spark
@@ -8,27 +8,27 @@ property.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.position import PartitionKey
 
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "OFFSET_MEANING",
     "OFFSET_VERSION",
-    "PartitionKey",
     "decode_offsets",
     "encode_offsets",
-    "names",
+    "partition_map",
 ]
 
 OFFSET_VERSION = 1
 EARLIEST = -2
 LATEST = -1
-
-#: (cluster id, topic, partition)
-PartitionKey = tuple[str, str, int]
+#: What a number of an offset JSON is, for messages.
+OFFSET_MEANING = "an integer offset >= -2 (-2 earliest, -1 latest)"
 
 
 def encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
@@ -46,33 +46,64 @@ def encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
     return {"version": OFFSET_VERSION, "clusters": clusters}
 
 
-def _nested_positions(clusters: object, where: str) -> dict[PartitionKey, int]:
-    if not isinstance(clusters, Mapping):
-        raise OffsetsError(f"{where}: expected an object of cluster ids, got {clusters!r}")
+def partition_map(
+    document: object, where: str, meaning: str, minimum: int, empty: bool = True
+) -> dict[PartitionKey, int]:
+    """Walk ``{"cluster": {"topic": {"0": number}}}`` into ``{(cluster, topic, 0): number}``.
+
+    The one reader of the nested cluster/topic/partition JSON, shared by the checkpointed offset
+    and the offset and timestamp options.
+
+    Parameters
+    ----------
+    document:
+        The decoded JSON.
+    where:
+        Start of every message, e.g. ``checkpointed offset``.
+    meaning:
+        What each number must be, for messages, e.g. ``an integer offset >= -2``.
+    minimum:
+        The smallest number accepted.
+    empty:
+        Whether a document naming no partition is accepted.
+
+    Raises
+    ------
+    OffsetsError
+        When the structure is not that one, a partition is not a non-negative integer or a number
+        is not an integer >= ``minimum``.
+    """
+    if not isinstance(document, Mapping):
+        raise OffsetsError(f"{where}: expected a JSON object of cluster ids, got {document!r}.")
     result: dict[PartitionKey, int] = {}
-    for cluster, topics in clusters.items():
+    for cluster, topics in document.items():
         if not isinstance(topics, Mapping):
             raise OffsetsError(
-                f"{where}: cluster {cluster!r} must map topics to partitions, got {topics!r}"
+                f"{where}: cluster {cluster!r} must map topics to partitions, got {topics!r}."
             )
         for topic, partitions in topics.items():
             if not isinstance(partitions, Mapping):
                 raise OffsetsError(
-                    f"{where}: {cluster}/{topic} must map partitions to offsets, got {partitions!r}"
+                    f"{where}: {cluster}/{topic} must map partitions to {meaning}, got "
+                    f"{partitions!r}."
                 )
-            for partition, offset in partitions.items():
+            for partition, number in partitions.items():
                 try:
-                    number = int(partition)
+                    index = int(partition)
                 except (TypeError, ValueError):
+                    index = -1
+                if index < 0:
                     raise OffsetsError(
-                        f"{where}: partition {partition!r} of {cluster}/{topic} is not an integer"
-                    ) from None
-                if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
-                    raise OffsetsError(
-                        f"{where}: offset {offset!r} of {cluster}/{topic}/{partition} must be an "
-                        "integer >= -2 (-2 earliest, -1 latest)"
+                        f"{where}: partition {partition!r} of {cluster}/{topic} is not a "
+                        "non-negative integer."
                     )
-                result[(str(cluster), str(topic), number)] = offset
+                if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
+                    raise OffsetsError(
+                        f"{where}: {number!r} for {cluster}/{topic}/{partition} must be {meaning}."
+                    )
+                result[(str(cluster), str(topic), index)] = number
+    if not result and not empty:
+        raise OffsetsError(f"{where}: the JSON names no partition.")
     return result
 
 
@@ -90,13 +121,10 @@ def decode_offsets(offset: Mapping[str, Any]) -> dict[PartitionKey, int]:
             f"Checkpointed offset has version {version!r}; this release reads version "
             f"{OFFSET_VERSION}. Use the release that wrote the checkpoint, or a new checkpoint."
         )
-    positions = _nested_positions(offset.get("clusters", {}), "checkpointed offset")
+    positions = partition_map(
+        offset.get("clusters", {}), "checkpointed offset", OFFSET_MEANING, EARLIEST
+    )
     negative = [key for key, value in positions.items() if value < 0]
     if negative:
         raise OffsetsError(f"checkpointed offset holds negative offsets for {negative[:3]}")
     return positions
-
-
-def names(keys: Iterable[PartitionKey]) -> str:
-    """Render partition keys for messages: ``east/orders/0, west/orders/1``."""
-    return ", ".join(f"{c}/{t}/{p}" for c, t, p in keys)

@@ -21,13 +21,14 @@ from pyspark_dynamic_kafka.optionspec import (
     OptionSpec,
     Scope,
     boolean,
-    choice,
     duration_ms,
     integer,
+    member,
     nonempty,
     pattern,
     text,
 )
+from pyspark_dynamic_kafka.position import NoMatch, PositionKind
 from pyspark_dynamic_kafka.source.positions import (
     parse_offsets_spec,
     parse_timestamp,
@@ -121,7 +122,7 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
     ),
     OptionSpec(
         "startingOffsetsByTimestampStrategy",
-        choice("error", "latest"),
+        member(NoMatch, NoMatch.ERROR, NoMatch.LATEST),
         "error",
         "When no record is at or after a start timestamp: `error` fails the query, `latest` "
         "starts that partition at its latest offset.",
@@ -153,7 +154,7 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
     ),
     OptionSpec(
         "discoveryStartingOffsets",
-        choice("earliest", "latest"),
+        member(PositionKind, PositionKind.EARLIEST, PositionKind.LATEST),
         "earliest",
         "Where a cluster, topic or partition discovered after the query started begins.",
         attr="discovery_starting_offsets",

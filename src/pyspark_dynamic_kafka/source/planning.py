@@ -12,19 +12,13 @@ from __future__ import annotations
 import heapq
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-
-from pyspark.sql.datasource import InputPartition
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.offsets import PartitionKey
+from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = [
-    "OffsetRange",
-    "ReadSettings",
-    "ReadTask",
-    "backwards",
     "new_group_id",
     "offset_ranges",
     "plan_query_tasks",
@@ -36,89 +30,6 @@ __all__ = [
 TARGET_RECORDS_PER_TASK = 1_000_000
 #: Tasks a micro-batch is spread over at least (when it has that many ranges).
 MIN_TASKS = 2
-
-
-@dataclass(frozen=True)
-class OffsetRange:
-    """Records [start, end) of one partition of one topic on one cluster."""
-
-    cluster: str
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        """Number of offsets in the range."""
-        return self.end - self.start
-
-
-@dataclass(frozen=True)
-class ReadSettings:
-    """Executor-side settings a task carries (options are never re-parsed on executors).
-
-    Attributes
-    ----------
-    poll_timeout_ms:
-        How long to wait for the records of a range before failing.
-    cache_timeout_ms:
-        Idle time after which a pooled consumer is closed.
-    live_clusters:
-        Clusters present in this micro-batch; pooled consumers of other clusters are closed.
-    fail_on_data_loss:
-        Whether records of a range that are gone fail the task (else: warning, skip them).
-    include_headers:
-        Whether to emit the ``headers`` column.
-    generation:
-        Pooled consumers of another generation are not reused: the driver bumps it after a
-        topic was deleted or recreated under the query.
-    """
-
-    poll_timeout_ms: int
-    cache_timeout_ms: int
-    live_clusters: frozenset[str]
-    fail_on_data_loss: bool = True
-    include_headers: bool = False
-    generation: int = 0
-
-
-class ReadTask(InputPartition):  # type: ignore[misc]
-    """One Spark task: ranges (grouped by cluster) and the client properties to read them.
-
-    Parameters
-    ----------
-    ranges:
-        Exact ranges to read.
-    properties:
-        Client properties for each cluster named by ``ranges``.
-    settings:
-        Read settings.
-    """
-
-    def __init__(
-        self,
-        ranges: tuple[OffsetRange, ...],
-        properties: Mapping[str, FrozenProperties],
-        settings: ReadSettings,
-    ) -> None:
-        self.ranges = ranges
-        self.properties = dict(properties)
-        self.settings = settings
-
-    def by_cluster(self) -> dict[str, list[OffsetRange]]:
-        """The ranges grouped by cluster id, in id order."""
-        groups: dict[str, list[OffsetRange]] = {}
-        for r in sorted(self.ranges, key=lambda r: (r.cluster, r.topic, r.partition)):
-            groups.setdefault(r.cluster, []).append(r)
-        return groups
-
-    def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{r.cluster}/{r.topic}/{r.partition}[{r.start},{r.end})" for r in self.ranges[:4]
-        )
-        more = f", +{len(self.ranges) - 4} more" if len(self.ranges) > 4 else ""
-        return f"ReadTask({shown}{more})"
 
 
 def task_properties(
@@ -133,13 +44,6 @@ def task_properties(
         else:
             result[cluster_id] = FrozenProperties({**props, "group.id": group_id})
     return result
-
-
-def backwards(
-    start: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]
-) -> list[PartitionKey]:
-    """Partitions whose end offset is below their start offset (their offsets went back)."""
-    return [key for key in sorted(end) if key in start and end[key] < start[key]]
 
 
 def offset_ranges(

@@ -1,140 +1,75 @@
-"""Where partitions start and end: offset and timestamp specifications, as options give them.
+"""Where each partition starts (and, for a batch read, ends): from options and metadata to offsets.
 
-A :class:`Position` is ``earliest``, ``latest``, a concrete offset or a timestamp. A
-:class:`PositionSpec` is what one option (or the winning one of several, see
-:func:`pick_spec`) says about every partition: a position for the partitions it names and a
-default for the others. Resolving positions to offsets needs the cluster and happens on the driver
-(:mod:`~pyspark_dynamic_kafka.source.listing`).
+The vocabulary (:class:`~pyspark_dynamic_kafka.position.Position`, its kinds, ``NoMatch``,
+``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; this module decides and resolves.
+
+1. **Options** are parsed (each by its declared parser: :func:`parse_offsets_spec`,
+   :func:`parse_timestamps_spec`, :func:`parse_timestamp`) into ``PositionSpec`` values, and
+   :func:`position_spec` picks the winner: ``startingTimestamp`` wins over
+   ``startingOffsetsByTimestamp``, which wins over ``startingOffsets`` (the ``ending*`` options of
+   a batch read likewise).
+2. **A rule** (:class:`PositionRule`) places a partition the query has not read yet:
+
+   a. the position the options name for this very partition (JSON options);
+   b. else, when the query reads the partition's cluster for the first time and the rule admits
+      it, the metadata entry's ``startingOffsets`` for that cluster and topic;
+   c. else the options' position for every partition (``earliest``, ``latest``, a timestamp);
+   d. else the rule's fallback.
+
+   The source uses four rules: :func:`start_rule` (a stream's initial offset, a batch read's
+   start), :func:`discovery_rule` (partitions that appear while a stream runs: the options no
+   longer apply, ``discoveryStartingOffsets`` is the fallback), :func:`end_rule` (a batch read's
+   end) and :data:`LATEST_RULE` (the ``Trigger.AvailableNow`` target).
+3. **The resolver** (:func:`resolve_positions`, the one function stream start, discovery and batch
+   reads call) turns the positions of one cluster's partitions into offsets, one request per kind:
+   ``earliest`` is listed, ``latest`` is the offset just listed, an offset is taken as it is, and a
+   timestamp becomes the first offset whose record is at or after it (never past the latest
+   offset); when there is none the rule's ``NoMatch`` fails or takes the latest offset.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.metadata.model import StartingPosition
-from pyspark_dynamic_kafka.source.offsets import EARLIEST, LATEST, PartitionKey
+from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET
+from pyspark_dynamic_kafka.position import (
+    EARLIEST_POSITION,
+    LATEST_POSITION,
+    NoMatch,
+    PartitionKey,
+    Position,
+    PositionKind,
+    PositionSpec,
+)
+from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.listing import OffsetLister, TopicPartitionKey, read_committed
+from pyspark_dynamic_kafka.source.offsets import EARLIEST, LATEST, OFFSET_MEANING, partition_map
+from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
-    "EARLIEST_POSITION",
-    "LATEST_POSITION",
-    "Position",
-    "PositionSpec",
+    "LATEST_RULE",
+    "PositionRule",
+    "discovery_rule",
+    "end_rule",
     "parse_offsets_spec",
     "parse_timestamp",
     "parse_timestamps_spec",
-    "pick_spec",
-    "position_of",
-    "start_position",
+    "position_spec",
+    "resolve_positions",
+    "start_rule",
 ]
 
-Kind = Literal["earliest", "latest", "offset", "timestamp"]
+_log = logging.getLogger(__name__)
+
+#: No option places any partition (discovery, the AvailableNow target).
+_NO_OPTION = PositionSpec({}, None, "")
 
 
-@dataclass(frozen=True)
-class Position:
-    """One partition's position before it is resolved against the cluster.
-
-    Attributes
-    ----------
-    kind:
-        ``earliest``, ``latest``, ``offset`` or ``timestamp``.
-    value:
-        The offset or the epoch milliseconds (0 for ``earliest`` and ``latest``).
-    origin:
-        Which option or metadata entry gave it, for messages (not compared).
-    """
-
-    kind: Kind
-    value: int = 0
-    origin: str = field(default="", compare=False)
-
-    @staticmethod
-    def of_offset(offset: int, origin: str = "") -> Position:
-        """-2 earliest, -1 latest, otherwise that offset."""
-        if offset == EARLIEST:
-            return Position("earliest", 0, origin)
-        if offset == LATEST:
-            return Position("latest", 0, origin)
-        return Position("offset", offset, origin)
-
-    def __str__(self) -> str:
-        if self.kind == "offset":
-            return f"offset {self.value}"
-        if self.kind == "timestamp":
-            return f"timestamp {self.value}"
-        return self.kind
-
-
-EARLIEST_POSITION = Position("earliest")
-LATEST_POSITION = Position("latest")
-
-
-@dataclass(frozen=True)
-class PositionSpec:
-    """What an option says about every partition.
-
-    Attributes
-    ----------
-    specific:
-        Positions of the partitions the option names (JSON options).
-    default:
-        Position of every other partition, or ``None`` when the option only names partitions (the
-        caller's fallback applies to the others).
-    option:
-        The option the spec comes from, named in messages.
-    """
-
-    specific: Mapping[PartitionKey, Position]
-    default: Position | None
-    option: str
-
-    def position(self, key: PartitionKey, fallback: Position) -> Position:
-        """The position of one partition: the named one, else the default, else ``fallback``."""
-        named = self.specific.get(key)
-        if named is not None:
-            return named
-        return self.default if self.default is not None else fallback
-
-    def names(self, key: PartitionKey) -> bool:
-        """Whether the option names this partition."""
-        return key in self.specific
-
-    def topics(self) -> set[tuple[str, str]]:
-        """(cluster, topic) pairs the option names."""
-        return {(cluster, topic) for cluster, topic, _ in self.specific}
-
-
-def position_of(start: StartingPosition, origin: str) -> Position:
-    """The position a metadata entry's ``startingOffsets`` stands for."""
-    if start.timestamp_ms is not None:
-        return Position("timestamp", start.timestamp_ms, origin)
-    return Position("earliest" if start.kind == "earliest" else "latest", 0, origin)
-
-
-def start_position(
-    spec: PositionSpec,
-    key: PartitionKey,
-    override: StartingPosition | None,
-    fallback: Position,
-) -> Position:
-    """Where a partition starts when its cluster is read for the first time.
-
-    A position the option names for this very partition wins, then the metadata entry's
-    ``startingOffsets`` for the cluster (``override``), then the option's default, then
-    ``fallback``.
-    """
-    named = spec.specific.get(key)
-    if named is not None:
-        return named
-    if override is not None:
-        return position_of(override, f"the metadata's startingOffsets of cluster {key[0]!r}")
-    return spec.position(key, fallback)
-
-
+# ------------------------------------------------------------------------------- 1. options
 def _document(value: str, option: str, example: str) -> object:
     try:
         return json.loads(value)
@@ -145,44 +80,19 @@ def _document(value: str, option: str, example: str) -> object:
         ) from None
 
 
-def _nested(
-    document: object, value: str, option: str, minimum: int, meaning: str
-) -> dict[PartitionKey, int]:
-    """``{"cluster": {"topic": {"0": number}}}`` -> {(cluster, topic, 0): number}."""
-    where = f"Invalid value {value!r} for option '{option}'"
-    if not isinstance(document, Mapping):
-        raise OffsetsError(f"{where}: expected a JSON object of cluster ids.")
-    result: dict[PartitionKey, int] = {}
-    for cluster, topics in document.items():
-        if not isinstance(topics, Mapping):
-            raise OffsetsError(f"{where}: cluster {cluster!r} must map topics to partitions.")
-        for topic, partitions in topics.items():
-            if not isinstance(partitions, Mapping):
-                raise OffsetsError(f"{where}: {cluster}/{topic} must map partitions to {meaning}.")
-            for partition, number in partitions.items():
-                try:
-                    index = int(partition)
-                except (TypeError, ValueError):
-                    index = -1
-                if index < 0:
-                    raise OffsetsError(
-                        f"{where}: partition {partition!r} of {cluster}/{topic} is not a "
-                        "non-negative integer."
-                    )
-                if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
-                    raise OffsetsError(
-                        f"{where}: {number!r} for {cluster}/{topic}/{partition} must be {meaning}."
-                    )
-                result[(str(cluster), str(topic), index)] = number
-    if not result:
-        raise OffsetsError(f"{where}: the JSON names no partition.")
-    return result
+def _of_offset(offset: int, origin: str) -> Position:
+    """The position an offset JSON gives: -2 earliest, -1 latest, otherwise that offset."""
+    if offset == EARLIEST:
+        return EARLIEST_POSITION.with_origin(origin)
+    if offset == LATEST:
+        return LATEST_POSITION.with_origin(origin)
+    return Position(PositionKind.OFFSET, offset, origin)
 
 
 def parse_offsets_spec(value: str, option: str) -> PositionSpec:
     """Parse ``earliest``, ``latest`` or ``{"cluster": {"topic": {"0": 23}}}`` (-2/-1 allowed).
 
-    A JSON spec has no default: partitions it does not name take the caller's fallback.
+    A JSON spec has no default: partitions it does not name take the rule's fallback.
 
     Raises
     ------
@@ -191,16 +101,14 @@ def parse_offsets_spec(value: str, option: str) -> PositionSpec:
     """
     text = value.strip()
     lowered = text.lower()
-    if lowered in ("earliest", "latest"):
-        return PositionSpec({}, Position(lowered, 0, option), option)  # type: ignore[arg-type]
+    if lowered in (PositionKind.EARLIEST, PositionKind.LATEST):
+        return PositionSpec({}, Position(PositionKind(lowered), 0, option), option)
     example = '\'earliest\', \'latest\' or JSON like {"cluster": {"topic": {"0": 23}}}'
-    document = _document(text, option, example)
-    offsets = _nested(
-        document, value, option, EARLIEST, "an integer offset >= -2 (-2 earliest, -1 latest)"
+    where = f"Invalid value {value!r} for option '{option}'"
+    offsets = partition_map(
+        _document(text, option, example), where, OFFSET_MEANING, EARLIEST, empty=False
     )
-    return PositionSpec(
-        {k: Position.of_offset(v, option) for k, v in offsets.items()}, None, option
-    )
+    return PositionSpec({k: _of_offset(v, option) for k, v in offsets.items()}, None, option)
 
 
 def parse_timestamps_spec(value: str, option: str) -> PositionSpec:
@@ -213,9 +121,11 @@ def parse_timestamps_spec(value: str, option: str) -> PositionSpec:
     """
     example = 'JSON like {"cluster": {"topic": {"0": 1700000000000}}} (epoch milliseconds)'
     document = _document(value.strip(), option, example)
-    stamps = _nested(document, value, option, 0, "a timestamp in epoch milliseconds (>= 0)")
+    where = f"Invalid value {value!r} for option '{option}'"
+    meaning = "a timestamp in epoch milliseconds (>= 0)"
+    stamps = partition_map(document, where, meaning, 0, empty=False)
     return PositionSpec(
-        {k: Position("timestamp", v, option) for k, v in stamps.items()}, None, option
+        {k: Position(PositionKind.TIMESTAMP, v, option) for k, v in stamps.items()}, None, option
     )
 
 
@@ -236,17 +146,161 @@ def parse_timestamp(value: str, option: str) -> PositionSpec:
             f"Invalid value {value!r} for option '{option}': expected a timestamp in epoch "
             "milliseconds (an integer >= 0)."
         )
-    return PositionSpec({}, Position("timestamp", stamp, option), option)
+    return PositionSpec({}, Position(PositionKind.TIMESTAMP, stamp, option), option)
 
 
-def pick_spec(
-    timestamp: PositionSpec | None,
-    by_timestamp: PositionSpec | None,
-    offsets: PositionSpec,
+def position_spec(
+    timestamp: PositionSpec | None, by_timestamp: PositionSpec | None, offsets: PositionSpec
 ) -> PositionSpec:
-    """Spark's precedence: a global timestamp, else per-partition timestamps, else offsets."""
+    """The winning spec among the (parsed) options of one side, starting or ending.
+
+    Spark's precedence: a global timestamp, else per-partition timestamps, else offsets (which
+    always has a value: its default when absent).
+
+    Parameters
+    ----------
+    timestamp, by_timestamp, offsets:
+        The parsed ``*Timestamp``, ``*OffsetsByTimestamp`` and ``*Offsets`` options (``None``
+        when absent).
+    """
     if timestamp is not None:
         return timestamp
     if by_timestamp is not None:
         return by_timestamp
     return offsets
+
+
+# ------------------------------------------------------------------------------- 2. rules
+@dataclass(frozen=True)
+class PositionRule:
+    """How partitions the query has not read yet are placed (see the module docstring).
+
+    Attributes
+    ----------
+    options:
+        What the query's options say (empty when they do not apply).
+    fallback:
+        The position of a partition nothing else places.
+    no_match:
+        What a timestamp without a record at or after it resolves to.
+    use_metadata:
+        Whether a metadata entry's ``startingOffsets`` applies (to a cluster read for the first
+        time); ends and the AvailableNow target ignore it.
+    """
+
+    options: PositionSpec
+    fallback: Position
+    no_match: NoMatch
+    use_metadata: bool = True
+
+    def position(self, key: PartitionKey, metadata: Position | None) -> Position:
+        """The position of one partition; ``metadata`` is its cluster entry's ``startingOffsets``
+        when the query reads that cluster for the first time."""
+        named = self.options.specific.get(key)
+        if named is not None:
+            return named
+        if metadata is not None and self.use_metadata:
+            return metadata.with_origin(f"the metadata's startingOffsets of cluster {key[0]!r}")
+        return self.options.position(key, self.fallback)
+
+
+def _discovery_fallback(options: SourceOptions) -> Position:
+    kind = PositionKind(options.discovery_starting_offsets)
+    return Position(kind, 0, "discoveryStartingOffsets")
+
+
+def start_rule(options: SourceOptions, batch: bool) -> PositionRule:
+    """Where a stream starts (partitions no option names: ``discoveryStartingOffsets``) or a batch
+    read starts (partitions no option names: ``earliest``)."""
+    spec = options.starting
+    fallback = EARLIEST_POSITION.with_origin(spec.option) if batch else _discovery_fallback(options)
+    return PositionRule(spec, fallback, options.timestamp_strategy)
+
+
+def discovery_rule(options: SourceOptions) -> PositionRule:
+    """Where a partition that appears while a stream runs starts: the metadata's
+    ``startingOffsets`` for a cluster read for the first time, else ``discoveryStartingOffsets``."""
+    return PositionRule(_NO_OPTION, _discovery_fallback(options), options.timestamp_strategy)
+
+
+def end_rule(options: SourceOptions) -> PositionRule:
+    """Where a batch read ends (``latest`` unless an ``ending*`` option says otherwise; an end
+    timestamp without a record at or after it ends at the latest offset)."""
+    spec = options.ending or PositionSpec({}, LATEST_POSITION, "endingOffsets")
+    return PositionRule(spec, LATEST_POSITION.with_origin(spec.option), NoMatch.LATEST, False)
+
+
+#: The latest offset of every partition (the ``Trigger.AvailableNow`` target).
+LATEST_RULE = PositionRule(_NO_OPTION, LATEST_POSITION, NoMatch.LATEST, False)
+
+
+# ------------------------------------------------------------------------------- 3. resolver
+def resolve_positions(
+    lister: OffsetLister,
+    cluster_id: str,
+    cluster: ClusterAssignment,
+    latest: Mapping[TopicPartitionKey, int],
+    rule: PositionRule,
+    first_read: bool,
+) -> dict[TopicPartitionKey, int]:
+    """Place and resolve partitions of one cluster: where each starts (or ends), as an offset.
+
+    Parameters
+    ----------
+    lister:
+        The driver's listing clients.
+    cluster_id, cluster:
+        The cluster and what the query reads there.
+    latest:
+        The partitions to place, with their latest offsets (as just listed).
+    rule:
+        How they are placed.
+    first_read:
+        Whether the query reads this cluster for the first time (its metadata entry's
+        ``startingOffsets`` then applies, if the rule admits it).
+
+    Raises
+    ------
+    OffsetsError
+        For a timestamp without a matching record when the rule's ``no_match`` is ``error``.
+    KafkaClientError
+        When the cluster cannot be reached.
+    """
+    wanted = {
+        (t, p): rule.position(
+            (cluster_id, t, p), cluster.starting_position(t) if first_read else None
+        )
+        for t, p in latest
+    }
+    admin = lister.admin(cluster_id, cluster)
+    need_earliest = [tp for tp, pos in wanted.items() if pos.kind == PositionKind.EARLIEST]
+    earliest = admin.list_offsets(need_earliest, PositionKind.EARLIEST) if need_earliest else {}
+    stamps = {tp: pos.value for tp, pos in wanted.items() if pos.kind == PositionKind.TIMESTAMP}
+    committed = read_committed(cluster.properties)
+    found = admin.offsets_for_times(stamps, committed) if stamps else {}
+    result: dict[TopicPartitionKey, int] = {}
+    unmatched: list[str] = []
+    for tp, pos in wanted.items():
+        if pos.kind == PositionKind.EARLIEST:
+            result[tp] = earliest[tp]
+        elif pos.kind == PositionKind.LATEST:
+            result[tp] = latest[tp]
+        elif pos.kind == PositionKind.OFFSET:
+            result[tp] = pos.value
+        elif found[tp] == NO_OFFSET or found[tp] < 0:
+            unmatched.append(f"{cluster_id}/{tp[0]}/{tp[1]} ({pos.origin} {pos.value})")
+            result[tp] = latest[tp]
+        else:
+            result[tp] = min(found[tp], latest[tp])
+    if unmatched and rule.no_match == NoMatch.ERROR:
+        raise OffsetsError(
+            f"No record is at or after the start timestamp of {', '.join(sorted(unmatched))}."
+            " Choose an earlier timestamp, or set startingOffsetsByTimestampStrategy=latest "
+            "to start such partitions at their latest offset."
+        )
+    if unmatched:
+        _log.info(
+            "No record at or after the timestamp of %s: starting at the latest offset.",
+            ", ".join(sorted(unmatched)),
+        )
+    return result

@@ -1,36 +1,48 @@
 """Driver side: compare the checkpointed offsets with what each assigned cluster has now.
 
-Every micro-batch each assigned cluster is listed: partitions seen for the first time enter at
-their starting position, known partitions advance to their latest offset, and partitions whose
-records went away *on the cluster* are data loss (:class:`Loss`): a topic deleted or a partition
-gone while the metadata still lists them, or a latest offset below the checkpointed one. What
-leaves through the metadata (a stream, cluster or topic removed) simply leaves the offset.
+Each assigned cluster is listed (every micro-batch of a stream, once for a batch read): partitions
+seen for the first time enter at their position (placed and resolved by
+:mod:`~pyspark_dynamic_kafka.source.positions`), known partitions advance to their latest offset,
+and partitions whose records went away *on the cluster* are data loss (:class:`Loss`): a topic
+deleted or a partition gone while the metadata still lists them, or a latest offset below the
+checkpointed one. What leaves through the metadata (a stream, cluster or topic removed) simply
+leaves the offset.
+
+Data loss is decided on the driver by one function, :func:`report_losses`, for what listing finds
+here and for a planned micro-batch whose offsets went back (:func:`offsets_went_back`, e.g. one
+replayed from the checkpoint). What the driver cannot see is found by the executor while it reads
+(:mod:`~pyspark_dynamic_kafka.source.read`): records of a planned range removed after planning
+(retention, a topic deleted or recreated meanwhile) come back as "offset out of range" or "unknown
+topic or partition"; the task then fails, or with ``failOnDataLoss=false`` skips them, under the
+same ``failOnDataLoss`` its :class:`~pyspark_dynamic_kafka.source.task.ReadSettings` carry.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError
+from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.discovery import Assignment, ClusterAssignment
 from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.offsets import PartitionKey
-from pyspark_dynamic_kafka.source.positions import Position
+from pyspark_dynamic_kafka.source.positions import PositionRule, resolve_positions
 
-__all__ = ["Loss", "NewPosition", "Reconciled", "reconcile", "report_losses"]
+__all__ = ["Loss", "Reconciled", "offsets_went_back", "reconcile", "report_losses"]
 
 _log = logging.getLogger(__name__)
 
-#: (partition, its cluster's assignment, whether the query reads that cluster for the first time)
-#: -> where the partition starts.
-NewPosition = Callable[[PartitionKey, ClusterAssignment, bool], Position]
+#: What a partition whose latest offset is below the checkpointed one lost, found by listing or
+#: by a planned micro-batch (the two are reported once).
+_WENT_BACK = "its latest offset went back"
 
 
 @dataclass(frozen=True)
 class Loss:
     """Records of one partition that the query has not read and that are gone.
+
+    Found on the driver, by listing the cluster or in a planned micro-batch.
 
     Attributes
     ----------
@@ -70,6 +82,8 @@ class Reconciled:
         their starting offset; partitions whose offsets went back at their (lower) latest offset.
     entered:
         The partitions seen for the first time, with their starting offset.
+    latest:
+        The latest offset of every partition listed.
     losses:
         Data loss found (empty when none).
     rewound:
@@ -80,6 +94,7 @@ class Reconciled:
 
     offsets: dict[PartitionKey, int] = field(default_factory=dict)
     entered: dict[PartitionKey, int] = field(default_factory=dict)
+    latest: dict[PartitionKey, int] = field(default_factory=dict)
     losses: list[Loss] = field(default_factory=list)
     rewound: dict[PartitionKey, int] = field(default_factory=dict)
     absent: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -89,18 +104,28 @@ def reconcile(
     assignment: Assignment,
     previous: Mapping[PartitionKey, int],
     lister: OffsetLister,
-    new_position: NewPosition,
-    timestamp_strategy: str,
+    rule: PositionRule,
+    strict: bool = False,
 ) -> Reconciled:
     """List every assigned cluster and reconcile it with ``previous``.
 
-    A cluster that cannot be listed keeps its previous offsets (warning); so does a topic the
-    cluster reports with a transient error.
+    Partitions not in ``previous`` are placed by ``rule``; a cluster none of whose partitions is
+    in ``previous`` is read for the first time. Unless ``strict``, a cluster that cannot be
+    listed keeps its previous offsets (warning); so does a topic the cluster reports with a
+    transient error.
+
+    Parameters
+    ----------
+    strict:
+        A batch read: a cluster that cannot be listed, or a topic reported with an error, fails
+        the read instead (it would miss their records).
 
     Raises
     ------
     OffsetsError
-        When a starting timestamp has no record and the strategy is ``error``.
+        When a starting timestamp has no record and the rule's ``no_match`` is ``error``.
+    KafkaClientError
+        With ``strict``, when a cluster or one of its topics cannot be listed.
     """
     result = Reconciled()
     known_clusters = {cluster for cluster, _, _ in previous}
@@ -108,18 +133,12 @@ def reconcile(
         carried = {
             k: v for k, v in previous.items() if k[0] == cluster_id and k[1] in cluster.topics
         }
+        first = cluster_id not in known_clusters
         try:
-            _reconcile_cluster(
-                result,
-                cluster_id,
-                cluster,
-                carried,
-                lister,
-                new_position,
-                cluster_id not in known_clusters,
-                timestamp_strategy,
-            )
+            _reconcile_cluster(result, cluster_id, cluster, carried, lister, rule, first, strict)
         except KafkaClientError as exc:
+            if strict:
+                raise
             _log.warning("Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc)
             result.offsets.update(carried)
     return result
@@ -131,18 +150,21 @@ def _reconcile_cluster(
     cluster: ClusterAssignment,
     carried: Mapping[PartitionKey, int],
     lister: OffsetLister,
-    new_position: NewPosition,
+    rule: PositionRule,
     first: bool,
-    timestamp_strategy: str,
+    strict: bool,
 ) -> None:
     snapshot = lister.snapshot(cluster_id, cluster)
     topics = snapshot.topics
+    if strict and topics.unavailable:
+        raise KafkaClientError(
+            f"Cluster '{cluster_id}' reports topic(s) {sorted(topics.unavailable)} with an "
+            "error; a batch read would miss their records. Retry when the cluster is healthy."
+        )
     fresh = {
-        (t, p): new_position((cluster_id, t, p), cluster, first)
-        for t, p in snapshot.latest
-        if (cluster_id, t, p) not in carried
+        (t, p): o for (t, p), o in snapshot.latest.items() if (cluster_id, t, p) not in carried
     }
-    starts = lister.resolve(cluster_id, cluster, fresh, snapshot.latest, timestamp_strategy)
+    starts = resolve_positions(lister, cluster_id, cluster, fresh, rule, first)
     offsets: dict[PartitionKey, int] = {}
     losses: list[Loss] = []
     for key, offset in carried.items():
@@ -156,22 +178,44 @@ def _reconcile_cluster(
             losses.append(Loss(key, "the partition no longer exists", offset))
         else:
             if latest < offset:
-                losses.append(Loss(key, "its latest offset went back", offset, latest))
+                losses.append(Loss(key, _WENT_BACK, offset, latest))
             offsets[key] = latest
     back = [(k[1], k[2]) for k in (loss.key for loss in losses if loss.latest is not None)]
-    earliest = lister.admin(cluster_id, cluster).list_offsets(back, "earliest") if back else {}
+    admin = lister.admin(cluster_id, cluster)
+    earliest = admin.list_offsets(back, PositionKind.EARLIEST) if back else {}
     for (topic, partition), offset in starts.items():
         key = (cluster_id, topic, partition)
         offsets[key] = offset
         result.entered[key] = offset
     result.offsets.update(offsets)
+    result.latest.update({(cluster_id, t, p): o for (t, p), o in snapshot.latest.items()})
     result.losses.extend(losses)
     result.rewound.update({(cluster_id, t, p): o for (t, p), o in earliest.items()})
     result.absent[cluster_id] = topics.absent
 
 
+def offsets_went_back(
+    start: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]
+) -> list[Loss]:
+    """The partitions whose end offset is below their start offset, as losses."""
+    return [
+        Loss(key, _WENT_BACK, start[key], end[key])
+        for key in sorted(end)
+        if key in start and end[key] < start[key]
+    ]
+
+
 def report_losses(losses: list[Loss], fail: bool, reported: set[Loss]) -> None:
-    """Fail on data loss, or (``fail`` false) log each loss once.
+    """The driver's data-loss decision: fail, or (``fail`` false) log each loss once.
+
+    Parameters
+    ----------
+    losses:
+        What reconciliation or a planned micro-batch found.
+    fail:
+        ``failOnDataLoss``.
+    reported:
+        Losses already logged (updated).
 
     Raises
     ------

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.optionspec import Mode, ParsedOptions
-from pyspark_dynamic_kafka.source.positions import PositionSpec, pick_spec
+from pyspark_dynamic_kafka.position import PositionSpec
+from pyspark_dynamic_kafka.source import positions
 
 __all__ = [
     "ENDING_KEYS",
@@ -116,7 +117,7 @@ def position_spec(parsed: ParsedOptions, keys: tuple[str, str, str]) -> Position
         The timestamp, per-partition timestamps and offsets keys, in precedence order.
     """
     timestamp, by_timestamp, offsets = keys
-    return pick_spec(parsed[timestamp], parsed[by_timestamp], parsed[offsets])
+    return positions.position_spec(parsed[timestamp], parsed[by_timestamp], parsed[offsets])
 
 
 def check_batch(starting: PositionSpec, ending: PositionSpec) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.positions import PositionSpec
+from pyspark_dynamic_kafka.position import NoMatch, PositionKind, PositionSpec
 
 __all__ = ["SourceOptions"]
 
@@ -41,8 +41,8 @@ class SourceOptions:
     stream_pattern: re.Pattern[str] | None
     starting: PositionSpec
     ending: PositionSpec | None
-    timestamp_strategy: str
-    discovery_starting_offsets: str
+    timestamp_strategy: NoMatch
+    discovery_starting_offsets: PositionKind
     discovery_interval_ms: int
     discovery_failure_threshold: int
     kafka_properties: FrozenProperties

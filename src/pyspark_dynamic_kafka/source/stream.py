@@ -10,34 +10,28 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from pyspark_dynamic_kafka.errors import DataLossError
-from pyspark_dynamic_kafka.source.discovery import Assignment, ClusterAssignment, Discovery
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.offsets import PartitionKey, decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.planning import (
-    ReadTask,
-    backwards,
-    new_group_id,
-    offset_ranges,
-    plan_query_tasks,
-)
+from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.planning import new_group_id, offset_ranges, plan_query_tasks
 from pyspark_dynamic_kafka.source.positions import (
-    EARLIEST_POSITION,
-    LATEST_POSITION,
-    Position,
-    position_of,
-    start_position,
+    LATEST_RULE,
+    PositionRule,
+    discovery_rule,
+    start_rule,
 )
 from pyspark_dynamic_kafka.source.read import read_task
 from pyspark_dynamic_kafka.source.reconcile import (
     Loss,
-    NewPosition,
     Reconciled,
+    offsets_went_back,
     reconcile,
     report_losses,
 )
 from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.task import ReadTask
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -71,10 +65,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._generation = 0
 
     def __getstate__(self) -> dict[str, Any]:
+        """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
         return {"_options": self._options}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["_options"])  # type: ignore[misc]
 
     # ----------------------------------------------------------------- driver: metadata
     def _assignment(self, refresh: bool = True) -> Assignment:
@@ -87,20 +79,14 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return assignment
 
     def _reconcile(
-        self, previous: Mapping[PartitionKey, int], new_position: NewPosition, entering: bool = True
+        self, previous: Mapping[PartitionKey, int], rule: PositionRule, entering: bool = True
     ) -> Reconciled:
-        """List every assigned cluster, apply failOnDataLoss, log what changed.
+        """List every assigned cluster, decide on data loss, log what changed.
 
         ``entering=False``: the partitions seen for the first time are not entering the offset
         (the AvailableNow target), so their positions are not logged as starting points.
         """
-        state = reconcile(
-            self._assignment(),
-            previous,
-            self._lister,
-            new_position,
-            self._options.timestamp_strategy,
-        )
+        state = reconcile(self._assignment(), previous, self._lister, rule)
         report_losses(state.losses, self._options.fail_on_data_loss, self._reported)
         if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
             self._generation += 1
@@ -117,28 +103,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             _log.info("Partition %s/%s/%d starts at offset %d", *key, offset)
         return state
 
-    def _discovery_position(self) -> Position:
-        earliest = self._options.discovery_starting_offsets == "earliest"
-        return EARLIEST_POSITION if earliest else LATEST_POSITION
-
-    def _discovered(self, key: PartitionKey, cluster: ClusterAssignment, first: bool) -> Position:
-        """Where a partition seen after the query started begins."""
-        override = cluster.starting_position(key[1]) if first else None
-        if override is not None:
-            return position_of(override, f"the metadata's startingOffsets of cluster {key[0]!r}")
-        return self._discovery_position()
-
     # ----------------------------------------------------------------- driver: offsets
     def initialOffset(self) -> dict[str, Any]:
         """Resolve the starting options to concrete offsets (cached: Spark may ask twice)."""
         if self._initial is None:
             spec = self._options.starting
-            fallback = self._discovery_position()
-
-            def position(key: PartitionKey, cluster: ClusterAssignment, _first: bool) -> Position:
-                return start_position(spec, key, cluster.starting_position(key[1]), fallback)
-
-            offsets = self._reconcile({}, position).offsets
+            offsets = self._reconcile({}, start_rule(self._options, batch=False)).offsets
             unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
             if unknown:
                 _log.warning(
@@ -154,7 +124,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         Partitions discovered later enter the offset at their starting position but are not read.
         """
-        self._target = self._reconcile({}, lambda _k, _c, _f: LATEST_POSITION, False).offsets
+        self._target = self._reconcile({}, LATEST_RULE, entering=False).offsets
         _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -173,7 +143,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         ``minOffsetsPerTrigger``) applies last; returning ``start`` means "no batch yet".
         """
         previous = decode_offsets(start)
-        state = self._reconcile(previous, self._discovered)
+        state = self._reconcile(previous, discovery_rule(self._options))
         available = state.offsets
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
@@ -208,16 +178,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks."""
         begin, finish = decode_offsets(start), decode_offsets(end)
-        went_back = backwards(begin, finish)
-        if went_back and self._options.fail_on_data_loss:
-            raise DataLossError(
-                "Data loss: the offsets of "
-                + ", ".join(
-                    f"{c}/{t}/{p} went back from {begin[(c, t, p)]} to {finish[(c, t, p)]}"
-                    for c, t, p in went_back
-                )
-                + ". Set failOnDataLoss=false to continue from the earliest available offsets."
-            )
+        went_back = offsets_went_back(begin, finish)  # e.g. a batch replayed from the checkpoint
+        report_losses(went_back, self._options.fail_on_data_loss, self._reported)
         ranges = offset_ranges(begin, finish, self._rewound)
         if not ranges:
             return []

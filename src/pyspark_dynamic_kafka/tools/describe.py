@@ -16,6 +16,7 @@ from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.groups import committed_offsets
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = [
     "ClusterReport",
@@ -169,8 +170,8 @@ def _query(
     try:
         partitions = admin.list_partitions(topics)
         pairs = [(t, p) for t, ps in partitions.items() for p in ps]
-        earliest = admin.list_offsets(pairs, "earliest")
-        latest = admin.list_offsets(pairs, "latest")
+        earliest = admin.list_offsets(pairs, PositionKind.EARLIEST)
+        latest = admin.list_offsets(pairs, PositionKind.LATEST)
     finally:
         admin.close()
     committed = committed_offsets(cluster_id, properties, group, pairs, timeout_ms) if group else {}

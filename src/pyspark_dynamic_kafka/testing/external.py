@@ -84,19 +84,7 @@ class ExternalKafkaCluster(BaseKafkaCluster):
             except KafkaTestingError as exc:
                 _log.warning("cluster %s: could not delete topic %s: %s", self.name, topic, exc)
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        timeout: float = 30.0,
-        *,
-        replication_factor: int | None = None,
-        config: Mapping[str, str] | None = None,
-    ) -> None:
-        """Create a topic (see :meth:`BaseKafkaCluster.create_topic`) and remember it."""
-        super().create_topic(
-            name, partitions, timeout, replication_factor=replication_factor, config=config
-        )
+    def _created_topic(self, name: str) -> None:
         self._created.append(name)
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import Estate, EstateFactory
-from tests.integration.metadata_server import MetadataServer
+from confluent_kafka import Consumer, TopicPartition
+from tests.integration.helpers import Estate, EstateFactory, produce
+from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 
 
 @pytest.fixture
@@ -48,3 +49,43 @@ def metadata_server(tmp_path: Path) -> Iterator[Callable[..., MetadataServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def billing(estate: EstateFactory) -> dict[str, Any]:
+    """east: orders (p0: 7 records, p1: 3); west: orders (1 partition, 2), payments (4).
+
+    Group ``billing`` committed orders/0 at 4 on east and orders/0 at 2 on west. Returns the
+    metadata file (``meta``) and the clusters (``east``, ``west``).
+    """
+    setup = estate("east", "west", partitions=0)
+    east, west = setup["east"], setup["west"]
+    east.create_topic("orders", partitions=2)
+    west.create_topic("orders", partitions=1)
+    west.create_topic("payments", partitions=1)
+    produce(east, "orders", [f"e{i}" for i in range(7)], key=False)
+    produce(east, "orders", [f"f{i}" for i in range(3)], first=1, key=False)
+    produce(west, "orders", [f"w{i}" for i in range(2)], key=False)
+    produce(west, "payments", [f"p{i}" for i in range(4)], key=False)
+    for cluster, offset in ((east, 4), (west, 2)):
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "billing"})
+        consumer.commit(offsets=[TopicPartition("orders", 0, offset)], asynchronous=False)
+        consumer.close()
+    setup.write(
+        {
+            "orders": [("east", ["orders"]), ("west", ["orders"])],
+            "payments": [("west", ["payments"])],
+        }
+    )
+    return {"meta": setup.meta, "east": east, "west": west}
+
+
+@pytest.fixture
+def cli_server(
+    tmp_path: Path, billing: dict[str, Any], metadata_server: Callable[..., MetadataServer]
+) -> MetadataServer:
+    """The reference server on ``billing``'s metadata, with write token ``WRITE_TOKEN`` (file
+    ``tmp_path / "token"``) and read token ``READ_TOKEN`` (``tmp_path / "read-token"``)."""
+    write = token_file(tmp_path / "token", WRITE_TOKEN)
+    read = token_file(tmp_path / "read-token", READ_TOKEN)
+    return metadata_server(billing["meta"], write, read)

@@ -17,6 +17,11 @@ from tests.integration.helpers import DEADLINE, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
+WRITE_TOKEN = "cli-write-token-77aa31"
+"""The write token of the ``cli_server`` fixture."""
+READ_TOKEN = "cli-read-token-4be0c2"
+"""The read token of the ``cli_server`` fixture."""
+
 
 def free_port() -> int:
     """A TCP port free on loopback now."""

@@ -11,6 +11,8 @@ from confluent_kafka import Consumer, TopicPartition
 from tests.integration.helpers import Estate, EstateFactory, produce
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 
+from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+
 
 @pytest.fixture
 def estate(kafka_clusters: Any, tmp_path: Path) -> EstateFactory:
@@ -89,3 +91,10 @@ def cli_server(
     write = token_file(tmp_path / "token", WRITE_TOKEN)
     read = token_file(tmp_path / "read-token", READ_TOKEN)
     return metadata_server(billing["meta"], write, read)
+
+
+@pytest.fixture
+def empty_consumer_pool() -> Iterator[None]:
+    """Pooled consumers of a test's clusters do not outlive the test (its brokers stop)."""
+    yield
+    consumer_pool().close_all()

@@ -158,7 +158,10 @@ def pause_for_a_timestamp() -> int:
 
 
 def transactions(
-    cluster: BaseKafkaCluster, topic: str, batches: Sequence[tuple[Sequence[str], bool]], tx: str
+    cluster: BaseKafkaCluster,
+    topic: str,
+    batches: Sequence[tuple[Sequence[str], bool]],
+    tx: str = "test-tx",
 ) -> None:
     """Produce each batch of values to partition 0 in a transaction, committed or aborted."""
     from confluent_kafka import Producer

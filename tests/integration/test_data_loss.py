@@ -8,28 +8,43 @@ cluster removals run with the default failOnDataLoss=true.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
+    MemoryQuery,
     memory_query,
     numbered,
     produce,
     wait_until,
 )
 
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+
+
+@contextlib.contextmanager
+def _read_then_delete(
+    spark: Any, estate: EstateFactory, partitions: int, values: list[str], **options: str
+) -> Iterator[tuple[BaseKafkaCluster, MemoryQuery, list[str]]]:
+    """A query on east that read ``values``, then its topic deleted."""
+    setup = estate("east", partitions=partitions)
+    east = setup["east"]
+    expected = produce(east, "orders", values, partitions)
+    with memory_query(spark, setup.options(**options), "loss") as query:
+        query.expect(expected)
+        east.delete_topic("orders")
+        yield east, query, expected
+
 
 def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
     spark: Any, estate: EstateFactory
 ) -> None:
-    setup = estate("east", partitions=2)
-    east = setup["east"]
-    values = produce(east, "orders", numbered("x", 10), 2)
-    with memory_query(spark, setup.options(), "loss") as query:
-        query.expect(values)
-        east.delete_topic("orders")  # still listed in the metadata
+    # The topic is deleted while the metadata still lists it.
+    with _read_then_delete(spark, estate, 2, numbered("x", 10)) as (_, query, _):
         with pytest.raises(Exception) as info:
             query.query.awaitTermination(DEADLINE)
         message = str(info.value)
@@ -43,14 +58,11 @@ def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
 def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
     spark: Any, estate: EstateFactory
 ) -> None:
-    setup = estate("east", partitions=3)
-    east = setup["east"]
-    expected = produce(east, "orders", numbered("a", 12), 3)
-    with memory_query(spark, setup.options(failOnDataLoss="false"), "loss") as query:
-        query.expect(expected)
-        # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
-        # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
-        east.delete_topic("orders")
+    # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
+    # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
+    options = {"failOnDataLoss": "false"}
+    with _read_then_delete(spark, estate, 3, numbered("a", 12), **options) as deleted:
+        east, query, expected = deleted
         east.create_topic("orders", partitions=2)
         expected += produce(east, "orders", numbered("b", 4), 2)
         query.expect(expected)

@@ -6,15 +6,15 @@ asserts exact record sets: each produced record read exactly once, nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.integration.helpers import (
     Estate,
     EstateFactory,
-    MemoryQuery,
     memory_query,
     numbered,
     produce,
@@ -61,15 +61,28 @@ def _move(server: MetadataServer, *token: str) -> Any:
     return run_cli([*move, *token])
 
 
+@contextlib.contextmanager
+def _reading(
+    spark: Any,
+    estate: EstateFactory,
+    metadata_server: ServerFactory,
+    partitions: int,
+    count: int,
+    **extra: str,
+) -> Iterator[tuple[Estate, MetadataServer, Path, Any, list[str]]]:
+    """A query of a served stream on east that read ``count`` records a0, a1, ..."""
+    setup, server, token = _served(estate, metadata_server, "east", "west", partitions=partitions)
+    expected = produce(setup["east"], "orders", numbered("a", count), partitions)
+    with _query(spark, server, **extra) as query:
+        query.expect(expected)
+        yield setup, server, token, query, expected
+
+
 def test_query_follows_a_move_made_through_the_server(
     spark: Any, estate: EstateFactory, metadata_server: ServerFactory
 ) -> None:
-    setup, server, token = _served(estate, metadata_server, "east", "west", partitions=3)
-    east, west = setup["east"], setup["west"]
-    expected = produce(east, "orders", numbered("a", 20), 3)
-    query: MemoryQuery
-    with _query(spark, server) as query:
-        query.expect(expected)
+    with _reading(spark, estate, metadata_server, 3, 20) as (setup, server, token, query, expected):
+        east, west = setup["east"], setup["west"]
         # Unchanged metadata: the query's discoveries are answered 304 Not Modified.
         wait_until(
             lambda: _requests(server.log_text(), "/v1/streams?id=orders", 304) >= 3,
@@ -108,13 +121,10 @@ def test_query_follows_a_move_made_through_the_server(
 def test_server_restart_mid_query_is_ridden_out(
     spark: Any, estate: EstateFactory, metadata_server: ServerFactory
 ) -> None:
-    setup, server, token = _served(estate, metadata_server, "east", "west", partitions=2)
-    east, west = setup["east"], setup["west"]
-    expected = produce(east, "orders", numbered("a", 10), 2)
     extra = {"metadataDiscoveryIntervalMs": "300", "metadataDiscoveryFailureThreshold": "1000"}
-    with _query(spark, server, **extra) as query:
-        query.expect(expected)
-
+    with _reading(spark, estate, metadata_server, 2, 10, **extra) as reading:
+        setup, server, token, query, expected = reading
+        east, west = setup["east"], setup["west"]
         server.stop()
         # While the server is down the query keeps reading with the last good metadata.
         expected += produce(east, "orders", numbered("b", 10), 2)

@@ -33,15 +33,8 @@ class BaseKafkaCluster(KafkaClients):
 
     A broker kind is one subclass that provides :attr:`bootstrap_servers`, :attr:`port`,
     :meth:`start` (which ends with :meth:`wait_ready`) and :meth:`stop`; admin access, topic
-    creation, producing and readiness waits are shared (see :class:`KafkaClients`).
-
-    Parameters
-    ----------
-    name:
-        The cluster's name, as tests and metadata refer to it.
-    client_config:
-        Extra librdkafka properties for every client the helpers create (security settings of an
-        external cluster, for example).
+    creation, producing and readiness waits are shared (see :class:`KafkaClients`, whose
+    parameters, ``name`` and ``client_config``, it takes).
     """
 
     @property
@@ -166,8 +159,7 @@ class BaseKafkaCluster(KafkaClients):
         Raises
         ------
         ProduceError
-            If the topic does not exist, a record failed, or the high watermark does not cover
-            every record in time.
+            As :meth:`produce` does.
         """
         deadline = time.monotonic() + timeout
         partitions = self.partition_count(topic, timeout)

@@ -94,7 +94,10 @@ def cli_server(
 
 
 @pytest.fixture
-def empty_consumer_pool() -> Iterator[None]:
-    """Pooled consumers of a test's clusters do not outlive the test (its brokers stop)."""
+def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
+    """Pooled consumers of a test's clusters do not outlive the test: they close before the
+    clusters stop (this fixture depends on ``kafka_clusters``, so it is torn down first; an
+    external cluster's topics are deleted at that stop, under a pooled consumer's feet
+    otherwise, which crashed librdkafka now and then)."""
     yield
     consumer_pool().close_all()

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ RATE_PER_SECOND = 200
 RUN_BEFORE_MIGRATION_S = 12
 RUN_AFTER_MIGRATION_S = 12
 TOKEN = "demo-write-token"
+DEADLINE_S = 300  # waits for a process or the query give up only after this (a loaded machine)
 
 
 def write_metadata(path: Path, clusters: dict[str, Any], owners: list[str]) -> None:
@@ -81,7 +83,7 @@ class MetadataServer:
         command += ["--token-file", str(self.token_file)]
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + DEADLINE_S  # a healthy server answers at once
         while True:
             try:
                 with urllib.request.urlopen(f"{self.url}/v1/health", timeout=2):
@@ -98,7 +100,7 @@ class MetadataServer:
         command = [sys.executable, "-m", "pyspark_dynamic_kafka", "move", stream]
         command += ["--from", source, "--to", target, "--metadata", self.url]
         command += ["--token-file", str(self.token_file)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_S)
         print(result.stdout.rstrip() or result.stderr.rstrip(), flush=True)
         if result.returncode != 0:
             raise RuntimeError(f"dynamic-kafka move failed: {result.stderr}")
@@ -226,6 +228,16 @@ def east_drained(query: Any, expected: int) -> bool:
     return sum(east.values()) >= expected
 
 
+def wait_for(condition: Callable[[], bool], query: Any, what: str) -> None:
+    """Poll ``condition`` while the query runs; give up (saying so) only after DEADLINE_S."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        if time.monotonic() > deadline or query.exception() is not None:
+            print(f"gave up waiting for {what}: {query.exception()}")
+            return
+        time.sleep(0.5)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-demo-"))
@@ -273,7 +285,8 @@ def migrate(
     producer = EventProducer(clusters)
     producer.start()
     query = pipeline(spark, server.url, workdir / "checkpoint", output)
-    time.sleep(RUN_BEFORE_MIGRATION_S)
+    wait_for(lambda: any(p["numInputRows"] for p in query.recentProgress), query, "a first read")
+    time.sleep(RUN_BEFORE_MIGRATION_S)  # the pipeline runs a while before the migration
 
     print("migrating orders: east -> east+west (write API), producer -> west")
     service = HttpMetadataService(server.url, TOKEN)
@@ -283,12 +296,7 @@ def migrate(
     changed_at = time.time()
     producer.move_to("west")
     time.sleep(RUN_AFTER_MIGRATION_S / 2)
-    deadline = time.monotonic() + 120
-    while not east_drained(query, producer.sent["east"]):  # nothing more goes to east
-        if time.monotonic() > deadline or query.exception() is not None:
-            print(f"east was not drained: {query.exception()}")
-            break
-        time.sleep(0.5)
+    wait_for(lambda: east_drained(query, producer.sent["east"]), query, "east to be drained")
     print("migrating orders: east+west -> west (dynamic-kafka move)")
     server.move("orders", "east", "west")
     time.sleep(RUN_AFTER_MIGRATION_S / 2)

@@ -32,7 +32,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 def spark() -> Iterator[Any]:
     """One local[2] SparkSession for the whole run, bound to loopback."""
     session = local_spark_session(
-        "pyspark-dynamic-kafka-tests", **{"spark.sql.streaming.stopTimeout": "30s"}
+        "pyspark-dynamic-kafka-tests", **{"spark.sql.streaming.stopTimeout": "300s"}
     )
     session.sparkContext.setLogLevel("WARN")
     try:

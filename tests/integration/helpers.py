@@ -1,25 +1,52 @@
-"""Helpers shared by the integration tests: metadata files, producing, running queries."""
+"""Helpers shared by the integration tests: metadata files, producing, running queries, waiting.
+
+Every wait polls for what it needs (rows in a table, a line from a process, a failure) and gives
+up only at a generous deadline (:data:`DEADLINE`): the deadline bounds a failure, it is never
+part of a passing run, so a loaded machine makes tests slower, not red.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from confluent_kafka import Producer
 
-Record = tuple[str, str, int, str]  # cluster, topic, partition, value
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+
+DEADLINE = 300.0
+"""Seconds after which a wait fails: Spark starts slowly on a loaded two-core machine."""
+
+Row = tuple[str, str, int, int, str]  # cluster, topic, partition, offset, value
+Streams = Mapping[str, Sequence[tuple[str, Sequence[str]]]]
+
+
+def wait_until(
+    condition: Callable[[], bool], timeout: float = DEADLINE, what: str = "condition"
+) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.25)
+
+
+# -- metadata and records ---------------------------------------------------------------------
 
 
 def write_metadata(
     path: Path,
     clusters: Mapping[str, Any],
-    streams: Mapping[str, Sequence[tuple[str, Sequence[str]]]],
+    streams: Streams,
     extra: Mapping[str, Mapping[str, str]] | None = None,
     starting: Mapping[tuple[str, str], Any] | None = None,
 ) -> None:
@@ -49,59 +76,6 @@ def write_metadata(
     os.replace(tmp, path)
 
 
-def produce(
-    bootstrap: str, topic: str, values: Iterable[str], partitions: int = 1, key: str | None = None
-) -> list[tuple[str, int, str]]:
-    """Produce one record per value, round-robin over partitions, one record per batch.
-
-    Returns (topic, partition, value) for each record.
-    """
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
-    errors: list[str] = []
-    sent = []
-    for i, value in enumerate(values):
-        partition = i % partitions
-        producer.produce(
-            topic,
-            key=key or value,
-            value=value,
-            partition=partition,
-            on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
-        )
-        sent.append((topic, partition, value))
-    producer.flush(30)
-    assert not errors, errors
-    return sent
-
-
-def batch_read(spark: Any, options: Mapping[str, str]) -> Any:
-    """A batch DataFrame of the dynamic_kafka source."""
-    reader = spark.read.format("dynamic_kafka")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
-
-
-def keyed_rows(df: Any) -> list[tuple[str, str, int, int, str]]:
-    """(cluster, topic, partition, offset, value) of a DataFrame of the source, sorted."""
-    return sorted(
-        (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
-        for r in df.select("cluster", "topic", "partition", "offset", "value").collect()
-    )
-
-
-def wait_until(
-    condition: Callable[[], bool], timeout: float = 90.0, what: str = "condition"
-) -> None:
-    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def source_options(metadata_path: Path, **extra: str) -> dict[str, str]:
     """Options of a file-backed dynamic_kafka source with fast discovery for tests."""
     options = {
@@ -115,23 +89,119 @@ def source_options(metadata_path: Path, **extra: str) -> dict[str, str]:
     return options
 
 
-def rows(spark: Any, table: str) -> list[tuple[str, str, int, int, str]]:
-    """(cluster, topic, partition, offset, value) of every row in a memory-sink table."""
-    return [
+@dataclass
+class Estate:
+    """Clusters and the metadata file that maps streams onto them (see the ``estate`` fixture)."""
+
+    clusters: dict[str, BaseKafkaCluster]
+    meta: Path
+
+    def __getitem__(self, name: str) -> BaseKafkaCluster:
+        return self.clusters[name]
+
+    def write(
+        self, streams: Streams, starting: Mapping[tuple[str, str], Any] | None = None
+    ) -> None:
+        """Rewrite the metadata file with ``streams``."""
+        write_metadata(self.meta, self.clusters, streams, starting=starting)
+
+    def route(self, *names: str) -> None:
+        """Map stream ``orders`` to topic ``orders`` on the clusters ``names``, only."""
+        self.write({"orders": [(name, ["orders"]) for name in names]})
+
+    def options(self, **extra: str) -> dict[str, str]:
+        """:func:`source_options` of this metadata file, reading stream ``orders`` by default."""
+        return source_options(self.meta, **{"streamIds": "orders", **extra})
+
+
+EstateFactory = Callable[..., Estate]
+"""The ``estate`` fixture: ``estate("east", "west", partitions=2, listed=None)``."""
+
+
+def numbered(prefix: str, count: int, start: int = 0) -> list[str]:
+    """``[prefix0, prefix1, ...]``: values whose origin a test can tell apart."""
+    return [f"{prefix}{i}" for i in range(start, start + count)]
+
+
+def produce(
+    cluster: BaseKafkaCluster,
+    topic: str,
+    values: Sequence[str],
+    partitions: int = 1,
+    first: int = 0,
+    key: bool = True,
+) -> list[str]:
+    """Produce one record per value, round-robin over partitions ``first..first+partitions-1``.
+
+    The key is the value (``key=False``: no key). Returns ``values``.
+    """
+    cluster.produce(
+        topic,
+        [
+            {"key": value if key else None, "value": value, "partition": first + i % partitions}
+            for i, value in enumerate(values)
+        ],
+    )
+    return list(values)
+
+
+def pause_for_a_timestamp() -> int:
+    """A timestamp strictly between what was produced before and what is produced after.
+
+    The brokers stamp records with their producer's clock (CreateTime), so a second or more on
+    each side separates the two groups whatever the machine's load.
+    """
+    time.sleep(1.2)
+    stamp = int(time.time() * 1000)
+    time.sleep(1.2)
+    return stamp
+
+
+def transactions(
+    cluster: BaseKafkaCluster,
+    topic: str,
+    batches: Sequence[tuple[Sequence[str], bool]],
+    tx: str = "test-tx",
+) -> None:
+    """Produce each batch of values to partition 0 in a transaction, committed or aborted."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        cluster.client_properties(
+            **{"transactional.id": tx, "linger.ms": 0, "batch.num.messages": 1}
+        )
+    )
+    producer.init_transactions(30)
+    for values, commit in batches:
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value, partition=0)
+        producer.flush(30)  # abort_transaction() would purge records not sent yet
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    producer.flush(30)
+
+
+# -- queries ----------------------------------------------------------------------------------
+
+
+def batch_read(spark: Any, options: Mapping[str, str]) -> Any:
+    """A batch DataFrame of the dynamic_kafka source."""
+    return spark.read.format("dynamic_kafka").options(**options).load()
+
+
+def keyed_rows(df: Any) -> list[Row]:
+    """(cluster, topic, partition, offset, value) of a DataFrame of the source, sorted."""
+    return sorted(
         (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
-        for r in spark.sql(
-            f"select cluster, topic, partition, offset, value from {table}"
-        ).collect()
-    ]
+        for r in df.select("cluster", "topic", "partition", "offset", "value").collect()
+    )
 
 
-def values_of(spark: Any, table: str) -> list[str]:
-    """The decoded values of a table (with duplicates)."""
-    return sorted(value for *_, value in rows(spark, table))
-
-
-def latest_offset_json(query: Any) -> dict[str, Any]:
-    """The end offset of the query's last progress (as JSON)."""
+def end_offset(query: Any) -> dict[str, Any]:
+    """The end offset of a query's last progress (as JSON); ``{}`` before the first."""
     progress = query.lastProgress
     if not progress:
         return {}
@@ -142,10 +212,65 @@ def latest_offset_json(query: Any) -> dict[str, Any]:
 _tables = itertools.count()
 
 
+@dataclass
+class MemoryQuery:
+    """A running ``dynamic_kafka`` stream into a memory table."""
+
+    spark: Any
+    query: Any
+    table: str
+
+    def rows(self) -> list[Row]:
+        """(cluster, topic, partition, offset, value) of every row of the table."""
+        return [
+            (r.cluster, r.topic, r.partition, r.offset, r.value.decode())
+            for r in self.spark.sql(
+                f"select cluster, topic, partition, offset, value from {self.table}"
+            ).collect()
+        ]
+
+    def values(self) -> list[str]:
+        """The decoded values of the table, sorted (with duplicates)."""
+        return sorted(value for *_, value in self.rows())
+
+    def offsets(self) -> dict[str, Any]:
+        """The end offset of the query's last progress (as JSON); ``{}`` before the first."""
+        return end_offset(self.query)
+
+    def batch_sizes(self) -> list[int]:
+        """Rows of each micro-batch that read something, in order."""
+        return [p["numInputRows"] for p in self.query.recentProgress if p["numInputRows"] > 0]
+
+    def expect(self, expected: Sequence[str]) -> None:
+        """Wait until the table holds as many rows as ``expected``, then assert it holds exactly
+        them (a failed query fails at once with its error)."""
+        wait_until(lambda: len(self.healthy_values()) >= len(expected), what=f"{expected!r}")
+        self.query.processAllAvailable()
+        assert self.values() == sorted(expected)
+
+    def healthy_values(self) -> list[str]:
+        """:meth:`values`, failing at once if the query failed."""
+        if self.query.exception() is not None:
+            raise AssertionError(f"query failed: {self.query.exception()}")
+        return self.values()
+
+    def failure(self) -> str:
+        """Wait until the query fails; its error message."""
+        wait_until(lambda: self.query.exception() is not None, what="the query to fail")
+        return str(self.query.exception())
+
+    def finish(self) -> MemoryQuery:
+        """Wait for a query that ends by itself (``availableNow``, ``once``) and check it ended
+        without an error."""
+        self.query.awaitTermination(DEADLINE)
+        assert not self.query.isActive and self.query.exception() is None
+        return self
+
+
 def start_memory_query(
     spark: Any, options: Mapping[str, str], prefix: str = "t", **trigger: Any
-) -> tuple[Any, str]:
-    """Start a ``dynamic_kafka`` stream into a fresh memory table; returns (query, table).
+) -> MemoryQuery:
+    """Start a ``dynamic_kafka`` stream into a fresh memory table.
 
     ``trigger`` is passed to ``DataStreamWriter.trigger`` (every 200 ms by default).
     """
@@ -159,20 +284,44 @@ def start_memory_query(
         .trigger(**(trigger or {"processingTime": "200 milliseconds"}))
         .start()
     )
-    return query, table
+    return MemoryQuery(spark, query, table)
 
 
-def wait_values(
-    spark: Any, query: Any, table: str, expected: Sequence[str], timeout: float = 120.0
-) -> None:
-    """Wait until ``table`` holds as many rows as ``expected``, then assert it holds exactly them
-    (a failed query fails at once with its error)."""
+@contextlib.contextmanager
+def memory_query(
+    spark: Any, options: Mapping[str, str], prefix: str = "t", **trigger: Any
+) -> Iterator[MemoryQuery]:
+    """:func:`start_memory_query`, stopped on exit."""
+    running = start_memory_query(spark, options, prefix, **trigger)
+    try:
+        yield running
+    finally:
+        running.query.stop()
 
-    def done() -> bool:
-        if query.exception() is not None:
-            raise AssertionError(f"query failed: {query.exception()}")
-        return len(values_of(spark, table)) >= len(expected)
 
-    wait_until(done, timeout=timeout, what=f"{len(expected)} rows in {table}")
-    query.processAllAvailable()
-    assert values_of(spark, table) == sorted(expected)
+def available_now(spark: Any, options: Mapping[str, str], prefix: str = "t") -> MemoryQuery:
+    """Read everything available into a memory table (``Trigger.AvailableNow``) and wait."""
+    return start_memory_query(spark, options, prefix, availableNow=True).finish()
+
+
+# -- processes --------------------------------------------------------------------------------
+
+
+def wait_for_line(process: subprocess.Popen[Any], log: Path, line: str) -> None:
+    """Wait until a child process writes ``line`` (a line of its own) to its ``log``.
+
+    Fails at once, with the log's tail, when the process exits first.
+    """
+
+    def written() -> bool:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if line in text.splitlines():
+            return True
+        if process.poll() is not None:
+            raise AssertionError(
+                f"the process exited with code {process.returncode} before writing {line!r}; "
+                f"log {log}:\n{text[-3000:]}"
+            )
+        return False
+
+    wait_until(written, what=f"{line!r} in {log}")

@@ -7,14 +7,20 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.integration.helpers import DEADLINE, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+
+WRITE_TOKEN = "cli-write-token-77aa31"
+"""The write token of the ``cli_server`` fixture."""
+READ_TOKEN = "cli-read-token-4be0c2"
+"""The read token of the ``cli_server`` fixture."""
 
 
 def free_port() -> int:
@@ -34,12 +40,24 @@ def cli_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "pyspark_dynamic_kafka"]
 
 
-def run_cli(args: Sequence[str], timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run ``dynamic-kafka ARGS``; output captured as text, wide enough for tables."""
+def run_cli(args: Sequence[str], command: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
+    """Run ``dynamic-kafka ARGS`` (or ``command ARGS``); output captured as text, wide enough for
+    tables. The timeout only bounds a hung process."""
     env = dict(os.environ, COLUMNS="200")
     return subprocess.run(
-        [*cli_command(), *args], capture_output=True, text=True, timeout=timeout, env=env
+        [*(command or cli_command()), *args],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        env=env,
     )
+
+
+def token_file(path: Path, token: str) -> Path:
+    """Write a token file that only its owner may read (the server insists)."""
+    path.write_text(token)
+    path.chmod(0o600)
+    return path
 
 
 class MetadataServer:
@@ -73,7 +91,8 @@ class MetadataServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 90.0) -> MetadataServer:
+    def start(self) -> MetadataServer:
+        """Start the server and wait until it answers its health check."""
         command = [sys.executable, "-m", "pyspark_dynamic_kafka", "serve"]
         command += ["--metadata", str(self.metadata), "--port", str(self.port)]
         if self.token_file is not None:
@@ -82,17 +101,17 @@ class MetadataServer:
             command += ["--read-token-file", str(self.read_token_file)]
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the server exited: {self.log_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/v1/health", timeout=2) as response:
-                    if response.status == 200:
-                        return self
-            except (OSError, urllib.error.URLError):
-                time.sleep(0.2)
-        raise AssertionError(f"the server did not start: {self.log_text()[-3000:]}")
+        wait_until(self._healthy, what=f"the server to start; log:\n{self.log}")
+        return self
+
+    def _healthy(self) -> bool:
+        if self.process is None or self.process.poll() is not None:
+            raise AssertionError(f"the server exited: {self.log_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/v1/health", timeout=2) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
 
     def stop(self) -> None:
         process, self.process = self.process, None

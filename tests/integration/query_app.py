@@ -2,14 +2,24 @@
 
 Usage: python query_app.py METADATA CHECKPOINT OUTPUT STREAM_IDS MODE
 MODE is ``run`` (run until killed) or ``drain`` (process what is available, then exit).
+
+In ``run`` mode the job reports its readiness on stdout, one line each: ``STARTED`` once the
+query runs, ``COMMITTED`` once a micro-batch that read records has been committed (its progress
+is reported after its output and its commit log are written). A test waits for these lines
+instead of guessing how long Spark takes to start.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from pyspark_dynamic_kafka.testing import local_spark_session
+
+
+def _read_records(query: Any) -> bool:
+    return any(p["numInputRows"] > 0 for p in query.recentProgress)
 
 
 def main() -> None:
@@ -33,6 +43,12 @@ def main() -> None:
     else:
         query = writer.trigger(processingTime="300 milliseconds").start()
         print("STARTED", flush=True)
+        # awaitTermination(timeout) returns True once the query ended (and raises if it failed).
+        while not _read_records(query):
+            if query.awaitTermination(0.2):
+                break
+        else:
+            print("COMMITTED", flush=True)
         query.awaitTermination()
     spark.stop()
 

@@ -11,8 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
-from tests.integration.helpers import batch_read, keyed_rows, source_options, write_metadata
+from tests.integration.helpers import (
+    DEADLINE,
+    Estate,
+    EstateFactory,
+    available_now,
+    batch_read,
+    keyed_rows,
+    numbered,
+    pause_for_a_timestamp,
+    produce,
+    transactions,
+)
 
 from pyspark_dynamic_kafka.testing import ENV_VAR
 
@@ -21,7 +31,7 @@ def _records(cluster: Any, topic: str, partitions: int, count: int) -> dict[tupl
     """Produce ``count`` records per partition; (partition, offset) -> value."""
     produced: dict[tuple[int, int], str] = {}
     for p in range(partitions):
-        values = [f"{cluster.name}-{p}-{i}" for i in range(count)]
+        values = numbered(f"{cluster.name}-{p}-", count)
         for (partition, offset), value in zip(
             cluster.produce(topic, [(None, v) for v in values], partition=p), values, strict=True
         ):
@@ -29,21 +39,25 @@ def _records(cluster: Any, topic: str, partitions: int, count: int) -> dict[tupl
     return produced
 
 
+def _batch_options(setup: Estate, **extra: str) -> dict[str, str]:
+    """Options of a batch read of stream ``orders`` (no startingOffsets: the batch default)."""
+    options = setup.options()
+    options.pop("startingOffsets")
+    return options | extra
+
+
 def test_batch_read_over_two_clusters_with_per_partition_json_ends(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east", "west")
-    produced = {}
-    for name, cluster in clusters.items():
-        cluster.create_topic("orders", partitions=2)
-        produced[name] = _records(cluster, "orders", 2, 10)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"]), ("west", ["orders"])]})
+    setup = estate("east", "west", partitions=2)
+    produced = {
+        name: _records(cluster, "orders", 2, 10) for name, cluster in setup.clusters.items()
+    }
     starting = {"east": {"orders": {"0": 3}}, "west": {"orders": {"1": -2}}}
     ending = {"east": {"orders": {"0": 8, "1": -1}}, "west": {"orders": {"0": 4}}}
-    options = source_options(meta, streamIds="orders")
-    options.pop("startingOffsets")  # batch default: earliest
-    options |= {"startingOffsets": json.dumps(starting), "endingOffsets": json.dumps(ending)}
+    options = _batch_options(
+        setup, startingOffsets=json.dumps(starting), endingOffsets=json.dumps(ending)
+    )
 
     spans = {
         ("east", 0): (3, 8),  # named start and end
@@ -69,25 +83,15 @@ def test_batch_read_over_two_clusters_with_per_partition_json_ends(
     assert batch_read(spark, options).rdd.getNumPartitions() == 2
 
 
-def test_batch_read_between_timestamps(spark: Any, kafka_clusters: Any, tmp_path: Path) -> None:
-    import time
-
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=1)
-    east.produce("orders", [(None, f"old{i}") for i in range(3)], partition=0)
-    time.sleep(1.2)
-    start_ms = int(time.time() * 1000)
-    time.sleep(1.2)
-    east.produce("orders", [(None, f"mid{i}") for i in range(4)], partition=0)
-    time.sleep(1.2)
-    end_ms = int(time.time() * 1000)
-    time.sleep(1.2)
-    east.produce("orders", [(None, f"new{i}") for i in range(2)], partition=0)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    options = source_options(meta, streamIds="orders")
-    options.pop("startingOffsets")
+def test_batch_read_between_timestamps(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east")
+    east = setup["east"]
+    produce(east, "orders", numbered("old", 3), key=False)
+    start_ms = pause_for_a_timestamp()
+    produce(east, "orders", numbered("mid", 4), key=False)
+    end_ms = pause_for_a_timestamp()
+    produce(east, "orders", numbered("new", 2), key=False)
+    options = _batch_options(setup)
 
     df = batch_read(
         spark, options | {"startingTimestamp": str(start_ms), "endingTimestamp": str(end_ms)}
@@ -103,10 +107,9 @@ def test_batch_read_between_timestamps(spark: Any, kafka_clusters: Any, tmp_path
     ]
 
 
-def test_headers_round_trip(spark: Any, kafka_clusters: Any, tmp_path: Path) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=1)
+def test_headers_round_trip(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east")
+    east = setup["east"]
     headers: list[list[tuple[str, bytes | None]] | None] = [
         [("trace", b"t-1"), ("trace", b"t-2")],  # duplicate keys keep their order
         [("nullable", None), ("empty", b"")],
@@ -121,10 +124,7 @@ def test_headers_round_trip(spark: Any, kafka_clusters: Any, tmp_path: Path) -> 
         ],
         partition=0,
     )
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    options = source_options(meta, streamIds="orders")
-    options.pop("startingOffsets")
+    options = _batch_options(setup)
 
     df = batch_read(spark, options | {"includeHeaders": "true"})
     assert df.columns == [
@@ -132,99 +132,53 @@ def test_headers_round_trip(spark: Any, kafka_clusters: Any, tmp_path: Path) -> 
         "cluster",
     ]  # fmt: skip
     assert df.schema["headers"].dataType.simpleString() == "array<struct<key:string,value:binary>>"
-    got = [
-        None
-        if r.headers is None
-        else [(h.key, None if h.value is None else bytes(h.value)) for h in r.headers]
-        for r in df.orderBy("offset").collect()
-    ]
-    assert got == headers
+    assert _headers(df.orderBy("offset").collect()) == headers
     assert {r.timestampType for r in df.collect()} == {0}  # CreateTime
     assert "headers" not in batch_read(spark, options).columns
 
     # The same through a stream (Trigger.AvailableNow into a memory table).
-    query = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**source_options(meta, streamIds="orders", includeHeaders="true"))
-        .load()
-        .writeStream.format("memory")
-        .queryName("headers_stream")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None
-    streamed = spark.sql("select offset, headers from headers_stream order by offset").collect()
-    assert [
+    query = available_now(spark, setup.options(includeHeaders="true"), "headers_stream")
+    streamed = spark.sql(f"select offset, headers from {query.table} order by offset").collect()
+    assert _headers(streamed) == headers
+
+
+def _headers(rows: list[Any]) -> list[list[tuple[str, bytes | None]] | None]:
+    return [
         None
         if r.headers is None
         else [(h.key, None if h.value is None else bytes(h.value)) for h in r.headers]
-        for r in streamed
-    ] == headers
+        for r in rows
+    ]
 
 
-def _transactions(bootstrap: str) -> None:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": "parity-tx",
-            "linger.ms": 0,
-            "batch.num.messages": 1,
-        }
-    )
-    producer.init_transactions(30)
-    for prefix, count, commit in (("c", 5, True), ("a", 3, False), ("d", 2, True)):
-        producer.begin_transaction()
-        for i in range(count):
-            producer.produce("tx", value=f"{prefix}{i}", partition=0)
-        producer.flush(30)
-        if commit:
-            producer.commit_transaction(30)
-        else:
-            producer.abort_transaction(30)
-    producer.flush(30)
+def _transactions(setup: Estate) -> None:
+    setup["east"].create_topic("tx", partitions=1)
+    batches = [(numbered("c", 5), True), (numbered("a", 3), False), (numbered("d", 2), True)]
+    transactions(setup["east"], "tx", batches, "parity-tx")  # ends with a commit marker
+    setup.write({"tx": [("east", ["tx"])]})
 
 
-def _committed_values(
-    spark: Any, meta: Path, name: str, **extra: str
-) -> tuple[list[str], list[str]]:
+def _committed_values(spark: Any, setup: Estate, **extra: str) -> tuple[list[str], list[str]]:
     """Values read by a batch read and by a Trigger.AvailableNow stream, sorted."""
-    options = source_options(meta, streamIds="tx", **extra)
+    options = setup.options(streamIds="tx", **extra)
     batch = [
         v for *_, v in keyed_rows(batch_read(spark, {**options, "startingOffsets": "earliest"}))
     ]
-    query = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**options)
-        .load()
-        .writeStream.format("memory")
-        .queryName(name)
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(120)  # ranges ending at a transaction marker must not hang
-    assert not query.isActive and query.exception() is None
-    streamed = [r.v for r in spark.sql(f"select cast(value as string) v from {name}").collect()]
-    return sorted(batch), sorted(streamed)
+    # Ranges ending at a transaction marker must not hang.
+    streamed = available_now(spark, options, "tx_stream").values()
+    return sorted(batch), streamed
 
 
 COMMITTED = ["c0", "c1", "c2", "c3", "c4", "d0", "d1"]
 ABORTED = ["a0", "a1", "a2"]
 
 
-def test_transactions_end_at_markers_without_hanging(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
-) -> None:
-    clusters = kafka_clusters("east")
-    clusters["east"].create_topic("tx", partitions=1)
-    _transactions(clusters["east"].bootstrap_servers)  # ends with a commit marker
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"tx": [("east", ["tx"])]})
-    batch, streamed = _committed_values(spark, meta, "uncommitted_stream")
+def test_transactions_end_at_markers_without_hanging(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east", partitions=0)
+    _transactions(setup)
+    batch, streamed = _committed_values(spark, setup)
     assert batch == streamed == sorted(COMMITTED + ABORTED)  # read_uncommitted (the default)
-    batch, streamed = _committed_values(
-        spark, meta, "committed_stream", **{"kafka.isolation.level": "read_committed"}
-    )
+    batch, streamed = _committed_values(spark, setup, **{"kafka.isolation.level": "read_committed"})
     assert set(COMMITTED) <= set(batch) and set(COMMITTED) <= set(streamed)
 
 
@@ -235,17 +189,10 @@ def test_transactions_end_at_markers_without_hanging(
     f"Kafka ({ENV_VAR}=east=host:port)",
     strict=True,
 )
-def test_read_committed_skips_aborted_transactions(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
-) -> None:
-    clusters = kafka_clusters("east")
-    clusters["east"].create_topic("tx", partitions=1)
-    _transactions(clusters["east"].bootstrap_servers)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"tx": [("east", ["tx"])]})
-    batch, streamed = _committed_values(
-        spark, meta, "aborted_stream", **{"kafka.isolation.level": "read_committed"}
-    )
+def test_read_committed_skips_aborted_transactions(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east", partitions=0)
+    _transactions(setup)
+    batch, streamed = _committed_values(spark, setup, **{"kafka.isolation.level": "read_committed"})
     assert batch == streamed == COMMITTED
 
 
@@ -267,7 +214,7 @@ def test_options_valid_only_for_the_other_kind_of_read(spark: Any, tmp_path: Pat
         message = str(exc)
     else:
         with pytest.raises(Exception) as info:  # the stream reader is built when the query runs
-            query.awaitTermination(60)
+            query.awaitTermination(DEADLINE)
         message = str(info.value)
         query.stop()
     assert "'endingOffsets' is not valid for streaming queries" in message

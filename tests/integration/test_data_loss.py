@@ -8,74 +8,68 @@ cluster removals run with the default failOnDataLoss=true.
 
 from __future__ import annotations
 
-from pathlib import Path
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.integration.helpers import (
-    latest_offset_json,
+    DEADLINE,
+    EstateFactory,
+    MemoryQuery,
+    memory_query,
+    numbered,
     produce,
-    source_options,
-    start_memory_query,
     wait_until,
-    wait_values,
-    write_metadata,
 )
+
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+
+
+@contextlib.contextmanager
+def _read_then_delete(
+    spark: Any, estate: EstateFactory, partitions: int, values: list[str], **options: str
+) -> Iterator[tuple[BaseKafkaCluster, MemoryQuery, list[str]]]:
+    """A query on east that read ``values``, then its topic deleted."""
+    setup = estate("east", partitions=partitions)
+    east = setup["east"]
+    expected = produce(east, "orders", values, partitions)
+    with memory_query(spark, setup.options(**options), "loss") as query:
+        query.expect(expected)
+        east.delete_topic("orders")
+        yield east, query, expected
 
 
 def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=2)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    values = [
-        v for _, _, v in produce(east.bootstrap_servers, "orders", [f"x{i}" for i in range(10)], 2)
-    ]
-    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"), "loss")
-    try:
-        wait_values(spark, query, table, values)
-        east.delete_topic("orders")  # still listed in the metadata
+    # The topic is deleted while the metadata still lists it.
+    with _read_then_delete(spark, estate, 2, numbered("x", 10)) as (_, query, _):
         with pytest.raises(Exception) as info:
-            query.awaitTermination(120)
+            query.query.awaitTermination(DEADLINE)
         message = str(info.value)
         assert "DataLossError" in message and "Data loss" in message
         for partition in (0, 1):  # deleted, or already recreated empty by the broker
             assert f"east/orders/{partition}: " in message
             assert "next offset to read 5" in message
         assert "failOnDataLoss=false" in message
-    finally:
-        query.stop()
 
 
 def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=3)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    bootstrap = east.bootstrap_servers
-    expected = [v for _, _, v in produce(bootstrap, "orders", [f"a{i}" for i in range(12)], 3)]
-    options = source_options(meta, streamIds="orders", failOnDataLoss="false")
-    query, table = start_memory_query(spark, options, "loss")
-    try:
-        wait_values(spark, query, table, expected)
-        # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
-        # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
-        east.delete_topic("orders")
+    # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
+    # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
+    options = {"failOnDataLoss": "false"}
+    with _read_then_delete(spark, estate, 3, numbered("a", 12), **options) as deleted:
+        east, query, expected = deleted
         east.create_topic("orders", partitions=2)
-        expected += [v for _, _, v in produce(bootstrap, "orders", [f"b{i}" for i in range(4)], 2)]
-        wait_values(spark, query, table, expected)
-        expected += [v for _, _, v in produce(bootstrap, "orders", [f"c{i}" for i in range(6)], 2)]
-        wait_values(spark, query, table, expected)
+        expected += produce(east, "orders", numbered("b", 4), 2)
+        query.expect(expected)
+        expected += produce(east, "orders", numbered("c", 6), 2)
+        query.expect(expected)
         wait_until(
-            lambda: latest_offset_json(query)["clusters"]["east"]["orders"] == {"0": 5, "1": 5},
+            lambda: query.offsets()["clusters"]["east"]["orders"] == {"0": 5, "1": 5},
             what="the offset of the recreated topic",
         )
-        assert query.isActive and query.exception() is None
-    finally:
-        query.stop()
+        assert query.query.isActive and query.query.exception() is None

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import gc
 import pickle
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Producer
 from pyspark.sql.pandas.types import to_arrow_schema
+from tests.integration.helpers import numbered, transactions
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
@@ -22,11 +21,7 @@ from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTas
 SPARK_ARROW_SCHEMA = to_arrow_schema(SPARK_SCHEMA, timezone="UTC")
 
 
-@pytest.fixture(autouse=True)
-def _empty_pool() -> Iterator[None]:
-    """Pooled consumers of a test's clusters do not outlive the test (its brokers stop)."""
-    yield
-    consumer_pool().close_all()
+pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 
 
 def _task(cluster: Any, *ranges: tuple[str, int, int, int], **props: str) -> ReadTask:
@@ -74,25 +69,7 @@ def test_pooled_consumer_reads_consecutive_ranges_of_one_partition(kafka_cluster
 def test_range_ending_at_a_transaction_marker_does_not_hang(kafka_clusters: Any) -> None:
     east = kafka_clusters("east")["east"]
     east.create_topic("tx", partitions=1)
-    producer = Producer(
-        {
-            "bootstrap.servers": east.bootstrap_servers,
-            "transactional.id": "test-tx",
-            "linger.ms": 0,
-            "batch.num.messages": 1,
-        }
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    for i in range(5):
-        producer.produce("tx", value=f"committed{i}", partition=0)
-    producer.commit_transaction(30)
-    producer.begin_transaction()
-    for i in range(3):
-        producer.produce("tx", value=f"aborted{i}", partition=0)
-    producer.flush(30)  # abort_transaction() would purge records not sent yet
-    producer.abort_transaction(30)
-    producer.flush(30)
+    transactions(east, "tx", [(numbered("committed", 5), True), (numbered("aborted", 3), False)])
     _, high = east.watermarks("tx")[0]
     assert high == 10  # 5 records, a commit marker, 3 records, an abort marker
 

@@ -89,7 +89,7 @@ def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) ->
         env=env,
         capture_output=True,
         text=True,
-        timeout=480,
+        timeout=1200,  # bounds a hung app only; the app's own waits end sooner
         check=False,
     )
     logs = result.stdout + result.stderr

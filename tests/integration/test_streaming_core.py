@@ -5,220 +5,159 @@ Every test asserts exact record sets: each produced record read exactly once, no
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.integration.helpers import (
-    latest_offset_json,
+    Estate,
+    EstateFactory,
+    MemoryQuery,
+    memory_query,
+    numbered,
     produce,
-    rows,
     source_options,
-    start_memory_query,
     wait_until,
-    wait_values,
-    write_metadata,
 )
 
 
 def test_two_clusters_every_record_once_with_cluster_column(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east", "west")
-    for c in clusters.values():
-        c.create_topic("orders", partitions=3)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"]), ("west", ["orders"])]})
-    produce(clusters["east"].bootstrap_servers, "orders", [f"e{i}" for i in range(30)], 3)
-    produce(clusters["west"].bootstrap_servers, "orders", [f"w{i}" for i in range(30)], 3)
+    setup = estate("east", "west", partitions=3)
+    expected = produce(setup["east"], "orders", numbered("e", 30), 3)
+    expected += produce(setup["west"], "orders", numbered("w", 30), 3)
 
-    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
-    try:
-        expected = [f"e{i}" for i in range(30)] + [f"w{i}" for i in range(30)]
-        wait_values(spark, query, table, expected)
-        got = rows(spark, table)
+    with memory_query(spark, setup.options()) as query:
+        query.expect(expected)
+        got = query.rows()
         assert all(c == ("east" if v.startswith("e") else "west") for c, _, _, _, v in got)
         assert Counter((c, p) for c, _, p, _, _ in got) == {
             (c, p): 10 for c in ("east", "west") for p in range(3)
         }
-    finally:
-        query.stop()
 
 
 def test_migration_east_to_west_without_loss_or_duplicates(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east", "west")
-    east, west = clusters["east"].bootstrap_servers, clusters["west"].bootstrap_servers
-    for c in clusters.values():
-        c.create_topic("orders", partitions=3)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    produce(east, "orders", [f"a{i}" for i in range(20)], 3)
-    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
-    try:
-        expected = [f"a{i}" for i in range(20)]
-        wait_values(spark, query, table, expected)
+    setup = estate("east", "west", partitions=3, listed=["east"])
+    east, west = setup["east"], setup["west"]
+    expected = produce(east, "orders", numbered("a", 20), 3)
+    with memory_query(spark, setup.options()) as query:
+        query.expect(expected)
 
-        write_metadata(meta, clusters, {"orders": [("east", ["orders"]), ("west", ["orders"])]})
-        produce(west, "orders", [f"b{i}" for i in range(20)], 3)
-        produce(east, "orders", [f"c{i}" for i in range(10)], 3)
-        expected += [f"b{i}" for i in range(20)] + [f"c{i}" for i in range(10)]
-        wait_values(spark, query, table, expected)
+        setup.route("east", "west")
+        expected += produce(west, "orders", numbered("b", 20), 3)
+        expected += produce(east, "orders", numbered("c", 10), 3)
+        query.expect(expected)
 
-        write_metadata(meta, clusters, {"orders": [("west", ["orders"])]})
+        setup.route("west")
         wait_until(
-            lambda: "east" not in latest_offset_json(query).get("clusters", {}),
+            lambda: "east" not in query.offsets().get("clusters", {}),
             what="east to leave the offset",
         )
-        produce(east, "orders", [f"ignored{i}" for i in range(5)], 3)
-        produce(west, "orders", [f"d{i}" for i in range(20)], 3)
-        expected += [f"d{i}" for i in range(20)]
-        wait_values(spark, query, table, expected)
-    finally:
-        query.stop()
+        produce(east, "orders", numbered("ignored", 5), 3)
+        expected += produce(west, "orders", numbered("d", 20), 3)
+        query.expect(expected)
 
 
-def test_topic_added_and_removed_at_runtime(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
-) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
+def test_topic_added_and_removed_at_runtime(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east", partitions=0)
+    east = setup["east"]
     east.create_topic("orders-v1", partitions=2)
     east.create_topic("orders-v2", partitions=2)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders-v1"])]})
-    produce(east.bootstrap_servers, "orders-v1", [f"v1-{i}" for i in range(10)], 2)
-    produce(east.bootstrap_servers, "orders-v2", [f"v2-{i}" for i in range(10)], 2)
-    query, table = start_memory_query(spark, source_options(meta, streamIds="orders"))
-    try:
-        expected = [f"v1-{i}" for i in range(10)]
-        wait_values(spark, query, table, expected)
+    setup.write({"orders": [("east", ["orders-v1"])]})
+    expected = produce(east, "orders-v1", numbered("v1-", 10), 2)
+    v2 = produce(east, "orders-v2", numbered("v2-", 10), 2)
+    with memory_query(spark, setup.options()) as query:
+        query.expect(expected)
 
-        write_metadata(meta, clusters, {"orders": [("east", ["orders-v1", "orders-v2"])]})
-        expected += [f"v2-{i}" for i in range(10)]  # discoveryStartingOffsets=earliest
-        wait_values(spark, query, table, expected)
+        setup.write({"orders": [("east", ["orders-v1", "orders-v2"])]})
+        expected += v2  # discoveryStartingOffsets=earliest
+        query.expect(expected)
 
-        write_metadata(meta, clusters, {"orders": [("east", ["orders-v2"])]})
+        setup.write({"orders": [("east", ["orders-v2"])]})
         wait_until(
-            lambda: "orders-v1" not in latest_offset_json(query)["clusters"]["east"],
+            lambda: "orders-v1" not in query.offsets()["clusters"]["east"],
             what="orders-v1 to leave the offset JSON",
         )
-        produce(east.bootstrap_servers, "orders-v1", [f"late-v1-{i}" for i in range(5)], 2)
-        produce(east.bootstrap_servers, "orders-v2", [f"late-v2-{i}" for i in range(6)], 2)
-        expected += [f"late-v2-{i}" for i in range(6)]
-        wait_values(spark, query, table, expected)
-        assert set(latest_offset_json(query)["clusters"]["east"]) == {"orders-v2"}
-    finally:
-        query.stop()
+        produce(east, "orders-v1", numbered("late-v1-", 5), 2)
+        expected += produce(east, "orders-v2", numbered("late-v2-", 6), 2)
+        query.expect(expected)
+        assert set(query.offsets()["clusters"]["east"]) == {"orders-v2"}
 
 
 def test_stream_pattern_picks_up_new_stream_on_another_cluster(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
+    spark: Any, estate: EstateFactory
 ) -> None:
-    clusters = kafka_clusters("east", "west")
-    clusters["east"].create_topic("orders", partitions=1)
-    clusters["west"].create_topic("orders-eu", partitions=2)
-    clusters["west"].create_topic("payments", partitions=1)
-    meta = tmp_path / "streams.json"
-    meta = meta.with_suffix(".yaml")
-    write_metadata(
-        meta, clusters, {"orders": [("east", ["orders"])], "payments": [("west", ["payments"])]}
-    )
-    produce(clusters["east"].bootstrap_servers, "orders", [f"o{i}" for i in range(5)])
-    produce(clusters["west"].bootstrap_servers, "payments", [f"p{i}" for i in range(5)])
-    produce(clusters["west"].bootstrap_servers, "orders-eu", [f"eu{i}" for i in range(6)], 2)
-    query, table = start_memory_query(spark, source_options(meta, streamPattern="^orders"))
-    try:
-        expected = [f"o{i}" for i in range(5)]
-        wait_values(spark, query, table, expected)
-        write_metadata(
-            meta,
-            clusters,
-            {
-                "orders": [("east", ["orders"])],
-                "orders-eu": [("west", ["orders-eu"])],
-                "payments": [("west", ["payments"])],
-            },
-        )
-        expected += [f"eu{i}" for i in range(6)]
-        wait_values(spark, query, table, expected)
-        assert {c for c, *_ in rows(spark, table)} == {"east", "west"}
-    finally:
-        query.stop()
+    setup = estate("east", "west", partitions=0)
+    east, west = setup["east"], setup["west"]
+    east.create_topic("orders", partitions=1)
+    west.create_topic("orders-eu", partitions=2)
+    west.create_topic("payments", partitions=1)
+    streams = {"orders": [("east", ["orders"])], "payments": [("west", ["payments"])]}
+    setup.write(streams)
+    expected = produce(east, "orders", numbered("o", 5))
+    produce(west, "payments", numbered("p", 5))
+    eu = produce(west, "orders-eu", numbered("eu", 6), 2)
+    with memory_query(spark, source_options(setup.meta, streamPattern="^orders")) as query:
+        query.expect(expected)
+        setup.write({**streams, "orders-eu": [("west", ["orders-eu"])]})
+        query.expect(expected + eu)
+        assert {c for c, *_ in query.rows()} == {"east", "west"}
+
+
+@contextlib.contextmanager
+def _broken_after_five_records(
+    spark: Any, estate: EstateFactory, threshold: str, broken: Callable[[str], str]
+) -> Iterator[tuple[Estate, MemoryQuery, str]]:
+    """A query that read five records, then its metadata file broken; yields the good text."""
+    setup = estate("east")
+    expected = produce(setup["east"], "orders", numbered("x", 5))
+    options = setup.options(metadataDiscoveryFailureThreshold=threshold)
+    with memory_query(spark, options) as query:
+        query.expect(expected)
+        good = setup.meta.read_text()
+        setup.meta.write_text(broken(good))
+        yield setup, query, good
 
 
 @pytest.mark.parametrize("threshold", [2])
 def test_broken_metadata_tolerated_up_to_threshold_then_fatal(
-    spark: Any, kafka_clusters: Any, tmp_path: Path, threshold: int
+    spark: Any, estate: EstateFactory, threshold: int
 ) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=1)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    produce(east.bootstrap_servers, "orders", [f"x{i}" for i in range(5)])
-    options = source_options(
-        meta,
-        streamIds="orders",
-        metadataDiscoveryIntervalMs="0",
-        metadataDiscoveryFailureThreshold=str(threshold),
-    )
-    query, table = start_memory_query(spark, options)
-    try:
-        wait_values(spark, query, table, [f"x{i}" for i in range(5)])
-        good = meta.read_text()
-        # A half-written file: tolerated while failures stay within the threshold? With
-        # discovery at every micro-batch the failures pile up, so the query must fail, clearly.
-        meta.write_text(good[: len(good) // 2] + "\n  - : [")
-        wait_until(lambda: query.exception() is not None, what="the query to fail")
-        message = str(query.exception())
+    # A half-written file: tolerated while failures stay within the threshold? With discovery
+    # at every micro-batch the failures pile up, so the query must fail, clearly.
+    with _broken_after_five_records(
+        spark, estate, str(threshold), lambda good: good[: len(good) // 2] + "\n  - : ["
+    ) as (setup, query, _):
+        message = query.failure()
         assert "metadataDiscoveryFailureThreshold=2" in message
-        assert str(meta) in message
-    finally:
-        query.stop()
+        assert str(setup.meta) in message
 
 
-def test_broken_metadata_within_threshold_keeps_running(
-    spark: Any, kafka_clusters: Any, tmp_path: Path
-) -> None:
-    clusters = kafka_clusters("east")
-    east = clusters["east"]
-    east.create_topic("orders", partitions=1)
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]})
-    produce(east.bootstrap_servers, "orders", [f"x{i}" for i in range(5)])
-    options = source_options(
-        meta,
-        streamIds="orders",
-        metadataDiscoveryIntervalMs="0",
-        metadataDiscoveryFailureThreshold="1000000",
-    )
-    query, table = start_memory_query(spark, options)
-    try:
-        wait_values(spark, query, table, [f"x{i}" for i in range(5)])
-        good = meta.read_text()
-        meta.write_text("clusters: [unclosed")
-        produce(east.bootstrap_servers, "orders", [f"y{i}" for i in range(5)])
+def test_broken_metadata_within_threshold_keeps_running(spark: Any, estate: EstateFactory) -> None:
+    with _broken_after_five_records(spark, estate, "1000000", lambda _: "clusters: [unclosed") as (
+        setup,
+        query,
+        good,
+    ):
+        later = produce(setup["east"], "orders", numbered("y", 5))
         # The last good metadata keeps the query reading.
-        wait_values(spark, query, table, [f"x{i}" for i in range(5)] + [f"y{i}" for i in range(5)])
-        assert query.exception() is None
-        meta.write_text(good)
-        assert query.isActive
-    finally:
-        query.stop()
+        query.expect(numbered("x", 5) + later)
+        assert query.query.exception() is None
+        setup.meta.write_text(good)
+        assert query.query.isActive
 
 
 def test_broken_metadata_at_start_fails_at_once(spark: Any, tmp_path: Path) -> None:
     meta = tmp_path / "streams.yaml"
     meta.write_text("clusters:\n  east: {bootstrap.servers: 127.0.0.1:1}\nstreams: {orders: [\n")
-    query, _ = start_memory_query(spark, source_options(meta, streamIds="orders"))
-    try:
-        wait_until(lambda: query.exception() is not None, timeout=60, what="failure")
-        assert str(meta) in str(query.exception())
-    finally:
-        query.stop()
+    with memory_query(spark, source_options(meta, streamIds="orders")) as query:
+        assert str(meta) in query.failure()
 
 
 def test_bad_options_name_key_and_value(spark: Any, tmp_path: Path) -> None:
@@ -230,10 +169,7 @@ def test_bad_options_name_key_and_value(spark: Any, tmp_path: Path) -> None:
     base = {"metadataService": "file", "metadataService.path": str(meta)}
 
     def load(**options: str) -> Any:
-        reader = spark.readStream.format("dynamic_kafka")
-        for key, value in {**base, **options}.items():
-            reader = reader.option(key, value)
-        return reader.load()
+        return spark.readStream.format("dynamic_kafka").options(**base, **options).load()
 
     with pytest.raises(Exception, match=r"Did you mean 'startingOffsets'"):
         load(streamIds="orders", startingOffset="earliest")
@@ -242,10 +178,7 @@ def test_bad_options_name_key_and_value(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"'\{bad' for option 'startingOffsets'"):
         load(streamIds="orders", startingOffsets="{bad")
 
-    query = load(streamIds="orders,refunds").writeStream.format("memory").queryName("bad").start()
-    try:
-        wait_until(lambda: query.exception() is not None, timeout=60, what="failure")
-        assert "streamIds" in str(query.exception())
-        assert "refunds" in str(query.exception())
-    finally:
-        query.stop()
+    with memory_query(spark, {**base, "streamIds": "orders,refunds"}, "bad") as query:
+        message = query.failure()
+        assert "streamIds" in message
+        assert "refunds" in message

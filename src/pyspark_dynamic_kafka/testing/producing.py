@@ -1,43 +1,46 @@
-"""Producing records whose offsets are exactly known (the bodies of the clusters' produce methods).
+"""Sending records through a confluent-kafka ``Producer`` so that their offsets are exactly known.
+
+This module knows producers and records, not clusters: :meth:`BaseKafkaCluster.produce` and
+:meth:`BaseKafkaCluster.produce_bulk` create the producer, call :func:`send_each` or
+:func:`send_bulk`, then wait until the high watermarks cover what was acknowledged.
 
 Tansu's high watermark only covers the first record of the last batch of a partition, so the
-helpers either send one record per batch or send each partition's last record as a batch of its
-own; both check the high watermarks before returning.
+helpers either send one record per batch (:data:`ONE_PER_BATCH`) or send each partition's last
+record as a batch of its own (:func:`send_bulk`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException
 
 from pyspark_dynamic_kafka.testing.common import ConfigValue, ProduceError, RecordLike, seconds_left
 
-if TYPE_CHECKING:
-    from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
-
-__all__ = ["produce_in_bulk", "produce_one_per_batch"]
-
-_log = logging.getLogger(__name__)
+__all__ = [
+    "BULK",
+    "ONE_PER_BATCH",
+    "close_producer",
+    "next_offsets",
+    "send_bulk",
+    "send_each",
+]
 
 _RECORD_KEYS = frozenset({"key", "value", "headers", "timestamp", "partition"})
 
-# One record per batch: with Tansu the high watermark only covers the first record of the last
-# batch of a partition, so one record per batch keeps every record visible.
-_PRODUCE_DEFAULTS: dict[str, ConfigValue] = {
+ONE_PER_BATCH: dict[str, ConfigValue] = {
     "batch.num.messages": 1,
     "linger.ms": 0,
     "enable.idempotence": True,
     "allow.auto.create.topics": False,
 }
+"""Producer settings of :meth:`BaseKafkaCluster.produce`: one record per batch."""
 
-# Large batches for fast loading; produce_bulk sends the last record of each partition alone.
-_BULK_DEFAULTS: dict[str, ConfigValue] = {
+BULK: dict[str, ConfigValue] = {
     "linger.ms": 20,
     "batch.size": 1_000_000,
     "batch.num.messages": 100_000,
@@ -46,22 +49,24 @@ _BULK_DEFAULTS: dict[str, ConfigValue] = {
     "enable.idempotence": True,
     "allow.auto.create.topics": False,
 }
+"""Producer settings of :meth:`BaseKafkaCluster.produce_bulk`: large batches."""
 
 
-def produce_one_per_batch(
-    cluster: BaseKafkaCluster,
+def send_each(
+    producer: Any,
     topic: str,
     records: Iterable[RecordLike],
     partition: int | None,
-    config: Mapping[str, ConfigValue] | None,
-    timeout: float,
+    deadline: float,
+    cluster: str,
 ) -> list[tuple[int, int]]:
-    """:meth:`BaseKafkaCluster.produce` (documented there)."""
-    deadline = time.monotonic() + timeout
-    cluster._partition_count(topic, timeout)  # fail fast on a missing topic
-    producer = Producer(
-        {**cluster.client_properties(**_PRODUCE_DEFAULTS), **(config or {}), "logger": _log}
-    )
+    """Send every record, wait for every acknowledgement; ``(partition, offset)`` in input order.
+
+    Raises
+    ------
+    ProduceError
+        If a record failed or was not acknowledged by ``deadline``.
+    """
     results: list[tuple[int, int] | None] = []
     errors: list[str] = []
 
@@ -74,42 +79,39 @@ def produce_one_per_batch(
 
         return on_delivery
 
-    try:
-        for index, record in enumerate(records):
-            results.append(None)
-            kwargs = _produce_kwargs(record, partition)
-            _produce_one(producer, topic, kwargs, delivered(index), deadline)
-            producer.poll(0)
-        _flush(producer, deadline, cluster.name)
-    finally:
-        _close_producer(producer)
-    missing = [i for i, r in enumerate(results) if r is None]
-    if errors or missing:
-        raise ProduceError(
-            f"cluster {cluster.name!r}, topic {topic!r}: {len(errors)} record(s) failed, "
-            f"{len(missing)} not acknowledged; first errors: {errors[:5]}"
-        )
-    done = [r for r in results if r is not None]
-    last: dict[int, int] = {}
-    for p, offset in done:
-        last[p] = max(offset, last.get(p, -1))
-    cluster._wait_visible(topic, {p: o + 1 for p, o in last.items()}, deadline)
-    return done
+    for index, record in enumerate(records):
+        results.append(None)
+        _send(producer, topic, _produce_kwargs(record, partition), delivered(index), deadline)
+        producer.poll(0)
+    _flush(producer, deadline, cluster)
+    missing = sum(r is None for r in results)
+    _check(cluster, topic, errors, missing)
+    return [r for r in results if r is not None]
 
 
-def produce_in_bulk(
-    cluster: BaseKafkaCluster,
+def send_bulk(
+    producer: Any,
     topic: str,
     records: Iterable[RecordLike],
-    config: Mapping[str, ConfigValue] | None,
-    timeout: float,
-) -> dict[int, int]:
-    """:meth:`BaseKafkaCluster.produce_bulk` (documented there)."""
-    deadline = time.monotonic() + timeout
-    partitions = cluster._partition_count(topic, timeout)
-    producer = Producer(
-        {**cluster.client_properties(**_BULK_DEFAULTS), **(config or {}), "logger": _log}
-    )
+    partitions: int,
+    deadline: float,
+    cluster: str,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Send records in large batches, each partition's last record alone after the rest.
+
+    Records that name no partition go to ``crc32(key) % partitions`` when they have a key
+    (librdkafka's default partitioner gives the same result) and round-robin otherwise.
+
+    Returns
+    -------
+    tuple of dict
+        ``{partition: records written}`` and ``{partition: next offset}``.
+
+    Raises
+    ------
+    ProduceError
+        If a record names a partition the topic lacks, failed, or was not acknowledged.
+    """
     errors: list[str] = []
     acked = [0]
     last_offset: dict[int, int] = {}
@@ -126,46 +128,59 @@ def produce_in_bulk(
     held: dict[int, dict[str, Any]] = {}
     counts: dict[int, int] = {}
     round_robin = 0
-    try:
-        for n, record in enumerate(records):
-            kwargs = _produce_kwargs(record, None)
-            p = kwargs.get("partition")
-            if p is None:
-                key = kwargs.get("key")
-                if key is not None:
-                    p = zlib.crc32(key) % partitions
-                else:
-                    p = round_robin
-                    round_robin = (round_robin + 1) % partitions
-                kwargs["partition"] = p
-            elif not 0 <= p < partitions:
-                raise ProduceError(
-                    f"record #{n} names partition {p}, topic {topic!r} has {partitions}"
-                )
-            counts[p] = counts.get(p, 0) + 1
-            previous = held.get(p)
-            held[p] = kwargs
-            if previous is not None:
-                _produce_one(producer, topic, previous, on_delivery, deadline)
-            if n % 1000 == 0:
-                producer.poll(0)
-                if errors:
-                    break
-        _flush(producer, deadline, cluster.name)
-        if not errors:
-            for kwargs in held.values():
-                _produce_one(producer, topic, kwargs, on_delivery, deadline)
-            _flush(producer, deadline, cluster.name)
-    finally:
-        _close_producer(producer)
-    total = sum(counts.values())
-    if errors or acked[0] != total:
+    for n, record in enumerate(records):
+        kwargs = _produce_kwargs(record, None)
+        p = kwargs.get("partition")
+        if p is None:
+            key = kwargs.get("key")
+            if key is not None:
+                p = zlib.crc32(key) % partitions
+            else:
+                p = round_robin
+                round_robin = (round_robin + 1) % partitions
+            kwargs["partition"] = p
+        elif not 0 <= p < partitions:
+            raise ProduceError(f"record #{n} names partition {p}, topic {topic!r} has {partitions}")
+        counts[p] = counts.get(p, 0) + 1
+        previous = held.get(p)
+        held[p] = kwargs
+        if previous is not None:
+            _send(producer, topic, previous, on_delivery, deadline)
+        if n % 1000 == 0:
+            producer.poll(0)
+            if errors:
+                break
+    _flush(producer, deadline, cluster)
+    if not errors:
+        for kwargs in held.values():
+            _send(producer, topic, kwargs, on_delivery, deadline)
+        _flush(producer, deadline, cluster)
+    _check(cluster, topic, errors, sum(counts.values()) - acked[0])
+    return dict(sorted(counts.items())), {p: o + 1 for p, o in last_offset.items()}
+
+
+def next_offsets(sent: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """``{partition: last offset + 1}`` of ``(partition, offset)`` pairs."""
+    ends: dict[int, int] = {}
+    for p, offset in sent:
+        ends[p] = max(offset + 1, ends.get(p, 0))
+    return ends
+
+
+def close_producer(producer: Any) -> None:
+    """Close a producer (``close()`` exists since confluent-kafka 2.11; else drop it)."""
+    close = getattr(producer, "close", None)
+    if close is not None:
+        with contextlib.suppress(KafkaException, RuntimeError):
+            close()
+
+
+def _check(cluster: str, topic: str, errors: list[str], missing: int) -> None:
+    if errors or missing:
         raise ProduceError(
-            f"cluster {cluster.name!r}, topic {topic!r}: {len(errors)} record(s) failed, "
-            f"{total - acked[0]} not acknowledged; first errors: {errors[:5]}"
+            f"cluster {cluster!r}, topic {topic!r}: {len(errors)} record(s) failed, "
+            f"{missing} not acknowledged; first errors: {errors[:5]}"
         )
-    cluster._wait_visible(topic, {p: o + 1 for p, o in last_offset.items()}, deadline)
-    return dict(sorted(counts.items()))
 
 
 def _encode(value: Any, what: str) -> bytes | None:
@@ -214,7 +229,7 @@ def _produce_kwargs(record: RecordLike, partition: int | None) -> dict[str, Any]
     )
 
 
-def _produce_one(
+def _send(
     producer: Any,
     topic: str,
     kwargs: Mapping[str, Any],
@@ -236,11 +251,3 @@ def _flush(producer: Any, deadline: float, cluster: str) -> None:
     left = producer.flush(seconds_left(deadline))
     if left:
         raise ProduceError(f"cluster {cluster!r}: {left} record(s) still unacknowledged at timeout")
-
-
-def _close_producer(producer: Any) -> None:
-    # Producer.close() exists since confluent-kafka 2.11; dropping the reference is the fallback.
-    close = getattr(producer, "close", None)
-    if close is not None:
-        with contextlib.suppress(KafkaException, RuntimeError):
-            close()

@@ -1,0 +1,375 @@
+"""The client side of a test cluster: short-lived clients, topics, watermarks and readiness."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    NewTopic,
+    OffsetSpec,
+)
+
+from pyspark_dynamic_kafka.testing.common import (
+    ClusterStartError,
+    ConfigValue,
+    KafkaTestingError,
+    ProduceError,
+    seconds_left,
+    wait_for,
+)
+
+__all__ = ["KafkaClients"]
+
+_log = logging.getLogger(__name__)
+
+# librdkafka settings of the helpers' short-lived clients.
+_CLIENT_DEFAULTS: dict[str, ConfigValue] = {
+    "socket.connection.setup.timeout.ms": 5000,
+}
+
+
+class KafkaClients(ABC):
+    """Admin and consumer access to a cluster whose address a subclass provides.
+
+    Every helper creates a short-lived client and closes it before returning, so no connection
+    made by a helper outlives the call (see :func:`count_client_connections`).
+
+    Parameters
+    ----------
+    name:
+        The cluster's name, as tests and metadata refer to it.
+    client_config:
+        Extra librdkafka properties for every client the helpers create (security settings of an
+        external cluster, for example).
+    """
+
+    #: Replicas of a topic created without ``replication_factor`` (-1: the broker's default).
+    default_replication_factor: int = -1
+
+    def __init__(self, name: str, client_config: Mapping[str, ConfigValue] | None = None) -> None:
+        if not name:
+            raise ValueError("a cluster needs a non-empty name")
+        self.name = name
+        self.client_config: dict[str, ConfigValue] = dict(client_config or {})
+
+    @property
+    @abstractmethod
+    def bootstrap_servers(self) -> str:
+        """``host:port[,host:port...]`` for a client's ``bootstrap.servers``."""
+
+    def client_properties(self, **extra: ConfigValue) -> dict[str, ConfigValue]:
+        """Properties for a client of this cluster: bootstrap servers, ``client_config``, ``extra``.
+
+        Parameters
+        ----------
+        **extra:
+            Properties to add; use a dict with ``**`` for dotted keys.
+
+        Returns
+        -------
+        dict
+            A new dict, ready for ``confluent_kafka.Consumer(...)`` and friends.
+        """
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            **_CLIENT_DEFAULTS,
+            **self.client_config,
+            **extra,
+        }
+
+    @contextlib.contextmanager
+    def _admin(self) -> Iterator[Any]:
+        config: dict[str, Any] = {**self.client_properties(), "logger": _log}
+        admin = AdminClient(config)
+        try:
+            yield admin
+        finally:
+            # AdminClient has no close(): dropping the last reference destroys the handle and
+            # closes its sockets synchronously.
+            del admin
+
+    @contextlib.contextmanager
+    def _consumer(self) -> Iterator[Any]:
+        consumer = Consumer(
+            {
+                **self.client_properties(),
+                "group.id": "pyspark-dynamic-kafka-testing",
+                "enable.auto.commit": False,
+                "logger": _log,
+            }
+        )
+        try:
+            yield consumer
+        finally:
+            consumer.close()
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def topics(self, timeout: float = 10.0) -> dict[str, int]:
+        """The cluster's topics and their partition counts.
+
+        Parameters
+        ----------
+        timeout:
+            Seconds to wait for the metadata.
+
+        Returns
+        -------
+        dict
+            ``{topic: number of partitions}``, without internal topics (``__...``).
+        """
+        with self._admin() as admin:
+            metadata = admin.list_topics(timeout=timeout)
+        return {
+            name: len(topic.partitions)
+            for name, topic in metadata.topics.items()
+            if topic.error is None and not name.startswith("__")
+        }
+
+    def partition_count(self, topic: str, timeout: float = 10.0) -> int:
+        """The number of partitions of an existing topic.
+
+        Raises
+        ------
+        ProduceError
+            If the topic does not exist.
+        """
+        count = self.topics(timeout=timeout).get(topic)
+        if count is None:
+            raise ProduceError(
+                f"topic {topic!r} does not exist on cluster {self.name!r}; "
+                "create it first with create_topic()"
+            )
+        return count
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        timeout: float = 30.0,
+        *,
+        replication_factor: int | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a topic and wait until metadata shows it with all its partitions.
+
+        Parameters
+        ----------
+        name:
+            The topic.
+        partitions:
+            Its number of partitions.
+        timeout:
+            Seconds to wait for creation and visibility.
+        replication_factor:
+            Replicas per partition; ``None`` means :attr:`default_replication_factor`.
+        config:
+            Topic configuration (``{"cleanup.policy": "compact"}``, ...).
+
+        Raises
+        ------
+        KafkaTestingError
+            If the broker refuses the topic (it exists already, ...) or it does not show up in
+            time.
+        """
+        if partitions < 1:
+            raise ValueError(f"partitions must be at least 1, got {partitions}")
+        replicas = (
+            self.default_replication_factor if replication_factor is None else replication_factor
+        )
+        new_topic = NewTopic(
+            name, num_partitions=partitions, replication_factor=replicas, config=dict(config or {})
+        )
+        deadline = time.monotonic() + timeout
+        self._change_topic("create", name, lambda admin: admin.create_topics, new_topic, timeout)
+        self._created_topic(name)
+        wait_for(
+            lambda: self.topics(timeout=seconds_left(deadline)).get(name) == partitions,
+            deadline,
+            f"topic {name!r} with {partitions} partition(s) to appear on cluster {self.name!r}",
+        )
+        _log.debug("cluster %s: created topic %s (%d partitions)", self.name, name, partitions)
+
+    def delete_topic(self, name: str, timeout: float = 30.0) -> None:
+        """Delete a topic and wait until metadata no longer shows it.
+
+        Parameters
+        ----------
+        name:
+            The topic.
+        timeout:
+            Seconds to wait for deletion.
+
+        Raises
+        ------
+        KafkaTestingError
+            If the broker refuses (the topic does not exist, ...) or it does not go away in time.
+        """
+        deadline = time.monotonic() + timeout
+        self._change_topic("delete", name, lambda admin: admin.delete_topics, name, timeout)
+        wait_for(
+            lambda: name not in self.topics(timeout=seconds_left(deadline)),
+            deadline,
+            f"topic {name!r} to disappear from cluster {self.name!r}",
+        )
+
+    def _change_topic(
+        self, verb: str, name: str, method: Callable[[Any], Any], item: Any, timeout: float
+    ) -> None:
+        with self._admin() as admin:
+            futures = method(admin)([item], operation_timeout=timeout)
+            try:
+                futures[name].result(timeout=timeout)
+            except KafkaException as exc:
+                raise KafkaTestingError(
+                    f"cluster {self.name!r} could not {verb} topic {name!r}: {exc}"
+                ) from exc
+
+    def _created_topic(self, name: str) -> None:
+        """Called once the broker accepted a new topic (a subclass may remember it)."""
+        _log.debug("cluster %s: the broker accepted topic %s", self.name, name)
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    def watermarks(self, topic: str, timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+        """Low and high watermark of every partition of a topic.
+
+        Parameters
+        ----------
+        topic:
+            An existing topic.
+        timeout:
+            Seconds to wait for each partition's answer.
+
+        Returns
+        -------
+        dict
+            ``{partition: (low, high)}``.
+        """
+        partitions = self.partition_count(topic, timeout)
+        result: dict[int, tuple[int, int]] = {}
+        with self._consumer() as consumer:
+            for p in range(partitions):
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=timeout
+                )
+                result[p] = (int(low), int(high))
+        return result
+
+    def offset_for_timestamp(
+        self, topic: str, partition: int, timestamp_ms: int, timeout: float = 10.0
+    ) -> int:
+        """The broker's answer to a ListOffsets by timestamp: the first offset whose record
+        timestamp is at or after ``timestamp_ms``, -1 when there is none."""
+        request = {TopicPartition(topic, partition): OffsetSpec.for_timestamp(timestamp_ms)}
+        with self._admin() as admin:
+            futures = admin.list_offsets(request, request_timeout=timeout)
+            [(_, future)] = futures.items()
+            return int(future.result(timeout=timeout).offset)
+
+    def _wait_visible(self, topic: str, expected: Mapping[int, int], deadline: float) -> None:
+        """Wait until each partition's high watermark reaches ``expected[partition]``."""
+        if not expected:
+            return
+        seen: dict[int, int] = {}
+
+        def visible() -> bool:
+            with self._consumer() as consumer:
+                for p in expected:
+                    _, high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, p), timeout=max(seconds_left(deadline), 1.0)
+                    )
+                    seen[p] = high
+            return all(seen[p] >= end for p, end in expected.items())
+
+        try:
+            wait_for(visible, deadline, "high watermarks")
+        except KafkaTestingError as exc:
+            raise ProduceError(
+                f"cluster {self.name!r}, topic {topic!r}: the high watermarks {seen} do not "
+                f"cover every produced record {dict(expected)}; records in multi-record "
+                "batches stay hidden on Tansu until a later batch lands"
+            ) from exc
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    def wait_ready(
+        self,
+        deadline: float,
+        *,
+        brokers: int = 1,
+        cluster_id: str | None = None,
+        problem: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """Wait until every bootstrap server accepts connections and metadata lists the brokers.
+
+        Ports come first (cheap, and keeps librdkafka from logging refused connections), then a
+        metadata request, which also proves that this is the expected cluster.
+
+        Parameters
+        ----------
+        deadline:
+            ``time.monotonic()`` value after which waiting fails.
+        brokers:
+            How many brokers the metadata must list.
+        cluster_id:
+            The cluster id the metadata must show, if any.
+        problem:
+            Says why the cluster can no longer become ready (a broker process exited), or
+            ``None``; asked at every poll.
+
+        Raises
+        ------
+        ClusterStartError
+            With :meth:`_start_failure`'s message, at the deadline or as soon as ``problem``
+            answers.
+        """
+        closed = [_host_port(server) for server in self.bootstrap_servers.split(",")]
+        last_error = "no answer"
+        while True:
+            reason = problem()
+            if reason is not None:
+                raise ClusterStartError(self._start_failure(reason))
+            closed = [address for address in closed if not _accepts(address)]
+            if closed:
+                last_error = f"port(s) not open: {', '.join(f'{h}:{p}' for h, p in closed)}"
+            else:
+                try:
+                    with self._admin() as admin:
+                        metadata = admin.list_topics(timeout=min(seconds_left(deadline), 2.0))
+                    if len(metadata.brokers) >= brokers and cluster_id in (
+                        None,
+                        metadata.cluster_id,
+                    ):
+                        return
+                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {metadata.brokers}"
+                except KafkaException as exc:
+                    last_error = f"no metadata answer ({exc})"
+            if time.monotonic() >= deadline:
+                raise ClusterStartError(self._start_failure(last_error))
+            time.sleep(0.05)
+
+    def _start_failure(self, what: str) -> str:
+        """The message of a :class:`ClusterStartError` (subclasses add logs)."""
+        return f"cluster {self.name!r} ({self.bootstrap_servers}) did not become ready: {what}"
+
+
+def _host_port(server: str) -> tuple[str, int]:
+    host, _, port = server.strip().rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _accepts(address: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(address, timeout=1.0):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,121 @@
+"""The package's shape: no import cycle, layers import only downwards, modules under 400 lines.
+
+Imports are read from the source with :mod:`ast` (every ``import`` statement, also inside
+functions and ``TYPE_CHECKING`` blocks), so a cycle hidden behind a lazy import is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "pyspark_dynamic_kafka"
+SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
+
+#: Layer of each top-level part of the package: a module may import its own layer and lower ones.
+LAYERS = {
+    "errors": 0,
+    "frozen": 0,
+    "position": 0,
+    "optionspec": 1,
+    "kafka": 1,
+    "metadata": 2,
+    "source": 3,
+    "server": 4,
+    "tools": 4,
+    "testing": 5,
+    "cli": 6,
+    "__main__": 7,
+    "__init__": 7,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> Iterator[str]:
+    """Yield the package modules that ``name`` imports (submodules resolved where they exist)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base]) if base else ".".join(anchor)
+            targets = [f"{base}.{alias.name}" for alias in node.names]
+            targets = [t if t in known else base for t in targets]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.startswith(PACKAGE):
+                yield target
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: set(_imports(name, path, known)) for name, path in modules.items()}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_no_import_cycle() -> None:
+    graph = _graph()
+    # A package's __init__ re-exporting its submodules is not a cycle through the package.
+    edges = {
+        name: {t for t in targets if not name.startswith(t + ".")}
+        for name, targets in graph.items()
+    }
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(edges[node]):
+            if state.get(target) == 1:
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert cycles == []
+
+
+def test_layers_import_only_downwards() -> None:
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in _graph().items()
+        for target in targets
+        if LAYERS.get(_top(target), 0) > LAYERS.get(_top(name), 99)
+    )
+    assert wrong == []
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_module_is_under_400_lines(path: Path) -> None:
+    assert len(path.read_text().splitlines()) < 400

@@ -7,22 +7,24 @@ Entry point:
 
 Options (driver):
 
-- :mod:`~pyspark_dynamic_kafka.source.options`: every option declared once; parsing.
-- :mod:`~pyspark_dynamic_kafka.source.parsers`, :mod:`~pyspark_dynamic_kafka.source.rules`: value
-  parsers and the rules across options.
+- :mod:`~pyspark_dynamic_kafka.source.options`: every option declared once (key, parser, default,
+  doc, scope) with :mod:`pyspark_dynamic_kafka.optionspec`; parsing.
+- :mod:`~pyspark_dynamic_kafka.source.rules`: every rule across options.
 - :mod:`~pyspark_dynamic_kafka.source.settings`: :class:`SourceOptions`, the parsed options.
 
 Driver, at each micro-batch (or once for a batch read):
 
 - :mod:`~pyspark_dynamic_kafka.source.discovery`: metadata -> which topics of which clusters.
 - :mod:`~pyspark_dynamic_kafka.source.listing`: partitions and offsets of each cluster.
-- :mod:`~pyspark_dynamic_kafka.source.positions`: start and end positions (offset, timestamp).
+- :mod:`~pyspark_dynamic_kafka.source.positions`: where each partition starts (and ends): the
+  option parsers, the rules and the one resolver (model: :mod:`pyspark_dynamic_kafka.position`).
 - :mod:`~pyspark_dynamic_kafka.source.reconcile`: checkpointed offsets against what the clusters
-  have now: new partitions, removed ones, data loss.
+  have now: new partitions, removed ones, and the one driver-side data-loss decision.
 - :mod:`~pyspark_dynamic_kafka.source.offsets`: the checkpointed offset JSON.
 - :mod:`~pyspark_dynamic_kafka.source.limits`: admission control (``maxOffsetsPerTrigger``, ...).
-- :mod:`~pyspark_dynamic_kafka.source.planning`: offset ranges packed into tasks; the
-  :class:`ReadTask` each executor gets.
+- :mod:`~pyspark_dynamic_kafka.source.planning`: offset ranges packed into tasks.
+- :mod:`~pyspark_dynamic_kafka.source.task`: the driver -> executor contract, :class:`ReadTask`
+  (offset ranges, client properties, read settings).
 - :mod:`~pyspark_dynamic_kafka.source.stream`, :mod:`~pyspark_dynamic_kafka.source.batch`: the
   stream and batch readers Spark calls, built from the modules above.
 

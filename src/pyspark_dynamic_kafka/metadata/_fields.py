@@ -7,13 +7,13 @@ properties, topics and starting positions.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
 
 from pyspark_dynamic_kafka.kafka.config import is_secret_key
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
+from pyspark_dynamic_kafka.optionspec import did_you_mean
 
 __all__ = [
     "Problems",
@@ -83,10 +83,8 @@ def render_value(value: object, secret: bool = False) -> str:
 
 
 def suggestion(key: object, allowed: Iterable[str]) -> str:
-    options = list(allowed)
-    lowered = {o.lower(): o for o in options}
-    close = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.6)
-    return f" Did you mean '{lowered[close[0]]}'?" if close else ""
+    """`` Did you mean '<closest allowed key>'?``, or ``""`` when none is close."""
+    return did_you_mean(str(key), allowed)
 
 
 def scalar_text(value: object) -> str | None:

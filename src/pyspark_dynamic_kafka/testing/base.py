@@ -15,8 +15,8 @@ from confluent_kafka import Producer
 from pyspark_dynamic_kafka.testing.clients import KafkaClients
 from pyspark_dynamic_kafka.testing.common import ConfigValue, KafkaTestingError, RecordLike
 from pyspark_dynamic_kafka.testing.producing import (
+    BATCHED,
     BULK,
-    ONE_PER_BATCH,
     close_producer,
     next_offsets,
     send_bulk,
@@ -36,6 +36,14 @@ class BaseKafkaCluster(KafkaClients):
     creation, producing and readiness waits are shared (see :class:`KafkaClients`, whose
     parameters, ``name`` and ``client_config``, it takes).
     """
+
+    #: Whether the kind runs several brokers per cluster: its constructor then takes ``brokers``
+    #: (a count) and ``racks`` (one ``broker.rack`` per broker, or ``None``) keywords.
+    multi_broker: bool = False
+
+    #: librdkafka settings of :meth:`produce`'s producer: ordinary idempotent batches. A broker
+    #: kind that hides records of multi-record batches (Tansu) sends one record per batch.
+    produce_defaults: Mapping[str, ConfigValue] = BATCHED
 
     @property
     @abstractmethod
@@ -79,13 +87,13 @@ class BaseKafkaCluster(KafkaClients):
         config: Mapping[str, ConfigValue] | None = None,
         timeout: float = 30.0,
     ) -> list[tuple[int, int]]:
-        """Produce records one per batch, wait for every acknowledgement, check visibility.
+        """Produce records, wait for every acknowledgement, check visibility.
 
-        The producer sends every record in a batch of its own (``batch.num.messages=1``,
-        ``linger.ms=0``) and is idempotent. One record per batch is what makes every record
-        visible at once on Tansu, whose high watermark only covers the first record of the last
-        batch of a partition; on Kafka it is merely slower. About 5,000 records per second:
-        use :meth:`produce_bulk` for more than a few thousand records.
+        The producer is idempotent (records keep their order within a partition) and uses
+        :attr:`produce_defaults`: ordinary batches on Apache Kafka; one record per batch on
+        Tansu, whose high watermark only covers the first record of the last batch of a
+        partition (about 5,000 records per second there). Use :meth:`produce_bulk` for more
+        than a few thousand records.
 
         Parameters
         ----------
@@ -115,7 +123,7 @@ class BaseKafkaCluster(KafkaClients):
         """
         deadline = time.monotonic() + timeout
         self.partition_count(topic, timeout)  # fail fast on a missing topic
-        with self._producer(ONE_PER_BATCH, config) as producer:
+        with self._producer(self.produce_defaults, config) as producer:
             sent = send_each(producer, topic, records, partition, deadline, self.name)
         self._wait_visible(topic, next_offsets(sent), deadline)
         return sent

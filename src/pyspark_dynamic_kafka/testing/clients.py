@@ -7,7 +7,7 @@ import logging
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -305,26 +305,35 @@ class KafkaClients(ABC):
         self,
         deadline: float,
         *,
-        brokers: int = 1,
+        brokers: int | Collection[int] = 1,
         cluster_id: str | None = None,
+        servers: Sequence[str] | None = None,
         problem: Callable[[], str | None] = lambda: None,
+        pending: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """Wait until every bootstrap server accepts connections and metadata lists the brokers.
+        """Wait until the servers accept connections and metadata lists the brokers.
 
-        Ports come first (cheap, and keeps librdkafka from logging refused connections), then a
-        metadata request, which also proves that this is the expected cluster.
+        ``pending`` comes first (a broker kind's own sign of life), then ports (cheap, and keeps
+        librdkafka from logging refused connections), then a metadata request, which also
+        proves that this is the expected cluster.
 
         Parameters
         ----------
         deadline:
             ``time.monotonic()`` value after which waiting fails.
         brokers:
-            How many brokers the metadata must list.
+            How many brokers the metadata must list, or the node ids it must list.
         cluster_id:
             The cluster id the metadata must show, if any.
+        servers:
+            The ``host:port`` addresses that must accept connections; every bootstrap server
+            by default.
         problem:
             Says why the cluster can no longer become ready (a broker process exited), or
             ``None``; asked at every poll.
+        pending:
+            Says what must happen before ports and metadata are worth asking (a broker has not
+            logged its start yet), or ``None``; asked at every poll until it answers ``None``.
 
         Raises
         ------
@@ -332,25 +341,31 @@ class KafkaClients(ABC):
             With :meth:`_start_failure`'s message, at the deadline or as soon as ``problem``
             answers.
         """
-        closed = [_host_port(server) for server in self.bootstrap_servers.split(",")]
+        addresses = servers if servers is not None else self.bootstrap_servers.split(",")
+        closed = [_host_port(server) for server in addresses]
+        waiting_for: str | None = "a first look"
         last_error = "no answer"
         while True:
             reason = problem()
             if reason is not None:
                 raise ClusterStartError(self._start_failure(reason))
-            closed = [address for address in closed if not _accepts(address)]
-            if closed:
+            if waiting_for is not None:
+                waiting_for = pending()
+            if waiting_for is not None:
+                last_error = waiting_for
+            elif closed := [address for address in closed if not _accepts(address)]:
                 last_error = f"port(s) not open: {', '.join(f'{h}:{p}' for h, p in closed)}"
             else:
                 try:
                     with self._admin() as admin:
                         metadata = admin.list_topics(timeout=min(seconds_left(deadline), 2.0))
-                    if len(metadata.brokers) >= brokers and cluster_id in (
-                        None,
-                        metadata.cluster_id,
-                    ):
+                    listed = set(metadata.brokers)
+                    enough = (
+                        len(listed) >= brokers if isinstance(brokers, int) else listed >= {*brokers}
+                    )
+                    if enough and cluster_id in (None, metadata.cluster_id):
                         return
-                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {metadata.brokers}"
+                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {sorted(listed)}"
                 except KafkaException as exc:
                     last_error = f"no metadata answer ({exc})"
             if time.monotonic() >= deadline:

@@ -23,6 +23,7 @@ from pyspark_dynamic_kafka.testing.common import (
     ConfigValue,
     KafkaTestingError,
 )
+from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
 __all__ = ["LocalKafkaCluster"]
 
@@ -76,6 +77,7 @@ class LocalKafkaCluster(BaseKafkaCluster):
     """
 
     default_replication_factor = 1
+    produce_defaults = ONE_PER_BATCH
 
     def __init__(
         self,

@@ -44,6 +44,7 @@ def _batch_options(setup: Estate, **extra: str) -> dict[str, str]:
     return options | extra
 
 
+@pytest.mark.smoke
 def test_batch_read_over_two_clusters_with_per_partition_json_ends(
     spark: Any, estate: EstateFactory
 ) -> None:

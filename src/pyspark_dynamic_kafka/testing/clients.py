@@ -224,14 +224,18 @@ class KafkaClients(ABC):
     def _change_topic(
         self, verb: str, name: str, method: Callable[[Any], Any], item: Any, timeout: float
     ) -> None:
+        error: KafkaException | None = None
         with self._admin() as admin:
             futures = method(admin)([item], operation_timeout=timeout)
             try:
                 futures[name].result(timeout=timeout)
             except KafkaException as exc:
-                raise KafkaTestingError(
-                    f"cluster {self.name!r} could not {verb} topic {name!r}: {exc}"
-                ) from exc
+                error = exc
+            del admin, futures  # raised from here, the traceback would keep the client open
+        if error is not None:
+            raise KafkaTestingError(
+                f"cluster {self.name!r} could not {verb} topic {name!r}: {error}"
+            ) from error
 
     def _created_topic(self, name: str) -> None:
         """Called once the broker accepted a new topic (a subclass may remember it)."""

@@ -58,6 +58,13 @@ class BaseKafkaCluster(KafkaClients):
     def stop(self) -> None:
         """Release the cluster; safe to call more than once."""
 
+    def log_tails(self) -> dict[str, str]:
+        """The end of each broker process's log, by broker, for the report of a failed test.
+
+        Empty for a kind whose brokers this process does not run (external clusters).
+        """
+        return {}
+
     def __enter__(self) -> BaseKafkaCluster:
         return self.start()
 

@@ -149,6 +149,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         """The end of broker ``index``'s output since it was last started (for test reports)."""
         return self._broker(index).log_tail()
 
+    def log_tails(self) -> dict[str, str]:
+        """``{"broker <i> (<log path>)": the end of its output}`` of every broker."""
+        return {f"broker {b.node_id} ({b.log_path})": b.log_tail() for b in self._brokers}
+
     def broker_running(self, index: int) -> bool:
         """Whether broker ``index``'s process is alive."""
         return self._broker(index).running

@@ -248,6 +248,10 @@ class LocalKafkaCluster(BaseKafkaCluster):
             f"log {self.log_path}:\n{self._log_tail()}"
         )
 
+    def log_tails(self) -> dict[str, str]:
+        """``{"broker (<log path>)": the end of its log}`` while the log exists."""
+        return {} if self.log_path is None else {f"broker ({self.log_path})": self._log_tail()}
+
     def _log_tail(self) -> str:
         if self.log_path is None or not self.log_path.exists():
             return "(no log)"

@@ -34,10 +34,10 @@ exited process) and :meth:`~BaseKafkaCluster.stop`; it may override
 test suite) use it.
 
 Modules, each importing only those before it: ``common`` (errors, types, deadlines),
-``producing`` (records through a confluent-kafka producer), ``clients``, ``base``, ``local``,
-``external`` and ``kafka_cluster`` (the kinds; the latter with ``kafka_config``, ``kafka_jars``
-and ``kafka_process``), ``clusters`` (the registry, :func:`start_clusters`,
-:func:`open_clusters`), plus ``connections`` and ``spark``.
+``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
+``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
+``kafka_config``, ``kafka_jars`` and ``kafka_process``), ``clusters`` (the registry,
+:func:`start_clusters`, :func:`open_clusters`), plus ``spark``.
 
 Examples
 --------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ from pyspark_dynamic_kafka.testing.common import (
     seconds_left,
     wait_for,
 )
+from pyspark_dynamic_kafka.testing.connections import accepts_connections
 
 __all__ = ["KafkaClients"]
 
@@ -192,9 +192,10 @@ class KafkaClients(ABC):
         self._change_topic("create", name, lambda admin: admin.create_topics, new_topic, timeout)
         self._created_topic(name)
         wait_for(
-            lambda: self.topics(timeout=seconds_left(deadline)).get(name) == partitions,
+            lambda: self._led(name, partitions, seconds_left(deadline)),
             deadline,
-            f"topic {name!r} with {partitions} partition(s) to appear on cluster {self.name!r}",
+            f"topic {name!r} with {partitions} partition(s), each with a leader, to appear on "
+            f"cluster {self.name!r}",
         )
         _log.debug("cluster %s: created topic %s (%d partitions)", self.name, name, partitions)
 
@@ -236,6 +237,13 @@ class KafkaClients(ABC):
             raise KafkaTestingError(
                 f"cluster {self.name!r} could not {verb} topic {name!r}: {error}"
             ) from error
+
+    def _led(self, name: str, partitions: int, timeout: float) -> bool:
+        """Whether metadata shows topic ``name`` with ``partitions`` partitions, all led."""
+        with self._admin() as admin:
+            topic = admin.list_topics(timeout=timeout).topics.get(name)
+        led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
+        return topic is not None and topic.error is None and len(led) == partitions
 
     def _created_topic(self, name: str) -> None:
         """Called once the broker accepted a new topic (a subclass may remember it)."""
@@ -346,7 +354,7 @@ class KafkaClients(ABC):
             answers.
         """
         addresses = servers if servers is not None else self.bootstrap_servers.split(",")
-        closed = [_host_port(server) for server in addresses]
+        closed = [server.strip() for server in addresses]
         waiting_for: str | None = "a first look"
         last_error = "no answer"
         while True:
@@ -357,8 +365,8 @@ class KafkaClients(ABC):
                 waiting_for = pending()
             if waiting_for is not None:
                 last_error = waiting_for
-            elif closed := [address for address in closed if not _accepts(address)]:
-                last_error = f"port(s) not open: {', '.join(f'{h}:{p}' for h, p in closed)}"
+            elif closed := [server for server in closed if not accepts_connections(server)]:
+                last_error = f"port(s) not open: {', '.join(closed)}"
             else:
                 try:
                     with self._admin() as admin:
@@ -379,16 +387,3 @@ class KafkaClients(ABC):
     def _start_failure(self, what: str) -> str:
         """The message of a :class:`ClusterStartError` (subclasses add logs)."""
         return f"cluster {self.name!r} ({self.bootstrap_servers}) did not become ready: {what}"
-
-
-def _host_port(server: str) -> tuple[str, int]:
-    host, _, port = server.strip().rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _accepts(address: tuple[str, int]) -> bool:
-    try:
-        with socket.create_connection(address, timeout=1.0):
-            return True
-    except OSError:
-        return False

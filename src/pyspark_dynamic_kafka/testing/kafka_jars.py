@@ -23,6 +23,7 @@ from pyspark_dynamic_kafka.testing.common import ClusterStartError
 __all__ = [
     "POM_PATH",
     "KafkaToolingError",
+    "class_archive",
     "ensure_kafka_jars",
     "find_java",
     "jars_cache_dir",
@@ -98,6 +99,19 @@ def find_java() -> str:
             "need no Java"
         )
     return found
+
+
+def class_archive(java: str, jars: Path) -> Path:
+    """Where the class-data sharing archive of ``java`` running the broker from ``jars`` lives.
+
+    The archive (built by :mod:`.kafka_cds`) fits one JVM build and one set of jars only, so
+    its name carries a digest of the resolved ``java`` binary (path, size, time) and the jars'
+    folder; a JVM or Kafka upgrade simply finds no archive.
+    """
+    binary = Path(java).resolve() if os.sep in java else Path(shutil.which(java) or java).resolve()
+    stat = binary.stat() if binary.exists() else None
+    identity = f"{binary}|{stat and stat.st_size}|{stat and stat.st_mtime_ns}|{jars.resolve()}"
+    return jars / f"broker-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
 def tooling_problem() -> str | None:

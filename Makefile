@@ -35,8 +35,9 @@ integration: $(STAMP)
 # DYNAMIC_KAFKA_TEST_BROKERS names. make test then runs the smoke tests (marker `smoke`) again on
 # the embedded Tansu default, what `make demo` and users' own tests get without Java.
 TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
+TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
 
-test: lint $(if $(filter kafka,$(TEST_BROKER)),kafka-jars) $(STAMP)
+test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(STAMP)
 	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \

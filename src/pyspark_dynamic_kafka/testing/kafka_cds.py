@@ -22,7 +22,12 @@ from pathlib import Path
 from pyspark_dynamic_kafka.testing.common import KafkaTestingError
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import DEFAULT_JVM_OPTIONS
-from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
+from pyspark_dynamic_kafka.testing.kafka_jars import (
+    class_archive,
+    ensure_kafka_jars,
+    find_java,
+    run_tool,
+)
 
 __all__ = ["ensure_class_archive", "main"]
 
@@ -62,13 +67,7 @@ def ensure_class_archive() -> Path:
 
 def main() -> int:
     """``make kafka-jars``: fetch the jars, build the class archive, print the archive's path."""
-    try:
-        archive = ensure_class_archive()
-    except KafkaTestingError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    sys.stdout.write(f"{archive}\n")
-    return 0
+    return run_tool(ensure_class_archive)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 The jars are pinned by ``kafka_pom.xml`` (next to this module) and resolved once with Maven into
 ``~/.cache/pyspark-dynamic-kafka/kafka-<version>/`` (``$XDG_CACHE_HOME`` is honoured), where every
-later run finds them. ``make kafka-jars`` runs
-``python -m pyspark_dynamic_kafka.testing.kafka_jars``, which fetches them and prints the folder.
+later run finds them. ``python -m pyspark_dynamic_kafka.testing.kafka_jars`` fetches them and
+prints the folder; ``make kafka-jars`` runs :mod:`.kafka_cds`, which also builds a class archive.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pyspark_dynamic_kafka.testing.common import ClusterStartError
@@ -237,16 +237,21 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def main() -> int:
-    """``make kafka-jars``: check for ``java``, fetch the jars, print their folder."""
+def run_tool(make: Callable[[], Path]) -> int:
+    """Run a command-line step that makes a file: print its path, or the error; exit code."""
     try:
-        find_java()
-        folder = ensure_kafka_jars()
-    except KafkaToolingError as exc:
+        made = make()
+    except ClusterStartError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    sys.stdout.write(f"{folder}\n")
+    sys.stdout.write(f"{made}\n")
     return 0
+
+
+def main() -> int:
+    """Check for ``java``, fetch the jars, print their folder (``make kafka-jars`` runs
+    :func:`.kafka_cds.main`, which does this and more)."""
+    return run_tool(lambda: (find_java(), ensure_kafka_jars())[1])
 
 
 if __name__ == "__main__":

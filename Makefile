@@ -30,13 +30,25 @@ unit: $(STAMP)
 integration: $(STAMP)
 	$(PY) -m pytest -q tests/integration
 
-test: lint $(STAMP)
-	$(PY) -m pytest -q -ra tests
+# The integration suite runs on the broker kind DYNAMIC_KAFKA_TEST_BROKER names (make test: Apache
+# Kafka unless the caller set it; make integration: Tansu unless set), or on the existing brokers
+# DYNAMIC_KAFKA_TEST_BROKERS names. make test then runs the smoke tests (marker `smoke`) again on
+# the embedded Tansu default, what `make demo` and users' own tests get without Java.
+TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
+TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
+
+test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(STAMP)
+	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra tests
+ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
+	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
+		$(PY) -m pytest -q -ra -m smoke tests/integration
+endif
 
 # The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
-# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml.
+# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml,
+# plus a class-data sharing archive of the broker's classes there (brokers start ~40% faster).
 kafka-jars: $(STAMP)
-	$(PY) -m pyspark_dynamic_kafka.testing.kafka_jars
+	$(PY) -m pyspark_dynamic_kafka.testing.kafka_cds
 
 demo: $(STAMP)
 	$(PY) examples/demo.py

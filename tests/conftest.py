@@ -1,12 +1,14 @@
 """Shared fixtures: a real local SparkSession and real Kafka-protocol clusters on free ports.
 
-Clusters are local Tansu brokers (one process per cluster, started per test so every test sees
-empty clusters), or the brokers named by ``DYNAMIC_KAFKA_TEST_BROKERS`` when it is set.
+Clusters are started per test so every test sees empty clusters: local Tansu brokers (one
+process per cluster), Apache Kafka clusters with ``DYNAMIC_KAFKA_TEST_BROKER=kafka`` (as ``make
+test`` sets), or the brokers named by ``DYNAMIC_KAFKA_TEST_BROKERS`` when it is set.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ import pytest
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, local_spark_session, open_clusters
 
 ROOT = Path(__file__).resolve().parents[1]
+_log = logging.getLogger(__name__)
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -45,11 +48,23 @@ ClusterFactory = Callable[..., dict[str, BaseKafkaCluster]]
 
 
 @pytest.fixture
-def kafka_clusters() -> Iterator[ClusterFactory]:
-    """Start clusters by name: ``kafka_clusters("east", "west")``; all stop after the test."""
+def kafka_clusters(request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
+    """Start clusters by name: ``kafka_clusters("east", "west")``; all stop after the test.
+
+    The broker kind is ``DYNAMIC_KAFKA_TEST_BROKER``'s (``tansu`` unless set). After a failed
+    test the end of every broker's log is logged (shown in pytest's report).
+    """
+    failed_before = request.session.testsfailed
+    opened: list[BaseKafkaCluster] = []
     with contextlib.ExitStack() as stack:
 
         def start(*names: str) -> dict[str, BaseKafkaCluster]:
-            return stack.enter_context(open_clusters(list(names)))
+            clusters = stack.enter_context(open_clusters(list(names)))
+            opened.extend(clusters.values())
+            return clusters
 
         yield start
+        if request.session.testsfailed > failed_before:
+            for cluster in opened:
+                for broker, tail in cluster.log_tails().items():
+                    _log.error("cluster %s, %s, log tail:\n%s", cluster.name, broker, tail)

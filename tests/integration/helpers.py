@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
-from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+from pyspark_dynamic_kafka.testing import BROKER_ENV_VAR, DEFAULT_BROKER, ENV_VAR, BaseKafkaCluster
 
 DEADLINE = 300.0
 """Seconds after which a wait fails: Spark starts slowly on a loaded two-core machine."""
@@ -38,6 +39,23 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.25)
+
+
+def on_tansu(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the suite's clusters are embedded Tansu brokers (not Apache Kafka, not the
+    existing brokers of ``DYNAMIC_KAFKA_TEST_BROKERS``, taken to be real Kafka)."""
+    if environ.get(ENV_VAR, "").strip():
+        return False
+    return (environ.get(BROKER_ENV_VAR, "").strip() or DEFAULT_BROKER) == "tansu"
+
+
+def requires_kafka(gap: str) -> pytest.MarkDecorator:
+    """Skip a test on Tansu, which lacks the Kafka behaviour it checks; ``gap`` says what
+    Tansu does instead (the skip reason)."""
+    return pytest.mark.skipif(
+        on_tansu(),
+        reason=f"needs Apache Kafka ({BROKER_ENV_VAR}=kafka or {ENV_VAR}): {gap}",
+    )
 
 
 # -- metadata and records ---------------------------------------------------------------------

@@ -6,7 +6,6 @@ Every test asserts the exact set of records read.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,9 @@ from tests.integration.helpers import (
     numbered,
     pause_for_a_timestamp,
     produce,
+    requires_kafka,
     transactions,
 )
-
-from pyspark_dynamic_kafka.testing import ENV_VAR
 
 
 def _records(cluster: Any, topic: str, partitions: int, count: int) -> dict[tuple[int, int], str]:
@@ -46,6 +44,7 @@ def _batch_options(setup: Estate, **extra: str) -> dict[str, str]:
     return options | extra
 
 
+@pytest.mark.smoke
 def test_batch_read_over_two_clusters_with_per_partition_json_ends(
     spark: Any, estate: EstateFactory
 ) -> None:
@@ -182,12 +181,9 @@ def test_transactions_end_at_markers_without_hanging(spark: Any, estate: EstateF
     assert set(COMMITTED) <= set(batch) and set(COMMITTED) <= set(streamed)
 
 
-@pytest.mark.xfail(
-    not os.environ.get(ENV_VAR),
-    reason="Tansu's Fetch response lists no aborted transactions, so no read_committed client "
-    "can skip them (a plain confluent-kafka consumer receives a0..a2 too); passes on Apache "
-    f"Kafka ({ENV_VAR}=east=host:port)",
-    strict=True,
+@requires_kafka(
+    "Tansu's Fetch response lists no aborted transactions, so no read_committed client can "
+    "skip them (a plain confluent-kafka consumer receives a0..a2 too)"
 )
 def test_read_committed_skips_aborted_transactions(spark: Any, estate: EstateFactory) -> None:
     setup = estate("east", partitions=0)

@@ -66,6 +66,7 @@ def test_validate(billing: dict[str, Any], tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.smoke
 def test_describe_file_with_group_lag_as_json_and_table(billing: dict[str, Any]) -> None:
     args = ["describe", "--metadata", str(billing["meta"]), "--streams", "orders,payments"]
     result = run_cli([*args, "--group", "billing", "--json"])

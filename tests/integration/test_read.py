@@ -35,6 +35,7 @@ def _read(task: ReadTask) -> pa.Table:
     return pa.Table.from_batches(list(read_task(task)), schema=SPARK_ARROW_SCHEMA)
 
 
+@pytest.mark.smoke
 def test_reads_exact_ranges_with_spark_arrow_schema(kafka_clusters: Any) -> None:
     east = kafka_clusters("east")["east"]
     east.create_topic("orders", partitions=2)

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
@@ -54,6 +55,7 @@ def _parquet_query(spark: Any, options: dict[str, str], tmp_path: Path) -> Any:
     )
 
 
+@pytest.mark.smoke
 def test_stop_mid_stream_and_restart_reads_each_record_once(
     spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ def test_two_clusters_every_record_once_with_cluster_column(
         }
 
 
+@pytest.mark.smoke
 def test_migration_east_to_west_without_loss_or_duplicates(
     spark: Any, estate: EstateFactory
 ) -> None:

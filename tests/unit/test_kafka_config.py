@@ -19,6 +19,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
 )
 from pyspark_dynamic_kafka.testing.kafka_jars import (
     KafkaToolingError,
+    class_archive,
     ensure_kafka_jars,
     find_java,
     jars_cache_dir,
@@ -166,3 +167,16 @@ def test_log_tail_reads_from_an_offset(tmp_path: Path) -> None:
     assert log_tail(log, offset, None) == "second run\n"
     assert log_tail(log, 0, 4) == "run\n"
     assert log_tail(log, os.path.getsize(log)) == "(empty log)"
+
+
+def test_the_class_archive_is_named_after_the_jvm_and_the_jars(tmp_path: Path) -> None:
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    first, second = tmp_path / "kafka-4.4.0", tmp_path / "kafka-4.5.0"
+    archive = class_archive(str(java), first)
+    assert archive.parent == first and archive.name.startswith("broker-classes-")
+    assert archive.suffix == ".jsa" and class_archive(str(java), first) == archive
+    assert class_archive(str(java), second).name != archive.name  # other jars
+    java.write_text("#!/bin/sh\n# upgraded\n")
+    assert class_archive(str(java), first) != archive  # another JVM build

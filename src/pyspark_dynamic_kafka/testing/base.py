@@ -15,8 +15,8 @@ from confluent_kafka import Producer
 from pyspark_dynamic_kafka.testing.clients import KafkaClients
 from pyspark_dynamic_kafka.testing.common import ConfigValue, KafkaTestingError, RecordLike
 from pyspark_dynamic_kafka.testing.producing import (
+    BATCHED,
     BULK,
-    ONE_PER_BATCH,
     close_producer,
     next_offsets,
     send_bulk,
@@ -37,6 +37,14 @@ class BaseKafkaCluster(KafkaClients):
     parameters, ``name`` and ``client_config``, it takes).
     """
 
+    #: Whether the kind runs several brokers per cluster: its constructor then takes ``brokers``
+    #: (a count) and ``racks`` (one ``broker.rack`` per broker, or ``None``) keywords.
+    multi_broker: bool = False
+
+    #: librdkafka settings of :meth:`produce`'s producer: ordinary idempotent batches. A broker
+    #: kind that hides records of multi-record batches (Tansu) sends one record per batch.
+    produce_defaults: Mapping[str, ConfigValue] = BATCHED
+
     @property
     @abstractmethod
     def port(self) -> int:
@@ -49,6 +57,13 @@ class BaseKafkaCluster(KafkaClients):
     @abstractmethod
     def stop(self) -> None:
         """Release the cluster; safe to call more than once."""
+
+    def log_tails(self) -> dict[str, str]:
+        """The end of each broker process's log, by broker, for the report of a failed test.
+
+        Empty for a kind whose brokers this process does not run (external clusters).
+        """
+        return {}
 
     def __enter__(self) -> BaseKafkaCluster:
         return self.start()
@@ -79,13 +94,13 @@ class BaseKafkaCluster(KafkaClients):
         config: Mapping[str, ConfigValue] | None = None,
         timeout: float = 30.0,
     ) -> list[tuple[int, int]]:
-        """Produce records one per batch, wait for every acknowledgement, check visibility.
+        """Produce records, wait for every acknowledgement, check visibility.
 
-        The producer sends every record in a batch of its own (``batch.num.messages=1``,
-        ``linger.ms=0``) and is idempotent. One record per batch is what makes every record
-        visible at once on Tansu, whose high watermark only covers the first record of the last
-        batch of a partition; on Kafka it is merely slower. About 5,000 records per second:
-        use :meth:`produce_bulk` for more than a few thousand records.
+        The producer is idempotent (records keep their order within a partition) and uses
+        :attr:`produce_defaults`: ordinary batches on Apache Kafka; one record per batch on
+        Tansu, whose high watermark only covers the first record of the last batch of a
+        partition (about 5,000 records per second there). Use :meth:`produce_bulk` for more
+        than a few thousand records.
 
         Parameters
         ----------
@@ -115,7 +130,7 @@ class BaseKafkaCluster(KafkaClients):
         """
         deadline = time.monotonic() + timeout
         self.partition_count(topic, timeout)  # fail fast on a missing topic
-        with self._producer(ONE_PER_BATCH, config) as producer:
+        with self._producer(self.produce_defaults, config) as producer:
             sent = send_each(producer, topic, records, partition, deadline, self.name)
         self._wait_visible(topic, next_offsets(sent), deadline)
         return sent

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -25,6 +24,7 @@ from pyspark_dynamic_kafka.testing.common import (
     seconds_left,
     wait_for,
 )
+from pyspark_dynamic_kafka.testing.connections import accepts_connections
 
 __all__ = ["KafkaClients"]
 
@@ -192,9 +192,10 @@ class KafkaClients(ABC):
         self._change_topic("create", name, lambda admin: admin.create_topics, new_topic, timeout)
         self._created_topic(name)
         wait_for(
-            lambda: self.topics(timeout=seconds_left(deadline)).get(name) == partitions,
+            lambda: self._led(name, partitions, seconds_left(deadline)),
             deadline,
-            f"topic {name!r} with {partitions} partition(s) to appear on cluster {self.name!r}",
+            f"topic {name!r} with {partitions} partition(s), each with a leader, to appear on "
+            f"cluster {self.name!r}",
         )
         _log.debug("cluster %s: created topic %s (%d partitions)", self.name, name, partitions)
 
@@ -224,14 +225,25 @@ class KafkaClients(ABC):
     def _change_topic(
         self, verb: str, name: str, method: Callable[[Any], Any], item: Any, timeout: float
     ) -> None:
+        error: KafkaException | None = None
         with self._admin() as admin:
             futures = method(admin)([item], operation_timeout=timeout)
             try:
                 futures[name].result(timeout=timeout)
             except KafkaException as exc:
-                raise KafkaTestingError(
-                    f"cluster {self.name!r} could not {verb} topic {name!r}: {exc}"
-                ) from exc
+                error = exc
+            del admin, futures  # raised from here, the traceback would keep the client open
+        if error is not None:
+            raise KafkaTestingError(
+                f"cluster {self.name!r} could not {verb} topic {name!r}: {error}"
+            ) from error
+
+    def _led(self, name: str, partitions: int, timeout: float) -> bool:
+        """Whether metadata shows topic ``name`` with ``partitions`` partitions, all led."""
+        with self._admin() as admin:
+            topic = admin.list_topics(timeout=timeout).topics.get(name)
+        led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
+        return topic is not None and topic.error is None and len(led) == partitions
 
     def _created_topic(self, name: str) -> None:
         """Called once the broker accepted a new topic (a subclass may remember it)."""
@@ -305,26 +317,35 @@ class KafkaClients(ABC):
         self,
         deadline: float,
         *,
-        brokers: int = 1,
+        brokers: int | Collection[int] = 1,
         cluster_id: str | None = None,
+        servers: Sequence[str] | None = None,
         problem: Callable[[], str | None] = lambda: None,
+        pending: Callable[[], str | None] = lambda: None,
     ) -> None:
-        """Wait until every bootstrap server accepts connections and metadata lists the brokers.
+        """Wait until the servers accept connections and metadata lists the brokers.
 
-        Ports come first (cheap, and keeps librdkafka from logging refused connections), then a
-        metadata request, which also proves that this is the expected cluster.
+        ``pending`` comes first (a broker kind's own sign of life), then ports (cheap, and keeps
+        librdkafka from logging refused connections), then a metadata request, which also
+        proves that this is the expected cluster.
 
         Parameters
         ----------
         deadline:
             ``time.monotonic()`` value after which waiting fails.
         brokers:
-            How many brokers the metadata must list.
+            How many brokers the metadata must list, or the node ids it must list.
         cluster_id:
             The cluster id the metadata must show, if any.
+        servers:
+            The ``host:port`` addresses that must accept connections; every bootstrap server
+            by default.
         problem:
             Says why the cluster can no longer become ready (a broker process exited), or
             ``None``; asked at every poll.
+        pending:
+            Says what must happen before ports and metadata are worth asking (a broker has not
+            logged its start yet), or ``None``; asked at every poll until it answers ``None``.
 
         Raises
         ------
@@ -332,25 +353,31 @@ class KafkaClients(ABC):
             With :meth:`_start_failure`'s message, at the deadline or as soon as ``problem``
             answers.
         """
-        closed = [_host_port(server) for server in self.bootstrap_servers.split(",")]
+        addresses = servers if servers is not None else self.bootstrap_servers.split(",")
+        closed = [server.strip() for server in addresses]
+        waiting_for: str | None = "a first look"
         last_error = "no answer"
         while True:
             reason = problem()
             if reason is not None:
                 raise ClusterStartError(self._start_failure(reason))
-            closed = [address for address in closed if not _accepts(address)]
-            if closed:
-                last_error = f"port(s) not open: {', '.join(f'{h}:{p}' for h, p in closed)}"
+            if waiting_for is not None:
+                waiting_for = pending()
+            if waiting_for is not None:
+                last_error = waiting_for
+            elif closed := [server for server in closed if not accepts_connections(server)]:
+                last_error = f"port(s) not open: {', '.join(closed)}"
             else:
                 try:
                     with self._admin() as admin:
                         metadata = admin.list_topics(timeout=min(seconds_left(deadline), 2.0))
-                    if len(metadata.brokers) >= brokers and cluster_id in (
-                        None,
-                        metadata.cluster_id,
-                    ):
+                    listed = set(metadata.brokers)
+                    enough = (
+                        len(listed) >= brokers if isinstance(brokers, int) else listed >= {*brokers}
+                    )
+                    if enough and cluster_id in (None, metadata.cluster_id):
                         return
-                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {metadata.brokers}"
+                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {sorted(listed)}"
                 except KafkaException as exc:
                     last_error = f"no metadata answer ({exc})"
             if time.monotonic() >= deadline:
@@ -360,16 +387,3 @@ class KafkaClients(ABC):
     def _start_failure(self, what: str) -> str:
         """The message of a :class:`ClusterStartError` (subclasses add logs)."""
         return f"cluster {self.name!r} ({self.bootstrap_servers}) did not become ready: {what}"
-
-
-def _host_port(server: str) -> tuple[str, int]:
-    host, _, port = server.strip().rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _accepts(address: tuple[str, int]) -> bool:
-    try:
-        with socket.create_connection(address, timeout=1.0):
-            return True
-    except OSError:
-        return False

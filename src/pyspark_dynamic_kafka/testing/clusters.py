@@ -15,11 +15,15 @@ from typing import Any, Literal, overload
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.common import BROKER_ENV_VAR, check_names
 from pyspark_dynamic_kafka.testing.external import clusters_from_env
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 
 __all__ = ["BROKER_KINDS", "DEFAULT_BROKER", "cluster_class", "open_clusters", "start_clusters"]
 
-BROKER_KINDS: dict[str, type[BaseKafkaCluster]] = {"tansu": LocalKafkaCluster}
+BROKER_KINDS: dict[str, type[BaseKafkaCluster]] = {
+    "tansu": LocalKafkaCluster,
+    "kafka": ApacheKafkaCluster,
+}
 """The kinds of local cluster :func:`start_clusters` can start, by name."""
 
 DEFAULT_BROKER = "tansu"
@@ -43,18 +47,40 @@ def cluster_class(broker: str) -> type[BaseKafkaCluster]:
 
 @overload
 def start_clusters(
-    names: Sequence[str], broker: Literal["tansu"] = ..., **options: Any
+    names: Sequence[str],
+    broker: Literal["tansu"] = ...,
+    brokers_per_cluster: int = ...,
+    racks: Sequence[str] | None = ...,
+    **options: Any,
 ) -> contextlib.AbstractContextManager[dict[str, LocalKafkaCluster]]: ...
 
 
 @overload
 def start_clusters(
-    names: Sequence[str], broker: str, **options: Any
+    names: Sequence[str],
+    broker: Literal["kafka"],
+    brokers_per_cluster: int = ...,
+    racks: Sequence[str] | None = ...,
+    **options: Any,
+) -> contextlib.AbstractContextManager[dict[str, ApacheKafkaCluster]]: ...
+
+
+@overload
+def start_clusters(
+    names: Sequence[str],
+    broker: str,
+    brokers_per_cluster: int = ...,
+    racks: Sequence[str] | None = ...,
+    **options: Any,
 ) -> contextlib.AbstractContextManager[dict[str, BaseKafkaCluster]]: ...
 
 
 def start_clusters(
-    names: Sequence[str], broker: str = DEFAULT_BROKER, **options: Any
+    names: Sequence[str],
+    broker: str = DEFAULT_BROKER,
+    brokers_per_cluster: int = 1,
+    racks: Sequence[str] | None = None,
+    **options: Any,
 ) -> contextlib.AbstractContextManager[dict[str, Any]]:
     """Start one local cluster per name; stop them all on exit, even after an error.
 
@@ -63,16 +89,42 @@ def start_clusters(
     names:
         Distinct cluster names.
     broker:
-        The broker kind, a key of :data:`BROKER_KINDS` (``tansu``: :class:`LocalKafkaCluster`).
+        The broker kind, a key of :data:`BROKER_KINDS`: ``tansu`` (:class:`LocalKafkaCluster`,
+        one in-memory Tansu process per cluster, needs nothing beyond the ``testing`` extra) or
+        ``kafka`` (:class:`ApacheKafkaCluster`, real Apache Kafka KRaft nodes, needs Java 17 and
+        Maven).
+    brokers_per_cluster:
+        Brokers of every cluster; topics can have up to this many replicas. Only kinds that
+        run several brokers (``kafka``) accept more than 1.
+    racks:
+        ``broker.rack`` of each broker of a cluster (``["dc1", "dc2", "dc2"]``, one per broker);
+        consumers with a ``client.rack`` then fetch from a replica in their rack. ``kafka`` only.
     **options:
-        Keyword arguments for every cluster of that kind (``startup_timeout``, ...).
+        Keyword arguments for every cluster of that kind (``startup_timeout``, ``log_dir``,
+        ...).
 
     Yields
     ------
     dict
         ``{name: cluster}``, all running, in the order of ``names``.
+
+    Raises
+    ------
+    ValueError
+        If the kind is unknown, or cannot run ``brokers_per_cluster`` brokers or ``racks``.
     """
-    return _started(names, cluster_class(broker), options)
+    kind = cluster_class(broker)
+    if kind.multi_broker:
+        options = {"brokers": brokers_per_cluster, "racks": racks, **options}
+    elif brokers_per_cluster != 1 or racks is not None:
+        capable = ", ".join(repr(k) for k, c in sorted(BROKER_KINDS.items()) if c.multi_broker)
+        given = f"brokers_per_cluster={brokers_per_cluster}" if racks is None else f"racks={racks}"
+        raise ValueError(
+            f"broker kind {broker!r} runs one broker per cluster without racks, so {given} "
+            f"cannot be honoured; use broker={capable or 'a multi-broker kind'} "
+            "(or leave brokers_per_cluster=1 and racks=None)"
+        )
+    return _started(names, kind, options)
 
 
 @contextlib.contextmanager
@@ -107,11 +159,12 @@ def open_clusters(
         Distinct cluster names.
     broker:
         The kind of local cluster; ``None`` reads ``DYNAMIC_KAFKA_TEST_BROKER`` (default
-        ``tansu``).
+        ``tansu``; ``kafka`` for real Apache Kafka).
     environ:
         Where to look up both variables; ``os.environ`` by default.
     **options:
-        Keyword arguments for the local clusters (ignored for external clusters).
+        Keyword arguments of :func:`start_clusters` for the local clusters
+        (``brokers_per_cluster``, ``racks``, ...); ignored for external clusters.
 
     Yields
     ------

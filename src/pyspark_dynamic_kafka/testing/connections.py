@@ -1,8 +1,11 @@
-"""Counting client connections to a broker port (to prove that clients were closed)."""
+"""TCP connections to brokers: whether a port accepts them, and counting client connections
+(to prove that clients were closed)."""
 
 from __future__ import annotations
 
-__all__ = ["count_client_connections"]
+import socket
+
+__all__ = ["accepts_connections", "count_client_connections"]
 
 _TCP_ESTABLISHED = "01"
 
@@ -40,3 +43,13 @@ def count_client_connections(port: int) -> int:
             if int(remote_port, 16) == port:
                 count += 1
     return count
+
+
+def accepts_connections(server: str, timeout: float = 1.0) -> bool:
+    """Whether ``host:port`` (``[v6]:port`` too) accepts a TCP connection within ``timeout`` s."""
+    host, _, port = server.strip().rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False

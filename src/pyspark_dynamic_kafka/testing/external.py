@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import pyspark_dynamic_kafka.testing.common as common
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.common import ENV_VAR, BrokersEnvError, ConfigValue
+from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
 __all__ = ["ExternalKafkaCluster", "clusters_from_env", "parse_brokers_env"]
 
@@ -22,6 +23,9 @@ class ExternalKafkaCluster(BaseKafkaCluster):
     topics created through this object (pass ``delete_created_topics=False`` to keep them). It
     never touches the broker otherwise.
 
+    :meth:`produce` sends one record per batch, as to Tansu, since the broker may be any
+    Kafka-protocol broker.
+
     Parameters
     ----------
     name:
@@ -33,6 +37,8 @@ class ExternalKafkaCluster(BaseKafkaCluster):
     delete_created_topics:
         Whether :meth:`stop` deletes the topics that :meth:`create_topic` created.
     """
+
+    produce_defaults = ONE_PER_BATCH
 
     def __init__(
         self,

@@ -14,14 +14,11 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.common import (
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
-    seconds_left,
 )
 from pyspark_dynamic_kafka.testing.kafka_config import (
     DEFAULT_JVM_OPTIONS,
@@ -32,7 +29,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     render_properties,
     server_properties,
 )
-from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java
+from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
 from pyspark_dynamic_kafka.testing.kafka_process import (
     BrokerProcess,
     free_ports,
@@ -80,6 +77,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     ...     east.kill_broker(1)
     """
 
+    multi_broker = True
+    default_replication_factor = 1
+
     def __init__(
         self,
         name: str,
@@ -108,8 +108,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self.cluster_id: str | None = None
         self._root: Path | None = None
         self._brokers: list[BrokerProcess] = []
-        self._classpath: str | None = None
-        self._java: str | None = None
+        self._awaited: list[BrokerProcess] = []
+        self._jvm: list[str] = []  # java, its class archive if there is one, the classpath
         self._lock = threading.RLock()
 
     # -- addresses -------------------------------------------------------------------------------
@@ -148,6 +148,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         """The end of broker ``index``'s output since it was last started (for test reports)."""
         return self._broker(index).log_tail()
 
+    def log_tails(self) -> dict[str, str]:
+        """``{"broker <i> (<log path>)": the end of its output}`` of every broker."""
+        return {f"broker {b.node_id} ({b.log_path})": b.log_tail() for b in self._brokers}
+
     def broker_running(self, index: int) -> bool:
         """Whether broker ``index``'s process is alive."""
         return self._broker(index).running
@@ -178,8 +182,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
                 for broker in self._brokers:
                     self.start_broker(broker.node_id)
                 return self
-            self._java = find_java()
-            self._classpath = str(ensure_kafka_jars() / "*")
+            java, jars = find_java(), ensure_kafka_jars()
+            archive = class_archive(java, jars)
+            sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+            self._jvm = [java, *sharing, "-cp", str(jars / "*")]
             attempt = 1
             while True:
                 try:
@@ -261,12 +267,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
                 return
             deadline = time.monotonic() + (self.startup_timeout if timeout is None else timeout)
             self._launch(broker)
-            self._wait_ready([broker], deadline)
+            self._await_brokers([broker], deadline)
 
     # -- internals -------------------------------------------------------------------------------
-
-    def _default_replication_factor(self) -> int:
-        return 1
 
     def _started(self) -> list[BrokerProcess]:
         if not self._brokers:
@@ -287,7 +290,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         formatted = time.monotonic()
         for broker in self._brokers:
             self._launch(broker)
-        self._wait_ready(self._brokers, started + self.startup_timeout)
+        self._await_brokers(self._brokers, started + self.startup_timeout)
         _log.info(
             "cluster %s: Apache Kafka, %d broker(s), ready on %s in %.2fs (storage formatted in "
             "%.2fs; logs in %s)",
@@ -336,42 +339,49 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     def _java_command(self) -> list[str]:
         log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"
-        return [str(self._java), *self.jvm_options, log_config, "-cp", str(self._classpath)]
+        return [*self._jvm, *self.jvm_options, log_config]
 
     def _launch(self, broker: BrokerProcess) -> None:
         broker.launch([*self._java_command(), "kafka.Kafka", str(broker.config_path)])
         _running.add(self)
         _log.debug("cluster %s: started broker %d", self.name, broker.node_id)
 
-    def _wait_ready(self, brokers: Sequence[BrokerProcess], deadline: float) -> None:
+    def _await_brokers(self, brokers: Sequence[BrokerProcess], deadline: float) -> None:
         """Wait until each of ``brokers`` logged its start and metadata lists all of them."""
-        waiting = list(brokers)
-        while True:
-            for broker in brokers:
-                if not broker.running:
-                    what = f"it exited with code {broker.exit_code}"
-                    raise ClusterStartError(self._failure(broker, what))
-            waiting = [b for b in waiting if not b.logged(STARTED_LINE)]
-            last_error = f"{STARTED_LINE!r} not logged yet"
-            if not waiting:
-                try:
-                    with self._admin() as admin:
-                        metadata = admin.list_topics(timeout=min(seconds_left(deadline), 5.0))
-                    missing = {b.node_id for b in brokers} - set(metadata.brokers)
-                    if metadata.cluster_id == self.cluster_id and not missing:
-                        return
-                    last_error = f"cluster id {metadata.cluster_id!r}, brokers missing {missing}"
-                except KafkaException as exc:
-                    last_error = str(exc)
-            if time.monotonic() >= deadline:
-                raise ClusterStartError(self._failure((waiting or list(brokers))[0], last_error))
-            time.sleep(0.1)
+        self._awaited = list(brokers)
+        quiet = list(brokers)
 
-    def _failure(self, broker: BrokerProcess, what: str) -> str:
+        def exited() -> str | None:
+            down = [
+                f"broker {b.node_id} exited with code {b.exit_code}"
+                for b in brokers
+                if not b.running
+            ]
+            return "; ".join(down) or None
+
+        def not_started() -> str | None:
+            quiet[:] = [b for b in quiet if not b.logged(STARTED_LINE)]
+            ids = [b.node_id for b in quiet]
+            return f"broker(s) {ids} have not logged {STARTED_LINE!r} yet" if quiet else None
+
+        self.wait_ready(
+            deadline,
+            brokers=[b.node_id for b in brokers],
+            cluster_id=self.cluster_id,
+            servers=[f"127.0.0.1:{b.address.port}" for b in brokers],
+            problem=exited,
+            pending=not_started,
+        )
+
+    def _start_failure(self, what: str) -> str:
+        logs = "".join(
+            f"\nbroker {b.node_id} (127.0.0.1:{b.address.port}), config {b.config_path}, "
+            f"log {b.log_path}:\n{b.log_tail()}"
+            for b in self._awaited
+        )
         return (
-            f"Apache Kafka cluster {self.name!r}: broker {broker.node_id} (127.0.0.1:"
-            f"{broker.address.port}) not ready within {self.startup_timeout:g}s: {what}.\n"
-            f"config {broker.config_path}\nlog {broker.log_path}:\n{broker.log_tail()}"
+            f"Apache Kafka cluster {self.name!r} not ready within {self.startup_timeout:g}s: "
+            f"{what}.{logs}"
         )
 
     def _signal(self, broker: BrokerProcess, sig: signal.Signals, timeout: float) -> None:

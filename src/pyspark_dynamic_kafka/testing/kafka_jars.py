@@ -2,8 +2,8 @@
 
 The jars are pinned by ``kafka_pom.xml`` (next to this module) and resolved once with Maven into
 ``~/.cache/pyspark-dynamic-kafka/kafka-<version>/`` (``$XDG_CACHE_HOME`` is honoured), where every
-later run finds them. ``make kafka-jars`` runs
-``python -m pyspark_dynamic_kafka.testing.kafka_jars``, which fetches them and prints the folder.
+later run finds them. ``python -m pyspark_dynamic_kafka.testing.kafka_jars`` fetches them and
+prints the folder; ``make kafka-jars`` runs :mod:`.kafka_cds`, which also builds a class archive.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pyspark_dynamic_kafka.testing.common import ClusterStartError
@@ -23,6 +23,7 @@ from pyspark_dynamic_kafka.testing.common import ClusterStartError
 __all__ = [
     "POM_PATH",
     "KafkaToolingError",
+    "class_archive",
     "ensure_kafka_jars",
     "find_java",
     "jars_cache_dir",
@@ -98,6 +99,19 @@ def find_java() -> str:
             "need no Java"
         )
     return found
+
+
+def class_archive(java: str, jars: Path) -> Path:
+    """Where the class-data sharing archive of ``java`` running the broker from ``jars`` lives.
+
+    The archive (built by :mod:`.kafka_cds`) fits one JVM build and one set of jars only, so
+    its name carries a digest of the resolved ``java`` binary (path, size, time) and the jars'
+    folder; a JVM or Kafka upgrade simply finds no archive.
+    """
+    binary = Path(java).resolve() if os.sep in java else Path(shutil.which(java) or java).resolve()
+    stat = binary.stat() if binary.exists() else None
+    identity = f"{binary}|{stat and stat.st_size}|{stat and stat.st_mtime_ns}|{jars.resolve()}"
+    return jars / f"broker-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
 def tooling_problem() -> str | None:
@@ -223,16 +237,21 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def main() -> int:
-    """``make kafka-jars``: check for ``java``, fetch the jars, print their folder."""
+def run_tool(make: Callable[[], Path]) -> int:
+    """Run a command-line step that makes a file: print its path, or the error; exit code."""
     try:
-        find_java()
-        folder = ensure_kafka_jars()
-    except KafkaToolingError as exc:
+        made = make()
+    except ClusterStartError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    sys.stdout.write(f"{folder}\n")
+    sys.stdout.write(f"{made}\n")
     return 0
+
+
+def main() -> int:
+    """Check for ``java``, fetch the jars, print their folder (``make kafka-jars`` runs
+    :func:`.kafka_cds.main`, which does this and more)."""
+    return run_tool(lambda: (find_java(), ensure_kafka_jars())[1])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pyspark_dynamic_kafka.testing.common import (
     ConfigValue,
     KafkaTestingError,
 )
+from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
 __all__ = ["LocalKafkaCluster"]
 
@@ -76,6 +77,7 @@ class LocalKafkaCluster(BaseKafkaCluster):
     """
 
     default_replication_factor = 1
+    produce_defaults = ONE_PER_BATCH
 
     def __init__(
         self,
@@ -245,6 +247,10 @@ class LocalKafkaCluster(BaseKafkaCluster):
             f"command: {' '.join(self.command(self._port or 0))}\n"
             f"log {self.log_path}:\n{self._log_tail()}"
         )
+
+    def log_tails(self) -> dict[str, str]:
+        """``{"broker (<log path>)": the end of its log}`` while the log exists."""
+        return {} if self.log_path is None else {f"broker ({self.log_path})": self._log_tail()}
 
     def _log_tail(self) -> str:
         if self.log_path is None or not self.log_path.exists():

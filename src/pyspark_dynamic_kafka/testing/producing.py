@@ -5,8 +5,9 @@ This module knows producers and records, not clusters: :meth:`BaseKafkaCluster.p
 :func:`send_bulk`, then wait until the high watermarks cover what was acknowledged.
 
 Tansu's high watermark only covers the first record of the last batch of a partition, so the
-helpers either send one record per batch (:data:`ONE_PER_BATCH`) or send each partition's last
-record as a batch of its own (:func:`send_bulk`).
+helpers send one record per batch to Tansu (:data:`ONE_PER_BATCH`, a broker kind's
+:attr:`~BaseKafkaCluster.produce_defaults`; Apache Kafka gets ordinary batches, :data:`BATCHED`)
+and send each partition's last record as a batch of its own (:func:`send_bulk`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from confluent_kafka import KafkaException
 from pyspark_dynamic_kafka.testing.common import ConfigValue, ProduceError, RecordLike, seconds_left
 
 __all__ = [
+    "BATCHED",
     "BULK",
     "ONE_PER_BATCH",
     "close_producer",
@@ -32,13 +34,20 @@ __all__ = [
 
 _RECORD_KEYS = frozenset({"key", "value", "headers", "timestamp", "partition"})
 
+BATCHED: dict[str, ConfigValue] = {
+    "linger.ms": 5,
+    "enable.idempotence": True,
+    "allow.auto.create.topics": False,
+}
+"""Producer settings of :meth:`BaseKafkaCluster.produce` on a Kafka broker: ordinary batches."""
+
 ONE_PER_BATCH: dict[str, ConfigValue] = {
     "batch.num.messages": 1,
     "linger.ms": 0,
     "enable.idempotence": True,
     "allow.auto.create.topics": False,
 }
-"""Producer settings of :meth:`BaseKafkaCluster.produce`: one record per batch."""
+"""Producer settings of :meth:`BaseKafkaCluster.produce` on Tansu: one record per batch."""
 
 BULK: dict[str, ConfigValue] = {
     "linger.ms": 20,

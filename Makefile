@@ -38,8 +38,10 @@ test: lint $(STAMP)
 kafka-jars: $(STAMP)
 	$(PY) -m pyspark_dynamic_kafka.testing.kafka_jars
 
+# `make demo BROKER=kafka` runs the same migration on Apache Kafka clusters (needs java and mvn).
+BROKER ?= tansu
 demo: $(STAMP)
-	$(PY) examples/demo.py
+	$(PY) examples/demo.py --broker $(BROKER)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

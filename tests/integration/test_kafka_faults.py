@@ -45,7 +45,8 @@ class _Producing(threading.Thread):
     def produced(self) -> int:
         """How many records were acknowledged so far (failing if producing failed)."""
         if self.error is not None:
-            raise AssertionError(f"producing failed: {self.error!r}")
+            cause = self.error.__cause__
+            raise AssertionError(f"producing failed: {self.error!r} (cause: {cause!r})")
         return len(self.values)
 
     def stop(self) -> list[str]:

@@ -50,8 +50,10 @@ endif
 kafka-jars: $(STAMP)
 	$(PY) -m pyspark_dynamic_kafka.testing.kafka_cds
 
-demo: $(STAMP)
-	$(PY) examples/demo.py
+# `make demo BROKER=kafka` runs the same migration on Apache Kafka clusters (needs java and mvn).
+BROKER ?= tansu
+demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
+	$(PY) examples/demo.py --broker $(BROKER)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

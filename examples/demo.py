@@ -13,11 +13,13 @@
 5. A summary: records per cluster, lost, duplicated, seconds from the metadata change to the
    first record read from ``west``, and how the metadata requests were answered.
 
-Run with ``make demo``.
+Run with ``make demo`` (embedded Tansu clusters), or ``make demo BROKER=kafka`` (Apache Kafka
+clusters; needs java and mvn): ``--broker`` names the kind of clusters started.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -238,13 +240,18 @@ def wait_for(condition: Callable[[], bool], query: Any, what: str) -> None:
         time.sleep(0.5)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A live migration of stream orders, end to end.")
+    parser.add_argument(
+        "--broker", default="tansu", help="the kind of the two clusters (tansu or kafka)"
+    )
+    broker = parser.parse_args(argv).broker
     logging.basicConfig(level=logging.WARNING)
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-demo-"))
     metadata = workdir / "streams.yaml"
     output = workdir / "events"
     try:
-        with start_clusters(["east", "west"]) as clusters:
+        with start_clusters(["east", "west"], broker) as clusters:
             spark = local_spark_session(
                 "dynamic-kafka-demo", **{"spark.ui.showConsoleProgress": "false"}
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,11 @@ from tests.integration.helpers import Estate, EstateFactory, produce
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.testing import KafkaTestingError
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
+
+_log = logging.getLogger(__name__)
 
 
 @pytest.fixture
@@ -23,11 +29,20 @@ def estate(kafka_clusters: Any, tmp_path: Path) -> EstateFactory:
     metadata file is ``tmp_path / "streams.yaml"``.
     """
 
-    def make(*names: str, partitions: int = 1, listed: Sequence[str] | None = None) -> Estate:
-        made = Estate(kafka_clusters(*names), tmp_path / "streams.yaml")
+    return _estate_factory(kafka_clusters, tmp_path / "streams.yaml")
+
+
+def _estate_factory(start: Callable[..., dict[str, Any]], meta: Path) -> EstateFactory:
+    """The ``estate`` fixture's factory over clusters started by ``start(*names)``; ``topic``
+    keywords (``replication_factor``, ``config``) go to the creation of ``orders``."""
+
+    def make(
+        *names: str, partitions: int = 1, listed: Sequence[str] | None = None, **topic: Any
+    ) -> Estate:
+        made = Estate(start(*names), meta)
         if partitions:
             for cluster in made.clusters.values():
-                cluster.create_topic("orders", partitions=partitions)
+                cluster.create_topic("orders", partitions=partitions, **topic)
             made.route(*(names if listed is None else listed))
         return made
 
@@ -101,3 +116,61 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
     otherwise, which crashed librdkafka now and then)."""
     yield
     consumer_pool().close_all()
+
+
+# -- Apache Kafka clusters (issue 9) -----------------------------------------------------------
+# Real Apache Kafka KRaft clusters started directly, for the tests of Kafka's own semantics
+# (retention, partition increases, LogAppendTime, compaction, broker faults). Every test using
+# them is skipped, with the reason, when java or mvn is missing.
+
+
+@pytest.fixture
+def apache_kafka(request: pytest.FixtureRequest) -> Iterator[Callable[..., ApacheKafkaCluster]]:
+    """Start an Apache Kafka cluster: ``apache_kafka("east", brokers=3, racks=None)``.
+
+    All stop after the test (pooled consumers closed first); when the test failed, each broker's
+    log tail is logged.
+    """
+    problem = tooling_problem()
+    if problem is not None:
+        pytest.skip(f"no Apache Kafka: {problem}")
+    started: list[ApacheKafkaCluster] = []
+    failed_before = request.session.testsfailed
+
+    def start(name: str, brokers: int = 1, racks: list[str] | None = None) -> ApacheKafkaCluster:
+        cluster = ApacheKafkaCluster(name, brokers=brokers, racks=racks)
+        started.append(cluster)
+        return cluster.start()
+
+    try:
+        yield start
+    finally:
+        consumer_pool().close_all()
+        for cluster in started:
+            if request.session.testsfailed > failed_before:
+                for i in range(cluster.broker_count):
+                    _log.error("%s broker %d log tail:\n%s", cluster.name, i, _tail(cluster, i))
+            cluster.stop()
+
+
+def _tail(cluster: ApacheKafkaCluster, broker: int) -> str:
+    try:
+        return cluster.log_tail(broker)
+    except KafkaTestingError as exc:  # it never started
+        return str(exc)
+
+
+@pytest.fixture
+def kafka_estate(apache_kafka: Callable[..., ApacheKafkaCluster], tmp_path: Path) -> EstateFactory:
+    """The ``estate`` fixture on Apache Kafka clusters, plus ``brokers`` and ``racks`` per cluster:
+    ``kafka_estate("east", brokers=3, partitions=3, replication_factor=3)``."""
+
+    def make(
+        *names: str, brokers: int = 1, racks: list[str] | None = None, **layout: Any
+    ) -> Estate:
+        def start(*names: str) -> dict[str, Any]:
+            return {name: apache_kafka(name, brokers, racks) for name in names}
+
+        return _estate_factory(start, tmp_path / "streams.yaml")(*names, **layout)
+
+    return make

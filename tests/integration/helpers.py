@@ -322,6 +322,39 @@ def available_now(spark: Any, options: Mapping[str, str], prefix: str = "t") -> 
     return start_memory_query(spark, options, prefix, availableNow=True).finish()
 
 
+def parquet_values(spark: Any, output: Path) -> list[str]:
+    """The ``value`` column of a :func:`parquet_query`'s output so far (as strings)."""
+    if not (output / "_spark_metadata").exists():
+        return []
+    # An explicit schema: the sink's log may exist before its first data file does.
+    table = spark.read.schema("cluster string, value string").parquet(str(output))
+    return [r.value for r in table.select("value").collect()]
+
+
+def wait_parquet(spark: Any, output: Path, count: int) -> None:
+    """Wait until a :func:`parquet_query`'s output holds ``count`` rows or more."""
+    wait_until(lambda: len(parquet_values(spark, output)) >= count, what=f"{count} rows")
+
+
+def parquet_query(spark: Any, options: Mapping[str, str], tmp_path: Path) -> Any:
+    """A ``dynamic_kafka`` stream of (cluster, value as string) into Parquet files in
+    ``tmp_path / "out"``, checkpointed in ``tmp_path / "ckpt"``: started again with the same
+    ``tmp_path``, it resumes from its checkpoint and appends to the same output."""
+    df = (
+        spark.readStream.format("dynamic_kafka")
+        .options(**options)
+        .load()
+        .selectExpr("cluster", "cast(value as string) as value")
+    )
+    return (
+        df.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+
+
 # -- processes --------------------------------------------------------------------------------
 
 

@@ -17,42 +17,17 @@ from tests.integration.helpers import (
     end_offset,
     memory_query,
     numbered,
+    parquet_query,
+    parquet_values,
     produce,
     wait_for_line,
+    wait_parquet,
     wait_until,
 )
 
 from pyspark_dynamic_kafka.testing import count_client_connections
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _parquet_values(spark: Any, output: Path) -> list[str]:
-    if not (output / "_spark_metadata").exists():
-        return []
-    # An explicit schema: the sink's log may exist before its first data file does.
-    table = spark.read.schema("cluster string, value string").parquet(str(output))
-    return [r.value for r in table.select("value").collect()]
-
-
-def _wait_parquet(spark: Any, output: Path, count: int) -> None:
-    wait_until(lambda: len(_parquet_values(spark, output)) >= count, what=f"{count} rows")
-
-
-def _parquet_query(spark: Any, options: dict[str, str], tmp_path: Path) -> Any:
-    df = (
-        spark.readStream.format("dynamic_kafka")
-        .options(**options)
-        .load()
-        .selectExpr("cluster", "cast(value as string) as value")
-    )
-    return (
-        df.writeStream.format("parquet")
-        .option("path", str(tmp_path / "out"))
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
 
 
 @pytest.mark.smoke
@@ -63,21 +38,21 @@ def test_stop_mid_stream_and_restart_reads_each_record_once(
     output = tmp_path / "out"
     expected: list[str] = []
 
-    query = _parquet_query(spark, setup.options(), tmp_path)
+    query = parquet_query(spark, setup.options(), tmp_path)
     for round_ in range(3):
         values = numbered(f"r{round_}-", 15)
         expected += produce(setup["east"], "orders", values[:8], 2)
         expected += produce(setup["west"], "orders", values[8:], 2)
         if round_ == 0:  # a batch is committed before the stop: the restart resumes from it
-            _wait_parquet(spark, output, 1)
+            wait_parquet(spark, output, 1)
     query.stop()  # mid-stream: some records may not be processed yet
     expected += produce(setup["west"], "orders", ["while-down"], 2)
 
-    query = _parquet_query(spark, setup.options(), tmp_path)
+    query = parquet_query(spark, setup.options(), tmp_path)
     try:
-        _wait_parquet(spark, output, len(expected))
+        wait_parquet(spark, output, len(expected))
         query.processAllAvailable()
-        got = _parquet_values(spark, output)
+        got = parquet_values(spark, output)
         assert sorted(got) == sorted(expected)
         assert not [v for v, n in Counter(got).items() if n > 1]
     finally:
@@ -93,9 +68,9 @@ def test_metadata_changed_while_down_is_reconciled_at_restart(
     before = produce(east, "orders", numbered("east-", 12), 2)
     west_old = produce(west, "orders", numbered("west-old-", 6), 2)  # not in the stream yet
 
-    query = _parquet_query(spark, setup.options(), tmp_path)
+    query = parquet_query(spark, setup.options(), tmp_path)
     try:
-        _wait_parquet(spark, output, len(before))
+        wait_parquet(spark, output, len(before))
         query.processAllAvailable()
     finally:
         query.stop()
@@ -106,13 +81,13 @@ def test_metadata_changed_while_down_is_reconciled_at_restart(
     produce(east, "orders", numbered("east-late-", 5), 2)
     west_new = produce(west, "orders", numbered("west-new-", 6), 2)
 
-    query = _parquet_query(spark, setup.options(), tmp_path)
+    query = parquet_query(spark, setup.options(), tmp_path)
     try:
         # west is discovered at restart: read from discoveryStartingOffsets=earliest.
         expected = before + west_old + west_new
-        _wait_parquet(spark, output, len(expected))
+        wait_parquet(spark, output, len(expected))
         query.processAllAvailable()
-        assert sorted(_parquet_values(spark, output)) == sorted(expected)
+        assert sorted(parquet_values(spark, output)) == sorted(expected)
         assert set(end_offset(query)["clusters"]) == {"west"}
     finally:
         query.stop()
@@ -136,10 +111,10 @@ def test_killed_driver_restarts_exactly_once(
         # The child reports a committed batch: only then is there a checkpoint to restart from.
         expected = produce(east, "orders", numbered("k0-", 10), 3)
         wait_for_line(process, log, "COMMITTED")
-        assert len(_parquet_values(spark, output)) > 0, "the job never committed a batch"
+        assert len(parquet_values(spark, output)) > 0, "the job never committed a batch"
         for batch in range(1, 10):
             expected += produce(east, "orders", numbered(f"k{batch}-", 10), 3)
-        _wait_parquet(spark, output, 100)  # the job is reading as it runs
+        wait_parquet(spark, output, 100)  # the job is reading as it runs
         expected += produce(east, "orders", numbered("late-", 30), 3)  # being read while we kill
     finally:
         os.killpg(process.pid, signal.SIGKILL)  # the driver and its Python workers
@@ -147,7 +122,7 @@ def test_killed_driver_restarts_exactly_once(
 
     drain = subprocess.run([*app, "drain"], env=env, capture_output=True, timeout=2 * DEADLINE)
     assert drain.returncode == 0, drain.stderr.decode()[-3000:]
-    got = _parquet_values(spark, output)
+    got = parquet_values(spark, output)
     assert sorted(set(expected) - set(got)) == [], "lost"
     assert sorted(set(got) - set(expected)) == [], "unexpected"
     assert sorted(got) == sorted(expected)

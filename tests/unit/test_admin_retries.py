@@ -19,6 +19,9 @@ from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.groups import group_offsets
 from pyspark_dynamic_kafka.metadata import SingleClusterMetadataService
+from pyspark_dynamic_kafka.position import PositionKind
+
+LATEST, EARLIEST = PositionKind.LATEST, PositionKind.EARLIEST
 
 SENTINEL = "pw-SENTINEL-9f2c"
 
@@ -152,3 +155,28 @@ def test_a_client_that_cannot_be_created_fails_naming_the_property() -> None:
     message = str(info.value)
     assert "could not create an admin client" in message and "ssl.key.pem" in message
     assert SENTINEL not in message
+
+
+class _OffsetsClient(_Client):
+    """Answers ListOffsets like librdkafka while a partition's leader is lost: offset -1001
+    (no error) for partition 1 in the first ``failures`` answers."""
+
+    def list_offsets(self, specs: Any, isolation_level: Any, request_timeout: float) -> Any:
+        self.calls += 1
+        lost = self.calls <= self.failures
+        return {
+            tp: _Future(SimpleNamespace(offset=-1001 if lost and tp.partition == 1 else 40))
+            for tp in specs
+        }
+
+
+def test_a_latest_offset_answered_as_none_is_retried_not_taken_for_an_offset() -> None:
+    client = _OffsetsClient(failures=1)
+    latest = _admin(client, retries=1).list_offsets([("orders", 0), ("orders", 1)], LATEST)
+    assert client.calls == 2
+    assert latest == {("orders", 0): 40, ("orders", 1): 40}
+
+    client = _OffsetsClient(failures=10)
+    with pytest.raises(KafkaClientError, match=r"no offset for \{'orders/1': -1001\}"):
+        _admin(client, retries=2).list_offsets([("orders", 0), ("orders", 1)], EARLIEST)
+    assert client.calls == 3

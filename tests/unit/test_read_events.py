@@ -2,8 +2,9 @@
 
 Tansu keeps every record (no retention, DeleteRecords drops the connection) and answers a fetch
 past the end with no data instead of OFFSET_OUT_OF_RANGE, and ignores LogAppendTime: so offsets
-out of range and LogAppendTime records are scripted here. Real reads are in
-``tests/integration/test_read.py``.
+out of range and LogAppendTime records are scripted here, for every broker kind. Real reads are
+in ``tests/integration/test_read.py``; on Apache Kafka, records deleted under a query and
+LogAppendTime topics in ``tests/integration/test_kafka_semantics.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import DataLossError
@@ -44,16 +45,28 @@ def _message(
 
 
 class _Consumer:
+    """A consumer after an offset-out-of-range error, as librdkafka leaves it: it refuses to
+    seek the partition, which fetches again once it is assigned again (``restarts``)."""
+
     def __init__(self, low: int, high: int) -> None:
         self.low, self.high = low, high
-        self.seeks: list[tuple[str, int, int]] = []
+        self.restarts: list[tuple[str, int, int]] = []
+        self.unassigned: list[tuple[str, int]] = []
         self.paused: list[tuple[str, int]] = []
 
     def get_watermark_offsets(self, tp: TopicPartition, timeout: float, cached: bool) -> Any:
         return self.low, self.high
 
     def seek(self, tp: TopicPartition) -> None:
-        self.seeks.append((tp.topic, tp.partition, tp.offset))
+        error = KafkaError(KafkaError._STATE, f"Failed to seek to offset {tp.offset}")
+        raise KafkaException(error)
+
+    def incremental_unassign(self, tps: list[TopicPartition]) -> None:
+        self.unassigned += [(tp.topic, tp.partition) for tp in tps]
+
+    def incremental_assign(self, tps: list[TopicPartition]) -> None:
+        assert [(tp.topic, tp.partition) for tp in tps] == self.unassigned[-len(tps) :]
+        self.restarts += [(tp.topic, tp.partition, tp.offset) for tp in tps]
 
     def pause(self, tps: list[TopicPartition]) -> None:
         self.paused += [(tp.topic, tp.partition) for tp in tps]
@@ -81,7 +94,7 @@ def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset() ->
     consumer = _Consumer(low=50, high=90)
     reader = _reader(consumer, 10, 60, fail=False)
     reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
-    assert consumer.seeks == [("t", 0, 50)]
+    assert consumer.restarts == [("t", 0, 50)]
     reader.accept([_message("t", 0, o) for o in range(50, 61)])
     assert not reader.pending
     offsets = reader.builder.flush()["offset"].to_pylist()
@@ -92,11 +105,11 @@ def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone() -> None:
     consumer = _Consumer(low=80, high=90)
     reader = _reader(consumer, 10, 60, fail=False)
     reader.accept([_out_of_range(10)])
-    assert not reader.pending and consumer.seeks == []
+    assert not reader.pending and consumer.restarts == []
     recreated = _Consumer(low=0, high=5)  # the topic was recreated: offsets 10.. do not exist
     reader = _reader(recreated, 10, 60, fail=False)
     reader.accept([_out_of_range(10)])
-    assert not reader.pending and recreated.seeks == []
+    assert not reader.pending and recreated.restarts == []
 
 
 def test_partition_gone_while_reading() -> None:

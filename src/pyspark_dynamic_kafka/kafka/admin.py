@@ -210,8 +210,13 @@ class ClusterAdmin:
         return {topic: list(numbers) for topic, numbers in listing.partitions.items()}
 
     def _offsets(
-        self, request: Mapping[tuple[str, int], Any], what: str, read_committed: bool
+        self,
+        request: Mapping[tuple[str, int], Any],
+        what: str,
+        read_committed: bool,
+        lowest: int = NO_OFFSET,
     ) -> dict[tuple[str, int], int]:
+        """List offsets; an answer below ``lowest`` is no offset at all: retried, then failed."""
         if not request:
             return {}
         specs = {TopicPartition(t, p): spec for (t, p), spec in request.items()}
@@ -221,10 +226,20 @@ class ClusterAdmin:
             futures = client.list_offsets(
                 specs, isolation_level=level, request_timeout=self.timeout_s
             )
-            return {
+            offsets = {
                 (tp.topic, tp.partition): int(future.result().offset)
                 for tp, future in futures.items()
             }
+            missing = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items()) if o < lowest}
+            if missing:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError.LEADER_NOT_AVAILABLE,
+                        f"the cluster answered no offset for {missing} (a partition whose "
+                        "leader is changing)",
+                    )
+                )
+            return offsets
 
         return self.request(what, call)
 
@@ -236,7 +251,10 @@ class ClusterAdmin:
     ) -> dict[tuple[str, int], int]:
         """Return the earliest or latest offset of each (topic, partition) in one request.
 
-        With ``read_committed`` the latest offset is the last stable offset.
+        With ``read_committed`` the latest offset is the last stable offset. A partition the
+        cluster answers without an offset (``-1001``, as Apache Kafka's answer for a partition
+        whose leader was just lost reads) fails the attempt: it is retried like any failed
+        request, then raised, so that no caller takes it for an offset.
         """
         offset_spec = (
             OffsetSpec.earliest()  # type: ignore[no-untyped-call]
@@ -244,7 +262,7 @@ class ClusterAdmin:
             else OffsetSpec.latest()  # type: ignore[no-untyped-call]
         )
         request = dict.fromkeys(partitions, offset_spec)
-        return self._offsets(request, f"list {kind.value} offsets", read_committed)
+        return self._offsets(request, f"list {kind.value} offsets", read_committed, lowest=0)
 
     def offsets_for_times(
         self, stamps: Mapping[tuple[str, int], int], read_committed: bool = False

@@ -236,7 +236,18 @@ class _RangeReader:
             self._done(r)
             return
         self.next[tp] = resume
-        self.consumer.seek(TopicPartition(r.topic, r.partition, resume))
+        _refetch(self.consumer, r.topic, r.partition, resume)
+
+
+def _refetch(consumer: Any, topic: str, partition: int, offset: int) -> None:
+    """Fetch a partition again from ``offset`` after its offset was out of range.
+
+    With ``auto.offset.reset=error`` librdkafka stops fetching the partition and refuses to
+    ``seek()`` it (``_STATE``, "Erroneous state"); assigning it again restarts its fetch, and
+    leaves the other partitions' positions and pause flags as they are.
+    """
+    consumer.incremental_unassign([TopicPartition(topic, partition)])
+    consumer.incremental_assign([TopicPartition(topic, partition, offset)])
 
 
 def _offset(message: Any) -> int:

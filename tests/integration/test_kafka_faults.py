@@ -1,0 +1,105 @@
+"""A real multi-broker fault under a running query: three Apache Kafka brokers, replication 3,
+one broker killed (SIGKILL) and restarted while records are produced and read.
+
+Skipped, with the reason, without java and mvn.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+from tests.integration.helpers import DEADLINE, EstateFactory, memory_query, numbered, wait_until
+
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+
+PARTITIONS = 3
+
+# Not yet in `make test`: in 1 of 3 runs under load the new leader's high watermark stayed below
+# its epoch start (a follower stopped fetching), so producing waited out its deadline. Until that
+# is understood the test runs only on request.
+pytestmark = pytest.mark.skipif(
+    os.environ.get("DYNAMIC_KAFKA_FAULT_TESTS") != "1",
+    reason="broker-kill fault test: set DYNAMIC_KAFKA_FAULT_TESTS=1 (not yet stable under load, "
+    "issue 9)",
+)
+
+
+class _Producing(threading.Thread):
+    """Produces rounds of 6 records (round-robin over the partitions) until stopped; ``values``
+    are the records the brokers acknowledged (acks=all, idempotent: each once in the log)."""
+
+    def __init__(self, cluster: ApacheKafkaCluster) -> None:
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.values: list[str] = []
+        self.error: BaseException | None = None
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        round_ = 0
+        try:
+            while not self._stopping.is_set():
+                values = numbered(f"r{round_}-", 6)
+                records = [
+                    {"key": v, "value": v, "partition": i % PARTITIONS}
+                    for i, v in enumerate(values)
+                ]
+                self.cluster.produce("orders", records, timeout=DEADLINE)
+                self.values += values
+                round_ += 1
+        except BaseException as exc:  # reported by stop()
+            self.error = exc
+
+    def produced(self) -> int:
+        """How many records were acknowledged so far (failing if producing failed)."""
+        if self.error is not None:
+            cause = self.error.__cause__
+            raise AssertionError(f"producing failed: {self.error!r} (cause: {cause!r})")
+        return len(self.values)
+
+    def stop(self) -> list[str]:
+        """Stop after the current round; every acknowledged value."""
+        self._stopping.set()
+        self.join(DEADLINE)
+        assert not self.is_alive(), "the producer did not stop"
+        self.produced()
+        return self.values
+
+
+def test_a_killed_and_restarted_broker_does_not_stop_the_query(
+    spark: Any, kafka_estate: EstateFactory
+) -> None:
+    setup = kafka_estate(
+        "east",
+        brokers=3,
+        partitions=PARTITIONS,
+        replication_factor=3,
+        config={"min.insync.replicas": "2"},
+    )
+    east = setup["east"]
+    assert isinstance(east, ApacheKafkaCluster)
+    producer = _Producing(east)
+    with memory_query(spark, setup.options(), "fault") as query:
+
+        def read_more(than: int, what: str) -> int:
+            """Wait until the producer acknowledged and the query read 30 records more."""
+            target = than + 30
+            wait_until(lambda: producer.produced() >= target, what=f"{target} produced ({what})")
+            wait_until(lambda: len(query.healthy_values()) >= target, what=f"{target} read")
+            return target
+
+        producer.start()
+        try:
+            seen = read_more(0, "before the fault")
+            east.kill_broker(1)  # a leader of a partition (leaders are spread over the brokers)
+            seen = read_more(seen, "broker 1 down")
+            east.start_broker(1)
+            read_more(seen, "broker 1 back")
+        finally:
+            expected = producer.stop()
+        query.expect(expected)  # every acknowledged record exactly once, nothing else
+        assert query.query.isActive and query.query.exception() is None
+        assert len(set(expected)) == len(expected) >= 90

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_dynamic_kafka.testing import KafkaTestingError
+from pyspark_dynamic_kafka.testing.common import free_ports, log_tail
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import (
     RACK_AWARE_SELECTOR,
@@ -25,7 +26,6 @@ from pyspark_dynamic_kafka.testing.kafka_jars import (
     jars_cache_dir,
     kafka_version,
 )
-from pyspark_dynamic_kafka.testing.kafka_process import free_ports, log_tail
 
 THREE = [BrokerAddress(9001, 9101), BrokerAddress(9002, 9102), BrokerAddress(9003, 9103)]
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from confluent_kafka import KafkaException
@@ -20,6 +23,8 @@ __all__ = [
     "ProduceError",
     "RecordLike",
     "check_names",
+    "free_ports",
+    "log_tail",
     "seconds_left",
     "wait_for",
 ]
@@ -98,3 +103,30 @@ def wait_for(condition: Callable[[], bool], deadline: float, what: str) -> None:
             detail = f" (last error: {last_error})" if last_error else ""
             raise KafkaTestingError(f"timed out waiting for {what}{detail}")
         time.sleep(0.05)
+
+
+#: How much of the end of a broker's log failure messages show.
+LOG_TAIL_BYTES = 6000
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports (all held open while choosing)."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sockets[-1].bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def log_tail(path: Path, offset: int = 0, limit: int | None = LOG_TAIL_BYTES) -> str:
+    """The text of ``path`` from byte ``offset`` on, only its last ``limit`` bytes when given."""
+    if not path.exists():
+        return "(no log)"
+    with open(path, "rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        log.seek(offset if limit is None else max(size - limit, offset))
+        return log.read().decode("utf-8", errors="replace") or "(empty log)"

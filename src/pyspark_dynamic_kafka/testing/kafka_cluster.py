@@ -19,6 +19,7 @@ from pyspark_dynamic_kafka.testing.common import (
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
+    free_ports,
 )
 from pyspark_dynamic_kafka.testing.kafka_config import (
     DEFAULT_JVM_OPTIONS,
@@ -30,11 +31,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     server_properties,
 )
 from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
-from pyspark_dynamic_kafka.testing.kafka_process import (
-    BrokerProcess,
-    free_ports,
-    run_all,
-)
+from pyspark_dynamic_kafka.testing.kafka_process import BrokerProcess, run_all
 
 __all__ = ["ApacheKafkaCluster"]
 

@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,14 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import ClusterStartError, seconds_left
+from pyspark_dynamic_kafka.testing.common import ClusterStartError, log_tail, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_config import BrokerAddress
 
-__all__ = ["BrokerProcess", "free_ports", "log_tail", "run_all", "spawn"]
+__all__ = ["BrokerProcess", "run_all", "spawn"]
 
 _log = logging.getLogger(__name__)
-
-_LOG_TAIL_BYTES = 6000
 
 
 @dataclass
@@ -145,26 +142,3 @@ def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -
             if process.poll() is None:
                 process.kill()
                 process.wait()
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (all held open while choosing)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sockets[-1].bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def log_tail(path: Path, offset: int = 0, limit: int | None = _LOG_TAIL_BYTES) -> str:
-    """The text of ``path`` from byte ``offset`` on, only its last ``limit`` bytes when given."""
-    if not path.exists():
-        return "(no log)"
-    with open(path, "rb") as log:
-        size = log.seek(0, os.SEEK_END)
-        log.seek(offset if limit is None else max(size - limit, offset))
-        return log.read().decode("utf-8", errors="replace") or "(empty log)"

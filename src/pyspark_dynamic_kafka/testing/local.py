@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -22,6 +21,8 @@ from pyspark_dynamic_kafka.testing.common import (
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
+    free_ports,
+    log_tail,
 )
 from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
@@ -161,7 +162,7 @@ class LocalKafkaCluster(BaseKafkaCluster):
             self._cleanup()
             attempt = 1
             while True:
-                port = self._requested_port or _free_port()
+                port = self._requested_port or free_ports(1)[0]
                 try:
                     self._launch(port)
                     return self
@@ -253,13 +254,9 @@ class LocalKafkaCluster(BaseKafkaCluster):
         return {} if self.log_path is None else {f"broker ({self.log_path})": self._log_tail()}
 
     def _log_tail(self) -> str:
-        if self.log_path is None or not self.log_path.exists():
+        if self.log_path is None:
             return "(no log)"
-        with open(self.log_path, "rb") as log:
-            log.seek(0, os.SEEK_END)
-            size = log.tell()
-            log.seek(max(size - _LOG_TAIL_BYTES, 0))
-            return log.read().decode("utf-8", errors="replace") or "(empty log)"
+        return log_tail(self.log_path, limit=_LOG_TAIL_BYTES)
 
     def _terminate(self, timeout: float = 10.0) -> None:
         process = self._process
@@ -290,13 +287,6 @@ class LocalKafkaCluster(BaseKafkaCluster):
             self.log_path = None
         if self._requested_port is None:
             self._port = None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 # Brokers still running at interpreter exit are stopped (a killed test run can still leak them).

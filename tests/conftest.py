@@ -51,6 +51,9 @@ ClusterFactory = Callable[..., dict[str, BaseKafkaCluster]]
 def kafka_clusters(request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
     """Start clusters by name: ``kafka_clusters("east", "west")``; all stop after the test.
 
+    Keyword arguments go to :func:`~pyspark_dynamic_kafka.testing.start_clusters`
+    (``brokers_per_cluster``, ``racks``); external clusters ignore them.
+
     The broker kind is ``DYNAMIC_KAFKA_TEST_BROKER``'s (``tansu`` unless set). After a failed
     test the end of every broker's log is logged (shown in pytest's report).
     """
@@ -58,8 +61,8 @@ def kafka_clusters(request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
     opened: list[BaseKafkaCluster] = []
     with contextlib.ExitStack() as stack:
 
-        def start(*names: str) -> dict[str, BaseKafkaCluster]:
-            clusters = stack.enter_context(open_clusters(list(names)))
+        def start(*names: str, **options: Any) -> dict[str, BaseKafkaCluster]:
+            clusters = stack.enter_context(open_clusters(list(names), **options))
             opened.extend(clusters.values())
             return clusters
 

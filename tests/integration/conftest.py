@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from tests.integration.helpers import Estate, EstateFactory, produce
+from tests.integration.helpers import Estate, EstateFactory, local_kafka_problem, produce
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
-from pyspark_dynamic_kafka.testing import KafkaTestingError
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
-
-_log = logging.getLogger(__name__)
 
 
 @pytest.fixture
@@ -118,58 +113,26 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
     consumer_pool().close_all()
 
 
-# -- Apache Kafka clusters (issue 9) -----------------------------------------------------------
-# Real Apache Kafka KRaft clusters started directly, for the tests of Kafka's own semantics
-# (retention, partition increases, LogAppendTime, compaction, broker faults). Every test using
-# them is skipped, with the reason, when java or mvn is missing.
+# -- Apache Kafka clusters of the run's own, with several brokers (broker faults, racks) ----------
 
 
 @pytest.fixture
-def apache_kafka(request: pytest.FixtureRequest) -> Iterator[Callable[..., ApacheKafkaCluster]]:
-    """Start an Apache Kafka cluster: ``apache_kafka("east", brokers=3, racks=None)``.
+def kafka_estate(kafka_clusters: Any, tmp_path: Path) -> EstateFactory:
+    """The ``estate`` fixture on Apache Kafka clusters this run starts, with ``brokers`` and
+    ``racks`` per cluster: ``kafka_estate("east", brokers=3, partitions=3, replication_factor=3)``.
 
-    All stop after the test (pooled consumers closed first); when the test failed, each broker's
-    log tail is logged.
+    Skipped, with the reason, when the suite runs on Tansu or on existing brokers, or when java
+    or mvn is missing.
     """
-    problem = tooling_problem()
+    problem = local_kafka_problem() or tooling_problem()
     if problem is not None:
-        pytest.skip(f"no Apache Kafka: {problem}")
-    started: list[ApacheKafkaCluster] = []
-    failed_before = request.session.testsfailed
-
-    def start(name: str, brokers: int = 1, racks: list[str] | None = None) -> ApacheKafkaCluster:
-        cluster = ApacheKafkaCluster(name, brokers=brokers, racks=racks)
-        started.append(cluster)
-        return cluster.start()
-
-    try:
-        yield start
-    finally:
-        consumer_pool().close_all()
-        for cluster in started:
-            if request.session.testsfailed > failed_before:
-                for i in range(cluster.broker_count):
-                    _log.error("%s broker %d log tail:\n%s", cluster.name, i, _tail(cluster, i))
-            cluster.stop()
-
-
-def _tail(cluster: ApacheKafkaCluster, broker: int) -> str:
-    try:
-        return cluster.log_tail(broker)
-    except KafkaTestingError as exc:  # it never started
-        return str(exc)
-
-
-@pytest.fixture
-def kafka_estate(apache_kafka: Callable[..., ApacheKafkaCluster], tmp_path: Path) -> EstateFactory:
-    """The ``estate`` fixture on Apache Kafka clusters, plus ``brokers`` and ``racks`` per cluster:
-    ``kafka_estate("east", brokers=3, partitions=3, replication_factor=3)``."""
+        pytest.skip(f"needs Apache Kafka brokers of its own: {problem}")
 
     def make(
         *names: str, brokers: int = 1, racks: list[str] | None = None, **layout: Any
     ) -> Estate:
         def start(*names: str) -> dict[str, Any]:
-            return {name: apache_kafka(name, brokers, racks) for name in names}
+            return kafka_clusters(*names, brokers_per_cluster=brokers, racks=racks)  # type: ignore[no-any-return]
 
         return _estate_factory(start, tmp_path / "streams.yaml")(*names, **layout)
 

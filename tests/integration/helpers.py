@@ -49,6 +49,17 @@ def on_tansu(environ: Mapping[str, str] = os.environ) -> bool:
     return (environ.get(BROKER_ENV_VAR, "").strip() or DEFAULT_BROKER) == "tansu"
 
 
+def local_kafka_problem(environ: Mapping[str, str] = os.environ) -> str | None:
+    """Why the suite cannot start Apache Kafka brokers of its own (to stop, kill or give several
+    brokers), or ``None`` when it can."""
+    if environ.get(ENV_VAR, "").strip():
+        return f"{ENV_VAR} names existing brokers, which the tests cannot stop or kill"
+    kind = environ.get(BROKER_ENV_VAR, "").strip() or DEFAULT_BROKER
+    if kind != "kafka":
+        return f"{BROKER_ENV_VAR}={kind}: needs Apache Kafka brokers ({BROKER_ENV_VAR}=kafka)"
+    return None
+
+
 def requires_kafka(gap: str) -> pytest.MarkDecorator:
     """Skip a test on Tansu, which lacks the Kafka behaviour it checks; ``gap`` says what
     Tansu does instead (the skip reason)."""

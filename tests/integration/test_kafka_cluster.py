@@ -16,14 +16,17 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
     ResourceType,
 )
+from tests.integration.helpers import local_kafka_problem
 
 from pyspark_dynamic_kafka.testing import ClusterStartError, KafkaTestingError
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import RACK_AWARE_SELECTOR
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
-_PROBLEM = tooling_problem()
-pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=f"no Apache Kafka: {_PROBLEM}")
+_PROBLEM = local_kafka_problem() or tooling_problem()
+pytestmark = pytest.mark.skipif(
+    _PROBLEM is not None, reason=f"tests the Apache Kafka test clusters: {_PROBLEM}"
+)
 
 _log = logging.getLogger(__name__)
 

@@ -2,8 +2,9 @@
 DeleteRecords (retention), partitions added while a query runs, LogAppendTime topics and
 compacted topics whose offsets have gaps.
 
-Every test runs on a real Apache Kafka KRaft cluster (skipped, with the reason, without java and
-mvn) and asserts the exact set of records read.
+Every test runs on the suite's clusters (Apache Kafka in ``make test``, or existing brokers) and
+asserts the exact set of records read; each is skipped on Tansu, which has none of these features
+(the reason says what it does instead).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.integration.helpers import (
     parquet_query,
     parquet_values,
     produce,
+    requires_kafka,
     wait_parquet,
     wait_until,
 )
@@ -59,14 +61,14 @@ def _add_partitions(cluster: BaseKafkaCluster, topic: str, total: int) -> None:
 
 
 def _records_deleted_while_stopped(
-    spark: Any, kafka_estate: EstateFactory, tmp_path: Path, **options: str
+    spark: Any, estate: EstateFactory, tmp_path: Path, **options: str
 ) -> tuple[BaseKafkaCluster, list[str], Any]:
     """A checkpointed query read a0..a9 (offsets 0..4 of partitions 0 and 1) and stopped; then
     b0..b9 were produced (offsets 5..9) and DeleteRecords removed partition 0 below 8 and
     partition 1 below 10, so b0, b2, b4 and every b of partition 1 are gone unread, b6 and b8
     survive. Returns the cluster, the values read, and the query restarted from its checkpoint.
     """
-    setup = kafka_estate("east", partitions=2)
+    setup = estate("east", partitions=2)
     east = setup["east"]
     read = produce(east, "orders", numbered("a", 10), 2)
     query = parquet_query(spark, setup.options(**options), tmp_path)
@@ -78,10 +80,11 @@ def _records_deleted_while_stopped(
     return east, read, parquet_query(spark, setup.options(**options), tmp_path)
 
 
+@requires_kafka("Tansu has no DeleteRecords (it drops the connection) and no retention")
 def test_deleted_records_fail_the_query_naming_partition_and_offsets(
-    spark: Any, kafka_estate: EstateFactory, tmp_path: Path
+    spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
-    _, read, query = _records_deleted_while_stopped(spark, kafka_estate, tmp_path)
+    _, read, query = _records_deleted_while_stopped(spark, estate, tmp_path)
     try:
         with pytest.raises(Exception) as info:
             query.awaitTermination(DEADLINE)
@@ -96,11 +99,12 @@ def test_deleted_records_fail_the_query_naming_partition_and_offsets(
     assert sorted(parquet_values(spark, tmp_path / "out")) == sorted(read)  # nothing more
 
 
+@requires_kafka("Tansu has no DeleteRecords (it drops the connection) and no retention")
 def test_deleted_records_skipped_to_the_earliest_offset_without_fail(
-    spark: Any, kafka_estate: EstateFactory, tmp_path: Path
+    spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
     east, expected, query = _records_deleted_while_stopped(
-        spark, kafka_estate, tmp_path, failOnDataLoss="false"
+        spark, estate, tmp_path, failOnDataLoss="false"
     )
     try:
         expected += ["b6", "b8"]  # what survived of partition 0; nothing of partition 1
@@ -119,10 +123,11 @@ def test_deleted_records_skipped_to_the_earliest_offset_without_fail(
 # -- a partition-count increase while the query runs -----------------------------------------------
 
 
+@requires_kafka("Tansu answers CreatePartitions with UNSUPPORTED_FEATURE")
 def test_partitions_added_while_running_are_read_from_their_start_exactly_once(
-    spark: Any, kafka_estate: EstateFactory
+    spark: Any, estate: EstateFactory
 ) -> None:
-    setup = kafka_estate("east", partitions=2)
+    setup = estate("east", partitions=2)
     east = setup["east"]
     expected = produce(east, "orders", numbered("a", 10), 2)
     with memory_query(spark, setup.options(), "grown") as query:
@@ -159,11 +164,12 @@ def _times(df: Any) -> list[tuple[str, int, int]]:
     )
 
 
+@requires_kafka("Tansu ignores message.timestamp.type=LogAppendTime")
 def test_log_append_time_is_the_brokers_time_with_timestamp_type_1(
-    spark: Any, kafka_estate: EstateFactory
+    spark: Any, estate: EstateFactory
 ) -> None:
     config = {"message.timestamp.type": "LogAppendTime"}
-    setup = kafka_estate("east", partitions=2, config=config)
+    setup = estate("east", partitions=2, config=config)
     created = 1_000_000_000_000  # 2001: what the producer stamps, which the broker replaces
     values = numbered("v", 10)
     before = int(time.time() * 1000)
@@ -209,11 +215,11 @@ def _log_offsets(cluster: BaseKafkaCluster, topic: str) -> dict[int, str]:
         consumer.close()
 
 
-def _compacted(kafka_estate: EstateFactory) -> tuple[Any, dict[int, str]]:
+def _compacted(estate: EstateFactory) -> tuple[Any, dict[int, str]]:
     """Topic ``orders`` compacted: 4 rounds of keys k0..k3 plus a key of their own u<round>, then
     a tail record in a segment of its own. Survivors: u0@4, u1@9, u2@14, k0..k3 of round 3 at
     15..18, u3@19, tail@20. Waits until a plain consumer sees exactly them."""
-    setup = kafka_estate("east", config=COMPACTED)
+    setup = estate("east", config=COMPACTED)
     east = setup["east"]
     for r in range(4):
         records = [(f"k{k}", f"k{k}-r{r}") for k in range(4)] + [(f"u{r}", f"u{r}")]
@@ -240,10 +246,11 @@ def _values(rows: list[Any]) -> dict[int, str]:
     return {offset: value for _, _, _, offset, value in rows}
 
 
+@requires_kafka("Tansu does not compact topics")
 def test_compacted_topic_reads_exactly_the_survivors_without_hanging(
-    spark: Any, kafka_estate: EstateFactory
+    spark: Any, estate: EstateFactory
 ) -> None:
-    setup, survivors = _compacted(kafka_estate)
+    setup, survivors = _compacted(estate)
     options = setup.options()
     options.pop("startingOffsets")
 

@@ -174,6 +174,17 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         attr="discovery_failure_threshold",
     ),
     OptionSpec(
+        "removedClusterRetentionMs",
+        integer(0),
+        "0",
+        "Streams: how long the offsets of a cluster or topic removed from the metadata stay in "
+        "the checkpointed offset (under `retained`, not read); re-added within that many "
+        "milliseconds it resumes exactly where it stopped, later it starts at "
+        "discoveryStartingOffsets. 0 drops them at once.",
+        scope="stream",
+        attr="removed_cluster_retention_ms",
+    ),
+    OptionSpec(
         "failOnDataLoss",
         boolean,
         "true",

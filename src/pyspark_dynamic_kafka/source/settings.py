@@ -45,6 +45,7 @@ class SourceOptions:
     discovery_starting_offsets: PositionKind
     discovery_interval_ms: int
     discovery_failure_threshold: int
+    removed_cluster_retention_ms: int
     kafka_properties: FrozenProperties
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -30,12 +31,23 @@ from pyspark_dynamic_kafka.source.reconcile import (
     reconcile,
     report_losses,
 )
+from pyspark_dynamic_kafka.source.retention import (
+    RETAINED,
+    Retained,
+    decode_retained,
+    encode_retained,
+    retain,
+)
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 from pyspark_dynamic_kafka.source.task import ReadTask
 
 __all__ = ["DynamicKafkaStreamReader"]
 
 _log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
@@ -63,6 +75,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._reported: set[Loss] = set()
         self._absent: dict[str, frozenset[str]] = {}
         self._generation = 0
+        self._clock = _now_ms
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
@@ -79,14 +92,21 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return assignment
 
     def _reconcile(
-        self, previous: Mapping[PartitionKey, int], rule: PositionRule, entering: bool = True
+        self,
+        previous: Mapping[PartitionKey, int],
+        rule: PositionRule,
+        entering: bool = True,
+        assignment: Assignment | None = None,
     ) -> Reconciled:
         """List every assigned cluster, decide on data loss, log what changed.
 
         ``entering=False``: the partitions seen for the first time are not entering the offset
         (the AvailableNow target), so their positions are not logged as starting points.
+        ``assignment``: the one to reconcile with (default: the current metadata).
         """
-        state = reconcile(self._assignment(), previous, self._lister, rule)
+        if assignment is None:
+            assignment = self._assignment()
+        state = reconcile(assignment, previous, self._lister, rule)
         report_losses(state.losses, self._options.fail_on_data_loss, self._reported)
         if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
             self._generation += 1
@@ -141,9 +161,21 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         ``failOnDataLoss=false``, is skipped. With ``Trigger.AvailableNow`` no partition goes past
         the offsets recorded when the query started. The read limit (``maxOffsetsPerTrigger``,
         ``minOffsetsPerTrigger``) applies last; returning ``start`` means "no batch yet".
+        With ``removedClusterRetentionMs``, a cluster or topic removed from the metadata keeps
+        its offsets under ``retained`` for that long, and resumes from them when re-added
+        (:mod:`~pyspark_dynamic_kafka.source.retention`).
         """
-        previous = decode_offsets(start)
-        state = self._reconcile(previous, discovery_rule(self._options))
+        assignment = self._assignment()
+        pairs = {(c, t) for c, a in assignment.items() for t in a.topics}
+        retention = retain(
+            decode_offsets(start),
+            decode_retained(start),
+            pairs,
+            self._options.removed_cluster_retention_ms,
+            self._clock,
+        )
+        previous = {**retention.resumed, **decode_offsets(start)}
+        state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
         available = state.offsets
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
@@ -152,8 +184,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         }
         admitted = self._admission.admit(limit, begin, end, self._target is not None)
         if admitted is None:
-            return encode_offsets(previous)
-        return encode_offsets(admitted)
+            return dict(start)
+        return _with_retained(encode_offsets(admitted), retention.retained)
 
     def _within_target(
         self, previous: Mapping[PartitionKey, int], available: Mapping[PartitionKey, int]
@@ -176,8 +208,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return self._latest
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """Plan the exact ranges between two offsets into few, large tasks."""
-        begin, finish = decode_offsets(start), decode_offsets(end)
+        """Plan the exact ranges between two offsets into few, large tasks.
+
+        A partition retained in ``start`` and back in ``end`` is read from its retained offset.
+        """
+        begin = {**decode_retained(start).offsets, **decode_offsets(start)}
+        finish = decode_offsets(end)
         went_back = offsets_went_back(begin, finish)  # e.g. a batch replayed from the checkpoint
         report_losses(went_back, self._options.fail_on_data_loss, self._reported)
         ranges = offset_ranges(begin, finish, self._rewound)
@@ -203,3 +239,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         if not isinstance(partition, ReadTask):
             raise TypeError(f"unexpected input partition {partition!r}")
         return read_task(partition)
+
+
+def _with_retained(offset: dict[str, Any], retained: Retained) -> dict[str, Any]:
+    """``offset`` with the ``retained`` block when anything is retained."""
+    if retained:
+        offset[RETAINED] = encode_retained(retained)
+    return offset

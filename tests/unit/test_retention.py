@@ -1,0 +1,97 @@
+"""The retention window of removed clusters and topics (``removedClusterRetentionMs``): pure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.source.retention import (
+    Retained,
+    decode_retained,
+    encode_retained,
+    retain,
+)
+
+EAST = {("east", "orders", 0): 10, ("east", "orders", 1): 7}
+WEST = {("west", "orders", 0): 3}
+
+
+def _clock(ms: int) -> Any:
+    return lambda: ms
+
+
+def test_a_removed_cluster_is_retained_with_the_time_of_removal() -> None:
+    step = retain(EAST | WEST, Retained(), {("west", "orders")}, 60_000, _clock(1_000))
+    assert step.resumed == {}
+    assert step.retained == Retained(EAST, {("east", "orders"): 1_000})
+
+
+def test_nothing_is_retained_without_a_window() -> None:
+    step = retain(EAST | WEST, Retained(), {("west", "orders")}, 0, _clock(1_000))
+    assert not step.retained and step.resumed == {}
+
+
+@pytest.mark.parametrize(
+    ("now", "resumes"),
+    [
+        (1_000 + 59_999, True),  # re-added within the window: resumes where it stopped
+        (1_000 + 60_000, False),  # the window has ended: dropped
+    ],
+)
+def test_re_added_within_the_window_resumes_else_starts_over(now: int, resumes: bool) -> None:
+    retained = Retained(EAST, {("east", "orders"): 1_000})
+    # Still removed at ``now``: kept inside the window, dropped at its end.
+    kept = retain(WEST, retained, {("west", "orders")}, 60_000, _clock(now))
+    assert kept.retained == (retained if resumes else Retained())
+    # Re-added at ``now``.
+    back = retain(
+        WEST, kept.retained, {("west", "orders"), ("east", "orders")}, 60_000, _clock(now)
+    )
+    assert back.resumed == (EAST if resumes else {})
+    assert not back.retained
+
+
+def test_a_removed_topic_of_a_cluster_still_read_is_retained_alone() -> None:
+    previous = EAST | {("east", "billing", 0): 5}
+    step = retain(previous, Retained(), {("east", "orders")}, 60_000, _clock(7))
+    assert step.retained == Retained({("east", "billing", 0): 5}, {("east", "billing"): 7})
+
+
+def test_a_window_turned_off_drops_what_a_checkpoint_retained() -> None:
+    retained = Retained(EAST, {("east", "orders"): 1_000})
+    step = retain(WEST, retained, {("west", "orders"), ("east", "orders")}, 0, _clock(1_001))
+    assert step.resumed == EAST  # re-added in the same step: still resumes
+    dropped = retain(WEST, retained, {("west", "orders")}, 0, _clock(1_001))
+    assert not dropped.retained
+
+
+def test_the_block_round_trips_in_canonical_order() -> None:
+    retained = Retained(EAST | WEST, {("west", "orders"): 5, ("east", "orders"): 4})
+    block = encode_retained(retained)
+    assert json.dumps(block) == (
+        '{"east": {"orders": {"removedAtMs": 4, "offsets": {"0": 10, "1": 7}}}, '
+        '"west": {"orders": {"removedAtMs": 5, "offsets": {"0": 3}}}}'
+    )
+    assert decode_retained({"retained": block}) == retained
+    assert decode_retained({"version": 1, "clusters": {}}) == Retained()
+
+
+@pytest.mark.parametrize(
+    ("block", "names"),
+    [
+        ([], "expected a JSON object of cluster ids"),
+        ({"east": 3}, "cluster 'east' must map topics"),
+        ({"east": {"orders": {"offsets": {}}}}, "east/orders must be an object with 'removedAtMs'"),
+        ({"east": {"orders": {"removedAtMs": -1}}}, "east/orders must be an object"),
+        ({"east": {"orders": {"removedAtMs": True}}}, "east/orders must be an object"),
+        ({"east": {"orders": {"removedAtMs": 1, "offsets": {"x": 1}}}}, "partition 'x'"),
+        ({"east": {"orders": {"removedAtMs": 1, "offsets": {"0": -2}}}}, "east/orders/0"),
+    ],
+)
+def test_a_malformed_block_names_what_is_wrong(block: Any, names: str) -> None:
+    with pytest.raises(OffsetsError, match="retained") as info:
+        decode_retained({"retained": block})
+    assert names in str(info.value)

@@ -61,6 +61,18 @@ def _load(
         produced[(name, partition)] = produced.get((name, partition), 0) + count
 
 
+def _loaded(
+    kafka_estate: EstateFactory, *names: str, partitions: int, count: int
+) -> tuple[Estate, dict[Key, int]]:
+    """Apache Kafka clusters with ``orders`` mapped to them and ``count`` records in each of
+    their ``partitions``; returns the estate and the produced counts."""
+    setup = kafka_estate(*names, partitions=partitions)
+    produced: dict[Key, int] = {}
+    for cluster in setup.clusters.values():
+        _load(cluster, produced, dict.fromkeys(range(partitions), count))
+    return setup, produced
+
+
 def _archive(
     spark: Any,
     setup: Estate,
@@ -141,10 +153,7 @@ def _delete_archived(setup: Estate, ends: Mapping[Key, int]) -> None:
 def test_archive_then_kafka_switches_per_partition_exactly_once(
     spark: Any, kafka_estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = kafka_estate("east", "west", partitions=8)
-    produced: dict[Key, int] = {}
-    for cluster in setup.clusters.values():
-        _load(cluster, produced, dict.fromkeys(range(8), 1500))
+    setup, produced = _loaded(kafka_estate, "east", "west", partitions=8, count=1500)
     # Each partition's archive ends elsewhere; west/7 is not in the archive at all.
     ends = {
         (c, p): 500 + 60 * p + (40 if c == "west" else 0)
@@ -183,10 +192,8 @@ def test_archive_then_kafka_switches_per_partition_exactly_once(
 def test_killed_driver_mid_archive_and_mid_live_restarts_exactly_once(
     spark: Any, kafka_estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = kafka_estate("east", partitions=4)
+    setup, produced = _loaded(kafka_estate, "east", partitions=4, count=2000)
     east = setup["east"]
-    produced: dict[Key, int] = {}
-    _load(east, produced, dict.fromkeys(range(4), 2000))
     ends = {("east", p): 1000 + 100 * p for p in range(4)}
     archive = tmp_path / "archive"
     files = _archive(spark, setup, archive, ends, files=20)
@@ -194,7 +201,7 @@ def test_killed_driver_mid_archive_and_mid_live_restarts_exactly_once(
     _load(east, produced, dict.fromkeys(range(4), 200))
 
     checkpoint, output, log = tmp_path / "ckpt", tmp_path / "out", tmp_path / "app.log"
-    extra = {"archive.path": str(archive), "archive.maxFilesPerTrigger": "1"}
+    extra = {"archive.path": str(archive), "archive.maxFilesPerTrigger": "2"}
     app = [sys.executable, str(ROOT / "tests/integration/query_app.py"), str(setup.meta)]
     app += [str(checkpoint), str(output), "orders"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -215,7 +222,7 @@ def test_killed_driver_mid_archive_and_mid_live_restarts_exactly_once(
             os.killpg(process.pid, signal.SIGKILL)  # the driver and its Python workers
             process.wait(DEADLINE)
 
-    # 1. Killed in the archive phase, one file per micro-batch, right after a committed one.
+    # 1. Killed in the archive phase (two files per micro-batch) right after a committed one.
     run(lambda: None)
     phase, end = _last_offset(checkpoint)
     assert phase == "archive" and end["archive"]["done"] < files, end["archive"]
@@ -261,10 +268,8 @@ def _output_rows(spark: Any, output: Path) -> list[tuple[Any, ...]]:
 def test_batch_read_is_archive_and_kafka_without_overlap(
     spark: Any, kafka_estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = kafka_estate("east", partitions=3)
+    setup, produced = _loaded(kafka_estate, "east", partitions=3, count=300)
     east = setup["east"]
-    produced: dict[Key, int] = {}
-    _load(east, produced, dict.fromkeys(range(3), 300))
     ends = {("east", 0): 100, ("east", 1): 250, ("east", 2): 0}
     archive = tmp_path / "archive"
     _archive(spark, setup, archive, ends, files=4)
@@ -285,10 +290,7 @@ def test_batch_read_is_archive_and_kafka_without_overlap(
 def test_migration_in_the_live_phase_and_archived_partitions_assigned_later(
     spark: Any, kafka_estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = kafka_estate("east", "west", partitions=2)
-    produced: dict[Key, int] = {}
-    for cluster in setup.clusters.values():
-        _load(cluster, produced, dict.fromkeys(range(2), 400))
+    setup, produced = _loaded(kafka_estate, "east", "west", partitions=2, count=400)
     ends = {("east", 0): 200, ("east", 1): 150, ("west", 0): 100, ("west", 1): 120}
     archive = tmp_path / "archive"
     _archive(spark, setup, archive, ends, files=4)
@@ -319,10 +321,8 @@ def test_migration_in_the_live_phase_and_archived_partitions_assigned_later(
 def test_timestamp_switch_for_an_archive_without_offsets(
     spark: Any, kafka_estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = kafka_estate("east", partitions=2)
+    setup, produced = _loaded(kafka_estate, "east", partitions=2, count=100)
     east = setup["east"]
-    produced: dict[Key, int] = {}
-    _load(east, produced, dict.fromkeys(range(2), 100))
     switch = pause_for_a_timestamp()
     _load(east, produced, dict.fromkeys(range(2), 30))
     archive = tmp_path / "archive"  # every record so far, without the offset column

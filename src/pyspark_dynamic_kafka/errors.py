@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 __all__ = [
+    "ArchiveError",
     "DataLossError",
     "DiscoveryError",
     "DynamicKafkaError",
@@ -114,5 +115,12 @@ class ReadError(KafkaClientError):
 
 class DataLossError(KafkaClientError):
     """Records the query should have read are no longer available."""
+
+    retryable = False
+
+
+class ArchiveError(DynamicKafkaError):
+    """The archive of a hybrid read (``archive.path``) cannot be listed or used: no file, a
+    scheme no filesystem serves, a missing column, or files that changed under a checkpoint."""
 
     retryable = False

@@ -174,6 +174,20 @@ def produce(
     return list(values)
 
 
+def delete_records(cluster: BaseKafkaCluster, topic: str, before: Mapping[int, int]) -> None:
+    """DeleteRecords (Apache Kafka): remove every record of ``topic`` below ``before[partition]``,
+    as retention does; checks the new earliest offsets."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(cluster.client_properties())
+    request = [TopicPartition(topic, p, offset) for p, offset in before.items()]
+    for future in admin.delete_records(request, operation_timeout=30).values():
+        future.result(timeout=60)
+    lows = {p: low for p, (low, _) in cluster.watermarks(topic).items() if p in before}
+    assert lows == dict(before)
+
+
 def pause_for_a_timestamp() -> int:
     """A timestamp strictly between what was produced before and what is produced after.
 

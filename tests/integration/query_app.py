@@ -1,7 +1,8 @@
 """A stand-alone streaming job for restart tests: dynamic_kafka -> checkpointed Parquet.
 
-Usage: python query_app.py METADATA CHECKPOINT OUTPUT STREAM_IDS MODE
-MODE is ``run`` (run until killed) or ``drain`` (process what is available, then exit).
+Usage: python query_app.py METADATA CHECKPOINT OUTPUT STREAM_IDS MODE [OPTIONS_JSON]
+MODE is ``run`` (run until killed) or ``drain`` (process what is available, then exit);
+OPTIONS_JSON, when given, adds source options (e.g. ``archive.path``).
 
 In ``run`` mode the job reports its readiness on stdout, one line each: ``STARTED`` once the
 query runs, ``COMMITTED`` once a micro-batch that read records has been committed (its progress
@@ -11,6 +12,7 @@ instead of guessing how long Spark takes to start.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -24,6 +26,7 @@ def _read_records(query: Any) -> bool:
 
 def main() -> None:
     metadata, checkpoint, output, stream_ids, mode = sys.argv[1:6]
+    extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = local_spark_session("dynamic-kafka-query-app")
     df = (
@@ -33,6 +36,7 @@ def main() -> None:
         .option("streamIds", stream_ids)
         .option("startingOffsets", "earliest")
         .option("metadataDiscoveryIntervalMs", "0")
+        .options(**extra)
         .load()
         .selectExpr("cluster", "topic", "partition", "offset", "cast(value as string) as value")
     )

@@ -24,6 +24,7 @@ from tests.integration.helpers import (
     EstateFactory,
     available_now,
     batch_read,
+    delete_records,
     keyed_rows,
     memory_query,
     numbered,
@@ -38,16 +39,6 @@ from tests.integration.helpers import (
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 # -- Apache Kafka admin operations the cluster helpers do not have ---------------------------------
-
-
-def _delete_records(cluster: BaseKafkaCluster, topic: str, before: dict[int, int]) -> None:
-    """DeleteRecords: remove every record of ``topic`` below ``before[partition]``."""
-    admin = AdminClient(cluster.client_properties())
-    request = [TopicPartition(topic, p, offset) for p, offset in before.items()]
-    for future in admin.delete_records(request, operation_timeout=30).values():
-        future.result(timeout=60)
-    lows = {p: low for p, (low, _) in cluster.watermarks(topic).items() if p in before}
-    assert lows == before
 
 
 def _add_partitions(cluster: BaseKafkaCluster, topic: str, total: int) -> None:
@@ -76,7 +67,7 @@ def _records_deleted_while_stopped(
     query.processAllAvailable()
     query.stop()
     produce(east, "orders", numbered("b", 10), 2)
-    _delete_records(east, "orders", {0: 8, 1: 10})
+    delete_records(east, "orders", {0: 8, 1: 10})
     return east, read, parquet_query(spark, setup.options(**options), tmp_path)
 
 

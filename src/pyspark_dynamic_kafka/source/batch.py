@@ -19,6 +19,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
+from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.discovery import Discovery
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.planning import new_group_id, plan_query_tasks
@@ -61,6 +63,9 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         """
         options = self._options
         starting, ending = start_rule(options, batch=True), end_rule(options)
+        archive = HybridArchive(options) if options.archive_path is not None else None
+        if archive is not None:  # the archive, then Kafka from where it ends
+            starting = archive.start_rule(starting)
         discovery = Discovery(options)
         lister = OffsetLister(options)
         try:
@@ -80,6 +85,8 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         ranges = []
         for key, start in sorted(starts.offsets.items()):
             end = _end(key, ends[key], starts.latest[key], ending.options.option)
+            if start > end and archive is not None and archive.covers(key):
+                continue  # the archive reaches past the end: nothing of it from Kafka
             if start > end:
                 origin = starting.position(key, assignment[key[0]].starting_position(key[1]))
                 raise OffsetsError(
@@ -92,10 +99,12 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         properties = {c: a.properties for c, a in assignment.items()}
         tasks = plan_query_tasks(ranges, properties, options, new_group_id(options))
         _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
-        return list(tasks)
+        return [*(archive.tasks(None, None) if archive is not None else []), *tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches (nothing for Spark's empty partition)."""
+        if isinstance(partition, ArchiveTask):
+            return read_archive(partition)
         if not isinstance(partition, ReadTask):
             return iter(())
         return read_task(partition)

@@ -284,6 +284,32 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "Milliseconds to wait before retrying a failed listing.",
         attr="fetch_retry_interval_ms",
     ),
+    # -- hybrid reads: an archive first, then Kafka (source/archive/)
+    OptionSpec(
+        "archive.path",
+        nonempty,
+        None,
+        "A Parquet archive of this source's columns (directory, file or glob; local, s3a://, "
+        "...) read before Kafka; each partition then switches to Kafka at its largest archived "
+        "offset + 1.",
+        attr="archive_path",
+    ),
+    OptionSpec(
+        "archive.maxFilesPerTrigger",
+        integer(1),
+        None,
+        "Streams with archive.path: at most this many archive files per micro-batch.",
+        scope="stream",
+        attr="archive_max_files",
+    ),
+    OptionSpec(
+        "archive.switchTimestamp",
+        integer(0),
+        None,
+        "With archive.path: switch by time instead of by offset: archived records before this "
+        "epoch-ms value, then Kafka from its first record at or after it.",
+        attr="archive_switch_timestamp",
+    ),
 )
 
 #: The declared source options, parsed together.

@@ -19,6 +19,7 @@ __all__ = [
     "ENDING_KEYS",
     "STARTING_KEYS",
     "apply_rules",
+    "check_archive",
     "check_batch",
     "check_client_keys",
     "position_spec",
@@ -79,6 +80,7 @@ def apply_rules(
     if mode == "batch":
         check_batch(starting, ending)
     check_trigger_limits(parsed)
+    check_archive(parsed)
     return starting, ending if mode == "batch" else None
 
 
@@ -149,4 +151,16 @@ def check_trigger_limits(parsed: ParsedOptions) -> None:
         raise OptionsError(
             f"Option 'minOffsetsPerTrigger' ({low}) is larger than 'maxOffsetsPerTrigger' "
             f"({high}): lower the minimum or raise the maximum."
+        )
+
+
+def check_archive(parsed: ParsedOptions) -> None:
+    """Refuse the ``archive.*`` options without ``archive.path``."""
+    if parsed["archive.path"] is not None:
+        return
+    given = [key for key in parsed.given if key.startswith("archive.")]
+    if given:
+        raise OptionsError(
+            f"Option '{given[0]}' applies to hybrid reads only: set 'archive.path' to the "
+            "archive read before Kafka, or remove the option."
         )

@@ -60,6 +60,9 @@ class SourceOptions:
     admin_timeout_ms: int
     fetch_retries: int
     fetch_retry_interval_ms: int
+    archive_path: str | None = None
+    archive_max_files: int | None = None
+    archive_switch_timestamp: int | None = None
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

@@ -12,6 +12,9 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
+from pyspark_dynamic_kafka.source.archive.phase import Phase, encode_phase, reject_archive
+from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
@@ -76,6 +79,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._absent: dict[str, frozenset[str]] = {}
         self._generation = 0
         self._clock = _now_ms
+        self._archive = HybridArchive(options) if options.archive_path is not None else None
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
@@ -128,7 +132,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """Resolve the starting options to concrete offsets (cached: Spark may ask twice)."""
         if self._initial is None:
             spec = self._options.starting
-            offsets = self._reconcile({}, start_rule(self._options, batch=False)).offsets
+            rule = start_rule(self._options, batch=False)
+            if self._archive is not None:  # archived partitions start where the archive ends
+                rule = self._archive.start_rule(rule)
+            offsets = self._reconcile({}, rule).offsets
             unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
             if unknown:
                 _log.warning(
@@ -136,7 +143,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                     spec.option,
                     ", ".join(f"{c}/{t}" for c, t in unknown),
                 )
-            self._initial = encode_offsets(offsets)
+            if self._archive is None:
+                self._initial = encode_offsets(offsets)
+            else:
+                self._initial = self._archive.initial_offset(offsets)
         return self._initial
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -148,8 +158,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        """``maxOffsetsPerTrigger`` (or ``minOffsetsPerTrigger``) as a Spark read limit."""
-        return self._admission.default_limit()
+        """``maxOffsetsPerTrigger`` (or ``minOffsetsPerTrigger``, or with an archive
+        ``archive.maxFilesPerTrigger``) as a Spark read limit."""
+        limit = self._admission.default_limit()
+        return limit if self._archive is None else self._archive.default_limit(limit)
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         """The end of the next micro-batch, reconciled with the current metadata.
@@ -163,8 +175,18 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         ``minOffsetsPerTrigger``) applies last; returning ``start`` means "no batch yet".
         With ``removedClusterRetentionMs``, a cluster or topic removed from the metadata keeps
         its offsets under ``retained`` for that long, and resumes from them when re-added
-        (:mod:`~pyspark_dynamic_kafka.source.retention`).
+        (:mod:`~pyspark_dynamic_kafka.source.retention`). With ``archive.path`` the query first
+        advances through the archive's files (:mod:`~pyspark_dynamic_kafka.source.archive`), then
+        switches to Kafka here.
         """
+        archive = self._archive
+        if archive is None:
+            reject_archive(start)
+        else:
+            in_archive = archive.advance(start, limit)
+            if in_archive is not None:
+                self._latest = in_archive
+                return in_archive
         assignment = self._assignment()
         pairs = {(c, t) for c, a in assignment.items() for t in a.topics}
         retention = retain(
@@ -176,7 +198,11 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         )
         previous = {**retention.resumed, **decode_offsets(start)}
         state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
-        available = state.offsets
+        available, phase = state.offsets, Phase()
+        if archive is not None:
+            losses = archive.switch_losses(start, self._lister, assignment)
+            report_losses(losses, self._options.fail_on_data_loss, self._reported)
+            available, phase = archive.go_live(start, available, state.entered, assignment)
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
         begin = {
@@ -185,7 +211,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         admitted = self._admission.admit(limit, begin, end, self._target is not None)
         if admitted is None:
             return dict(start)
-        return _with_retained(encode_offsets(admitted), retention.retained)
+        offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, phase)
+        return _with_retained(offset, retention.retained)
 
     def _within_target(
         self, previous: Mapping[PartitionKey, int], available: Mapping[PartitionKey, int]
@@ -212,13 +239,14 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         A partition retained in ``start`` and back in ``end`` is read from its retained offset.
         """
+        archived = self._archive.tasks(start, end) if self._archive is not None else []
         begin = {**decode_retained(start).offsets, **decode_offsets(start)}
         finish = decode_offsets(end)
         went_back = offsets_went_back(begin, finish)  # e.g. a batch replayed from the checkpoint
         report_losses(went_back, self._options.fail_on_data_loss, self._reported)
         ranges = offset_ranges(begin, finish, self._rewound)
         if not ranges:
-            return []
+            return archived
         assignment = self._assignment(refresh=False)  # the metadata latestOffset planned with
         unreadable = sorted({r.cluster for r in ranges if r.cluster not in assignment})
         if unreadable:
@@ -228,7 +256,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             )
             ranges = [r for r in ranges if r.cluster in assignment]
         properties = {c: a.properties for c, a in assignment.items()}
-        return plan_query_tasks(ranges, properties, self._options, self._group_id, self._generation)
+        tasks = plan_query_tasks(
+            ranges, properties, self._options, self._group_id, self._generation
+        )
+        return [*archived, *tasks]
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint."""
@@ -236,6 +267,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches."""
+        if isinstance(partition, ArchiveTask):
+            return read_archive(partition)
         if not isinstance(partition, ReadTask):
             raise TypeError(f"unexpected input partition {partition!r}")
         return read_task(partition)

@@ -1,0 +1,19 @@
+"""Hybrid reads (``archive.path``): a Parquet archive of this source's own columns first, then
+Kafka from where the archive ends, per partition.
+
+Driver:
+
+- :mod:`~pyspark_dynamic_kafka.source.archive.files`: the filesystem of ``archive.path`` and its
+  data files (directories, globs, ``key=value`` directories).
+- :mod:`~pyspark_dynamic_kafka.source.archive.survey`: rows and per-partition offset spans of
+  each file, from Parquet footers.
+- :mod:`~pyspark_dynamic_kafka.source.archive.plan`: read order, switch offsets, micro-batches
+  and tasks of whole files.
+- :mod:`~pyspark_dynamic_kafka.source.archive.phase`: the phase in the checkpointed offset.
+- :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: what the stream and batch readers call.
+
+Executor:
+
+- :mod:`~pyspark_dynamic_kafka.source.archive.read`: a task's files as Arrow batches of the
+  output schema.
+"""

@@ -1,0 +1,192 @@
+"""Archive files: the filesystem that serves ``archive.path`` and the Parquet files it holds.
+
+``archive.path`` is a directory, a file or a glob (``*``, ``?``, ``[...]`` in any path segment),
+with or without a scheme. The filesystem is pyarrow's (:func:`pyarrow.fs.FileSystem.from_uri`:
+local paths, ``file://``, ``s3://`` (also Hadoop's ``s3a://`` and ``s3n://``), ``gs://``,
+``hdfs://``, ``abfs://``); a scheme pyarrow does not serve goes through ``fsspec`` when that is
+installed, and is otherwise refused naming the scheme. Driver and executors resolve the same
+location the same way, so a task carries paths, never a filesystem object.
+
+As in Spark, names starting with ``.`` or ``_`` (``_SUCCESS``, ``_temporary``, ``.crc`` files)
+are skipped unless they are ``key=value`` directories, and ``key=value`` directories
+(``cluster=east/topic=orders/``) give the files under them those column values.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from pyspark_dynamic_kafka.errors import ArchiveError
+
+__all__ = ["ArchiveFile", "Location", "filesystem", "list_files", "parse_location"]
+
+#: Hadoop's names of S3 (what Spark users write) -> pyarrow's.
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+_GLOB = frozenset("*?[")
+#: Spark's directory value for a null partition column.
+_NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class Location:
+    """An ``archive.path`` split into what a filesystem lists and the glob below it.
+
+    Attributes
+    ----------
+    option:
+        The value as given (for messages).
+    base:
+        The URI (or local absolute path) of the longest prefix without glob characters.
+    pattern:
+        The glob's path segments below ``base`` (empty: no glob).
+    """
+
+    option: str
+    base: str
+    pattern: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    """One Parquet file of the archive.
+
+    Attributes
+    ----------
+    path:
+        Its path in the filesystem of the archive's base.
+    relative:
+        Its path below the base (what identifies it in a checkpoint).
+    size:
+        Bytes.
+    mtime_ms:
+        Modification time, epoch milliseconds (0 when the filesystem has none).
+    values:
+        Column values of its ``key=value`` directories (``None``: Spark's null directory).
+    """
+
+    path: str
+    relative: str
+    size: int
+    mtime_ms: int
+    values: tuple[tuple[str, str | None], ...] = ()
+
+
+def parse_location(option: str) -> Location:
+    """Split ``archive.path`` into its listable base and glob segments."""
+    scheme, sep, rest = option.partition("://")
+    if not sep:
+        scheme, rest = "", os.path.abspath(os.path.expanduser(option))
+    else:
+        scheme = _SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
+    segments = rest.split("/")
+    first_glob = next((i for i, s in enumerate(segments) if _GLOB & set(s)), len(segments))
+    base_path = "/".join(segments[:first_glob]) or "/"
+    base = f"{scheme}://{base_path}" if scheme else base_path
+    pattern = tuple(s for s in segments[first_glob:] if s)
+    return Location(option, base, pattern)
+
+
+@functools.lru_cache(maxsize=16)
+def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem serving ``base`` and the path of ``base`` in it (cached per process).
+
+    Raises
+    ------
+    ArchiveError
+        When neither pyarrow nor fsspec serves its scheme.
+    """
+    try:
+        fs, path = pafs.FileSystem.from_uri(base)
+        return fs, str(path)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        scheme = base.partition("://")[0] if "://" in base else "file"
+        return _fsspec(base, scheme, exc)
+
+
+def _fsspec(base: str, scheme: str, cause: Exception) -> tuple[pafs.FileSystem, str]:
+    try:
+        import fsspec  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        raise ArchiveError(
+            f"archive.path: no filesystem for the scheme '{scheme}' of {base!r} (pyarrow: "
+            f"{cause}). Use a scheme pyarrow serves (a local path, file, s3/s3a, gs, hdfs, "
+            f"abfs), or install fsspec and its package for '{scheme}' on the driver and every "
+            "executor."
+        ) from None
+    try:
+        handler = fsspec.filesystem(scheme)
+    except (ImportError, ValueError) as exc:
+        raise ArchiveError(
+            f"archive.path: no filesystem for the scheme '{scheme}' of {base!r} (pyarrow: "
+            f"{cause}; fsspec: {exc}). Install the fsspec package for '{scheme}'."
+        ) from None
+    wrapped = pafs.PyFileSystem(pafs.FSSpecHandler(handler))
+    return wrapped, str(handler._strip_protocol(base))
+
+
+def _hidden(segment: str) -> bool:
+    return segment.startswith(".") or (segment.startswith("_") and "=" not in segment)
+
+
+def _values(directories: list[str]) -> tuple[tuple[str, str | None], ...]:
+    found: dict[str, str | None] = {}
+    for segment in directories:
+        key, sep, value = segment.partition("=")
+        if sep and key:
+            text = unquote(value)
+            found[unquote(key)] = None if text == _NULL_VALUE else text
+    return tuple(found.items())
+
+
+def _matches(pattern: tuple[str, ...], parts: list[str]) -> bool:
+    """Whether a file (path segments below the base) is matched by the glob or lies below a
+    directory it matches."""
+    if len(parts) < len(pattern):
+        return False
+    return all(fnmatch.fnmatchcase(p, g) for p, g in zip(parts, pattern, strict=False))
+
+
+def list_files(location: Location) -> list[ArchiveFile]:
+    """Every data file of the archive, sorted by relative path.
+
+    Raises
+    ------
+    ArchiveError
+        When nothing is at the base, or nothing under it is a data file matching the glob.
+    """
+    fs, base = filesystem(location.base)
+    try:
+        info = fs.get_file_info(base)
+        if info.type == pafs.FileType.NotFound:
+            raise ArchiveError(
+                f"archive.path {location.option!r}: nothing exists at {location.base!r}."
+            )
+        if info.type == pafs.FileType.File and not location.pattern:
+            infos, root = [info], base.rsplit("/", 1)[0]
+        else:
+            infos, root = fs.get_file_info(pafs.FileSelector(base, recursive=True)), base
+    except OSError as exc:
+        raise ArchiveError(f"archive.path {location.option!r} cannot be listed: {exc}") from None
+    files = []
+    for item in infos:
+        if item.type != pafs.FileType.File:
+            continue
+        relative = item.path[len(root) :].lstrip("/")
+        parts = relative.split("/")
+        if any(_hidden(p) for p in parts) or not _matches(location.pattern, parts):
+            continue
+        mtime = item.mtime_ns // 1_000_000 if item.mtime_ns is not None else 0
+        files.append(ArchiveFile(item.path, relative, item.size or 0, mtime, _values(parts[:-1])))
+    if not files:
+        raise ArchiveError(
+            f"archive.path {location.option!r} holds no data file (names starting with '.' or "
+            "'_' are skipped). Point it at the Parquet files of an archiving job."
+        )
+    return sorted(files, key=lambda f: f.relative)

@@ -1,0 +1,227 @@
+"""The driver side of a hybrid read: the archive first, then Kafka from where the archive ends.
+
+Used by the stream and batch readers when ``archive.path`` is set:
+
+- :meth:`HybridArchive.start_rule` places every partition the archive has at its largest archived
+  offset + 1 (``archive.switchTimestamp``: every partition at the switch timestamp); partitions
+  it does not have keep the starting options.
+- A stream starts in the archive phase (:meth:`HybridArchive.initial_offset`);
+  :meth:`HybridArchive.advance` moves it by whole files under ``archive.maxFilesPerTrigger`` and
+  ``maxOffsetsPerTrigger``; once every file is read, the stream reader reconciles Kafka from the
+  offsets the archive phase carried, and :meth:`HybridArchive.go_live` records the live phase.
+- :meth:`HybridArchive.tasks` turns the archive files between two offsets (or, for a batch read,
+  all of them) into Spark tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    ReadMaxRows,
+)
+
+from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
+from pyspark_dynamic_kafka.position import (
+    NoMatch,
+    PartitionKey,
+    Position,
+    PositionKind,
+    PositionSpec,
+)
+from pyspark_dynamic_kafka.source.archive.phase import Cursor, Phase, decode_phase, encode_phase
+from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
+from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
+from pyspark_dynamic_kafka.source.discovery import Assignment
+from pyspark_dynamic_kafka.source.listing import OffsetLister
+from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.positions import PositionRule
+from pyspark_dynamic_kafka.source.reconcile import Loss
+from pyspark_dynamic_kafka.source.settings import SourceOptions
+
+__all__ = ["SWITCH_TIMESTAMP", "HybridArchive"]
+
+_log = logging.getLogger(__name__)
+
+SWITCH_TIMESTAMP = "archive.switchTimestamp"
+
+
+class HybridArchive:
+    """The archive of one query (``archive.path``), planned once per driver process.
+
+    Parameters
+    ----------
+    options:
+        Parsed source options with ``archive_path`` set.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        if options.archive_path is None:
+            raise ArchiveError("HybridArchive needs archive.path")
+        self._options = options
+        self._path = options.archive_path
+        self._plan: ArchivePlan | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether partitions switch by offset (else: at ``archive.switchTimestamp``)."""
+        return self._options.archive_switch_timestamp is None
+
+    def plan(self, cursor: Cursor | None = None) -> ArchivePlan:
+        """The plan (made on first use); with ``cursor``, checked to be the checkpoint's.
+
+        Raises
+        ------
+        ArchiveError
+            When the archive cannot be planned or is not the one the checkpoint read.
+        """
+        if self._plan is None:
+            listed = cursor.listed_at_ms if cursor is not None else None
+            self._plan = make_plan(self._path, self.exact, listed)
+        if cursor is not None:
+            check_same_plan(self._plan, cursor.files, cursor.fingerprint)
+        return self._plan
+
+    # ------------------------------------------------------------------------- positions
+    def start_rule(self, rule: PositionRule) -> PositionRule:
+        """``rule`` with the archive's switch positions first (see the module doc)."""
+        stamp = self._options.archive_switch_timestamp
+        if stamp is not None:
+            at = Position(PositionKind.TIMESTAMP, stamp, SWITCH_TIMESTAMP)
+            spec = PositionSpec({}, at, SWITCH_TIMESTAMP)
+            return PositionRule(spec, rule.fallback, NoMatch.LATEST, use_metadata=False)
+        origin = f"the end of the archive {self._path}"
+        switch = {
+            key: Position(PositionKind.OFFSET, offset, origin)
+            for key, offset in self.plan().switch.items()
+        }
+        spec = rule.options
+        return replace(
+            rule, options=PositionSpec({**spec.specific, **switch}, spec.default, spec.option)
+        )
+
+    def covers(self, key: PartitionKey) -> bool:
+        """Whether the archive decides where ``key`` starts in Kafka (a batch read then reads
+        nothing of it from Kafka when that start is past its end)."""
+        return not self.exact or key in self.plan().switch
+
+    # ------------------------------------------------------------------------- stream offsets
+    def initial_offset(self, offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
+        """The first offset: no file read, Kafka starts as placed by :meth:`start_rule`."""
+        plan = self.plan()
+        pending = {k: v for k, v in plan.switch.items() if k not in offsets}
+        cursor = Cursor(0, len(plan.files), plan.fingerprint, plan.listed_at_ms)
+        return encode_phase(offsets, Phase(cursor, pending))
+
+    def default_limit(self, limit: ReadLimit) -> ReadLimit:
+        """``archive.maxFilesPerTrigger`` as the read limit when nothing else limits reads."""
+        most = self._options.archive_max_files
+        if isinstance(limit, ReadAllAvailable) and most is not None:
+            return ReadMaxFiles(most)
+        return limit
+
+    def advance(self, start: Mapping[str, Any], limit: Any) -> dict[str, Any] | None:
+        """The end of the next archive micro-batch, or ``None``: switch to Kafka now.
+
+        ``ReadAllAvailable`` (``Trigger.Once``, or no limit at all) switches at once: the
+        micro-batch reads the remaining files and Kafka.
+        """
+        phase = decode_phase(start)
+        cursor = phase.cursor
+        if cursor is None or cursor.done == cursor.files or isinstance(limit, ReadAllAvailable):
+            return None
+        plan = self.plan(cursor)
+        options = self._options
+        files = limit.max_files if isinstance(limit, ReadMaxFiles) else options.archive_max_files
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else options.max_offsets_per_trigger
+        done = plan.select(cursor.done, files, rows)
+        _log.info("Archive phase: files [%d, %d) of %d next", cursor.done, done, cursor.files)
+        return encode_phase(decode_offsets(start), Phase(cursor.at(done), phase.pending))
+
+    def go_live(
+        self,
+        start: Mapping[str, Any],
+        offsets: Mapping[PartitionKey, int],
+        entered: Mapping[PartitionKey, int],
+        assignment: Assignment,
+    ) -> tuple[dict[PartitionKey, int], Phase]:
+        """The live offsets after a reconciliation: archived partitions that enter start at
+        their switch offset, and at the switch itself partitions no longer assigned are kept
+        pending (they continue where the archive ends if they come back)."""
+        phase = decode_phase(start)
+        pending = dict(phase.pending)
+        if phase.cursor is not None:
+            pending.update(
+                (key, offset)
+                for key, offset in decode_offsets(start).items()
+                if key[0] not in assignment or key[1] not in assignment[key[0]].topics
+            )
+        result = dict(offsets)
+        for key in sorted(entered):
+            if key in pending:
+                result[key] = pending.pop(key)
+                _log.info("Archived partition %s/%s/%d is read from offset %d", *key, result[key])
+        if phase.cursor is not None:
+            _log.info(
+                "Hybrid read: the archive %s is read (%d files); Kafka is read from %s",
+                self._path,
+                phase.cursor.files,
+                encode_offsets(result)["clusters"],
+            )
+        return result, Phase(None, pending)
+
+    def switch_losses(
+        self, start: Mapping[str, Any], lister: OffsetLister, assignment: Assignment
+    ) -> list[Loss]:
+        """At the switch (``start`` in the archive phase): partitions whose first live offset
+        Kafka no longer has. Empty at any other time."""
+        if decode_phase(start).cursor is None:
+            return []
+        previous = decode_offsets(start)
+        losses = []
+        for cluster_id, cluster in assignment.items():
+            wanted = [(t, p) for c, t, p in previous if c == cluster_id and t in cluster.topics]
+            if not wanted:
+                continue
+            try:
+                earliest = lister.admin(cluster_id, cluster).list_offsets(
+                    wanted, PositionKind.EARLIEST
+                )
+            except KafkaClientError as exc:  # the executor still finds a loss when it reads
+                _log.warning("Earliest offsets of cluster %r at the switch: %s", cluster_id, exc)
+                continue
+            for (topic, partition), low in sorted(earliest.items()):
+                key = (cluster_id, topic, partition)
+                if low > previous[key]:
+                    what = f"Kafka no longer has the first live offset (earliest now {low})"
+                    losses.append(Loss(key, what, previous[key]))
+        return losses
+
+    # ------------------------------------------------------------------------- tasks
+    def tasks(self, start: Mapping[str, Any] | None, end: Mapping[str, Any] | None) -> list[Any]:
+        """Archive tasks of the files between two stream offsets; ``None`` for both: every file
+        (a batch read)."""
+        options = self._options
+        if start is None or end is None:
+            plan = self.plan()
+            first, stop = 0, len(plan.files)
+        else:
+            cursor = decode_phase(start).cursor
+            if cursor is None:
+                return []
+            last = decode_phase(end).cursor
+            first, stop = cursor.done, last.done if last is not None else cursor.files
+            if stop <= first:
+                return []
+            plan = self.plan(cursor)
+        settings = ArchiveRead(plan.base, options.include_headers, options.archive_switch_timestamp)
+        found: list[ArchiveTask] = plan.tasks(
+            first, stop, settings, options.min_partitions, options.max_records_per_partition
+        )
+        return list(found)

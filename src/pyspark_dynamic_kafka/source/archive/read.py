@@ -1,0 +1,139 @@
+"""Executor side of the archive phase: Parquet files straight into the source's Arrow schema.
+
+Each file is read with pyarrow in record batches (only the columns the output needs), in the
+order the task lists its files. Every output column comes from the file when it has it (cast to
+the output type), else from the file's ``key=value`` directories, else is null; columns of the
+file the output does not have (a ``date`` partition, ``headers`` without ``includeHeaders``) are
+dropped. With a timestamp switch only records before the switch timestamp are kept (and records
+without a timestamp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import InputPartition
+
+from pyspark_dynamic_kafka.errors import ArchiveError
+from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
+from pyspark_dynamic_kafka.source.arrow import arrow_schema
+
+__all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
+
+_BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class ArchiveRead:
+    """What every archive task of a query needs besides its files.
+
+    Attributes
+    ----------
+    base:
+        The archive's base location (executors resolve the same filesystem from it).
+    include_headers:
+        Whether the output has the ``headers`` column.
+    before_ms:
+        With a timestamp switch: keep records whose timestamp is before it (epoch ms).
+    """
+
+    base: str
+    include_headers: bool = False
+    before_ms: int | None = None
+
+
+class ArchiveTask(InputPartition):  # type: ignore[misc]
+    """One Spark task of the archive phase: whole files, read in this order.
+
+    Parameters
+    ----------
+    files:
+        The files.
+    settings:
+        The query's archive read settings.
+    """
+
+    def __init__(self, files: tuple[ArchiveFile, ...], settings: ArchiveRead) -> None:
+        self.files = files
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f.relative for f in self.files[:3])
+        more = f", +{len(self.files) - 3} more" if len(self.files) > 3 else ""
+        return f"ArchiveTask({shown}{more})"
+
+
+def read_archive(task: ArchiveTask) -> Iterator[pa.RecordBatch]:
+    """Read a task's files as record batches of the output schema.
+
+    Raises
+    ------
+    ArchiveError
+        When a file cannot be read or a column cannot be cast to the output type.
+    """
+    settings = task.settings
+    fs, _ = filesystem(settings.base)
+    schema = arrow_schema(settings.include_headers)
+    for file in task.files:
+        try:
+            with fs.open_input_file(file.path) as handle:
+                parquet = pq.ParquetFile(handle, coerce_int96_timestamp_unit="us")
+                present = set(parquet.schema_arrow.names)
+                wanted = [name for name in schema.names if name in present]
+                for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=wanted):
+                    out = conform(batch, schema, dict(file.values), settings.before_ms)
+                    if out.num_rows:
+                        yield out
+        except (OSError, pa.ArrowException) as exc:
+            raise ArchiveError(f"Reading archive file {file.path!r} failed: {exc}") from None
+
+
+def conform(
+    batch: pa.RecordBatch,
+    schema: pa.Schema,
+    values: dict[str, str | None],
+    before_ms: int | None = None,
+) -> pa.RecordBatch:
+    """A batch of an archive file as a batch of ``schema``.
+
+    Parameters
+    ----------
+    batch:
+        Columns read from the file.
+    schema:
+        The output schema.
+    values:
+        The file's ``key=value`` directory values.
+    before_ms:
+        Keep only records with a timestamp before it (and those without one).
+    """
+    rows = batch.num_rows
+    columns = []
+    for field in schema:
+        if field.name in batch.schema.names:
+            columns.append(_cast(batch.column(field.name), field.type))
+        elif field.name in values:
+            columns.append(pa.array([values[field.name]] * rows, pa.string()).cast(field.type))
+        else:
+            columns.append(pa.nulls(rows, field.type))
+    out = pa.RecordBatch.from_arrays(columns, schema=schema)
+    if before_ms is None:
+        return out
+    stamp = out.column(schema.get_field_index("timestamp"))
+    bound = pa.scalar(before_ms * 1000, pa.int64()).cast(stamp.type)
+    keep = pc.or_kleene(pc.less(stamp, bound), pc.is_null(stamp))
+    return out.filter(keep)
+
+
+def _cast(array: Any, target: pa.DataType) -> Any:
+    if array.type == target:
+        return array
+    # Timestamps of other units (Parquet's nanoseconds) lose only sub-microsecond digits; Kafka
+    # timestamps are milliseconds.
+    safe = not (pa.types.is_timestamp(array.type) and pa.types.is_timestamp(target))
+    return array.cast(target, safe=safe)

@@ -1,0 +1,172 @@
+"""The archive of hybrid reads on real Parquet files: listing, footer survey, switch offsets, read
+order, micro-batches and tasks, the phase in the offset JSON, and conforming to the output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pyspark_dynamic_kafka.errors import ArchiveError, OffsetsError, OptionsError
+from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
+from pyspark_dynamic_kafka.source.archive.phase import (
+    Cursor,
+    Phase,
+    decode_phase,
+    encode_phase,
+    reject_archive,
+)
+from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
+from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.options import parse_options
+
+
+def _write(path: Path, rows: list[tuple[str, int, int]], group: int = 1000, **drop: Any) -> None:
+    """Parquet of (cluster, partition, offset) rows with the source's other columns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns: dict[str, Any] = {
+        "key": pa.array([None] * len(rows), pa.binary()),
+        "value": pa.array([f"{c}/{p}/{o}".encode() for c, p, o in rows], pa.binary()),
+        "topic": ["orders"] * len(rows),
+        "partition": pa.array([p for _, p, _ in rows], pa.int32()),
+        "offset": pa.array([o for _, _, o in rows], pa.int64()),
+        "timestamp": pa.array([1_000_000 * o for _, _, o in rows], pa.timestamp("ns")),
+        "timestampType": pa.array([0] * len(rows), pa.int32()),
+        "cluster": [c for c, _, _ in rows],
+    }
+    for name in drop:
+        columns.pop(name)
+    pq.write_table(pa.table(columns), path, row_group_size=group)
+
+
+def _run(cluster: str, partition: int, first: int, last: int) -> list[tuple[str, int, int]]:
+    return [(cluster, partition, o) for o in range(first, last + 1)]
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    """Files whose path order is not the offset order; one row group mixes partitions; east's
+    second file takes its cluster from its directory; hidden files around."""
+    root = tmp_path / "archive"
+    _write(root / "a.parquet", _run("east", 0, 50, 99) + _run("east", 1, 0, 9), group=1000)
+    _write(root / "b.parquet", _run("east", 0, 0, 49), group=10)
+    _write(root / "cluster=west" / "c.parquet", _run("west", 0, 0, 6), cluster=None)
+    (root / "_SUCCESS").write_text("")
+    (root / ".a.parquet.crc").write_text("")
+    (root / "_temporary").mkdir()
+    (root / "_temporary" / "x.parquet").write_text("not parquet")
+    return root
+
+
+def test_listing_skips_hidden_names_and_reads_directory_values(archive: Path) -> None:
+    files = list_files(parse_location(str(archive)))
+    assert [f.relative for f in files] == ["a.parquet", "b.parquet", "cluster=west/c.parquet"]
+    assert files[2].values == (("cluster", "west"),)
+    globbed = list_files(parse_location(str(archive / "cluster=*")))
+    assert [f.relative for f in globbed] == ["cluster=west/c.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("option", "base", "pattern"),
+    [
+        ("s3a://lake/archive/", "s3://lake/archive/", ()),
+        ("s3a://lake/a/date=2024-*/x", "s3://lake/a", ("date=2024-*", "x")),
+        ("/data/a/*.parquet", "/data/a", ("*.parquet",)),
+    ],
+)
+def test_location_base_and_glob(option: str, base: str, pattern: tuple[str, ...]) -> None:
+    location = parse_location(option)
+    assert (location.base, location.pattern) == (base, pattern)
+
+
+@pytest.mark.parametrize(
+    ("option", "fragment"),
+    [("nosuch://bucket/x", "scheme 'nosuch'"), ("/no/such/dir", "nothing exists")],
+)
+def test_unusable_archive_paths_are_named(option: str, fragment: str) -> None:
+    with pytest.raises(ArchiveError, match=fragment):
+        make_plan(option, exact=True)
+
+
+def test_plan_switch_offsets_and_read_order(archive: Path) -> None:
+    plan = make_plan(str(archive), exact=True)
+    assert dict(plan.switch) == {("east", "orders", 0): 100, ("east", "orders", 1): 10,
+                                 ("west", "orders", 0): 7}  # fmt: skip
+    # b holds east/0 [0, 49], a holds [50, 99]: b is read first although a sorts first.
+    assert [f.relative for f in plan.files] == ["b.parquet", "a.parquet", "cluster=west/c.parquet"]
+    assert plan.rows == (50, 60, 7)
+    check_same_plan(make_plan(str(archive), True, plan.listed_at_ms), 3, plan.fingerprint)
+    with pytest.raises(ArchiveError, match="changed since the query started"):
+        check_same_plan(plan, 3, "0" * 16)
+
+
+def test_plan_batches_and_tasks_are_whole_consecutive_files(archive: Path) -> None:
+    plan = make_plan(str(archive), exact=True)
+    assert plan.select(0, max_files=2, max_rows=None) == 2
+    assert plan.select(0, max_files=None, max_rows=55) == 1  # the first file always goes
+    assert plan.select(1, max_files=None, max_rows=67) == 3
+    settings = ArchiveRead(plan.base)
+    tasks = plan.tasks(0, 3, settings)
+    assert [[f.relative for f in t.files] for t in tasks] == [
+        ["b.parquet", "a.parquet"],
+        ["cluster=west/c.parquet"],
+    ]
+    assert len(plan.tasks(0, 3, settings, min_tasks=3)) == 3
+
+
+def test_an_archive_without_offsets_needs_the_timestamp_switch(tmp_path: Path) -> None:
+    _write(tmp_path / "a.parquet", _run("east", 0, 0, 9), offset=None)
+    with pytest.raises(ArchiveError, match=r"no column offset.*archive\.switchTimestamp"):
+        make_plan(str(tmp_path), exact=True)
+    assert make_plan(str(tmp_path), exact=False).switch == {}
+
+
+def test_reading_conforms_to_the_output_schema(archive: Path) -> None:
+    plan = make_plan(str(archive), exact=True)
+    task = ArchiveTask(plan.files, ArchiveRead(plan.base, include_headers=True))
+    table = pa.Table.from_batches(list(read_archive(task)))
+    assert table.schema == arrow_schema(include_headers=True)
+    rows = list(
+        zip(*(table.column(c).to_pylist() for c in ("cluster", "partition", "offset")), strict=True)
+    )
+    assert rows == [*_run("east", 0, 0, 49), *_run("east", 0, 50, 99), *_run("east", 1, 0, 9),
+                    *_run("west", 0, 0, 6)]  # fmt: skip
+    assert table.column("headers").null_count == table.num_rows
+    assert table.column("timestamp").to_pylist()[1].timestamp() == 0.001  # ns -> us, UTC
+
+    before = ArchiveTask(plan.files[2:], ArchiveRead(plan.base, before_ms=3))
+    offsets = pa.Table.from_batches(list(read_archive(before))).column("offset").to_pylist()
+    assert offsets == [0, 1, 2]  # timestamps 0, 1, 2 ms are before 3 ms
+
+
+def test_phase_in_the_offset_json_round_trips_and_defaults_to_live() -> None:
+    offsets = {("east", "orders", 1): 10, ("east", "orders", 0): 100}
+    cursor = Cursor(2, 24, "abc", 1700)
+    encoded = encode_phase(offsets, Phase(cursor, {("west", "orders", 0): 7}))
+    assert list(encoded) == ["version", "phase", "archive", "clusters"]
+    assert encoded["clusters"] == {"east": {"orders": {"0": 100, "1": 10}}}
+    assert decode_phase(encoded) == Phase(cursor, {("west", "orders", 0): 7})
+    assert decode_phase({"version": 1, "clusters": {}}) == Phase()
+    assert encode_phase(offsets, Phase()) == {
+        "version": 1,
+        "phase": "live",
+        "clusters": {"east": {"orders": {"0": 100, "1": 10}}},
+    }
+    with pytest.raises(OffsetsError, match=r"no 'archive\.path'"):
+        reject_archive(encoded)
+    with pytest.raises(OffsetsError, match="phase 'later'"):
+        decode_phase({"version": 1, "phase": "later", "clusters": {}})
+
+
+def test_archive_options_need_archive_path() -> None:
+    base = {"metadataService": "file", "metadataService.path": "/m.yaml", "streamIds": "s"}
+    with pytest.raises(OptionsError, match=r"archive\.maxFilesPerTrigger.*archive\.path"):
+        parse_options({**base, "archive.maxFilesPerTrigger": "2"})
+    parsed = parse_options({**base, "archive.path": "/a", "archive.switchTimestamp": "5"})
+    assert (parsed.archive_path, parsed.archive_switch_timestamp) == ("/a", 5)
+    with pytest.raises(OptionsError, match="integer >= 1"):
+        parse_options({**base, "archive.path": "/a", "archive.maxFilesPerTrigger": "0"})

@@ -99,7 +99,8 @@ class OffsetCommitter:
             group = self.group_of(admin.properties)
             try:
                 self._commit(admin, group, offsets)
-            except KafkaClientError as exc:
+            except Exception as exc:  # KafkaClientError, or a commit function's own failure
+                admin.close()  # the next attempt starts with a new client and new connections
                 with self._lock:
                     self._failures[cluster] = self._failures.get(cluster, 0) + 1
                     failures = self._failures[cluster]
@@ -111,8 +112,9 @@ class OffsetCommitter:
                     group=group,
                     partitions=len(offsets),
                     consecutiveFailures=failures,
-                    message=f"{exc} The commit is retried with the next micro-batch; the "
-                    "checkpoint stays the source of truth.",
+                    message=f"{exc if isinstance(exc, KafkaClientError) else repr(exc)} The "
+                    "commit is retried with the next micro-batch; the checkpoint stays the source "
+                    "of truth.",
                 )
             else:
                 with self._lock:

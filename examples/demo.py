@@ -57,6 +57,7 @@ from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
 RATE_PER_SECOND = 200
+MAX_PER_BATCH = 400
 RUN_BEFORE_MIGRATION_S = 12
 RUN_AFTER_MIGRATION_S = 12
 TOKEN = "demo-write-token"
@@ -198,6 +199,7 @@ def pipeline(spark: SparkSession, metadata_url: str, checkpoint: Path, output: P
         .option("streamIds", "orders")
         .option("startingOffsets", "earliest")
         .option("metadataDiscoveryIntervalMs", "1000")
+        .option("maxOffsetsPerTrigger", str(MAX_PER_BATCH))  # backlogs drain over a few batches
         .load()
         .select(
             F.col("cluster"),

@@ -49,14 +49,13 @@ class Timeline:
     clusters_count: list[int] = field(default_factory=list)
 
     def rates(self, cluster: str) -> tuple[list[float], list[float]]:
-        """Records per second of ``cluster`` between consecutive micro-batches, at their ends."""
+        """Records per second of ``cluster`` between consecutive micro-batches, at their ends
+        (from the second micro-batch on)."""
         xs, ys = [], []
-        previous = self.times[0] if self.times else 0.0
-        for i, t in enumerate(self.times):
-            span = t - previous if i else 0.0
-            xs.append(t)
+        for i in range(1, len(self.times)):  # the first micro-batch has no interval before it
+            span = self.times[i] - self.times[i - 1]
+            xs.append(self.times[i])
             ys.append(self.records[cluster][i] / span if span > 0 else 0.0)
-            previous = t
         return xs, ys
 
 
@@ -149,7 +148,7 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
     bottom.set_xlabel("seconds since the first micro-batch")
     for axis in (top, bottom):
         axis.grid(True, alpha=0.3)
-        axis.set_ylim(bottom=0)
+        axis.set_ylim(bottom=0, top=max(axis.get_ylim()[1], 1.0))
         for at, _ in timeline.events:
             axis.axvline(at, color="black", linestyle="--", linewidth=1, alpha=0.7)
     top_y = top.get_ylim()[1]
@@ -164,8 +163,18 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
             bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.9},
         )
     top.legend(loc="center left", fontsize=9)
+    bottom.legend(loc="upper right", fontsize=9)
     fig.suptitle(title, fontsize=12)
-    fig.tight_layout()
+    fig.text(
+        0.5,
+        0.01,
+        "Dashed lines: the metadata service changed which clusters the stream lives on; the "
+        "query followed at once, without a restart.",
+        ha="center",
+        fontsize=9,
+        color="0.3",
+    )
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(png, dpi=110)
     plt.close(fig)
 

@@ -70,8 +70,13 @@ def main() -> None:
             break
         done = sum(p["numInputRows"] for p in query.recentProgress)
     print("STREAMED", done, flush=True)
-    with urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics", timeout=30) as page:
-        print(f"SCRAPE <<{page.read().decode()}>>", flush=True)
+    # The listener runs on Spark's listener bus, after the progress: wait for its series.
+    scrape = ""
+    while "dynamic_kafka_records_total{" not in scrape and time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics", timeout=30) as page:
+            scrape = page.read().decode()
+        time.sleep(0.2)
+    print(f"SCRAPE <<{scrape}>>", flush=True)
     with open(metrics, encoding="utf-8") as lines:
         print(f"METRICS <<{lines.read()}>>", flush=True)
     batch = spark.read.format("dynamic_kafka").options(**_options(metadata)).load()

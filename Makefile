@@ -58,6 +58,7 @@ demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/hybrid.py
+	$(PY) benchmarks/monitoring.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -12,6 +12,9 @@
    maps it to west only.
 5. A summary: records per cluster, lost, duplicated, seconds from the metadata change to the
    first record read from ``west``, and how the metadata requests were answered.
+6. The query's metrics (``pyspark_dynamic_kafka.monitoring.attach``) drawn by ``dynamic-kafka
+   report``: records read per second and records waiting per cluster, with the two metadata
+   changes marked (a PNG and an HTML page in ``demo-report/``, paths printed).
 
 Run with ``make demo`` (embedded Tansu clusters), or ``make demo BROKER=kafka`` (Apache Kafka
 clusters; needs java and mvn): ``--broker`` names the kind of clusters started.
@@ -48,13 +51,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
+from pyspark_dynamic_kafka.monitoring import attach
+from pyspark_dynamic_kafka.monitoring.report import render_report
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
 RATE_PER_SECOND = 200
+MAX_PER_BATCH = 400
 RUN_BEFORE_MIGRATION_S = 12
 RUN_AFTER_MIGRATION_S = 12
 TOKEN = "demo-write-token"
+REPORT_DIR = Path("demo-report")
 DEADLINE_S = 300  # waits for a process or the query give up only after this (a loaded machine)
 
 
@@ -192,6 +199,7 @@ def pipeline(spark: SparkSession, metadata_url: str, checkpoint: Path, output: P
         .option("streamIds", "orders")
         .option("startingOffsets", "earliest")
         .option("metadataDiscoveryIntervalMs", "1000")
+        .option("maxOffsetsPerTrigger", str(MAX_PER_BATCH))  # backlogs drain over a few batches
         .load()
         .select(
             F.col("cluster"),
@@ -213,6 +221,7 @@ def pipeline(spark: SparkSession, metadata_url: str, checkpoint: Path, output: P
 
     return (
         events.writeStream.foreachBatch(sink)
+        .queryName("orders-migration")
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime="500 milliseconds")
         .start()
@@ -289,6 +298,8 @@ def migrate(
     print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
     print(f"metadata service: {server.url} (orders -> east)")
 
+    metrics = workdir / "metrics.jsonl"
+    monitor = attach(spark, path=metrics)  # one JSON line per micro-batch, per cluster
     producer = EventProducer(clusters)
     producer.start()
     query = pipeline(spark, server.url, workdir / "checkpoint", output)
@@ -311,8 +322,17 @@ def migrate(
     producer.stop()
     query.processAllAvailable()
     query.stop()
+    monitor.detach()
     print(f"metadata reads answered (HTTP status: count): {server.answers()}")
-    return summarize(spark, output, producer, changed_at)
+    code = summarize(spark, output, producer, changed_at)
+    png, page = render_report(
+        metrics,
+        REPORT_DIR.resolve(),
+        title="Stream 'orders' moves from cluster east to cluster west, a Spark query reading it",
+    )
+    print(f"  chart of the migration: {png}")
+    print(f"                  page:   {page}")
+    return code
 
 
 def summarize(spark: SparkSession, output: Path, producer: EventProducer, changed_at: float) -> int:

@@ -1,4 +1,5 @@
-"""The ``dynamic-kafka`` command line: ``validate``, ``describe``, ``move`` and ``serve``.
+"""The ``dynamic-kafka`` command line: ``validate``, ``describe``, ``move``, ``serve`` and
+``report``.
 
 Also run as ``python -m pyspark_dynamic_kafka``. Results go to standard output, errors to
 standard error; the exit code is 0 on success, 1 on failure and 2 for a usage error.
@@ -32,6 +33,7 @@ examples:
   dynamic-kafka move orders --from east --to west --metadata http://127.0.0.1:8080 \\
       --token-file token.txt
   dynamic-kafka serve --metadata streams.yaml --port 8080 --token-file token.txt
+  dynamic-kafka report metrics.jsonl --out report/
 """
 
 
@@ -110,6 +112,17 @@ def _serve(args: argparse.Namespace) -> int:
         tls_key=args.tls_key,
         log_level=args.log_level,
     )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pyspark_dynamic_kafka.monitoring.report import render_report  # matplotlib: only here
+
+    png, page = render_report(Path(args.metrics), Path(args.out), args.query, args.title)
+    print(f"chart: {png}")
+    print(f"page:  {page}")
     return 0
 
 
@@ -204,6 +217,19 @@ def _parser() -> argparse.ArgumentParser:
         help="log level (default info)",
     )
     serve.set_defaults(run=_serve)
+
+    report = commands.add_parser(
+        "report",
+        help="draw a query's metrics (records/s, pending records per cluster) as PNG and HTML",
+        description="Draw the JSON lines that pyspark_dynamic_kafka.monitoring.attach(spark, "
+        "path=...) wrote: records read per second and records waiting per cluster over time, "
+        "with the metadata changes marked. Writes dynamic-kafka-report.png and .html.",
+    )
+    report.add_argument("metrics", metavar="FILE", help="the JSON-lines metrics file")
+    report.add_argument("--out", default=".", metavar="DIR", help="output directory (default .)")
+    report.add_argument("--query", metavar="NAME|ID", help="the query (default: the last one)")
+    report.add_argument("--title", help="title of the chart")
+    report.set_defaults(run=_report)
     return parser
 
 

@@ -2,7 +2,8 @@
 
 Usage: python secrets_app.py METADATA BROKEN_METADATA CHECKPOINT OUTPUT BOOTSTRAP
 
-1. Streams ``orders`` (metadata with a secret) into Parquet with a checkpoint until 10 rows.
+1. Streams ``orders`` (metadata with a secret) into Parquet with a checkpoint until 10 rows,
+   with the monitoring listener attached: its Prometheus scrape and JSON lines are printed.
 2. Reads it in batch.
 3. Deletes the topic while the metadata lists it: the stream fails with data loss.
 4. Reads in batch from a cluster that cannot be reached (metadata with the same secret).
@@ -20,9 +21,11 @@ import os
 import sys
 import time
 import traceback
+import urllib.request
 
 from confluent_kafka.admin import AdminClient
 
+from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.testing import local_spark_session
 
 DEADLINE = 300.0
@@ -45,6 +48,8 @@ def main() -> None:
     logging.getLogger().setLevel(logging.DEBUG)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = local_spark_session("dynamic-kafka-secrets")
+    metrics = os.path.join(os.path.dirname(checkpoint), "metrics.jsonl")
+    monitor = attach(spark, prometheus_port=0, path=metrics)
     query = (
         spark.readStream.format("dynamic_kafka")
         .options(**_options(metadata))
@@ -65,6 +70,15 @@ def main() -> None:
             break
         done = sum(p["numInputRows"] for p in query.recentProgress)
     print("STREAMED", done, flush=True)
+    # The listener runs on Spark's listener bus, after the progress: wait for its series.
+    scrape = ""
+    while "dynamic_kafka_records_total{" not in scrape and time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{monitor.port}/metrics", timeout=30) as page:
+            scrape = page.read().decode()
+        time.sleep(0.2)
+    print(f"SCRAPE <<{scrape}>>", flush=True)
+    with open(metrics, encoding="utf-8") as lines:
+        print(f"METRICS <<{lines.read()}>>", flush=True)
     batch = spark.read.format("dynamic_kafka").options(**_options(metadata)).load()
     print("BATCH", batch.count(), flush=True)
 
@@ -79,6 +93,7 @@ def main() -> None:
     for progress in query.recentProgress:
         print("PROGRESS", json.dumps(progress, default=str), flush=True)
     query.stop()
+    monitor.detach()
 
     try:
         spark.read.format("dynamic_kafka").options(**_options(broken)).load().count()

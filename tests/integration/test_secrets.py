@@ -1,6 +1,7 @@
 """A secret from the metadata never leaves the clients: not in any log line (Spark, py4j, Python
 logging of every Python process, worker stderr, librdkafka), error, progress report
-(``reportLatestOffset``) or checkpoint file.
+(``reportLatestOffset``), checkpoint file, Prometheus scrape or metrics line of the monitoring
+listener.
 
 The cluster's metadata holds ``sasl.password: <sentinel>`` with ``security.protocol: PLAINTEXT``,
 so the query really connects with properties that include the secret.
@@ -103,6 +104,9 @@ def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) ->
     broken_error = _between(logs, "BROKEN ERROR <<", ">>")
     assert "Cluster 'east' (127.0.0.1:1)" in broken_error
     assert "PROGRESS" in logs and '"latestOffset"' in logs
+    scrape = _between(logs, "SCRAPE <<", ">>")
+    assert 'dynamic_kafka_records_total{cluster="east",query=' in scrape
+    assert '"kafkaClustersCount": 1' in _between(logs, "METRICS <<", ">>")
     assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
     assert "'pyspark.sql.worker.plan_data_source_read']" in logs  # the batch planner too
     assert "pyspark_dynamic_kafka.source.stream INFO" in logs  # the stream's driver-side Python

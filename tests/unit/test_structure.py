@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 #: Layer of each top-level part of the package: a module may import its own layer and lower ones.
 LAYERS = {
     "errors": 0,
+    "events": 0,
     "frozen": 0,
     "position": 0,
     "optionspec": 1,
@@ -26,6 +27,7 @@ LAYERS = {
     "source": 3,
     "server": 4,
     "tools": 4,
+    "monitoring": 4,
     "testing": 5,
     "cli": 6,
     "__main__": 7,

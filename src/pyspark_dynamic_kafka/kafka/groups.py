@@ -1,15 +1,16 @@
-"""Committed offsets of a consumer group, read with the admin API (the group is not joined)."""
+"""Committed offsets of a consumer group, read and written with the admin API (the group is not
+joined)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 
-__all__ = ["committed_offsets", "group_offsets"]
+__all__ = ["commit_group_offsets", "committed_offsets", "group_offsets"]
 
 
 def group_offsets(
@@ -52,6 +53,41 @@ def group_offsets(
         if tp.error is None and tp.offset >= 0:
             result[(tp.topic, tp.partition)] = int(tp.offset)
     return result
+
+
+def commit_group_offsets(
+    admin: ClusterAdmin, group: str, offsets: Mapping[tuple[str, int], int]
+) -> None:
+    """Commit ``offsets`` (the next offset to read of each (topic, partition)) for ``group``.
+
+    One ``OffsetCommit`` request to the group's coordinator, as a consumer using ``assign()``
+    sends it; the group needs no member (a group with active members refuses it).
+
+    Raises
+    ------
+    KafkaClientError
+        When the cluster cannot be reached or refuses the commit of any partition.
+    """
+    if not offsets:
+        return
+    wanted = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
+    request = [ConsumerGroupTopicPartitions(group, wanted)]
+
+    def call(client: Any) -> Any:
+        futures = client.alter_consumer_group_offsets(request, request_timeout=admin.timeout_s)
+        answer = futures[group].result()
+        refused = [
+            f"{tp.topic}/{tp.partition}: {tp.error}" for tp in answer.topic_partitions if tp.error
+        ]
+        if refused:
+            raise KafkaException(KafkaError(KafkaError._FAIL, "; ".join(refused)))
+        return answer
+
+    admin.request(
+        f"commit the offsets of group {group!r}",
+        call,
+        fix="Check that the cluster is reachable and that no consumer is a member of the group.",
+    )
 
 
 def committed_offsets(

@@ -25,6 +25,10 @@ Driver, at each micro-batch (or once for a batch read):
 - :mod:`~pyspark_dynamic_kafka.source.planning`: offset ranges packed into tasks.
 - :mod:`~pyspark_dynamic_kafka.source.task`: the driver -> executor contract, :class:`ReadTask`
   (offset ranges, client properties, read settings).
+- :mod:`~pyspark_dynamic_kafka.source.status`: what the stream reports for monitoring (with its
+  latest offsets) and its structured reconciliation log lines.
+- :mod:`~pyspark_dynamic_kafka.source.committing`: ``commitOffsetsToKafka`` (through
+  :mod:`pyspark_dynamic_kafka.kafka.commits`).
 - :mod:`~pyspark_dynamic_kafka.source.stream`, :mod:`~pyspark_dynamic_kafka.source.batch`: the
   stream and batch readers Spark calls, built from the modules above.
 

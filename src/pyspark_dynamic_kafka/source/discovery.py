@@ -13,6 +13,7 @@ from pyspark_dynamic_kafka.errors import (
     MetadataError,
     OptionsError,
 )
+from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
@@ -125,15 +126,34 @@ class Discovery:
         Parsed source options.
     clock:
         Monotonic clock in seconds (tests may pass their own).
+    wall:
+        Wall clock in seconds since the epoch, for :attr:`last_success_ms`.
     """
 
-    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        options: SourceOptions,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
         self._options = options
         self._clock = clock
+        self._wall = wall
         self._service: KafkaMetadataService | None = None
         self._snapshot: dict[str, ClusterAssignment] | None = None
         self._last_attempt: float | None = None
         self._failures = 0
+        self._last_success_ms: int | None = None
+
+    @property
+    def failures(self) -> int:
+        """Consecutive discovery failures since the last success."""
+        return self._failures
+
+    @property
+    def last_success_ms(self) -> int | None:
+        """When metadata was last read successfully (epoch ms), if ever."""
+        return self._last_success_ms
 
     @property
     def snapshot(self) -> Assignment | None:
@@ -189,6 +209,7 @@ class Discovery:
             )
         self._snapshot = snapshot
         self._failures = 0
+        self._last_success_ms = int(self._wall() * 1000)
 
     def _on_failure(self, exc: BaseException, first: bool) -> None:
         if first:
@@ -203,11 +224,15 @@ class Discovery:
                 f"metadataDiscoveryFailureThreshold={threshold}); last error: {exc}. Fix the "
                 "metadata service, then restart the query from its checkpoint."
             ) from exc
-        _log.warning(
-            "Metadata discovery failed (%d of %d tolerated); keeping the last good metadata: %s",
-            self._failures,
-            threshold,
-            exc,
+        log_event(
+            _log,
+            logging.WARNING,
+            "discovery_failure",
+            subscription=self._options.subscription_description(),
+            consecutiveFailures=self._failures,
+            threshold=threshold,
+            message=f"Metadata discovery failed ({self._failures} of {threshold} tolerated); "
+            f"keeping the last good metadata: {exc}",
         )
 
     def _resolve(self, first: bool) -> dict[str, ClusterAssignment]:

@@ -250,6 +250,16 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         attr="group_id_prefix",
     ),
     OptionSpec(
+        "commitOffsetsToKafka",
+        boolean,
+        "false",
+        "Streams: after each micro-batch, commit its end offsets to the consumer group "
+        "kafka.group.id (required then) on every cluster it read, in the background; the "
+        "checkpoint stays the source of truth.",
+        scope="stream",
+        attr="commit_offsets_to_kafka",
+    ),
+    OptionSpec(
         "kafkaConsumer.pollTimeoutMs",
         integer(1),
         "120000",

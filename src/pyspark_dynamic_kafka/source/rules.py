@@ -22,6 +22,7 @@ __all__ = [
     "check_archive",
     "check_batch",
     "check_client_keys",
+    "check_commits",
     "position_spec",
 ]
 
@@ -35,8 +36,9 @@ _FORBIDDEN_CLIENT_KEYS: Mapping[str, str] = {
     "auto.offset.reset": "set 'startingOffsets' (or a starting timestamp) to choose where a new "
     "query starts; later offsets live in the Spark checkpoint and 'failOnDataLoss' decides what "
     "happens when they are no longer available",
-    "enable.auto.commit": "offsets are never committed to Kafka: the source tracks them in the "
-    "Spark checkpoint",
+    "enable.auto.commit": "offsets are never committed to Kafka by the consumers: the source "
+    "tracks them in the Spark checkpoint (set 'commitOffsetsToKafka' to also commit each "
+    "micro-batch's end offsets to 'kafka.group.id')",
     "key.deserializer": "keys are always read as bytes (the binary column 'key'); deserialize "
     "them with DataFrame operations, e.g. cast(key as string)",
     "value.deserializer": "values are always read as bytes (the binary column 'value'); "
@@ -81,6 +83,7 @@ def apply_rules(
         check_batch(starting, ending)
     check_trigger_limits(parsed)
     check_archive(parsed)
+    check_commits(parsed, kafka)
     return starting, ending if mode == "batch" else None
 
 
@@ -163,4 +166,15 @@ def check_archive(parsed: ParsedOptions) -> None:
         raise OptionsError(
             f"Option '{given[0]}' applies to hybrid reads only: set 'archive.path' to the "
             "archive read before Kafka, or remove the option."
+        )
+
+
+def check_commits(parsed: ParsedOptions, kafka: Mapping[str, str]) -> None:
+    """Refuse ``commitOffsetsToKafka`` without ``kafka.group.id``: a generated group id is new
+    for every run, so nothing could follow its commits."""
+    if parsed["commitOffsetsToKafka"] and "group.id" not in kafka:
+        raise OptionsError(
+            "Option 'commitOffsetsToKafka' (true) needs 'kafka.group.id': the consumer group "
+            "whose offsets are committed on every cluster. Set kafka.group.id, or remove "
+            "commitOffsetsToKafka."
         )

@@ -55,6 +55,7 @@ class SourceOptions:
     max_records_per_partition: int | None
     include_headers: bool
     group_id_prefix: str
+    commit_offsets_to_kafka: bool
     poll_timeout_ms: int
     consumer_cache_timeout_ms: int
     admin_timeout_ms: int

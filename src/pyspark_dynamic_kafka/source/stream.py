@@ -15,6 +15,7 @@ from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
 from pyspark_dynamic_kafka.source.archive.phase import Phase, encode_phase, reject_archive
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.committing import GroupCommits
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
@@ -42,6 +43,7 @@ from pyspark_dynamic_kafka.source.retention import (
     retain,
 )
 from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.status import SourceStatus
 from pyspark_dynamic_kafka.source.task import ReadTask
 
 __all__ = ["DynamicKafkaStreamReader"]
@@ -80,6 +82,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._generation = 0
         self._clock = _now_ms
         self._archive = HybridArchive(options) if options.archive_path is not None else None
+        self._status = SourceStatus(
+            options.subscription_description(), options.discovery_failure_threshold
+        )
+        self._commits: GroupCommits | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
@@ -203,16 +209,36 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             losses = archive.switch_losses(start, self._lister, assignment)
             report_losses(losses, self._options.fail_on_data_loss, self._reported)
             available, phase = archive.go_live(start, available, state.entered, assignment)
+        previous = decode_offsets(start)
+        state = self._reconcile(previous, discovery_rule(self._options))
+        self._monitor(previous, state)
+        available = state.offsets
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
         begin = {
             k: self._rewound.get(k, v) if end.get(k, v) < v else v for k, v in previous.items()
         }
         admitted = self._admission.admit(limit, begin, end, self._target is not None)
+        self._status.plan(begin, previous if admitted is None else admitted)
         if admitted is None:
             return dict(start)
         offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, phase)
         return _with_retained(offset, retention.retained)
+
+    def _monitor(self, previous: Mapping[PartitionKey, int], state: Reconciled) -> None:
+        """Report the reconciliation (status, log line); commit ``previous`` (the end of the last
+        micro-batch Spark committed) to the group with ``commitOffsetsToKafka``."""
+        discovery = self._discovery
+        assignment = discovery.snapshot if discovery is not None else None
+        if discovery is None or assignment is None:
+            return
+        self._status.observe(
+            assignment, state.entered, discovery.failures, discovery.last_success_ms
+        )
+        if self._options.commit_offsets_to_kafka:
+            if self._commits is None:
+                self._commits = GroupCommits(self._options)
+            self._commits.submit(previous, assignment)
 
     def _within_target(
         self, previous: Mapping[PartitionKey, int], available: Mapping[PartitionKey, int]
@@ -231,8 +257,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return end
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        """The offsets available at the last :meth:`latestOffset` call (ids and offsets only)."""
-        return self._latest
+        """The offsets available at the last :meth:`latestOffset` call, with the status monitoring
+        reads (:mod:`~pyspark_dynamic_kafka.source.status`; ids, offsets and counts only)."""
+        return self._status.report(self._latest)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks.

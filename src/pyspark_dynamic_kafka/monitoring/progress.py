@@ -1,0 +1,218 @@
+"""From one Spark progress report to the metrics of its ``dynamic_kafka`` sources (pure).
+
+Spark's ``kafka`` source reports ``minOffsetsBehindLatest`` and the like in ``sources[].metrics``;
+a Python data source cannot (that field stays ``{}`` on PySpark 4.3). Everything here is derived
+from what the progress report does carry for each source: ``startOffset``, ``endOffset``,
+``latestOffset`` (the latest offsets the source saw when it planned the micro-batch, with its
+status under :data:`~pyspark_dynamic_kafka.source.status.STATUS_KEY`), ``numInputRows``, and
+the query's ``observedMetrics``.
+
+Records read per cluster and topic are the offsets the micro-batch covered (``end - start``):
+the records themselves except transaction markers and records compaction removed, which take an
+offset but are not read (``numInputRows`` is the exact total).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.offsets import decode_offsets
+from pyspark_dynamic_kafka.source.status import STATUS_KEY
+
+__all__ = ["OBSERVATION", "BatchMetrics", "TopicMetrics", "batch_metrics", "query_label"]
+
+#: Name of the observation :func:`~pyspark_dynamic_kafka.monitoring.observe_event_time` adds.
+OBSERVATION = "dynamic_kafka_event_time"
+#: Its column: the largest record timestamp of the micro-batch.
+MAX_TIMESTAMP = "max_timestamp"
+
+
+@dataclass(frozen=True)
+class TopicMetrics:
+    """One (cluster, topic) after one micro-batch.
+
+    Attributes
+    ----------
+    records:
+        Offsets the micro-batch read (see the module's note).
+    pending:
+        Records available and not read yet: latest offset minus end offset, over partitions.
+    partitions:
+        Partitions read.
+    behind:
+        Offsets behind latest of each partition (for min, max and average).
+    """
+
+    records: int = 0
+    pending: int = 0
+    partitions: int = 0
+    behind: tuple[int, ...] = ()
+
+    def merged(self, other: TopicMetrics) -> TopicMetrics:
+        """Both (two sources of one query reading the same topic)."""
+        return TopicMetrics(
+            self.records + other.records,
+            self.pending + other.pending,
+            self.partitions + other.partitions,
+            self.behind + other.behind,
+        )
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """The ``dynamic_kafka`` part of one progress report.
+
+    Attributes
+    ----------
+    query:
+        The label of the query: its name, else its id.
+    batch_id:
+        Spark's batch id.
+    time:
+        When the micro-batch ended (epoch seconds).
+    input_rows:
+        ``numInputRows`` of the ``dynamic_kafka`` sources.
+    topics:
+        (cluster, topic) -> its metrics.
+    clusters:
+        Clusters the query reads (``kafkaClustersCount`` is their number).
+    discovery:
+        ``lastSuccessMs``, ``consecutiveFailures``, ``threshold`` (empty without a status).
+    changes:
+        The reconciliations the sources reported (``seq``, ``atMs``, clusters and topics added
+        and removed, partitions entered); the same ones come again in later reports.
+    max_event_time:
+        The largest record timestamp of the micro-batch (epoch seconds), when the query observes
+        it (:func:`~pyspark_dynamic_kafka.monitoring.observe_event_time`).
+    """
+
+    query: str
+    batch_id: int
+    time: float
+    input_rows: int
+    topics: dict[tuple[str, str], TopicMetrics] = field(default_factory=dict)
+    clusters: tuple[str, ...] = ()
+    discovery: dict[str, Any] = field(default_factory=dict)
+    changes: tuple[dict[str, Any], ...] = ()
+    max_event_time: float | None = None
+
+
+def query_label(progress: Mapping[str, Any]) -> str:
+    """The query's name, else its id."""
+    return str(progress.get("name") or progress.get("id"))
+
+
+def _document(value: Any) -> Mapping[str, Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, Mapping) and "clusters" in value and "version" in value:
+        return value
+    return None
+
+
+def _offsets(value: Mapping[str, Any] | None) -> dict[PartitionKey, int]:
+    if value is None:
+        return {}
+    try:
+        return decode_offsets(value)
+    except OffsetsError:
+        return {}
+
+
+def _epoch(text: Any) -> float | None:
+    if isinstance(text, int | float):
+        return float(text) / (1000.0 if text > 1e11 else 1.0)
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _source_topics(source: Mapping[str, Any]) -> dict[tuple[str, str], TopicMetrics] | None:
+    end_doc = _document(source.get("endOffset"))
+    latest_doc = _document(source.get("latestOffset"))
+    if end_doc is None:
+        return None
+    start_doc = _document(source.get("startOffset"))
+    start, end, latest = _offsets(start_doc), _offsets(end_doc), _offsets(latest_doc)
+    status = latest_doc.get(STATUS_KEY, {}) if latest_doc is not None else {}
+    planned = status.get("planned", {}) if start_doc is None else {}
+    result: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, stop in end.items():
+        cluster, topic, _ = key
+        entry = result.setdefault((cluster, topic), {"records": 0, "pending": 0, "behind": []})
+        if key in start:
+            entry["records"] += max(stop - start[key], 0)
+        if key in latest:
+            behind = max(latest[key] - stop, 0)
+            entry["pending"] += behind
+            entry["behind"].append(behind)
+    for cluster, topics in planned.items():
+        for topic, count in topics.items():
+            if (cluster, topic) in result:
+                result[(cluster, topic)]["records"] += int(count)
+    partitions: dict[tuple[str, str], int] = {}
+    for cluster, topic, _ in end:
+        partitions[(cluster, topic)] = partitions.get((cluster, topic), 0) + 1
+    return {
+        pair: TopicMetrics(e["records"], e["pending"], partitions[pair], tuple(e["behind"]))
+        for pair, e in result.items()
+    }
+
+
+def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
+    """The metrics of the ``dynamic_kafka`` sources of ``progress`` (a progress report as JSON),
+    or ``None`` when the query has none.
+
+    A source is recognised by its offsets (``{"version": ..., "clusters": ...}``). Two such
+    sources in one query are added up per cluster and topic.
+    """
+    topics: dict[tuple[str, str], TopicMetrics] = {}
+    clusters: set[str] = set()
+    discovery: dict[str, Any] = {}
+    changes: dict[int, dict[str, Any]] = {}
+    rows = 0
+    found = False
+    for source in progress.get("sources") or ():
+        per_topic = _source_topics(source)
+        if per_topic is None:
+            continue
+        found = True
+        rows += int(source.get("numInputRows") or 0)
+        for pair, metrics in per_topic.items():
+            topics[pair] = topics[pair].merged(metrics) if pair in topics else metrics
+        latest_doc = _document(source.get("latestOffset"))
+        status = latest_doc.get(STATUS_KEY) if latest_doc is not None else None
+        if isinstance(status, Mapping):
+            clusters.update(status.get("assignment", {}))
+            discovery = dict(status.get("discovery", {})) or discovery
+            changes.update({int(c["seq"]): dict(c) for c in status.get("changes", ())})
+        else:
+            clusters.update(cluster for cluster, _ in per_topic)
+    if not found:
+        return None
+    started = _epoch(progress.get("timestamp")) or 0.0
+    duration = (progress.get("durationMs") or {}).get("triggerExecution", 0)
+    observed = (progress.get("observedMetrics") or {}).get(OBSERVATION) or {}
+    return BatchMetrics(
+        query=query_label(progress),
+        batch_id=int(progress.get("batchId", -1)),
+        time=started + float(duration) / 1000.0,
+        input_rows=rows,
+        topics=dict(sorted(topics.items())),
+        clusters=tuple(sorted(clusters)),
+        discovery=discovery,
+        changes=tuple(changes[seq] for seq in sorted(changes)),
+        max_event_time=_epoch(observed.get(MAX_TIMESTAMP)),
+    )

@@ -1,0 +1,56 @@
+"""Driver side of ``commitOffsetsToKafka``: the query's position, committed to its group.
+
+Spark calls ``latestOffset(start)`` at every trigger with ``start`` the end offset of the last
+micro-batch it committed (the initial offset before the first one), also when no new data
+arrived; :class:`GroupCommits` hands that position to an
+:class:`~pyspark_dynamic_kafka.kafka.commits.OffsetCommitter`, which commits it to
+``kafka.group.id`` on every cluster in the background. So a micro-batch's end offsets reach
+Kafka at the next trigger after Spark committed it (also the last one's, which Spark's own
+``commit`` call never reports), a failed commit is retried at the next trigger, and a cluster
+removed from the metadata still gets the offsets of its last micro-batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark_dynamic_kafka.kafka.commits import OffsetCommitter
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.discovery import Assignment
+from pyspark_dynamic_kafka.source.settings import SourceOptions
+
+__all__ = ["GroupCommits"]
+
+
+class GroupCommits:
+    """Commits the position of a streaming query to its consumer group on every cluster.
+
+    Parameters
+    ----------
+    options:
+        Parsed source options (``kafka.group.id``, ``kafkaAdmin.requestTimeoutMs``).
+    committer:
+        The committer (tests may pass their own).
+    """
+
+    def __init__(self, options: SourceOptions, committer: OffsetCommitter | None = None) -> None:
+        group = options.kafka_properties.get("group.id", "")
+        self.committer = committer or OffsetCommitter(group, options.admin_timeout_ms)
+        self._properties: dict[str, FrozenProperties] = {}
+
+    def submit(self, position: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+        """Commit ``position`` (next offset of every partition) in the background.
+
+        A cluster no longer in ``assignment`` is committed with the properties it had while it
+        was; once ``position`` no longer holds it, it is forgotten.
+        """
+        self._properties.update({c: a.properties for c, a in assignment.items()})
+        by_cluster: dict[str, dict[tuple[str, int], int]] = {}
+        for (cluster, topic, partition), offset in position.items():
+            by_cluster.setdefault(cluster, {})[(topic, partition)] = offset
+        gone = {c for c in self._properties if c not in by_cluster and c not in assignment}
+        for cluster in gone:
+            del self._properties[cluster]
+        self.committer.forget(gone)
+        self.committer.submit(by_cluster, self._properties)

@@ -1,0 +1,140 @@
+"""Driver side: what the stream reader tells monitoring, through Spark's progress reports.
+
+A Python data source cannot fill ``sources[].metrics`` of a progress report (PySpark 4.3 has no
+way for it to), but what :meth:`reportLatestOffset` returns shows in every progress report as
+``sources[].latestOffset``. The reader returns the latest offsets there, as before, plus under
+:data:`STATUS_KEY` a small status (ids and counts only, never a client property)::
+
+    {"version": 1, "clusters": {...latest offsets...},
+     "dynamicKafka": {
+        "assignment": {"east": ["orders"], "west": ["orders"]},
+        "discovery": {"lastSuccessMs": 1700000000000, "consecutiveFailures": 0, "threshold": 1},
+        "changes": [{"seq": 2, "atMs": ..., "clustersAdded": ["west"], "clustersRemoved": [],
+                     "topicsAdded": ["west/orders"], "topicsRemoved": [], "partitionsEntered": 3}],
+        "planned": {"east": {"orders": 120}}}}
+
+``changes`` holds the last few reconciliations that changed what is read (numbered by ``seq``);
+``planned`` the offsets the micro-batch planned with these latest offsets covers, per cluster and
+topic. Each such reconciliation is also logged as one structured line (event
+``reconciliation``) by :class:`SourceStatus`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark_dynamic_kafka.events import log_event
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.discovery import Assignment
+
+__all__ = ["STATUS_KEY", "SourceStatus", "planned_offsets"]
+
+_log = logging.getLogger(__name__)
+
+#: Key of the status in the reported latest offset.
+STATUS_KEY = "dynamicKafka"
+#: Reconciliations kept in the status (a progress report may follow several of them).
+_KEPT_CHANGES = 8
+
+
+def planned_offsets(
+    begin: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]
+) -> dict[str, dict[str, int]]:
+    """Offsets from ``begin`` to ``end`` per cluster and topic (partitions entering: none)."""
+    planned: dict[str, dict[str, int]] = {}
+    for key, stop in end.items():
+        cluster, topic, _ = key
+        count = max(stop - begin[key], 0) if key in begin else 0
+        topics = planned.setdefault(cluster, {})
+        topics[topic] = topics.get(topic, 0) + count
+    return planned
+
+
+def _topics(assignment: Assignment) -> dict[str, list[str]]:
+    return {cluster: sorted(a.topics) for cluster, a in sorted(assignment.items())}
+
+
+class SourceStatus:
+    """Follows assignment changes and discovery outcomes; builds the reported status.
+
+    Parameters
+    ----------
+    subscription:
+        The subscription, for log lines (``streamIds=orders``).
+    threshold:
+        ``metadataDiscoveryFailureThreshold``.
+    wall:
+        Wall clock in seconds since the epoch.
+    """
+
+    def __init__(
+        self, subscription: str, threshold: int, wall: Callable[[], float] = time.time
+    ) -> None:
+        self._subscription = subscription
+        self._threshold = threshold
+        self._wall = wall
+        self._assignment: dict[str, list[str]] = {}
+        self._changes: list[dict[str, Any]] = []
+        self._seq = 0
+        self._discovery: dict[str, Any] = {}
+        self._planned: dict[str, dict[str, int]] = {}
+
+    def observe(
+        self,
+        assignment: Assignment,
+        entered: Mapping[PartitionKey, int],
+        failures: int,
+        last_success_ms: int | None,
+    ) -> dict[str, Any] | None:
+        """Record a reconciliation; log and return it when it changed what is read."""
+        self._discovery = {
+            "lastSuccessMs": last_success_ms,
+            "consecutiveFailures": failures,
+            "threshold": self._threshold,
+        }
+        now = _topics(assignment)
+        before = self._assignment
+        self._assignment = now
+        pairs_now = {f"{c}/{t}" for c, ts in now.items() for t in ts}
+        pairs_before = {f"{c}/{t}" for c, ts in before.items() for t in ts}
+        change = {
+            "clustersAdded": sorted(set(now) - set(before)),
+            "clustersRemoved": sorted(set(before) - set(now)),
+            "topicsAdded": sorted(pairs_now - pairs_before),
+            "topicsRemoved": sorted(pairs_before - pairs_now),
+            "partitionsEntered": len(entered),
+        }
+        if not any(change.values()):
+            return None
+        self._seq += 1
+        record = {"seq": self._seq, "atMs": int(self._wall() * 1000), **change}
+        self._changes = [*self._changes, record][-_KEPT_CHANGES:]
+        log_event(
+            _log,
+            logging.INFO,
+            "reconciliation",
+            subscription=self._subscription,
+            clusters=sorted(now),
+            **record,
+        )
+        return record
+
+    def plan(self, begin: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]) -> None:
+        """Record the offsets the next micro-batch covers (``end`` is what ``latestOffset``
+        returned)."""
+        self._planned = planned_offsets(begin, end)
+
+    def report(self, latest: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """``latest`` (the encoded latest offsets) with the status under :data:`STATUS_KEY`."""
+        if latest is None:
+            return None
+        status = {
+            "assignment": self._assignment,
+            "discovery": self._discovery,
+            "changes": self._changes,
+            "planned": self._planned,
+        }
+        return {**latest, STATUS_KEY: status}

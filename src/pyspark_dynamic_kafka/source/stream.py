@@ -204,15 +204,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         )
         previous = {**retention.resumed, **decode_offsets(start)}
         state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
+        self._monitor(previous, state)
         available, phase = state.offsets, Phase()
         if archive is not None:
             losses = archive.switch_losses(start, self._lister, assignment)
             report_losses(losses, self._options.fail_on_data_loss, self._reported)
             available, phase = archive.go_live(start, available, state.entered, assignment)
-        previous = decode_offsets(start)
-        state = self._reconcile(previous, discovery_rule(self._options))
-        self._monitor(previous, state)
-        available = state.offsets
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
         begin = {

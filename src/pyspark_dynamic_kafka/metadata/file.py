@@ -60,9 +60,17 @@ OPTIONS = service_options(
 )
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# What the decoders raise, beyond their syntax errors, for a value they cannot build: a date such
+# as 2020-13-01 or an int of over 4,300 digits (ValueError), an explicitly tagged scalar such as
+# `!!int ""` or `!!timestamp x` (IndexError, AttributeError, TypeError in PyYAML's constructor).
+_UNBUILDABLE = (ValueError, TypeError, IndexError, AttributeError, KeyError, OverflowError)
 # ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
+# A key starts where a run of key characters starts (the lookbehind), so a long run without a
+# colon is scanned once, not once per character (which took quadratic time). A value stops at a
+# bracket, so `east: {sasl.password: x}` yields the pair inside the braces.
 _PAIR = re.compile(
-    r"""["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,}\]\n#]+)"""
+    r"""(?<![A-Za-z0-9_.\-])["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*"""
+    r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,{}\[\]\n#]+)"""
 )
 
 
@@ -143,6 +151,16 @@ def _decode(text: str, fmt: str, source: str) -> object:
         )
     except yaml.YAMLError as exc:
         message = f"Metadata file {source}: invalid YAML: {exc}. Fix the file."
+    except RecursionError:
+        message = (
+            f"Metadata file {source}: {fmt.upper()} error: lists or mappings are nested too deeply "
+            "to read. Fix the file."
+        )
+    except _UNBUILDABLE as exc:
+        message = (
+            f"Metadata file {source}: {fmt.upper()} error: a value cannot be read "
+            f"({type(exc).__name__}: {exc}). Fix the file."
+        )
     raise MetadataValidationError(redact(message, _secrets_in_text(text)))
 
 
@@ -236,9 +254,7 @@ def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) ->
     if fmt == "json":
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = yaml.safe_dump(
-            document, sort_keys=False, default_flow_style=False, allow_unicode=True
-        )
+        text = _yaml_text(document)
     target = Path(path)
     directory = target.parent
     try:
@@ -268,6 +284,20 @@ def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) ->
             os.unlink(tmp_name)
         raise
     _fsync_directory(directory)
+
+
+def _yaml_text(document: dict[str, Any]) -> str:
+    """The YAML of ``document``, readable (non-ASCII written as it is) when that reads back
+    exactly; else with non-ASCII characters escaped (PyYAML writes U+0085, U+2028 and U+2029 raw,
+    and its reader takes them for line breaks)."""
+    for allow_unicode in (True, False):
+        text = yaml.safe_dump(
+            document, sort_keys=False, default_flow_style=False, allow_unicode=allow_unicode
+        )
+        if allow_unicode and yaml.safe_load(text) != document:
+            continue
+        return text
+    return text  # pragma: no cover - the escaped form always reads back
 
 
 def _fsync_directory(directory: Path) -> None:

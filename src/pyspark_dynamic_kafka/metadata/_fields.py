@@ -28,6 +28,7 @@ __all__ = [
     "render_value",
     "safe_str",
     "scalar_text",
+    "secrets_in_text",
     "suggestion",
     "type_name",
 ]
@@ -35,6 +36,14 @@ __all__ = [
 _BOOTSTRAP = "bootstrap.servers"
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}\Z")
+# ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
+# A key starts where a run of key characters starts (the lookbehind), so a long run without a
+# colon is scanned once, not once per character (which took quadratic time). A value stops at a
+# bracket, so `east: {sasl.password: x}` yields the pair inside the braces.
+_PAIR = re.compile(
+    r"""(?<![A-Za-z0-9_.\-])["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*"""
+    r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,{}\[\]\n#]+)"""
+)
 _MAX_SHOWN = 80
 #: The largest timestamp Kafka can hold (a signed 64-bit integer).
 MAX_INT64 = 2**63 - 1
@@ -139,6 +148,20 @@ def collect_secrets(value: object, out: set[str]) -> None:
                     out.add(str(item))
             else:
                 pending.append(item)
+
+
+def secrets_in_text(text: str) -> set[str]:
+    """The values of ``secret-key: value`` pairs in raw YAML or JSON text (to redact them from
+    messages about text that could not be decoded)."""
+    secrets: set[str] = set()
+    for match in _PAIR.finditer(text):
+        key, value = match.group(1), match.group(2).strip()
+        if not is_secret_key(key):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        secrets.add(value)
+    return secrets
 
 
 def check_id(key: object, path: str, what: str, problems: Problems) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Hashable, Iterable, Mapping
@@ -21,7 +20,8 @@ from typing import Any
 import yaml
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
+from pyspark_dynamic_kafka.kafka.config import redact
+from pyspark_dynamic_kafka.metadata._fields import secrets_in_text
 from pyspark_dynamic_kafka.metadata.document import (
     DuplicateKeyError,
     ParsedMetadata,
@@ -64,14 +64,6 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # as 2020-13-01 or an int of over 4,300 digits (ValueError), an explicitly tagged scalar such as
 # `!!int ""` or `!!timestamp x` (IndexError, AttributeError, TypeError in PyYAML's constructor).
 _UNBUILDABLE = (ValueError, TypeError, IndexError, AttributeError, KeyError, OverflowError)
-# ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
-# A key starts where a run of key characters starts (the lookbehind), so a long run without a
-# colon is scanned once, not once per character (which took quadratic time). A value stops at a
-# bracket, so `east: {sasl.password: x}` yields the pair inside the braces.
-_PAIR = re.compile(
-    r"""(?<![A-Za-z0-9_.\-])["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*"""
-    r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,{}\[\]\n#]+)"""
-)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -92,18 +84,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
-
-
-def _secrets_in_text(text: str) -> set[str]:
-    secrets: set[str] = set()
-    for match in _PAIR.finditer(text):
-        key, value = match.group(1), match.group(2).strip()
-        if not is_secret_key(key):
-            continue
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        secrets.add(value)
-    return secrets
 
 
 def metadata_file_format(path: str | os.PathLike[str]) -> str:
@@ -161,7 +141,7 @@ def _decode(text: str, fmt: str, source: str) -> object:
             f"Metadata file {source}: {fmt.upper()} error: a value cannot be read "
             f"({type(exc).__name__}: {exc}). Fix the file."
         )
-    raise MetadataValidationError(redact(message, _secrets_in_text(text)))
+    raise MetadataValidationError(redact(message, secrets_in_text(text)))
 
 
 def read_metadata_document(path: str | os.PathLike[str]) -> object:

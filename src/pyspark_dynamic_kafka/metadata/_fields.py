@@ -218,6 +218,13 @@ def parse_properties(value: object, path: str, problems: Problems) -> dict[str, 
             "for this cluster.",
         )
         valid = False
+    elif _BOOTSTRAP in result and not isinstance(value[_BOOTSTRAP], str):
+        problems.add(
+            child_path(path, _BOOTSTRAP),
+            f"must be a string (the cluster's host:port[,host:port] list), got "
+            f"{render_value(value[_BOOTSTRAP])}.",
+        )
+        valid = False
     elif _BOOTSTRAP in result and not result[_BOOTSTRAP].strip():
         problems.add(
             child_path(path, _BOOTSTRAP),

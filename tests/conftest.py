@@ -16,11 +16,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, local_spark_session, open_clusters
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
+
+# Property-based tests (tests/unit/test_fuzz_*.py): 1,000 cases per property, the same ones on
+# every run (derandomized, no example database), so a CI failure reproduces locally as it is.
+# HYPOTHESIS_PROFILE=fuzz-deep explores further: more cases, new ones on every run.
+_FUZZ_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile(
+    "fuzz",
+    max_examples=1000,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=_FUZZ_HEALTH,
+)
+settings.register_profile(
+    "fuzz-deep",
+    max_examples=20000,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=_FUZZ_HEALTH,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fuzz"))
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -361,3 +361,6 @@ def pattern(value: str) -> re.Pattern[str]:
         return re.compile(value)
     except re.error as exc:
         raise ValueError(f"not a valid Python regular expression ({exc})") from None
+    except (RecursionError, OverflowError) as exc:  # nested too deeply, a{99999999999999999999}
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ValueError(f"not a usable Python regular expression ({reason})") from None

@@ -36,8 +36,8 @@ def test_paths_and_methods_match_the_server(tmp_path: Path) -> None:
     served: dict[str, set[str]] = {}
     for route in create_app(meta).routes:
         assert isinstance(route, Route)
-        path = re.sub(r"\{stream_id:path\}", "{streamId}", route.path)
-        path = re.sub(r"\{cluster_id:path\}", "{clusterId}", path)
+        path = re.sub(r"\{stream_id:anytext\}", "{streamId}", route.path)
+        path = re.sub(r"\{cluster_id:anytext\}", "{clusterId}", path)
         served[path] = {m.lower() for m in route.methods or ()} - {"head"}
     documented = {
         path: {k for k in item if k in ("get", "put", "delete", "post", "patch")}

@@ -16,6 +16,7 @@ from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.optionspec import did_you_mean
 
 __all__ = [
+    "MAX_INT64",
     "Problems",
     "check_id",
     "child_path",
@@ -25,7 +26,9 @@ __all__ = [
     "parse_starting",
     "parse_topics",
     "render_value",
+    "safe_str",
     "scalar_text",
+    "secrets_in_text",
     "suggestion",
     "type_name",
 ]
@@ -33,7 +36,20 @@ __all__ = [
 _BOOTSTRAP = "bootstrap.servers"
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}\Z")
+# ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
+# A key starts where a run of key characters starts (the lookbehind), so a long run without a
+# colon is scanned once, not once per character (which took quadratic time). A value stops at a
+# bracket, so `east: {sasl.password: x}` yields the pair inside the braces.
+_PAIR = re.compile(
+    r"""(?<![A-Za-z0-9_.\-])["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*"""
+    r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,{}\[\]\n#]+)"""
+)
 _MAX_SHOWN = 80
+#: The largest timestamp Kafka can hold (a signed 64-bit integer).
+MAX_INT64 = 2**63 - 1
+# Python refuses to write an int of more than 4,300 digits as text (sys.int_info); ints this long
+# (in bits) are shown by their size instead.
+_MAX_TEXT_BITS = 14_000
 
 
 class Problems:
@@ -46,8 +62,15 @@ class Problems:
         self.items.append(f"{path or '(top level)'}: {message}")
 
 
+def safe_str(value: object) -> str:
+    """``str(value)``, except for an integer too long to write as text (described instead)."""
+    if isinstance(value, int) and value.bit_length() > _MAX_TEXT_BITS:
+        return f"<an integer of {value.bit_length()} bits>"
+    return str(value)
+
+
 def child_path(parent: str, key: object) -> str:
-    text = key if isinstance(key, str) else str(key)
+    text = key if isinstance(key, str) else safe_str(key)
     if _PLAIN_KEY.match(text):
         return f"{parent}.{text}" if parent else text
     return f"{parent}[{json.dumps(text)}]"
@@ -59,7 +82,7 @@ def type_name(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, int):
-        return "an integer"
+        return "an integer" if value.bit_length() <= _MAX_TEXT_BITS else "an integer too large"
     if isinstance(value, float):
         return "a number"
     if isinstance(value, str):
@@ -76,6 +99,8 @@ def render_value(value: object, secret: bool = False) -> str:
     kind = type_name(value)
     if secret or value is None or value == "" or not isinstance(value, str | int | float):
         return kind
+    if isinstance(value, int) and value.bit_length() > _MAX_TEXT_BITS:
+        return kind
     text = repr(value) if isinstance(value, str) else json.dumps(value)
     if len(text) > _MAX_SHOWN:
         text = text[: _MAX_SHOWN - 3] + "..."
@@ -84,32 +109,59 @@ def render_value(value: object, secret: bool = False) -> str:
 
 def suggestion(key: object, allowed: Iterable[str]) -> str:
     """`` Did you mean '<closest allowed key>'?``, or ``""`` when none is close."""
-    return did_you_mean(str(key), allowed)
+    return did_you_mean(safe_str(key), allowed)
 
 
 def scalar_text(value: object) -> str | None:
-    """Return a property value as a string, or ``None`` when it is not a scalar."""
+    """Return a property value as a string, or ``None`` when it is not a scalar (or an integer
+    too large to write as text)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value.bit_length() > _MAX_TEXT_BITS:
+        return None
     if isinstance(value, str | int | float):
         return str(value)
     return None
 
 
 def collect_secrets(value: object, out: set[str]) -> None:
-    """Collect the scalar values stored directly under a secret key, anywhere in ``value``."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
+    """Collect the scalar values stored directly under a secret key, anywhere in ``value``.
+
+    Iterative, and each container is visited once: a decoded YAML document may nest deeper than
+    Python's recursion limit, or contain itself (an alias of its own anchor).
+    """
+    pending: list[object] = [value]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, Mapping | list | tuple) or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, list | tuple):
+            pending.extend(current)
+            continue
+        for key, item in current.items():
             if isinstance(key, str) and is_secret_key(key):
                 text = scalar_text(item)
                 if text is not None:
                     out.add(text)
                     out.add(str(item))
             else:
-                collect_secrets(item, out)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            collect_secrets(item, out)
+                pending.append(item)
+
+
+def secrets_in_text(text: str) -> set[str]:
+    """The values of ``secret-key: value`` pairs in raw YAML or JSON text (to redact them from
+    messages about text that could not be decoded)."""
+    secrets: set[str] = set()
+    for match in _PAIR.finditer(text):
+        key, value = match.group(1), match.group(2).strip()
+        if not is_secret_key(key):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        secrets.add(value)
+    return secrets
 
 
 def check_id(key: object, path: str, what: str, problems: Problems) -> bool:
@@ -117,7 +169,7 @@ def check_id(key: object, path: str, what: str, problems: Problems) -> bool:
         problems.add(
             path,
             f"a {what} must be a string, got {render_value(key)}; quote it in the file "
-            f"(e.g. '{key}').",
+            f"(e.g. '{safe_str(key)}').",
         )
         return False
     if not key.strip():
@@ -164,6 +216,13 @@ def parse_properties(value: object, path: str, problems: Problems) -> dict[str, 
             path,
             f"missing required property '{_BOOTSTRAP}'; add '{_BOOTSTRAP}: host:port[,host:port]' "
             "for this cluster.",
+        )
+        valid = False
+    elif _BOOTSTRAP in result and not isinstance(value[_BOOTSTRAP], str):
+        problems.add(
+            child_path(path, _BOOTSTRAP),
+            f"must be a string (the cluster's host:port[,host:port] list), got "
+            f"{render_value(value[_BOOTSTRAP])}.",
         )
         valid = False
     elif _BOOTSTRAP in result and not result[_BOOTSTRAP].strip():
@@ -233,14 +292,18 @@ def parse_starting(value: object, path: str, problems: Problems) -> StartingPosi
     if isinstance(value, Mapping):
         keys = list(value)
         if keys != ["timestamp"]:
-            shown = ", ".join(repr(str(k)) for k in keys) or "none"
+            shown = ", ".join(repr(safe_str(k)) for k in keys) or "none"
             problems.add(path, f"{expected}; got a mapping with key(s) {shown}.")
             return None
         timestamp = value["timestamp"]
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+        if (
+            isinstance(timestamp, bool)
+            or not isinstance(timestamp, int)
+            or not 0 <= timestamp <= MAX_INT64
+        ):
             problems.add(
                 child_path(path, "timestamp"),
-                "must be a non-negative integer (epoch milliseconds), got "
+                "must be a non-negative integer (epoch milliseconds, at most 2^63-1), got "
                 f"{render_value(timestamp)}.",
             )
             return None

@@ -26,6 +26,8 @@ from typing import Any
 from urllib.parse import quote
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
+from pyspark_dynamic_kafka.kafka.config import redact
+from pyspark_dynamic_kafka.metadata._fields import collect_secrets, render_value, secrets_in_text
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, dump_metadata_document
 
 __all__ = [
@@ -128,16 +130,20 @@ def error_body(message: str, problems: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def error_text(raw: bytes, limit: int = 2000) -> str:
-    """The message (and problems) of an error body, or its raw text when it is not one."""
+    """The message (and problems) of an error body, or its raw text when it is not one; the values
+    of secret properties it quotes are masked."""
     text = raw.decode("utf-8", errors="replace").strip()
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, nested too deeply
         data = None
+    secrets = secrets_in_text(text)  # a body may quote client properties: never show a secret
+    collect_secrets(data, secrets)
     if isinstance(data, Mapping) and isinstance(data.get("message"), str):
         problems = data.get("problems")
         items = [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else []
         text = data["message"] + "".join(f"\n  - {p}" for p in items)
+    text = redact(text, secrets)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -205,11 +211,12 @@ def parse_cluster_status(body: object, cluster_id: str, source: str) -> bool:
     else:
         problems = []
         if body.get("clusterId") != cluster_id:
-            problems.append(f"clusterId: must be {cluster_id!r}, got {body.get('clusterId')!r}.")
+            got = render_value(body.get("clusterId"))
+            problems.append(f"clusterId: must be {cluster_id!r}, got {got}.")
         active = body.get("active")
         if isinstance(active, bool) and not problems:
             return active
         if not isinstance(active, bool):
-            problems.append(f"active: must be true or false, got {active!r}.")
+            problems.append(f"active: must be true or false, got {render_value(active)}.")
     lines = "".join(f"\n  - {p}" for p in problems)
     raise MetadataValidationError(f"Invalid cluster status from {source}:{lines}", problems)

@@ -56,6 +56,7 @@ from pyspark_dynamic_kafka.metadata._fields import (
     parse_starting,
     parse_topics,
     render_value,
+    safe_str,
     suggestion,
 )
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
@@ -180,7 +181,7 @@ def _parse_entry(
         if key not in ENTRY_KEYS:
             problems.add(
                 child_path(path, key),
-                f"unknown key {str(key)!r}.{suggestion(key, ENTRY_KEYS)} Allowed keys in a "
+                f"unknown key {safe_str(key)!r}.{suggestion(key, ENTRY_KEYS)} Allowed keys in a "
                 f"stream entry: {', '.join(ENTRY_KEYS)}.",
             )
     cluster_id: str | None = None
@@ -278,7 +279,7 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
         if key not in TOP_LEVEL_KEYS:
             problems.add(
                 child_path("", key),
-                f"unknown top-level key {str(key)!r}.{suggestion(key, TOP_LEVEL_KEYS)} "
+                f"unknown top-level key {safe_str(key)!r}.{suggestion(key, TOP_LEVEL_KEYS)} "
                 f"Allowed keys: {', '.join(TOP_LEVEL_KEYS)}.",
             )
     clusters: dict[str, dict[str, str] | None] = {}

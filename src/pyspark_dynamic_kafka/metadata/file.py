@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Hashable, Iterable, Mapping
@@ -21,7 +20,8 @@ from typing import Any
 import yaml
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.kafka.config import is_secret_key, redact
+from pyspark_dynamic_kafka.kafka.config import redact
+from pyspark_dynamic_kafka.metadata._fields import secrets_in_text
 from pyspark_dynamic_kafka.metadata.document import (
     DuplicateKeyError,
     ParsedMetadata,
@@ -60,10 +60,10 @@ OPTIONS = service_options(
 )
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-# ``key: value`` / ``"key": "value"`` pairs in raw text, to redact secrets from syntax errors.
-_PAIR = re.compile(
-    r"""["']?([A-Za-z0-9_.\-]+)["']?\s*:\s*("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^,}\]\n#]+)"""
-)
+# What the decoders raise, beyond their syntax errors, for a value they cannot build: a date such
+# as 2020-13-01 or an int of over 4,300 digits (ValueError), an explicitly tagged scalar such as
+# `!!int ""` or `!!timestamp x` (IndexError, AttributeError, TypeError in PyYAML's constructor).
+_UNBUILDABLE = (ValueError, TypeError, IndexError, AttributeError, KeyError, OverflowError)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -84,18 +84,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
-
-
-def _secrets_in_text(text: str) -> set[str]:
-    secrets: set[str] = set()
-    for match in _PAIR.finditer(text):
-        key, value = match.group(1), match.group(2).strip()
-        if not is_secret_key(key):
-            continue
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        secrets.add(value)
-    return secrets
 
 
 def metadata_file_format(path: str | os.PathLike[str]) -> str:
@@ -143,7 +131,17 @@ def _decode(text: str, fmt: str, source: str) -> object:
         )
     except yaml.YAMLError as exc:
         message = f"Metadata file {source}: invalid YAML: {exc}. Fix the file."
-    raise MetadataValidationError(redact(message, _secrets_in_text(text)))
+    except RecursionError:
+        message = (
+            f"Metadata file {source}: {fmt.upper()} error: lists or mappings are nested too deeply "
+            "to read. Fix the file."
+        )
+    except _UNBUILDABLE as exc:
+        message = (
+            f"Metadata file {source}: {fmt.upper()} error: a value cannot be read "
+            f"({type(exc).__name__}: {exc}). Fix the file."
+        )
+    raise MetadataValidationError(redact(message, secrets_in_text(text)))
 
 
 def read_metadata_document(path: str | os.PathLike[str]) -> object:
@@ -236,9 +234,7 @@ def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) ->
     if fmt == "json":
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = yaml.safe_dump(
-            document, sort_keys=False, default_flow_style=False, allow_unicode=True
-        )
+        text = _yaml_text(document)
     target = Path(path)
     directory = target.parent
     try:
@@ -268,6 +264,20 @@ def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) ->
             os.unlink(tmp_name)
         raise
     _fsync_directory(directory)
+
+
+def _yaml_text(document: dict[str, Any]) -> str:
+    """The YAML of ``document``, readable (non-ASCII written as it is) when that reads back
+    exactly; else with non-ASCII characters escaped (PyYAML writes U+0085, U+2028 and U+2029 raw,
+    and its reader takes them for line breaks)."""
+    for allow_unicode in (True, False):
+        text = yaml.safe_dump(
+            document, sort_keys=False, default_flow_style=False, allow_unicode=allow_unicode
+        )
+        if allow_unicode and yaml.safe_load(text) != document:
+            continue
+        return text
+    return text  # pragma: no cover - the escaped form always reads back
 
 
 def _fsync_directory(directory: Path) -> None:

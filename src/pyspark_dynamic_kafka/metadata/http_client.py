@@ -289,10 +289,11 @@ class MetadataHttpClient:
         """
         try:
             return json.loads(response.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             raise MetadataValidationError(
                 f"Invalid response from metadata service {source}: the body is not JSON "
-                f"({exc}). The service does not follow the contract (metadata-service-openapi)."
+                f"({reason}). The service does not follow the contract (metadata-service-openapi)."
             ) from None
 
     def get_cached(

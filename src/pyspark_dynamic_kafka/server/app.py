@@ -25,6 +25,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -68,6 +69,22 @@ _log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
 _CACHE_CONTROL = "private, no-cache"
 _REJECTED = "The edit was rejected and nothing was changed"
+
+
+class _AnyText(Convertor[str]):
+    """A stream or cluster id in a path: any text, line breaks included (Starlette's ``path``
+    convertor stops at one, and such an id then answered a 404 the contract does not list)."""
+
+    regex = "[\\s\\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anytext", _AnyText())
 
 
 def _error(
@@ -139,9 +156,14 @@ class _Api:
         representation: Callable[[ParsedMetadata], dict[str, Any] | None],
         edit: Edit,
     ) -> tuple[ParsedMetadata, ParsedMetadata]:
-        precondition = Precondition(
-            request.headers.get("if-match"), request.headers.get("if-none-match")
-        )
+        if_match, if_none_match = (request.headers.get(h) for h in ("if-match", "if-none-match"))
+        for name, value in (("If-Match", if_match), ("If-None-Match", if_none_match)):
+            if value is not None and not value.strip():
+                raise HTTPException(
+                    400,
+                    f"Header {name} is empty: give the ETag last read, or '*'; nothing changed.",
+                )
+        precondition = Precondition(if_match, if_none_match)
         guarded = guarded_edit(precondition, resource, representation, edit)
         return await run_in_threadpool(self.store.update, guarded)
 
@@ -150,7 +172,11 @@ class _Api:
 
     async def streams(self, request: Request) -> Response:
         parsed = await self._read(request)
-        ids = [i for i in request.query_params.getlist("id") if i]
+        ids = request.query_params.getlist("id")
+        if not all(ids):  # the contract: an id has minLength 1
+            raise HTTPException(
+                400, "Query parameter 'id' is empty: give stream ids (?id=orders&id=payments)."
+            )
         return _json(request, streams_body(parsed, ids or None))
 
     async def _put_or_delete(
@@ -270,9 +296,9 @@ def create_app(
     routes: list[tuple[str, endpoint, list[str]]] = [
         (HEALTH_PATH, api.health, ["GET"]),
         (STREAMS_PATH, api.streams, ["GET"]),
-        (STREAMS_PATH + "/{stream_id:path}", api.stream, ["GET", "PUT", "DELETE"]),
+        (STREAMS_PATH + "/{stream_id:anytext}", api.stream, ["GET", "PUT", "DELETE"]),
         (CLUSTERS_PATH, api.clusters, ["GET"]),
-        (CLUSTERS_PATH + "/{cluster_id:path}", api.cluster, ["GET", "PUT", "DELETE"]),
+        (CLUSTERS_PATH + "/{cluster_id:anytext}", api.cluster, ["GET", "PUT", "DELETE"]),
     ]
     return Starlette(
         routes=[Route(path, fn, methods=methods) for path, fn, methods in routes],

@@ -77,6 +77,9 @@ def guarded_edit(
 ) -> Edit:
     """``edit``, applied only when ``precondition`` holds for the resource's representation.
 
+    The edit is validated first: a write that is invalid is answered as such (422), one that
+    is valid but stale as a failed precondition (412).
+
     Parameters
     ----------
     precondition:
@@ -90,8 +93,9 @@ def guarded_edit(
     """
 
     def apply(current: ParsedMetadata) -> ParsedMetadata:
+        edited = edit(current)  # an invalid write is refused (422) whatever its preconditions
         precondition.check(resource, representation(current))
-        return edit(current)
+        return edited
 
     return apply
 

@@ -17,6 +17,8 @@ from pyspark_dynamic_kafka.position import PartitionKey
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "MAX_OFFSET",
+    "MAX_PARTITION",
     "OFFSET_MEANING",
     "OFFSET_VERSION",
     "decode_offsets",
@@ -27,8 +29,23 @@ __all__ = [
 OFFSET_VERSION = 1
 EARLIEST = -2
 LATEST = -1
+#: The largest offset or timestamp Kafka can hold (a signed 64-bit integer).
+MAX_OFFSET = 2**63 - 1
+#: The largest partition number Kafka can hold (a signed 32-bit integer).
+MAX_PARTITION = 2**31 - 1
 #: What a number of an offset JSON is, for messages.
 OFFSET_MEANING = "an integer offset >= -2 (-2 earliest, -1 latest)"
+_MAX_SHOWN = 80
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, cut to a readable length; safe for any decoded JSON (an
+    int too long to write as text, or nesting too deep to write, is described instead)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        text = f"<a {type(value).__name__} too large to show>"
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 def encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
@@ -71,37 +88,52 @@ def partition_map(
     ------
     OffsetsError
         When the structure is not that one, a partition is not a non-negative integer or a number
-        is not an integer >= ``minimum``.
+        is not an integer >= ``minimum``; a partition above :data:`MAX_PARTITION`, a number above
+        :data:`MAX_OFFSET`, or a partition given twice (``"1"`` and ``"01"``) is refused too.
     """
     if not isinstance(document, Mapping):
-        raise OffsetsError(f"{where}: expected a JSON object of cluster ids, got {document!r}.")
+        raise OffsetsError(
+            f"{where}: expected a JSON object of cluster ids, got {shown(document)}."
+        )
     result: dict[PartitionKey, int] = {}
     for cluster, topics in document.items():
         if not isinstance(topics, Mapping):
             raise OffsetsError(
-                f"{where}: cluster {cluster!r} must map topics to partitions, got {topics!r}."
+                f"{where}: cluster {shown(cluster)} must map topics to partitions, got "
+                f"{shown(topics)}."
             )
         for topic, partitions in topics.items():
             if not isinstance(partitions, Mapping):
                 raise OffsetsError(
                     f"{where}: {cluster}/{topic} must map partitions to {meaning}, got "
-                    f"{partitions!r}."
+                    f"{shown(partitions)}."
                 )
             for partition, number in partitions.items():
                 try:
                     index = int(partition)
                 except (TypeError, ValueError):
                     index = -1
-                if index < 0:
+                if not 0 <= index <= MAX_PARTITION:
                     raise OffsetsError(
-                        f"{where}: partition {partition!r} of {cluster}/{topic} is not a "
-                        "non-negative integer."
+                        f"{where}: partition {shown(partition)} of {cluster}/{topic} is not a "
+                        f"partition number (an integer from 0 to {MAX_PARTITION})."
                     )
-                if isinstance(number, bool) or not isinstance(number, int) or number < minimum:
+                if (
+                    isinstance(number, bool)
+                    or not isinstance(number, int)
+                    or not minimum <= number <= MAX_OFFSET
+                ):
                     raise OffsetsError(
-                        f"{where}: {number!r} for {cluster}/{topic}/{partition} must be {meaning}."
+                        f"{where}: {shown(number)} for {cluster}/{topic}/{partition} must be "
+                        f"{meaning}, at most {MAX_OFFSET}."
                     )
-                result[(str(cluster), str(topic), index)] = number
+                key = (str(cluster), str(topic), index)
+                if key in result:
+                    raise OffsetsError(
+                        f"{where}: partition {index} of {cluster}/{topic} is given twice "
+                        f"(as {shown(partition)} and another spelling); give it once."
+                    )
+                result[key] = number
     if not result and not empty:
         raise OffsetsError(f"{where}: the JSON names no partition.")
     return result
@@ -118,7 +150,7 @@ def decode_offsets(offset: Mapping[str, Any]) -> dict[PartitionKey, int]:
     version = offset.get("version") if isinstance(offset, Mapping) else None
     if version != OFFSET_VERSION:
         raise OffsetsError(
-            f"Checkpointed offset has version {version!r}; this release reads version "
+            f"Checkpointed offset has version {shown(version)}; this release reads version "
             f"{OFFSET_VERSION}. Use the release that wrote the checkpoint, or a new checkpoint."
         )
     positions = partition_map(

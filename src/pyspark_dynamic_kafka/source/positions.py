@@ -47,7 +47,13 @@ from pyspark_dynamic_kafka.position import (
 )
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
 from pyspark_dynamic_kafka.source.listing import OffsetLister, TopicPartitionKey, read_committed
-from pyspark_dynamic_kafka.source.offsets import EARLIEST, LATEST, OFFSET_MEANING, partition_map
+from pyspark_dynamic_kafka.source.offsets import (
+    EARLIEST,
+    LATEST,
+    MAX_OFFSET,
+    OFFSET_MEANING,
+    partition_map,
+)
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
@@ -74,10 +80,14 @@ def _document(value: str, option: str, example: str) -> object:
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        raise OffsetsError(
-            f"Invalid value {value!r} for option '{option}': expected {example} "
-            f"({exc.msg} at column {exc.colno})."
-        ) from None
+        reason = f"{exc.msg} at column {exc.colno}"
+    except RecursionError:
+        reason = "nested too deeply"
+    except ValueError as exc:  # a number of over 4,300 digits
+        reason = str(exc)
+    raise OffsetsError(
+        f"Invalid value {value!r} for option '{option}': expected {example} ({reason})."
+    )
 
 
 def _of_offset(offset: int, origin: str) -> Position:
@@ -141,10 +151,10 @@ def parse_timestamp(value: str, option: str) -> PositionSpec:
         stamp = int(value.strip())
     except ValueError:
         stamp = -1
-    if stamp < 0:
+    if not 0 <= stamp <= MAX_OFFSET:
         raise OffsetsError(
             f"Invalid value {value!r} for option '{option}': expected a timestamp in epoch "
-            "milliseconds (an integer >= 0)."
+            f"milliseconds (an integer from 0 to {MAX_OFFSET})."
         )
     return PositionSpec({}, Position(PositionKind.TIMESTAMP, stamp, option), option)
 

@@ -13,7 +13,6 @@ import bisect
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -133,9 +132,3 @@ class CpuSampler:
 
 def load_average() -> float:
     return os.getloadavg()[0]
-
-
-def timed(run: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    run()
-    return time.perf_counter() - started

@@ -60,17 +60,16 @@ def find_child(parent: int, marker: bytes) -> int | None:
     return None
 
 
-def tree_cpu(root: int, children: dict[int, list[int]]) -> dict[str, float]:
-    """CPU seconds (user + system, reaped children included) of ``root``'s tree: ``JVM`` for
-    java processes, ``Python`` for the others (Spark's Python workers)."""
-    total = {"JVM": 0.0, "Python": 0.0}
-    for pid in [root, *descendants(root, children)]:
-        fields = _stat(pid)
-        if fields is None:
-            continue
-        kind = "JVM" if cmdline(pid).split(b"\0")[0].endswith(b"java") else "Python"
-        total[kind] += sum(int(x) for x in fields[11:15]) / _TICKS
-    return total
+def process_cpu(pid: int) -> tuple[str, float] | None:
+    """(``JVM`` or ``Python``, user + system CPU seconds) of one process, or None if it is gone.
+
+    Children's CPU (``cutime``) is left out: every process of a tree is counted itself.
+    """
+    fields = _stat(pid)
+    if fields is None:
+        return None
+    kind = "JVM" if cmdline(pid).split(b"\0")[0].endswith(b"java") else "Python"
+    return kind, (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 class CpuSampler:
@@ -89,6 +88,7 @@ class CpuSampler:
         self.interval = interval
         self.times: list[float] = []
         self.samples: list[dict[str, dict[str, float]]] = []
+        self._seen: dict[str, dict[int, tuple[str, float]]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -103,9 +103,22 @@ class CpuSampler:
         self._sample()
 
     def _sample(self) -> None:
+        """Add up every process of every tree; a process that exited keeps its last reading (its
+        CPU stays spent), so a Python worker ending inside a window never makes it negative."""
         children = children_map()
         now = time.time()
-        self.samples.append({k: tree_cpu(pid, children) for k, pid in self.roots.items()})
+        for label, root in self.roots.items():
+            seen = self._seen.setdefault(label, {})
+            for pid in [root, *descendants(root, children)]:
+                if (found := process_cpu(pid)) is not None:
+                    seen[pid] = found
+        totals = {}
+        for label, seen in self._seen.items():
+            total = {"JVM": 0.0, "Python": 0.0}
+            for kind, cpu in seen.values():
+                total[kind] += cpu
+            totals[label] = total
+        self.samples.append(totals)
         self.times.append(now)
 
     def _run(self) -> None:

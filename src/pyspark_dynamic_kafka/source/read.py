@@ -46,58 +46,22 @@ _WATERMARK_TIMEOUT_S = 10.0
 
 
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
-    """Read every range of a task as Arrow record batches, all of its clusters at once.
-
-    Each cluster is read by a consumer of its own; with several clusters their batches are
-    interleaved (one batch of each in turn), so every consumer is assigned from the start and
-    fetches in the background while another cluster's batch is being built, instead of one
-    cluster's fetches waiting for the previous cluster's range to end. A task over 3 clusters
-    then holds up to 3 consumers' prefetch queues at once, as Spark's union of sources would.
-    """
+    """Read every range of a task, cluster by cluster, as Arrow record batches."""
     pool = consumer_pool()
-    pool.retire_clusters_except(task.settings.live_clusters)
-    with _cyclic_gc_paused():
-        streams = [
-            _pooled_read(pool, task, cluster_id, ranges)
-            for cluster_id, ranges in task.by_cluster().items()
-        ]
-        yield from _interleaved(streams)
-
-
-def _pooled_read(
-    pool: Any, task: ReadTask, cluster_id: str, ranges: list[OffsetRange]
-) -> Iterator[pa.RecordBatch]:
-    """One cluster's ranges with a pooled consumer, given back to the pool at the end."""
     settings = task.settings
-    properties = task.properties[cluster_id]
-    generation = settings.generation
-    consumer = pool.acquire(cluster_id, properties, generation)
-    reusable = False
-    try:
-        yield from _read_cluster(consumer, cluster_id, ranges, settings)
-        reusable = True
-    finally:
-        timeout_ms = settings.cache_timeout_ms
-        pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
-
-
-def _interleaved(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
-    """One item of each stream in turn until all are exhausted; all are closed on the way out
-    (an error in one, or the consumer of this generator stopping early)."""
-    live = list(streams)
-    try:
-        while live:
-            for stream in list(live):
-                batch = next(stream, None)
-                if batch is None:
-                    live.remove(stream)
-                else:
-                    yield batch
-    finally:
-        for stream in streams:
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
+    pool.retire_clusters_except(settings.live_clusters)
+    with _cyclic_gc_paused():
+        for cluster_id, ranges in task.by_cluster().items():
+            properties = task.properties[cluster_id]
+            generation = settings.generation
+            consumer = pool.acquire(cluster_id, properties, generation)
+            reusable = False
+            try:
+                yield from _read_cluster(consumer, cluster_id, ranges, settings)
+                reusable = True
+            finally:
+                timeout_ms = settings.cache_timeout_ms
+                pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
 
 
 @contextlib.contextmanager

@@ -55,10 +55,13 @@ BROKER ?= tansu
 demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 	$(PY) examples/demo.py --broker $(BROKER)
 
-bench: $(STAMP)
-	$(PY) benchmarks/run.py
+# Side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
+# Flink's Dynamic Kafka Source, the Python Data Source floor): needs java and mvn; the peers' jars
+# are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
+bench: $(STAMP) kafka-jars
+	$(PY) -m benchmarks.run
 	$(PY) benchmarks/hybrid.py
-	$(PY) benchmarks/monitoring.py
+	$(PY) -m benchmarks.monitoring
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

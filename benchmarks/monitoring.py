@@ -1,9 +1,9 @@
 """What monitoring costs a running query: rows/s and CPU with the listener on and off.
 
-Same setup as ``benchmarks/run.py`` (whose helpers it imports): one embedded broker, 1M records
-of 100 bytes in 4 partitions, a running ``dynamic_kafka`` query (noop sink) on local[2] that
-drains a warm-up topic before the benchmark topic is added to its stream. Three variants run
-side by side, round after round (order rotated), and the median of each is compared:
+Same harness as ``benchmarks/run.py`` (``spark_sides.measure``): one embedded broker, 1M records
+of 100 bytes in 4 partitions, a ``dynamic_kafka`` query (noop sink) on a warm local[2] session,
+timed over the micro-batch that reads the rows, CPU of the whole Spark process tree. Three
+variants run side by side, round after round (order rotated), and the median of each is compared:
 
 * off: no listener;
 * listener: ``monitoring.attach(spark, prometheus_port=0, path=...)`` with a scrape of the
@@ -11,8 +11,8 @@ side by side, round after round (order rotated), and the median of each is compa
 * listener + event time: the same, and the query observes its largest record timestamp
   (``monitoring.observe_event_time``) for ``currentEmitEventTimeLag``.
 
-Target: the listener costs at most 2% rows/s. Run with ``make bench``; ``--records N``,
-``--rounds R``.
+Target: the listener costs at most 2% rows/s. Run with ``make bench`` (``python -m
+benchmarks.monitoring``); ``--records N``, ``--rounds R``.
 """
 
 from __future__ import annotations
@@ -23,28 +23,18 @@ import statistics
 import tempfile
 import threading
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import run  # benchmarks/run.py, beside this file
+from benchmarks.run import _records, _spark_jvm
+from benchmarks.spark_sides import Cluster, Run, dynamic_kafka, measure, write_metadata
 
 from pyspark_dynamic_kafka.monitoring import attach, observe_event_time
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
-
-def _observed_query(spark: Any, metadata: Path) -> Any:
-    """run._start_query's query, observing the largest record timestamp of each batch."""
-    df = (
-        spark.readStream.format("dynamic_kafka")
-        .option("metadataService", "file")
-        .option("metadataService.path", str(metadata))
-        .option("streamIds", run.TOPIC)
-        .option("startingOffsets", "earliest")
-        .option("metadataDiscoveryIntervalMs", "0")
-        .load()
-    )
-    return observe_event_time(df).writeStream.format("noop").start()
+TOPIC = "bench"
+PARTITIONS = 4
+VARIANTS = ["off", "listener", "listener + event time"]
 
 
 class _Scraper(threading.Thread):
@@ -64,24 +54,26 @@ class _Scraper(threading.Thread):
         self.join()
 
 
-def _variant(spark: Any, name: str, workdir: Path, measure: Callable[[], Any]) -> Any:
+def _variant(spark: Any, jvm: int, name: str, workdir: Path, total: int) -> tuple[Run, int]:
+    """Read everything once with variant ``name``; the run and how many scrapes it saw."""
+    metadata = workdir / "streams.yaml"
+
+    def frame() -> Any:
+        df = dynamic_kafka(spark, metadata)
+        return observe_event_time(df) if name == "listener + event time" else df
+
     if name == "off":
-        return measure()
+        return measure(jvm, frame, total), 0
     handle = attach(spark, prometheus_port=0, path=workdir / f"{name}.jsonl")
-    assert handle.port is not None
+    if handle.port is None:
+        raise SystemExit("monitoring.attach served no Prometheus port")
     scraper = _Scraper(handle.port)
     scraper.start()
-    original = run._start_query
-    if name == "listener + event time":
-        run._start_query = _observed_query
     try:
-        result = measure()
+        return measure(jvm, frame, total), scraper.scrapes
     finally:
-        run._start_query = original
         scraper.stop()
         handle.detach()
-    result["scrapes"] = scraper.scrapes
-    return result
 
 
 def main() -> None:
@@ -90,50 +82,38 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    variants = ["off", "listener", "listener + event time"]
-    results: dict[str, list[Any]] = {v: [] for v in variants}
+    results: dict[str, list[tuple[Run, int]]] = {v: [] for v in VARIANTS}
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-bench-monitoring-"))
     with start_clusters(["bench"]) as clusters:
         cluster = clusters["bench"]
-        bootstrap, broker = cluster.bootstrap_servers, cluster.pid or -1
-        cluster.create_topic(run.TOPIC, partitions=run.PARTITIONS)
-        cluster.create_topic(run.WARMUP, partitions=run.PARTITIONS)
-        cluster.produce_bulk(run.TOPIC, run._records(args.records, args.size))
-        cluster.produce_bulk(run.WARMUP, run._records(run.WARMUP_RECORDS, args.size))
-        total = sum(run._watermarks(bootstrap).values())
-        metadata = workdir / "streams.yaml"
+        cluster.create_topic(TOPIC, partitions=PARTITIONS)
+        cluster.produce_bulk(TOPIC, _records(args.records, args.size))
+        write_metadata(
+            workdir / "streams.yaml", [Cluster("bench", cluster.bootstrap_servers)], TOPIC
+        )
         spark = local_spark_session(
             "dynamic-kafka-bench-monitoring", **{"spark.ui.showConsoleProgress": "false"}
         )
         spark.sparkContext.setLogLevel("ERROR")
-
-        def measure() -> Any:
-            return run.spark_warm(spark, metadata, bootstrap, total, broker)
-
-        for name in variants:  # JIT warm-up of every variant's plan, not measured
-            _variant(spark, name, workdir, measure)
+        jvm = _spark_jvm()
+        for name in VARIANTS:  # JIT warm-up of every variant's plan, not measured
+            _variant(spark, jvm, name, workdir, args.records)
         for i in range(args.rounds):
-            for name in variants[i % 3 :] + variants[: i % 3]:
-                results[name].append(_variant(spark, name, workdir, measure))
+            for name in VARIANTS[i % 3 :] + VARIANTS[: i % 3]:
+                results[name].append(_variant(spark, jvm, name, workdir, args.records))
         spark.stop()
-    print(f"machine: {os.cpu_count()} cores; {total} records per run; {args.rounds} rounds")
-    base_rps = statistics.median(r["rps"] for r in results["off"])
-    base_cpu = statistics.median(r["cpu"] for r in results["off"])
-    for name in variants:
+    print(f"machine: {os.cpu_count()} cores; {args.records} records per run; {args.rounds} rounds")
+    base_rps = statistics.median(r.rps for r, _ in results["off"])
+    base_cpu = statistics.median(r.us_per_record for r, _ in results["off"])
+    for name in VARIANTS:
         runs = results[name]
-        if any(r["rows"] != total for r in runs):
-            raise SystemExit(f"{name}: read {[r['rows'] for r in runs]} rows, expected {total}")
-        rps = statistics.median(r["rps"] for r in runs)
-        cpu = statistics.median(r["cpu"] for r in runs)
-        each = ", ".join(f"{r['rps']:,.0f}" for r in runs)
-        scrapes = sum(r.get("scrapes", 0) for r in runs)
-        kinds = ", ".join(
-            f"{k} {statistics.median(r['by_kind'][k] for r in runs):.2f}"
-            for k in runs[0]["by_kind"]
-        )
+        rps = statistics.median(r.rps for r, _ in runs)
+        cpu = statistics.median(r.us_per_record for r, _ in runs)
+        each = ", ".join(f"{r.rps:,.0f}" for r, _ in runs)
+        scrapes = sum(n for _, n in runs)
         print(
             f"{name:22s} rows/s median {rps:,.0f} ({each}) {rps / base_rps - 1:+.1%} | "
-            f"CPU {cpu:.2f} us/record {cpu / base_cpu - 1:+.1%} ({kinds})"
+            f"CPU {cpu:.2f} us/record {cpu / base_cpu - 1:+.1%} ({runs[-1][0].split()})"
             + (f" | {scrapes} scrapes" if scrapes else "")
         )
     print("target: the listener costs at most 2% rows/s (median against off)")

@@ -1,9 +1,13 @@
 """Arrow output: Spark's kafka-source columns plus ``cluster``, built column-wise.
 
 Records arrive in *runs*: consecutive records of one (topic, partition). The per-record columns
-(key, value, offset, timestamp, and headers when asked for) are gathered with one C-level call per
+(key, value, timestamp, and headers when asked for) are gathered with one C-level call per
 record and column; the run-constant columns (topic, partition, cluster) are built from the runs'
-lengths.
+lengths. Offsets too, when a run has no gap (its last offset minus its first is its length minus
+one, as almost always outside compacted or transactional topics): offsets only ever increase
+within a partition, so the run is exactly ``first, first + 1, ...`` and is built by one
+vectorised add, saving two per-record conversions (measured: ~60 ns of ~340 ns per record of
+Arrow building).
 
 The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
 ``cluster``.
@@ -115,7 +119,9 @@ class BatchBuilder:
     def _reset(self) -> None:
         self._keys: list[bytes | None] = []
         self._values: list[bytes | None] = []
-        self._offsets: list[int | None] = []
+        #: per run: (first offset, count) when gap-free, else the run's offsets
+        self._offsets: list[tuple[int, int] | list[int | None]] = []
+        self._rows = 0
         self._stamps: list[tuple[int, int]] = []
         self._runs: list[tuple[str, int, int]] = []
         self._headers: list[Any] = []
@@ -128,7 +134,12 @@ class BatchBuilder:
         self._keys += map(Message.key, messages)
         values = list(map(Message.value, messages))
         self._values += values
-        self._offsets += map(Message.offset, messages)
+        first, count = messages[0].offset(), len(messages)
+        if messages[-1].offset() - first == count - 1:
+            self._offsets.append((first, count))
+        else:
+            self._offsets.append(list(map(Message.offset, messages)))
+        self._rows += count
         self._stamps += map(Message.timestamp, messages)
         if self.include_headers:
             self._headers += [h or None for h in map(Message.headers, messages)]
@@ -141,14 +152,14 @@ class BatchBuilder:
     @property
     def due(self) -> bool:
         """Whether a batch should be emitted now."""
-        return len(self._offsets) >= self.max_rows or self._bytes >= self.max_bytes
+        return self._rows >= self.max_rows or self._bytes >= self.max_bytes
 
     def __len__(self) -> int:
-        return len(self._offsets)
+        return self._rows
 
     def flush(self) -> pa.RecordBatch:
         """Build one record batch from what was added and reset."""
-        n = len(self._offsets)
+        n = self._rows
         stamps = pa.array(self._stamps, _STAMP)
         kind = stamps.field(0)
         micros = pc.multiply(stamps.field(1), 1000)
@@ -159,7 +170,7 @@ class BatchBuilder:
             pa.array(self._values, pa.binary()),
             _repeated([(t, c) for t, _, c in self._runs], pa.string()),
             _repeated([(p, c) for _, p, c in self._runs], pa.int32()),
-            pa.array(self._offsets, pa.int64()),
+            _offsets(self._offsets),
             timestamp,
             pc.subtract(kind, 1),
         ]
@@ -168,6 +179,27 @@ class BatchBuilder:
         columns.append(pa.repeat(self._cluster, n))
         self._reset()
         return pa.RecordBatch.from_arrays(columns, schema=self._schema)
+
+
+def _offsets(runs: list[tuple[int, int] | list[int | None]]) -> pa.Array:
+    """The offset column: ``first + 0 .. count - 1`` per gap-free run, else the run's list."""
+    parts = [
+        pc.add(_iota(run[1]), run[0]) if isinstance(run, tuple) else pa.array(run, pa.int64())
+        for run in runs
+    ]
+    if not parts:
+        return pa.array([], pa.int64())
+    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+
+
+_IOTA: list[pa.Array] = [pa.array([], pa.int64())]
+
+
+def _iota(count: int) -> pa.Array:
+    """``0, 1, ..., count - 1`` as int64, sliced from one cached array grown on demand."""
+    if len(_IOTA[0]) < count:
+        _IOTA[0] = pa.array(range(max(count, 65536)), pa.int64())
+    return _IOTA[0].slice(0, count)
 
 
 def _repeated(runs: list[tuple[Any, int]], type_: pa.DataType) -> pa.Array:

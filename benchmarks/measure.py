@@ -1,0 +1,147 @@
+"""CPU of process trees over a time window, read from ``/proc``.
+
+A :class:`CpuSampler` thread reads the CPU seconds of some process trees (the Spark JVM and its
+Python workers, the Flink JVM) every few tens of milliseconds with wall-clock times; a window
+reported afterwards by the side itself (a Spark micro-batch's ``addBatch``, the Flink job's first
+sink open to last record) is then priced by interpolating between samples. Brokers are processes
+of their own and never inside a measured tree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def children_map() -> dict[int, list[int]]:
+    """``{parent pid: [child pids]}`` of every process."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int, children: dict[int, list[int]] | None = None) -> list[int]:
+    """Every process below ``pid``."""
+    tree = children_map() if children is None else children
+    found, todo = [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def find_child(parent: int, marker: bytes) -> int | None:
+    """The first process below ``parent`` whose command line holds ``marker``."""
+    for pid in descendants(parent):
+        if marker in cmdline(pid):
+            return pid
+    return None
+
+
+def process_cpu(pid: int) -> tuple[str, float] | None:
+    """(``JVM`` or ``Python``, user + system CPU seconds) of one process, or None if it is gone.
+
+    Children's CPU (``cutime``) is left out: every process of a tree is counted itself.
+    """
+    fields = _stat(pid)
+    if fields is None:
+        return None
+    kind = "JVM" if cmdline(pid).split(b"\0")[0].endswith(b"java") else "Python"
+    return kind, (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+class CpuSampler:
+    """Samples the CPU of the trees under some root processes, in a thread, until stopped.
+
+    Parameters
+    ----------
+    roots:
+        ``{label: pid}``; a root that exits reads as its last sample.
+    interval:
+        Seconds between samples.
+    """
+
+    def __init__(self, roots: dict[str, int], interval: float = 0.05) -> None:
+        self.roots = roots
+        self.interval = interval
+        self.times: list[float] = []
+        self.samples: list[dict[str, dict[str, float]]] = []
+        self._seen: dict[str, dict[int, tuple[str, float]]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _sample(self) -> None:
+        """Add up every process of every tree; a process that exited keeps its last reading (its
+        CPU stays spent), so a Python worker ending inside a window never makes it negative."""
+        children = children_map()
+        now = time.time()
+        for label, root in self.roots.items():
+            seen = self._seen.setdefault(label, {})
+            for pid in [root, *descendants(root, children)]:
+                if (found := process_cpu(pid)) is not None:
+                    seen[pid] = found
+        totals = {}
+        for label, seen in self._seen.items():
+            total = {"JVM": 0.0, "Python": 0.0}
+            for kind, cpu in seen.values():
+                total[kind] += cpu
+            totals[label] = total
+        self.samples.append(totals)
+        self.times.append(now)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def at(self, label: str, when: float) -> dict[str, float]:
+        """CPU seconds of tree ``label`` by kind at wall-clock ``when`` (interpolated)."""
+        i = bisect.bisect_left(self.times, when)
+        if i == 0:
+            return dict(self.samples[0][label])
+        if i >= len(self.times):
+            return dict(self.samples[-1][label])
+        t0, t1 = self.times[i - 1], self.times[i]
+        share = (when - t0) / (t1 - t0) if t1 > t0 else 1.0
+        before, after = self.samples[i - 1][label], self.samples[i][label]
+        return {k: before[k] + (after[k] - before[k]) * share for k in before}
+
+    def between(self, label: str, start: float, end: float) -> dict[str, float]:
+        """CPU seconds of tree ``label`` by kind spent from ``start`` to ``end``."""
+        first, last = self.at(label, start), self.at(label, end)
+        return {k: last[k] - first[k] for k in first}
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]

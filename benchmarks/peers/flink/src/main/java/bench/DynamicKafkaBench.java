@@ -1,0 +1,181 @@
+package bench;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.connector.sink2.Sink;
+import org.apache.flink.api.connector.sink2.SinkWriter;
+import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.connector.kafka.dynamic.metadata.ClusterMetadata;
+import org.apache.flink.connector.kafka.dynamic.metadata.KafkaMetadataService;
+import org.apache.flink.connector.kafka.dynamic.metadata.KafkaStream;
+import org.apache.flink.connector.kafka.dynamic.source.DynamicKafkaSource;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.Collector;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+
+/**
+ * Reads one stream with Flink's DynamicKafkaSource (bounded at the latest offsets) into a sink that
+ * discards records, on a local mini-cluster with parallelism 2, once per request.
+ *
+ * <p>Requests come on stdin, one a line: {@code <expected records> <topic> <cluster>=<bootstrap>...}.
+ * For each, one job runs and one line is printed on stdout:
+ * {@code RESULT <records> <window start epoch ms> <window end epoch ms>}: the window runs from the
+ * moment the first sink writer opens (tasks deployed, before any fetch) to the moment the last
+ * expected record reached a sink, so mini-cluster start-up is not in it.
+ */
+public final class DynamicKafkaBench {
+  static final AtomicLong COUNT = new AtomicLong();
+  static final AtomicLong FIRST_OPEN = new AtomicLong();
+  static final AtomicLong DONE_AT = new AtomicLong();
+  static volatile long expected;
+
+  /** The Kafka record as Spark's Kafka source exposes it: key, value, topic, partition, offset, timestamp. */
+  public static final class Rec {
+    public byte[] key;
+    public byte[] value;
+    public String topic;
+    public int partition;
+    public long offset;
+    public long timestamp;
+  }
+
+  /** One stream over fixed clusters and one topic: the static metadata a file would hold. */
+  static final class StaticMetadata implements KafkaMetadataService {
+    private final KafkaStream stream;
+
+    StaticMetadata(String streamId, String topic, Map<String, String> bootstraps) {
+      Map<String, ClusterMetadata> clusters = new HashMap<>();
+      for (Map.Entry<String, String> e : bootstraps.entrySet()) {
+        Properties props = new Properties();
+        props.setProperty("bootstrap.servers", e.getValue());
+        clusters.put(e.getKey(), new ClusterMetadata(Set.of(topic), props));
+      }
+      this.stream = new KafkaStream(streamId, clusters);
+    }
+
+    @Override
+    public Set<KafkaStream> getAllStreams() {
+      return Set.of(stream);
+    }
+
+    @Override
+    public Map<String, KafkaStream> describeStreams(Collection<String> ids) {
+      Map<String, KafkaStream> found = new HashMap<>();
+      if (ids.contains(stream.getStreamId())) {
+        found.put(stream.getStreamId(), stream);
+      }
+      return found;
+    }
+
+    @Override
+    public boolean isClusterActive(String cluster) {
+      return stream.getClusterMetadataMap().containsKey(cluster);
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  static final class RecordSchema implements KafkaRecordDeserializationSchema<Rec> {
+    @Override
+    public void deserialize(ConsumerRecord<byte[], byte[]> r, Collector<Rec> out) {
+      Rec rec = new Rec();
+      rec.key = r.key();
+      rec.value = r.value();
+      rec.topic = r.topic();
+      rec.partition = r.partition();
+      rec.offset = r.offset();
+      rec.timestamp = r.timestamp();
+      out.collect(rec);
+    }
+
+    @Override
+    public TypeInformation<Rec> getProducedType() {
+      return TypeInformation.of(Rec.class);
+    }
+  }
+
+  /** Counts and drops every record; notes when the first writer opened and the last record came. */
+  static final class CountingSink implements Sink<Rec> {
+    @Override
+    public SinkWriter<Rec> createWriter(WriterInitContext context) {
+      FIRST_OPEN.compareAndSet(0, System.currentTimeMillis());
+      return new SinkWriter<Rec>() {
+        private long touched;
+
+        @Override
+        public void write(Rec rec, Context ctx) {
+          touched += rec.value.length + rec.offset;
+          if (COUNT.incrementAndGet() == expected) {
+            DONE_AT.set(System.currentTimeMillis());
+          }
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        @Override
+        public void close() {
+          if (touched == 42) {
+            System.err.println("unlikely");
+          }
+        }
+      };
+    }
+  }
+
+  static void runOnce(long want, String topic, Map<String, String> bootstraps) throws Exception {
+    COUNT.set(0);
+    FIRST_OPEN.set(0);
+    DONE_AT.set(0);
+    expected = want;
+    DynamicKafkaSource<Rec> source =
+        DynamicKafkaSource.<Rec>builder()
+            .setStreamIds(Set.of("bench"))
+            .setKafkaMetadataService(new StaticMetadata("bench", topic, bootstraps))
+            .setDeserializer(new RecordSchema())
+            .setStartingOffsets(OffsetsInitializer.earliest())
+            .setBounded(OffsetsInitializer.latest())
+            .setGroupId("bench-flink")
+            .build();
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2);
+    env.fromSource(source, WatermarkStrategy.noWatermarks(), "dynamic-kafka")
+        .sinkTo(new CountingSink())
+        .name("discard");
+    env.execute("dynamic-kafka-bench");
+    System.out.println(
+        "RESULT " + COUNT.get() + " " + FIRST_OPEN.get() + " " + DONE_AT.get());
+    System.out.flush();
+  }
+
+  public static void main(String[] args) throws Exception {
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    System.out.println("READY");
+    System.out.flush();
+    String line;
+    while ((line = in.readLine()) != null) {
+      String[] parts = line.trim().split("\\s+");
+      if (parts.length < 3) {
+        continue;
+      }
+      Map<String, String> bootstraps = new HashMap<>();
+      for (int i = 2; i < parts.length; i++) {
+        String[] kv = parts[i].split("=", 2);
+        bootstraps.put(kv[0], kv[1]);
+      }
+      runOnce(Long.parseLong(parts[0]), parts[1], bootstraps);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+"""Per-round lines, ratios ours / peer and their medians, and the targets."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from benchmarks.spark_sides import Run
+
+OURS = "dynamic_kafka"
+#: (peer, rows/s ratio at least, CPU ratio at most); None: no target, shown for reading.
+TARGETS = {
+    "kafka": (0.8, 1.5),
+    "union": (1.0, None),
+    "raw": (None, None),
+    "flink": (None, None),
+    "floor": (None, None),
+}
+
+
+def _side(name: str, run: Run) -> str:
+    return f"{name} {run.rps:,.0f} rows/s {run.us_per_record:.2f} us/rec ({run.split()})"
+
+
+def ratios(runs: dict[str, Run]) -> dict[str, tuple[float, float]]:
+    """``{peer: (ours / peer rows/s, ours / peer CPU per record)}``."""
+    ours = runs[OURS]
+    return {  # ours / peer
+        name: (ours.rps / run.rps, ours.us_per_record / run.us_per_record)
+        for name, run in runs.items()
+        if name != OURS
+    }
+
+
+def round_line(case: str, rnd: int, runs: dict[str, Run], load: float) -> str:
+    label = f"{case} round {rnd}" + (" (warm-up, not counted)" if rnd == 0 else "")
+    sides = "\n    ".join(_side(n, r) for n, r in runs.items())
+    ratio = ", ".join(f"/{p} {r:.2f}x rows/s {c:.2f}x CPU" for p, (r, c) in ratios(runs).items())
+    return f"{label}, load {load:.1f}:\n    {sides}\n    ours{ratio.replace(', /', '; /')}"
+
+
+def _verdict(value: float, bound: float | None, at_least: bool) -> str:
+    if bound is None:
+        return ""
+    met = value >= bound if at_least else value <= bound
+    return f" (target {'>=' if at_least else '<='} {bound}x: {'met' if met else 'NOT met'})"
+
+
+def summary(case: str, rounds: list[dict[str, Run]]) -> str:
+    """Each side's median rows/s and CPU, each ratio per round and its median."""
+    if not rounds:
+        return f"{case}: no rounds"
+    lines = [f"{case}, {len(rounds)} rounds:"]
+    for name in rounds[0]:
+        rps = statistics.median(r[name].rps for r in rounds)
+        cpu = statistics.median(r[name].us_per_record for r in rounds)
+        lines.append(f"  {name:14} median {rps:>12,.0f} rows/s {cpu:6.2f} us/record")
+    per_round = [ratios(r) for r in rounds]
+    for peer in per_round[0]:
+        rps = [r[peer][0] for r in per_round]
+        cpu = [r[peer][1] for r in per_round]
+        low, high = TARGETS.get(peer, (None, None))
+        lines.append(
+            f"  ours/{peer:9} rows/s {' '.join(f'{x:.2f}' for x in rps)} median "
+            f"{statistics.median(rps):.2f}x{_verdict(statistics.median(rps), low, True)}; "
+            f"CPU {' '.join(f'{x:.2f}' for x in cpu)} median "
+            f"{statistics.median(cpu):.2f}x{_verdict(statistics.median(cpu), high, False)}"
+        )
+    return "\n".join(lines)
+
+
+def as_json(results: dict[str, list[dict[str, Run]]]) -> dict[str, Any]:
+    return {
+        case: [
+            {n: {"rows": r.rows, "seconds": r.seconds, "cpu": r.cpu} for n, r in runs.items()}
+            for runs in rounds
+        ]
+        for case, rounds in results.items()
+    }

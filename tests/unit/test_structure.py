@@ -121,3 +121,13 @@ def test_layers_import_only_downwards() -> None:
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_module_is_under_400_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) < 400
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    """pytest imports test modules by basename (no packages under tests/): two test files of one
+    name in tests/unit and tests/integration stop the whole run at collection."""
+    tests = Path(__file__).resolve().parents[1]
+    seen: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

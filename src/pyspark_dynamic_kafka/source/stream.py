@@ -195,16 +195,17 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                 return in_archive
         assignment = self._assignment()
         pairs = {(c, t) for c, a in assignment.items() for t in a.topics}
+        committed = decode_offsets(start)
         retention = retain(
-            decode_offsets(start),
+            committed,
             decode_retained(start),
             pairs,
             self._options.removed_cluster_retention_ms,
             self._clock,
         )
-        previous = {**retention.resumed, **decode_offsets(start)}
+        previous = {**retention.resumed, **committed}
         state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
-        self._monitor(previous, state)
+        self._monitor(previous, state, assignment)
         available, phase = state.offsets, Phase()
         if archive is not None:
             losses = archive.switch_losses(start, self._lister, assignment)
@@ -222,12 +223,14 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, phase)
         return _with_retained(offset, retention.retained)
 
-    def _monitor(self, previous: Mapping[PartitionKey, int], state: Reconciled) -> None:
-        """Report the reconciliation (status, log line); commit ``previous`` (the end of the last
-        micro-batch Spark committed) to the group with ``commitOffsetsToKafka``."""
+    def _monitor(
+        self, previous: Mapping[PartitionKey, int], state: Reconciled, assignment: Assignment
+    ) -> None:
+        """Report the reconciliation with ``assignment`` (status, log line); commit ``previous``
+        (the end of the last micro-batch Spark committed) to the group with
+        ``commitOffsetsToKafka``."""
         discovery = self._discovery
-        assignment = discovery.snapshot if discovery is not None else None
-        if discovery is None or assignment is None:
+        if discovery is None:
             return
         self._status.observe(
             assignment, state.entered, discovery.failures, discovery.last_success_ms

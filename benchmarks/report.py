@@ -15,28 +15,41 @@ TARGETS = {
     "raw": (None, None),
     "flink": (None, None),
     "floor": (None, None),
+    "native": (None, None),
 }
+#: The prototype reader (``benchmarks/native``) is also set against Spark's own source(s).
+PROTOTYPE = "native"
 
 
 def _side(name: str, run: Run) -> str:
     return f"{name} {run.rps:,.0f} rows/s {run.us_per_record:.2f} us/rec ({run.split()})"
 
 
-def ratios(runs: dict[str, Run]) -> dict[str, tuple[float, float]]:
+def ratios(runs: dict[str, Run], ours_name: str = OURS) -> dict[str, tuple[float, float]]:
     """``{peer: (ours / peer rows/s, ours / peer CPU per record)}``."""
-    ours = runs[OURS]
+    ours = runs[ours_name]
     return {  # ours / peer
         name: (ours.rps / run.rps, ours.us_per_record / run.us_per_record)
         for name, run in runs.items()
-        if name != OURS
+        if name != ours_name
     }
+
+
+def _prototype(runs: dict[str, Run]) -> dict[str, tuple[float, float]]:
+    """The prototype against Spark's own source(s) only, when both ran."""
+    if PROTOTYPE not in runs:
+        return {}
+    return {k: v for k, v in ratios(runs, PROTOTYPE).items() if k in ("kafka", "union")}
 
 
 def round_line(case: str, rnd: int, runs: dict[str, Run], load: float) -> str:
     label = f"{case} round {rnd}" + (" (warm-up, not counted)" if rnd == 0 else "")
     sides = "\n    ".join(_side(n, r) for n, r in runs.items())
     ratio = ", ".join(f"/{p} {r:.2f}x rows/s {c:.2f}x CPU" for p, (r, c) in ratios(runs).items())
-    return f"{label}, load {load:.1f}:\n    {sides}\n    ours{ratio.replace(', /', '; /')}"
+    line = f"{label}, load {load:.1f}:\n    {sides}\n    ours{ratio.replace(', /', '; /')}"
+    for p, (r, c) in _prototype(runs).items():
+        line += f"\n    {PROTOTYPE}/{p} {r:.2f}x rows/s {c:.2f}x CPU"
+    return line
 
 
 def _verdict(value: float, bound: float | None, at_least: bool) -> str:
@@ -55,18 +68,26 @@ def summary(case: str, rounds: list[dict[str, Run]]) -> str:
         rps = statistics.median(r[name].rps for r in rounds)
         cpu = statistics.median(r[name].us_per_record for r in rounds)
         lines.append(f"  {name:14} median {rps:>12,.0f} rows/s {cpu:6.2f} us/record")
-    per_round = [ratios(r) for r in rounds]
+    named = [("ours", [ratios(r) for r in rounds]), (PROTOTYPE, [_prototype(r) for r in rounds])]
+    for label, per_round in named:
+        lines.extend(_ratio_lines(label, per_round))
+    return "\n".join(lines)
+
+
+def _ratio_lines(label: str, per_round: list[dict[str, tuple[float, float]]]) -> list[str]:
+    lines = []
     for peer in per_round[0]:
         rps = [r[peer][0] for r in per_round]
         cpu = [r[peer][1] for r in per_round]
         low, high = TARGETS.get(peer, (None, None))
+        name = f"{label}/{peer}"
         lines.append(
-            f"  ours/{peer:9} rows/s {' '.join(f'{x:.2f}' for x in rps)} median "
+            f"  {name:14} rows/s {' '.join(f'{x:.2f}' for x in rps)} median "
             f"{statistics.median(rps):.2f}x{_verdict(statistics.median(rps), low, True)}; "
             f"CPU {' '.join(f'{x:.2f}' for x in cpu)} median "
             f"{statistics.median(cpu):.2f}x{_verdict(statistics.median(cpu), high, False)}"
         )
-    return "\n".join(lines)
+    return lines
 
 
 def as_json(results: dict[str, list[dict[str, Run]]]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import pyspark
 from benchmarks import floor as floor_module
+from benchmarks import native as native_module
 from benchmarks import report
 from benchmarks.measure import CpuSampler, find_child, load_average
 from benchmarks.peers.flink import FlinkPeer
@@ -50,6 +51,7 @@ from benchmarks.spark_sides import (
     floor,
     kafka,
     measure,
+    prototype,
     union_of_kafka,
     write_metadata,
 )
@@ -127,7 +129,12 @@ def _load(started: dict[str, Any], case: str, records: int, size: int) -> dict[s
 
 
 def _sides(
-    case: str, data: dict[str, Any], spark: Any, flink: FlinkPeer | None, workdir: Path
+    case: str,
+    data: dict[str, Any],
+    spark: Any,
+    flink: FlinkPeer | None,
+    workdir: Path,
+    native: str | None,
 ) -> dict[str, Callable[[], Run]]:
     clusters, topic, total = data["clusters"], data["topic"], data["total"]
     jvm = _spark_jvm()
@@ -146,6 +153,9 @@ def _sides(
     if case == "kafka-1x8":
         tasks = _tasks(data["shares"])
         sides["floor"] = lambda: measure(jvm, lambda: floor(spark, total, tasks), total)
+    if native is not None:
+        shares = json.dumps(data["shares"])
+        sides["native"] = lambda: measure(jvm, lambda: prototype(spark, native, shares), total)
     return sides
 
 
@@ -156,12 +166,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink out")
+    parser.add_argument(
+        "--no-native", action="store_true", help="leave the prototype native reader out"
+    )
     args = parser.parse_args()
     workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
     workdir.mkdir(parents=True, exist_ok=True)
     pyspark_jars = Path(pyspark.__file__).parent / "jars"
     jars = spark_kafka_jars(pyspark_jars)
     cloudpickle.register_pickle_by_value(floor_module)
+    cloudpickle.register_pickle_by_value(native_module)
+    cache = Path.home() / ".cache" / "pyspark-dynamic-kafka" / "native"
+    native = None if args.no_native else str(native_module.build(cache))
 
     kinds = {CASES[c][0] for c in args.cases}
     counts = {k: max(CASES[c][1] for c in args.cases if CASES[c][0] == k) for k in kinds}
@@ -180,7 +196,10 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(floor_module.FloorSource)
-        sides = {case: _sides(case, data[case], spark, flink, workdir) for case in args.cases}
+        spark.dataSource.register(native_module.NativeSource)
+        sides = {
+            case: _sides(case, data[case], spark, flink, workdir, native) for case in args.cases
+        }
         results: dict[str, list[dict[str, Run]]] = {case: [] for case in args.cases}
         for rnd in range(args.rounds + 1):
             for case in args.cases if rnd % 2 else reversed(args.cases):

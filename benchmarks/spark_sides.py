@@ -99,6 +99,16 @@ def floor(spark: Any, rows: int, tasks: int) -> Any:
     )
 
 
+def prototype(spark: Any, library: str, shares: str) -> Any:
+    """The proposed native reader (``benchmarks/native``), a prototype measured beside ours."""
+    return (
+        spark.readStream.format("bench_native")
+        .option("library", library)
+        .option("shares", shares)
+        .load()
+    )
+
+
 def _seconds(stamp: str) -> float:
     return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 

@@ -80,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     results: dict[str, list[tuple[Run, int]]] = {v: [] for v in VARIANTS}
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-bench-monitoring-"))

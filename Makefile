@@ -60,7 +60,7 @@ demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
 bench: $(STAMP) kafka-jars
 	$(PY) -m benchmarks.run
-	$(PY) benchmarks/hybrid.py
+	$(PY) -m benchmarks.hybrid
 	$(PY) -m benchmarks.monitoring
 
 clean:

@@ -14,7 +14,6 @@ from pyspark_dynamic_kafka.errors import ArchiveError, OffsetsError, OptionsErro
 from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
 from pyspark_dynamic_kafka.source.archive.phase import (
     Cursor,
-    Phase,
     decode_phase,
     encode_phase,
     reject_archive,
@@ -23,6 +22,7 @@ from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.arrow import arrow_schema
 from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.retention import Retained, decode_retained, with_retained
 
 
 def _write(path: Path, rows: list[tuple[str, int, int]], group: int = 1000, **drop: Any) -> None:
@@ -146,12 +146,12 @@ def test_reading_conforms_to_the_output_schema(archive: Path) -> None:
 def test_phase_in_the_offset_json_round_trips_and_defaults_to_live() -> None:
     offsets = {("east", "orders", 1): 10, ("east", "orders", 0): 100}
     cursor = Cursor(2, 24, "abc", 1700)
-    encoded = encode_phase(offsets, Phase(cursor, {("west", "orders", 0): 7}))
+    encoded = encode_phase(offsets, cursor)
     assert list(encoded) == ["version", "phase", "archive", "clusters"]
     assert encoded["clusters"] == {"east": {"orders": {"0": 100, "1": 10}}}
-    assert decode_phase(encoded) == Phase(cursor, {("west", "orders", 0): 7})
-    assert decode_phase({"version": 1, "clusters": {}}) == Phase()
-    assert encode_phase(offsets, Phase()) == {
+    assert decode_phase(encoded) == cursor
+    assert decode_phase({"version": 1, "clusters": {}}) is None
+    assert encode_phase(offsets, None) == {
         "version": 1,
         "phase": "live",
         "clusters": {"east": {"orders": {"0": 100, "1": 10}}},
@@ -160,6 +160,24 @@ def test_phase_in_the_offset_json_round_trips_and_defaults_to_live() -> None:
         reject_archive(encoded)
     with pytest.raises(OffsetsError, match="phase 'later'"):
         decode_phase({"version": 1, "phase": "later", "clusters": {}})
+
+
+def test_archived_partitions_not_assigned_are_retained_without_expiry() -> None:
+    """Archived partitions the metadata does not assign sit under ``retained`` without
+    ``removedAtMs``; the ``archive.pending`` form of earlier checkpoints reads the same."""
+    kept = Retained({("west", "orders", 0): 7})
+    encoded = with_retained(encode_phase({}, Cursor(2, 24, "abc", 1700)), kept)
+    assert list(encoded) == ["version", "phase", "archive", "clusters", "retained"]
+    assert encoded["retained"] == {"west": {"orders": {"offsets": {"0": 7}}}}
+    assert decode_retained(encoded) == kept
+    earlier = {
+        "version": 1,
+        "phase": "live",
+        "archive": {"pending": {"west": {"orders": {"0": 7}}}},
+        "clusters": {},
+    }
+    assert decode_phase(earlier) is None
+    assert decode_retained(earlier) == kept
 
 
 def test_archive_options_need_archive_path() -> None:

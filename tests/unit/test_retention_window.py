@@ -95,3 +95,22 @@ def test_a_malformed_block_names_what_is_wrong(block: Any, names: str) -> None:
     with pytest.raises(OffsetsError, match="retained") as info:
         decode_retained({"retained": block})
     assert names in str(info.value)
+
+
+def test_pairs_kept_without_expiry_stay_until_assigned_whatever_the_window() -> None:
+    """Archived partitions of a hybrid read: retained without ``removedAtMs``, never dropped."""
+    parked = Retained(EAST)
+    for window in (0, 60_000):
+        kept = retain(WEST, parked, {("west", "orders")}, window, _clock(10**12))
+        assert kept.retained == parked and kept.resumed == {}
+        back = retain(WEST, parked, {("west", "orders"), ("east", "orders")}, window, _clock(5))
+        assert back.resumed == EAST and not back.retained
+
+
+def test_at_the_switch_pairs_left_are_kept_without_expiry() -> None:
+    step = retain(EAST | WEST, Retained(), {("west", "orders")}, 0, _clock(7), expiring=False)
+    assert step.retained == Retained(EAST) and step.resumed == {}
+    assert json.dumps(encode_retained(step.retained)) == (
+        '{"east": {"orders": {"offsets": {"0": 10, "1": 7}}}}'
+    )
+    assert decode_retained({"retained": encode_retained(step.retained)}) == step.retained

@@ -13,7 +13,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
-from pyspark_dynamic_kafka.source.archive.phase import Phase, encode_phase, reject_archive
+from pyspark_dynamic_kafka.source.archive.phase import encode_phase, reject_archive
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.committing import GroupCommits
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
@@ -35,13 +35,7 @@ from pyspark_dynamic_kafka.source.reconcile import (
     reconcile,
     report_losses,
 )
-from pyspark_dynamic_kafka.source.retention import (
-    RETAINED,
-    Retained,
-    decode_retained,
-    encode_retained,
-    retain,
-)
+from pyspark_dynamic_kafka.source.retention import decode_retained, retain, with_retained
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 from pyspark_dynamic_kafka.source.status import SourceStatus
 from pyspark_dynamic_kafka.source.task import ReadTask
@@ -183,7 +177,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         its offsets under ``retained`` for that long, and resumes from them when re-added
         (:mod:`~pyspark_dynamic_kafka.source.retention`). With ``archive.path`` the query first
         advances through the archive's files (:mod:`~pyspark_dynamic_kafka.source.archive`), then
-        switches to Kafka here.
+        switches to Kafka here; archived partitions not assigned are retained without expiry.
         """
         archive = self._archive
         if archive is None:
@@ -196,21 +190,22 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         assignment = self._assignment()
         pairs = {(c, t) for c, a in assignment.items() for t in a.topics}
         committed = decode_offsets(start)
+        switching = archive is not None and archive.switching(start)
         retention = retain(
             committed,
             decode_retained(start),
             pairs,
             self._options.removed_cluster_retention_ms,
             self._clock,
+            expiring=not switching,  # at the switch, pairs left are kept where Kafka starts
         )
         previous = {**retention.resumed, **committed}
         state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
         self._monitor(previous, state, assignment)
-        available, phase = state.offsets, Phase()
         if archive is not None:
-            losses = archive.switch_losses(start, self._lister, assignment)
+            losses = archive.switch_losses(start, previous, self._lister, assignment)
             report_losses(losses, self._options.fail_on_data_loss, self._reported)
-            available, phase = archive.go_live(start, available, state.entered, assignment)
+        available = state.offsets
         self._latest = encode_offsets(available)
         end = self._within_target(previous, available)
         begin = {
@@ -220,8 +215,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._status.plan(begin, previous if admitted is None else admitted)
         if admitted is None:
             return dict(start)
-        offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, phase)
-        return _with_retained(offset, retention.retained)
+        offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, None)
+        return with_retained(offset, retention.retained)
 
     def _monitor(
         self, previous: Mapping[PartitionKey, int], state: Reconciled, assignment: Assignment
@@ -299,10 +294,3 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         if not isinstance(partition, ReadTask):
             raise TypeError(f"unexpected input partition {partition!r}")
         return read_task(partition)
-
-
-def _with_retained(offset: dict[str, Any], retained: Retained) -> dict[str, Any]:
-    """``offset`` with the ``retained`` block when anything is retained."""
-    if retained:
-        offset[RETAINED] = encode_retained(retained)
-    return offset

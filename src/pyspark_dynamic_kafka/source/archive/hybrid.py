@@ -5,10 +5,12 @@ Used by the stream and batch readers when ``archive.path`` is set:
 - :meth:`HybridArchive.start_rule` places every partition the archive has at its largest archived
   offset + 1 (``archive.switchTimestamp``: every partition at the switch timestamp); partitions
   it does not have keep the starting options.
-- A stream starts in the archive phase (:meth:`HybridArchive.initial_offset`);
-  :meth:`HybridArchive.advance` moves it by whole files under ``archive.maxFilesPerTrigger`` and
-  ``maxOffsetsPerTrigger``; once every file is read, the stream reader reconciles Kafka from the
-  offsets the archive phase carried, and :meth:`HybridArchive.go_live` records the live phase.
+- A stream starts in the archive phase (:meth:`HybridArchive.initial_offset`; archived partitions
+  the metadata does not assign are retained without expiry,
+  :mod:`~pyspark_dynamic_kafka.source.retention`); :meth:`HybridArchive.advance` moves it by
+  whole files under ``archive.maxFilesPerTrigger`` and ``maxOffsetsPerTrigger``; once every file
+  is read, the stream reader reconciles Kafka from the offsets the archive phase carried (pairs
+  no longer assigned then are retained without expiry too) and writes the live phase.
 - :meth:`HybridArchive.tasks` turns the archive files between two offsets (or, for a batch read,
   all of them) into Spark tasks.
 """
@@ -35,7 +37,7 @@ from pyspark_dynamic_kafka.position import (
     PositionKind,
     PositionSpec,
 )
-from pyspark_dynamic_kafka.source.archive.phase import Cursor, Phase, decode_phase, encode_phase
+from pyspark_dynamic_kafka.source.archive.phase import Cursor, decode_phase, encode_phase
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
 from pyspark_dynamic_kafka.source.discovery import Assignment
@@ -43,6 +45,7 @@ from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
 from pyspark_dynamic_kafka.source.positions import PositionRule
 from pyspark_dynamic_kafka.source.reconcile import Loss
+from pyspark_dynamic_kafka.source.retention import Retained, decode_retained, with_retained
 from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = ["SWITCH_TIMESTAMP", "HybridArchive"]
@@ -113,11 +116,19 @@ class HybridArchive:
 
     # ------------------------------------------------------------------------- stream offsets
     def initial_offset(self, offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
-        """The first offset: no file read, Kafka starts as placed by :meth:`start_rule`."""
+        """The first offset: no file read, Kafka starts as placed by :meth:`start_rule`;
+        archived partitions of (cluster, topic) pairs not read from Kafka are retained."""
         plan = self.plan()
-        pending = {k: v for k, v in plan.switch.items() if k not in offsets}
+        read = {(c, t) for c, t, _ in offsets}
+        parked = {k: v for k, v in plan.switch.items() if (k[0], k[1]) not in read}
+        missing = sorted(k for k in plan.switch if k not in offsets and (k[0], k[1]) in read)
+        if missing:
+            _log.warning(
+                "The archive has partitions Kafka does not have: %s; they are not read from Kafka",
+                ", ".join(f"{c}/{t}/{p}" for c, t, p in missing),
+            )
         cursor = Cursor(0, len(plan.files), plan.fingerprint, plan.listed_at_ms)
-        return encode_phase(offsets, Phase(cursor, pending))
+        return with_retained(encode_phase(offsets, cursor), Retained(parked))
 
     def default_limit(self, limit: ReadLimit) -> ReadLimit:
         """``archive.maxFilesPerTrigger`` as the read limit when nothing else limits reads."""
@@ -132,8 +143,7 @@ class HybridArchive:
         ``ReadAllAvailable`` (``Trigger.Once``, or no limit at all) switches at once: the
         micro-batch reads the remaining files and Kafka.
         """
-        phase = decode_phase(start)
-        cursor = phase.cursor
+        cursor = decode_phase(start)
         if cursor is None or cursor.done == cursor.files or isinstance(limit, ReadAllAvailable):
             return None
         plan = self.plan(cursor)
@@ -142,48 +152,27 @@ class HybridArchive:
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else options.max_offsets_per_trigger
         done = plan.select(cursor.done, files, rows)
         _log.info("Archive phase: files [%d, %d) of %d next", cursor.done, done, cursor.files)
-        return encode_phase(decode_offsets(start), Phase(cursor.at(done), phase.pending))
+        offset = encode_phase(decode_offsets(start), cursor.at(done))
+        return with_retained(offset, decode_retained(start))
 
-    def go_live(
-        self,
-        start: Mapping[str, Any],
-        offsets: Mapping[PartitionKey, int],
-        entered: Mapping[PartitionKey, int],
-        assignment: Assignment,
-    ) -> tuple[dict[PartitionKey, int], Phase]:
-        """The live offsets after a reconciliation: archived partitions that enter start at
-        their switch offset, and at the switch itself partitions no longer assigned are kept
-        pending (they continue where the archive ends if they come back)."""
-        phase = decode_phase(start)
-        pending = dict(phase.pending)
-        if phase.cursor is not None:
-            pending.update(
-                (key, offset)
-                for key, offset in decode_offsets(start).items()
-                if key[0] not in assignment or key[1] not in assignment[key[0]].topics
-            )
-        result = dict(offsets)
-        for key in sorted(entered):
-            if key in pending:
-                result[key] = pending.pop(key)
-                _log.info("Archived partition %s/%s/%d is read from offset %d", *key, result[key])
-        if phase.cursor is not None:
-            _log.info(
-                "Hybrid read: the archive %s is read (%d files); Kafka is read from %s",
-                self._path,
-                phase.cursor.files,
-                encode_offsets(result)["clusters"],
-            )
-        return result, Phase(None, pending)
+    def switching(self, start: Mapping[str, Any]) -> bool:
+        """Whether a micro-batch from ``start`` switches to Kafka (``start`` is in the archive
+        phase and :meth:`advance` said so)."""
+        return decode_phase(start) is not None
 
     def switch_losses(
-        self, start: Mapping[str, Any], lister: OffsetLister, assignment: Assignment
+        self,
+        start: Mapping[str, Any],
+        previous: Mapping[PartitionKey, int],
+        lister: OffsetLister,
+        assignment: Assignment,
     ) -> list[Loss]:
-        """At the switch (``start`` in the archive phase): partitions whose first live offset
-        Kafka no longer has. Empty at any other time."""
-        if decode_phase(start).cursor is None:
+        """At the switch (``start`` in the archive phase): partitions of ``previous`` (where Kafka
+        starts) whose first live offset Kafka no longer has; logs the switch. Empty at any other
+        time."""
+        cursor = decode_phase(start)
+        if cursor is None:
             return []
-        previous = decode_offsets(start)
         losses = []
         for cluster_id, cluster in assignment.items():
             wanted = [(t, p) for c, t, p in previous if c == cluster_id and t in cluster.topics]
@@ -201,6 +190,12 @@ class HybridArchive:
                 if low > previous[key]:
                     what = f"Kafka no longer has the first live offset (earliest now {low})"
                     losses.append(Loss(key, what, previous[key]))
+        _log.info(
+            "Hybrid read: the archive %s is read (%d files); Kafka is read from %s",
+            self._path,
+            cursor.files,
+            encode_offsets(previous)["clusters"],
+        )
         return losses
 
     # ------------------------------------------------------------------------- tasks
@@ -212,10 +207,10 @@ class HybridArchive:
             plan = self.plan()
             first, stop = 0, len(plan.files)
         else:
-            cursor = decode_phase(start).cursor
+            cursor = decode_phase(start)
             if cursor is None:
                 return []
-            last = decode_phase(end).cursor
+            last = decode_phase(end)
             first, stop = cursor.done, last.done if last is not None else cursor.files
             if stop <= first:
                 return []

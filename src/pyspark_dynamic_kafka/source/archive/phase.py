@@ -5,34 +5,29 @@ without ``phase`` is ``live``, so every existing checkpoint reads as before, and
 ``archive.path`` writes exactly what it wrote before)::
 
     {"version": 1, "phase": "archive",
-     "archive": {"done": 7, "files": 24, "fingerprint": "9f0c...", "listedAtMs": 1700000000000,
-                 "pending": {cluster: {topic: {partition: offset}}}},
+     "archive": {"done": 7, "files": 24, "fingerprint": "9f0c...", "listedAtMs": 1700000000000},
      "clusters": {cluster: {topic: {partition: next offset}}}}
 
-    {"version": 1, "phase": "live", "archive": {"pending": {...}}, "clusters": {...}}
+    {"version": 1, "phase": "live", "clusters": {...}}
 
 In the archive phase ``done`` of the plan's ``files`` are read and ``clusters`` holds where each
 partition read from Kafka will start (the archive's switch offsets, the starting options for the
-others). ``pending`` holds the switch offsets of archived partitions the metadata does not assign
-(yet): such a partition, once assigned, starts there instead of at ``discoveryStartingOffsets``.
+others). Archived partitions the metadata does not assign (yet) are kept under ``retained``
+(:mod:`~pyspark_dynamic_kafka.source.retention`), without expiry: once assigned they start where
+the archive ends instead of at ``discoveryStartingOffsets``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.offsets import (
-    OFFSET_MEANING,
-    OFFSET_VERSION,
-    encode_offsets,
-    partition_map,
-)
+from pyspark_dynamic_kafka.source.offsets import OFFSET_VERSION, encode_offsets
 
-__all__ = ["ARCHIVE", "LIVE", "Cursor", "Phase", "decode_phase", "encode_phase", "reject_archive"]
+__all__ = ["ARCHIVE", "LIVE", "Cursor", "decode_phase", "encode_phase", "reject_archive"]
 
 ARCHIVE = "archive"
 LIVE = "live"
@@ -62,43 +57,27 @@ class Cursor:
         return Cursor(done, self.files, self.fingerprint, self.listed_at_ms)
 
 
-@dataclass(frozen=True)
-class Phase:
-    """The phase an offset is in.
-
-    Attributes
-    ----------
-    cursor:
-        In the archive phase, how far it is; ``None`` in the live phase.
-    pending:
-        Switch offsets of archived partitions not read from Kafka yet.
-    """
-
-    cursor: Cursor | None = None
-    pending: Mapping[PartitionKey, int] = field(default_factory=dict)
-
-
-def encode_phase(offsets: Mapping[PartitionKey, int], phase: Phase) -> dict[str, Any]:
-    """The canonical offset dict of a hybrid read (keys in a fixed order, see the module doc)."""
-    document: dict[str, Any] = {
-        "version": OFFSET_VERSION,
-        "phase": ARCHIVE if phase.cursor is not None else LIVE,
-    }
-    archive: dict[str, Any] = {}
-    if phase.cursor is not None:
-        cursor = phase.cursor
-        archive = {"done": cursor.done, "files": cursor.files, "fingerprint": cursor.fingerprint}
-        archive["listedAtMs"] = cursor.listed_at_ms
-    if phase.pending:
-        archive["pending"] = encode_offsets(phase.pending)["clusters"]
-    if archive:
-        document["archive"] = archive
+def encode_phase(offsets: Mapping[PartitionKey, int], cursor: Cursor | None) -> dict[str, Any]:
+    """The canonical offset dict of a hybrid read, in the archive phase at ``cursor`` (``None``:
+    live), keys in a fixed order (see the module doc)."""
+    document: dict[str, Any] = {"version": OFFSET_VERSION}
+    if cursor is None:
+        document["phase"] = LIVE
+    else:
+        document["phase"] = ARCHIVE
+        document["archive"] = {
+            "done": cursor.done,
+            "files": cursor.files,
+            "fingerprint": cursor.fingerprint,
+            "listedAtMs": cursor.listed_at_ms,
+        }
     document["clusters"] = encode_offsets(offsets)["clusters"]
     return document
 
 
-def decode_phase(offset: Mapping[str, Any]) -> Phase:
-    """The phase of a checkpointed offset (``live`` when it has none).
+def decode_phase(offset: Mapping[str, Any]) -> Cursor | None:
+    """How far the archive phase of a checkpointed offset is; ``None`` when it is live (an offset
+    without ``phase`` is live).
 
     Raises
     ------
@@ -112,11 +91,8 @@ def decode_phase(offset: Mapping[str, Any]) -> Phase:
             f"checkpointed offset: phase {name!r} with archive {archive!r} is not a phase of this "
             "release ('archive' or 'live'). Use the release that wrote the checkpoint."
         )
-    pending = partition_map(
-        archive.get("pending", {}), "checkpointed offset (archive.pending)", OFFSET_MEANING, 0
-    )
     if name == LIVE:
-        return Phase(None, pending)
+        return None
     try:
         cursor = Cursor(
             int(archive["done"]),
@@ -131,7 +107,7 @@ def decode_phase(offset: Mapping[str, Any]) -> Phase:
         ) from None
     if not 0 <= cursor.done <= cursor.files:
         raise OffsetsError(f"checkpointed offset: {cursor.done} of {cursor.files} files done.")
-    return Phase(cursor, pending)
+    return cursor
 
 
 def reject_archive(offset: Mapping[str, Any]) -> None:

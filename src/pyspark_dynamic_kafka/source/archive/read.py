@@ -117,8 +117,9 @@ def conform(
     for field in schema:
         if field.name in batch.schema.names:
             columns.append(_cast(batch.column(field.name), field.type))
-        elif field.name in values:
-            columns.append(pa.array([values[field.name]] * rows, pa.string()).cast(field.type))
+        elif values.get(field.name) is not None:  # one value, repeated in C
+            value = pa.scalar(values[field.name], pa.string()).cast(field.type)
+            columns.append(pa.repeat(value, rows))
         else:
             columns.append(pa.nulls(rows, field.type))
     out = pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -2,13 +2,14 @@
 package, so that executors (and a Spark Connect server) can only get it from there.
 
 It is a fresh venv (``--without-pip``, under a second) with a copy of
-``src/pyspark_dynamic_kafka`` in its ``site-packages``, laid out as installing the wheel lays it
-out, and a path entry to this test venv's ``site-packages`` for the dependencies (pyspark,
-pyarrow, confluent-kafka, PyYAML). Installing those again would copy about 500 MB per run for
-nothing the test checks; the package itself is what must come from the workers' environment.
-The test venv's own install of the package is an editable one, a path to ``src/`` that a path
-entry does not follow (``.pth`` files of a directory reached through a path entry are not
-read), so executors importing the package import the copy: tests check its ``__file__``.
+``src/pyspark_dynamic_kafka`` in its ``site-packages``, laid out and byte-compiled as installing
+the wheel does, and a path entry to this test venv's ``site-packages`` for the dependencies
+(pyspark, pyarrow, confluent-kafka, PyYAML). Installing those again would copy about 500 MB per
+run for nothing the test checks; the package itself is what must come from the workers'
+environment. The test venv's own install of the package is an editable one, a path to ``src/``
+that a path entry does not follow (``.pth`` files of a directory reached through a path entry
+are not read), so executors importing the package import the copy: tests check its
+``__file__``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def make_worker_python(target: Path) -> Path:
         ).stdout.strip()
     )
     shutil.copytree(PACKAGE, site / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    # Byte-compiled as pip does at install: a Python worker compiling the package on its first
+    # import may not connect back to Spark within its 10 s on a loaded machine (docs/deploy.md).
+    subprocess.run(
+        [str(python), "-m", "compileall", "-q", str(site / PACKAGE.name)], check=True, timeout=300
+    )
     (site / "test-venv-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
 

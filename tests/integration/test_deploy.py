@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.dataset
+import pytest
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
@@ -37,6 +38,8 @@ from tests.integration.worker_python import package_location
 
 from pyspark_dynamic_kafka.testing import SparkConnectServer, SparkStandalone, spark_home
 from pyspark_dynamic_kafka.testing.spark_process import spark_env
+
+pytestmark = pytest.mark.deploy
 
 QUERY_APP = Path(__file__).resolve().parent / "query_app.py"
 

@@ -1,7 +1,10 @@
-"""Fixtures of the integration tests: clusters with their metadata file, metadata servers."""
+"""Fixtures of the integration tests: clusters with their metadata file, metadata servers, a
+standalone Spark cluster and a Spark Connect server."""
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,9 +13,18 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from tests.integration.helpers import Estate, EstateFactory, local_kafka_problem, produce
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
+from tests.integration.worker_python import make_worker_python
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.testing import (
+    SparkConnectServer,
+    SparkStandalone,
+    start_spark_connect,
+    start_spark_standalone,
+)
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
+
+_log = logging.getLogger(__name__)
 
 
 @pytest.fixture
@@ -137,3 +149,80 @@ def kafka_estate(kafka_clusters: Any, tmp_path: Path) -> EstateFactory:
         return _estate_factory(start, tmp_path / "streams.yaml")(*names, **layout)
 
     return make
+
+
+# -- Spark where users run it: a standalone cluster, a Spark Connect server (test_deploy.py) ----
+
+
+@pytest.fixture(scope="session")
+def worker_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``python`` of the Spark workers' own environment, which has the package (see
+    worker_python.py)."""
+    return make_worker_python(tmp_path_factory.mktemp("worker-python") / "venv")
+
+
+@pytest.fixture(scope="module")
+def spark_standalone(
+    request: pytest.FixtureRequest, worker_python: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SparkStandalone]:
+    """A standalone Spark cluster, a master and two workers (2 cores each), whose executors run
+    ``worker_python``; one per test module. Logs the processes' log tails after a failure."""
+    failed_before = request.session.testsfailed
+    with start_spark_standalone(
+        workers=2,
+        env={"PYSPARK_PYTHON": str(worker_python)},
+        log_dir=tmp_path_factory.mktemp("standalone"),
+    ) as cluster:
+        yield cluster
+        if request.session.testsfailed > failed_before:
+            for process in [cluster.master] + [w.process for w in cluster.workers]:
+                _log.error("%s, log tail:\n%s", process.name, process.log_tail())
+
+
+@pytest.fixture(scope="module")
+def connect_server(
+    request: pytest.FixtureRequest,
+    spark_standalone: SparkStandalone,
+    worker_python: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[SparkConnectServer]:
+    """A Spark Connect server whose driver runs on ``spark_standalone`` with one 1-core
+    executor per worker (half the cluster: a ``spark-submit`` application gets the rest), its
+    own and its executors' Python being ``worker_python``."""
+    failed_before = request.session.testsfailed
+    conf = {
+        "spark.cores.max": "2",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": "768m",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.streaming.stopTimeout": "300s",
+    }
+    with start_spark_connect(
+        spark_standalone.master_url,
+        python=str(worker_python),
+        conf=conf,
+        log_dir=tmp_path_factory.mktemp("connect"),
+    ) as server:
+        yield server
+        if request.session.testsfailed > failed_before:
+            _log.error("connect server, log tail:\n%s", server.process.log_tail())
+
+
+@pytest.fixture(scope="module")
+def connect_spark(connect_server: SparkConnectServer) -> Iterator[Any]:
+    """A remote PySpark session (Spark Connect client) of ``connect_server``.
+
+    Creating it marks this process as a Connect client (``SPARK_CONNECT_MODE_ENABLED``), which
+    would route the classic ``spark`` fixture's API to Connect in later tests: the mark is
+    removed when the module is done.
+    """
+    from pyspark.sql import SparkSession
+
+    marked = "SPARK_CONNECT_MODE_ENABLED" in os.environ
+    session = SparkSession.builder.remote(connect_server.url).create()
+    try:
+        yield session
+    finally:
+        session.stop()
+        if not marked:
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)

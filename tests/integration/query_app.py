@@ -8,6 +8,10 @@ In ``run`` mode the job reports its readiness on stdout, one line each: ``STARTE
 query runs, ``COMMITTED`` once a micro-batch that read records has been committed (its progress
 is reported after its output and its commit log are written). A test waits for these lines
 instead of guessing how long Spark takes to start.
+
+Run by ``spark-submit`` (``spark-submit --master spark://... query_app.py ...``), the job uses
+the session spark-submit configured (master, Python of the executors) instead of a local one,
+and prints ``APP <application id>`` first.
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ def main() -> None:
     metadata, checkpoint, output, stream_ids, mode = sys.argv[1:6]
     extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = local_spark_session("dynamic-kafka-query-app")
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit, which set the master
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("dynamic-kafka-query-app").getOrCreate()
+        print("APP", spark.sparkContext.applicationId, flush=True)
+    else:
+        spark = local_spark_session("dynamic-kafka-query-app")
     df = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")

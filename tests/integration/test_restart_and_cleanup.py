@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from tests.integration.helpers import (
     wait_parquet,
     wait_until,
 )
+from tests.integration.scenarios import stop_mid_stream_and_restart
 
 from pyspark_dynamic_kafka.testing import count_client_connections
 
@@ -34,29 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_stop_mid_stream_and_restart_reads_each_record_once(
     spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
-    setup = estate("east", "west", partitions=2)
-    output = tmp_path / "out"
-    expected: list[str] = []
-
-    query = parquet_query(spark, setup.options(), tmp_path)
-    for round_ in range(3):
-        values = numbered(f"r{round_}-", 15)
-        expected += produce(setup["east"], "orders", values[:8], 2)
-        expected += produce(setup["west"], "orders", values[8:], 2)
-        if round_ == 0:  # a batch is committed before the stop: the restart resumes from it
-            wait_parquet(spark, output, 1)
-    query.stop()  # mid-stream: some records may not be processed yet
-    expected += produce(setup["west"], "orders", ["while-down"], 2)
-
-    query = parquet_query(spark, setup.options(), tmp_path)
-    try:
-        wait_parquet(spark, output, len(expected))
-        query.processAllAvailable()
-        got = parquet_values(spark, output)
-        assert sorted(got) == sorted(expected)
-        assert not [v for v, n in Counter(got).items() if n > 1]
-    finally:
-        query.stop()
+    stop_mid_stream_and_restart(spark, estate, tmp_path)
 
 
 def test_metadata_changed_while_down_is_reconciled_at_restart(

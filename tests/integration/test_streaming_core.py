@@ -22,6 +22,7 @@ from tests.integration.helpers import (
     source_options,
     wait_until,
 )
+from tests.integration.scenarios import migrate_east_to_west
 
 
 def test_two_clusters_every_record_once_with_cluster_column(
@@ -44,25 +45,7 @@ def test_two_clusters_every_record_once_with_cluster_column(
 def test_migration_east_to_west_without_loss_or_duplicates(
     spark: Any, estate: EstateFactory
 ) -> None:
-    setup = estate("east", "west", partitions=3, listed=["east"])
-    east, west = setup["east"], setup["west"]
-    expected = produce(east, "orders", numbered("a", 20), 3)
-    with memory_query(spark, setup.options()) as query:
-        query.expect(expected)
-
-        setup.route("east", "west")
-        expected += produce(west, "orders", numbered("b", 20), 3)
-        expected += produce(east, "orders", numbered("c", 10), 3)
-        query.expect(expected)
-
-        setup.route("west")
-        wait_until(
-            lambda: "east" not in query.offsets().get("clusters", {}),
-            what="east to leave the offset",
-        )
-        produce(east, "orders", numbered("ignored", 5), 3)
-        expected += produce(west, "orders", numbered("d", 20), 3)
-        query.expect(expected)
+    migrate_east_to_west(spark, estate)
 
 
 def test_topic_added_and_removed_at_runtime(spark: Any, estate: EstateFactory) -> None:

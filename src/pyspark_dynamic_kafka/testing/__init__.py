@@ -38,7 +38,10 @@ Modules, each importing only those before it: ``common`` (errors, types, deadlin
 ``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
 ``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
 archive, after it), ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`),
-plus ``spark``.
+plus ``spark`` (a local SparkSession) and Spark's own processes from the pyspark wheel:
+``spark_process`` (launching, watching, stopping), ``standalone``
+(:func:`start_spark_standalone`: a master and workers, each a JVM of its own) and ``connect``
+(:func:`start_spark_connect`: a Spark Connect server for remote clients).
 
 Examples
 --------
@@ -86,7 +89,9 @@ from pyspark_dynamic_kafka.testing.common import (
     KafkaTestingError,
     ProduceError,
     RecordLike,
+    SparkStartError,
 )
+from pyspark_dynamic_kafka.testing.connect import SparkConnectServer, start_spark_connect
 from pyspark_dynamic_kafka.testing.connections import count_client_connections
 from pyspark_dynamic_kafka.testing.external import (
     ExternalKafkaCluster,
@@ -96,6 +101,12 @@ from pyspark_dynamic_kafka.testing.external import (
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 from pyspark_dynamic_kafka.testing.spark import local_spark_session
+from pyspark_dynamic_kafka.testing.spark_process import spark_home
+from pyspark_dynamic_kafka.testing.standalone import (
+    SparkStandalone,
+    StandaloneWorker,
+    start_spark_standalone,
+)
 
 __all__ = [
     "BROKER_ENV_VAR",
@@ -113,11 +124,18 @@ __all__ = [
     "LocalKafkaCluster",
     "ProduceError",
     "RecordLike",
+    "SparkConnectServer",
+    "SparkStandalone",
+    "SparkStartError",
+    "StandaloneWorker",
     "cluster_class",
     "clusters_from_env",
     "count_client_connections",
     "local_spark_session",
     "open_clusters",
     "parse_brokers_env",
+    "spark_home",
     "start_clusters",
+    "start_spark_connect",
+    "start_spark_standalone",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "KafkaTestingError",
     "ProduceError",
     "RecordLike",
+    "SparkStartError",
     "check_names",
     "free_ports",
     "log_tail",
@@ -51,6 +52,11 @@ class KafkaTestingError(DynamicKafkaError):
 
 class ClusterStartError(KafkaTestingError):
     """A local cluster did not start or did not answer metadata requests in time."""
+
+
+class SparkStartError(KafkaTestingError):
+    """A local Spark process (standalone master or worker, Connect server) did not start in
+    time or exited."""
 
 
 class ProduceError(KafkaTestingError):

@@ -90,8 +90,11 @@ class BrokerProcess:
             process.wait()
 
 
-def spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start ``command`` in a session of its own, its output appended to ``log_path``.
+def spawn(
+    command: list[str], log_path: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` in a session of its own, its output appended to ``log_path``, in
+    ``env`` (this process's environment when ``None``).
 
     A signal to the process group reaches the JVM and nothing else. On Linux the process also
     gets SIGKILL when the starting thread dies (``setpriv --pdeathsig``), which covers a test run
@@ -110,6 +113,7 @@ def spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
             stderr=subprocess.STDOUT,
             close_fds=True,
             start_new_session=True,
+            env=env,
         )
 
 

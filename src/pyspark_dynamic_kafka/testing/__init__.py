@@ -37,8 +37,8 @@ Modules, each importing only those before it: ``common`` (errors, types, deadlin
 ``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
 ``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
 ``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
-archive, after it), ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`),
-plus ``spark``.
+archive, and ``scram``, the SASL users of a cluster started with ``scram=True``, after it),
+``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark``.
 
 Examples
 --------
@@ -95,6 +95,11 @@ from pyspark_dynamic_kafka.testing.external import (
 )
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
+from pyspark_dynamic_kafka.testing.scram import (
+    scram_client_properties,
+    scram_refusal,
+    set_scram_password,
+)
 from pyspark_dynamic_kafka.testing.spark import local_spark_session
 
 __all__ = [
@@ -119,5 +124,8 @@ __all__ = [
     "local_spark_session",
     "open_clusters",
     "parse_brokers_env",
+    "scram_client_properties",
+    "scram_refusal",
+    "set_scram_password",
     "start_clusters",
 ]

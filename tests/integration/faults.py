@@ -244,13 +244,18 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+_TASK_DAEMON = "-m pyspark.daemon pyspark.worker"
+"""The command line of the daemon that forks the Python workers of tasks (and so theirs too); the
+data source's planning processes run other modules (``pyspark.sql.worker.*``, the streaming
+source runner)."""
+
+
 def python_workers(root: int) -> list[int]:
-    """The Python workers below ``root`` that run tasks: the processes ``pyspark.daemon`` forks
-    (the data source's planning processes are started by the JVM with other modules)."""
+    """The Python workers below ``root`` that run tasks: the processes the task daemon forked."""
     return [
         pid
         for pid in descendants(root)
-        if "pyspark.daemon" in _cmdline(pid) and "pyspark.daemon" in _cmdline(_parent(pid) or 0)
+        if _TASK_DAEMON in _cmdline(pid) and _TASK_DAEMON in _cmdline(_parent(pid) or 0)
     ]
 
 

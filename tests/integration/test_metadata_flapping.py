@@ -5,26 +5,32 @@ half-written three times: each time the query reads on with its last good metada
 micro-batch meanwhile counts a failed discovery, which its progress shows), then follows the
 metadata changed meanwhile once the service answers again; the output is exact. Failures
 beyond ``metadataDiscoveryFailureThreshold`` fail the query with an error naming the service
-and the threshold.
+and the threshold. The tests share two clusters (of the suite's broker kind), each test with a
+topic of its own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.integration.helpers import (
     DEADLINE,
-    Estate,
-    EstateFactory,
     MemoryQuery,
     memory_query,
     numbered,
     produce,
+    source_options,
     wait_until,
+    write_metadata,
 )
 from tests.integration.metadata_server import MetadataServer
+
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
 
 TOLERANT = "1000"
 """``metadataDiscoveryFailureThreshold`` of the flapping queries: never reached here."""
@@ -46,30 +52,63 @@ def _discovery_failures(query: MemoryQuery) -> int | None:
     return None if failures is None else int(failures)
 
 
-def _produce(setup: Estate, clusters: Sequence[str], prefix: str) -> list[str]:
-    return [v for c in clusters for v in produce(setup[c], "orders", numbered(f"{prefix}{c}-", 3))]
+@pytest.fixture(scope="module")
+def clusters() -> Iterator[dict[str, BaseKafkaCluster]]:
+    """east and west for the whole module."""
+    with open_clusters(["east", "west"]) as started:
+        yield started
+
+
+@dataclass
+class _Stream:
+    """Stream ``orders`` over topic ``topic`` of some of the clusters, in metadata file ``meta``."""
+
+    clusters: dict[str, BaseKafkaCluster]
+    topic: str
+    meta: Path
+
+    def route(self, *names: str) -> None:
+        """Map the stream to the topic on the clusters ``names`` (atomic rewrite)."""
+        write_metadata(self.meta, self.clusters, {"orders": [(n, [self.topic]) for n in names]})
+
+    def produce(self, names: Sequence[str], prefix: str) -> list[str]:
+        """3 records on each of the clusters ``names``, ``<prefix><cluster>-<i>``."""
+        return [
+            value
+            for name in names
+            for value in produce(self.clusters[name], self.topic, numbered(f"{prefix}{name}-", 3))
+        ]
+
+
+def _stream(clusters: dict[str, BaseKafkaCluster], tmp_path: Path, topic: str) -> _Stream:
+    """The topic on both clusters, the stream on east."""
+    for cluster in clusters.values():
+        cluster.create_topic(topic)
+    stream = _Stream(clusters, topic, tmp_path / "streams.yaml")
+    stream.route("east")
+    return stream
 
 
 def _flap(
     query: MemoryQuery,
-    setup: Estate,
+    stream: _Stream,
     expected: list[str],
     fail: Callable[[], None],
     mend: Callable[[Sequence[str]], None],
 ) -> list[str]:
     """Three outages of the metadata service: ``fail()`` starts one, ``mend(route)`` ends it with
-    stream ``orders`` on the clusters of ``route``. Returns every value expected."""
+    the stream on the clusters of ``route``. Returns every value expected."""
     route: Sequence[str] = ("east",)
     for cycle, after in enumerate(ROUTES):
         fail()
         # Down: the query reads on with its last good metadata, counting failed discoveries.
-        expected += _produce(setup, route, f"down{cycle}-")
+        expected += stream.produce(route, f"down{cycle}-")
         query.expect(expected)
         wait_until(lambda: (_discovery_failures(query) or 0) >= 1, what="a failed discovery")
         mend(after)
         route = after
         # Back: the metadata changed meanwhile is followed.
-        expected += _produce(setup, route, f"up{cycle}-")
+        expected += stream.produce(route, f"up{cycle}-")
         query.expect(expected)
         wait_until(lambda: _discovery_failures(query) == 0, what="a successful discovery")
     assert query.query.isActive and query.query.exception() is None
@@ -77,10 +116,13 @@ def _flap(
 
 
 def test_http_metadata_server_killed_and_restarted_again_and_again(
-    spark: Any, estate: EstateFactory, metadata_server: Callable[..., MetadataServer]
+    spark: Any,
+    clusters: dict[str, BaseKafkaCluster],
+    tmp_path: Path,
+    metadata_server: Callable[..., MetadataServer],
 ) -> None:
-    setup = estate("east", "west", listed=["east"])
-    server = metadata_server(setup.meta)
+    stream = _stream(clusters, tmp_path, "flapping-http")
+    server = metadata_server(stream.meta)
     options = {
         "metadataService": "http",
         "metadataService.url": server.url,
@@ -99,38 +141,44 @@ def test_http_metadata_server_killed_and_restarted_again_and_again(
         process.wait(DEADLINE)
 
     def restart(route: Sequence[str]) -> None:
-        setup.route(*route)  # changed while the server was down
+        stream.route(*route)  # changed while the server was down
         server.start()
 
-    expected = produce(setup["east"], "orders", numbered("a", 5))
+    expected = stream.produce(["east"], "a")
     with memory_query(spark, options, "flap") as query:
         query.expect(expected)
-        expected = _flap(query, setup, expected, kill, restart)
+        _flap(query, stream, expected, kill, restart)
     assert server.log_text().count("Started server process") == 4
 
 
-def test_half_written_metadata_file_again_and_again(spark: Any, estate: EstateFactory) -> None:
-    setup = estate("east", "west", listed=["east"])
+def test_half_written_metadata_file_again_and_again(
+    spark: Any, clusters: dict[str, BaseKafkaCluster], tmp_path: Path
+) -> None:
+    stream = _stream(clusters, tmp_path, "flapping-file")
 
     def half_write() -> None:
-        good = setup.meta.read_bytes()
-        setup.meta.write_bytes(good[: len(good) // 2])  # in place: a writer that died halfway
+        good = stream.meta.read_bytes()
+        stream.meta.write_bytes(good[: len(good) // 2])  # in place: a writer that died halfway
 
-    expected = produce(setup["east"], "orders", numbered("a", 5))
-    tolerant = setup.options(metadataDiscoveryFailureThreshold=TOLERANT)
-    with memory_query(spark, tolerant, "flap") as query:
+    def options(threshold: str) -> dict[str, str]:
+        return source_options(
+            stream.meta, streamIds="orders", metadataDiscoveryFailureThreshold=threshold
+        )
+
+    expected = stream.produce(["east"], "a")
+    with memory_query(spark, options(TOLERANT), "flap") as query:
         query.expect(expected)
-        expected = _flap(query, setup, expected, half_write, lambda route: setup.route(*route))
+        _flap(query, stream, expected, half_write, lambda route: stream.route(*route))
 
     # Beyond the threshold: a clear failure. A new query reads west (the stream's only cluster
     # now) from the earliest offsets, then its metadata file is left half-written.
     on_west = sorted(v for v in expected if "west-" in v)
-    with memory_query(spark, setup.options(metadataDiscoveryFailureThreshold="2"), "flap") as query:
+    with memory_query(spark, options("2"), "flap") as query:
         query.expect(on_west)
         half_write()
         message = query.failure()
         assert query.values() == on_west
     assert "Metadata discovery failed 3 times in a row (threshold " in message
     threshold = "metadataDiscoveryFailureThreshold=2); last error: Invalid metadata in "
-    assert f"{threshold}{setup.meta}" in message
+    assert f"{threshold}{stream.meta}" in message
     assert "restart the query from its checkpoint" in message

@@ -298,3 +298,40 @@ def test_a_batch_read_fails_at_the_first_failure_whatever_the_timeout() -> None:
     with pytest.raises(KafkaClientError, match="could not list topics") as info:
         reconcile({"west": _cluster("orders")}, {}, lister, DISCOVERY_EARLIEST, strict=True)
     assert not isinstance(info.value, ClusterUnreachableError)
+
+
+def test_an_unreachable_cluster_is_given_up_without_a_secret_in_the_message() -> None:
+    """A real admin client (librdkafka) against a closed port, with SASL credentials."""
+    secret = "pw-0f3c9a77"
+    options = parse_options(
+        {
+            "metadataService": "file",
+            "metadataService.path": "streams.yaml",
+            "streamIds": "orders",
+            "unreachableClusterTimeoutMs": "0",
+            "kafkaAdmin.requestTimeoutMs": "200",
+        }
+    )
+    now = [0.0]
+    lister = OffsetLister(options, clock=lambda: now[0])
+    properties = {
+        "bootstrap.servers": "127.0.0.1:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "reader",
+        "sasl.password": secret,
+    }
+    assignment = {"east": ClusterAssignment(FrozenProperties(properties), frozenset({"orders"}))}
+    previous = {("east", "orders", 0): 7}
+    kept = reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    assert kept.offsets == previous
+    now[0] = 1.0
+    with pytest.raises(ClusterUnreachableError) as info:
+        reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    message = str(info.value)
+    assert message.startswith(
+        "Cluster 'east' could not be listed for 1.0 s, longer than unreachableClusterTimeoutMs=0"
+    )
+    assert "Last error: Cluster 'east' (127.0.0.1:1): could not list topics" in message
+    assert secret not in message and secret not in repr(info.value)
+    lister.close()

@@ -142,15 +142,15 @@ class FaultApp:
         return self.stdout.read_text(errors="replace").splitlines()
 
     def count(self) -> int:
-        """The rows of its table at its last report; fails if it exited."""
+        """The rows its micro-batches read, as last reported; fails if it exited."""
         if self.process.poll() is not None:
             raise AssertionError(f"the app exited early:\n{self.logs()[-5000:]}")
         counts = [int(line.split()[1]) for line in self.lines() if line.startswith("COUNT ")]
         return counts[-1] if counts else 0
 
     def wait_rows(self, count: int) -> None:
-        """Wait until its table holds ``count`` rows or more."""
-        wait_until(lambda: self.count() >= count, what=f"{count} rows in the app's table")
+        """Wait until its micro-batches (committed: reported) read ``count`` rows or more."""
+        wait_until(lambda: self.count() >= count, what=f"{count} rows read by the app")
 
     def logs(self) -> str:
         """Its standard output and error so far."""

@@ -5,10 +5,10 @@ Usage: python fault_app.py CONFIG_JSON, a file with ``options`` (the source opti
 ``checkpoint`` and ``max_failures``.
 
 Standard output, one line each: ``STARTED`` once the query runs; ``COUNT n`` whenever the rows
-read by the micro-batches reported so far changed. After a line on standard input (or its end), or once the query failed:
-``FAILED_TASKS n`` (failed attempts of the query's tasks), ``PROGRESS <json>`` per progress
-report, ``VALUES <json>`` (every row's value, sorted) and, last, ``ERROR <<message>>`` (``ERROR
-none``); then it exits with code 0.
+read by the micro-batches reported so far changed. After a line on standard input (or its end),
+or once the query failed: ``FAILED_TASKS n`` (failed attempts of the query's tasks), ``PROGRESS
+<json>`` per progress report, ``VALUES <json>`` (every row's value, sorted) and, last, ``ERROR
+<<message>>`` (``ERROR none``); then it exits with code 0.
 """
 
 from __future__ import annotations

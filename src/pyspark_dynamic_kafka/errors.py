@@ -16,6 +16,7 @@ from typing import ClassVar
 
 __all__ = [
     "ArchiveError",
+    "ClusterUnreachableError",
     "DataLossError",
     "DiscoveryError",
     "DynamicKafkaError",
@@ -111,6 +112,16 @@ class KafkaClientError(DynamicKafkaError):
 
 class ReadError(KafkaClientError):
     """An executor could not read an exact offset range."""
+
+
+class ClusterUnreachableError(KafkaClientError):
+    """A cluster the metadata lists could not be listed for longer than
+    ``unreachableClusterTimeoutMs``: the query gives up on it.
+
+    Not retryable, like :class:`DiscoveryError`: the tolerance it counted is spent.
+    """
+
+    retryable = False
 
 
 class DataLossError(KafkaClientError):

@@ -9,7 +9,6 @@ so the query really connects with properties that include the secret.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -17,31 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from tests.integration.faults import leaks, verbose_environment
 
 ROOT = Path(__file__).resolve().parents[2]
-
-_SITECUSTOMIZE = """\
-import logging, os, sys
-logging.basicConfig(
-    level=logging.DEBUG,
-    stream=sys.stderr,
-    format="%(process)d %(name)s %(levelname)s %(message)s",
-)
-logging.getLogger("sitecustomize").info("debug logging in pid %d: %s", os.getpid(), sys.argv)
-"""
-
-
-_LOG4J2 = """\
-rootLogger.level = info
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
-logger.spark.name = org.apache.spark
-logger.spark.level = info
-"""
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -74,15 +51,8 @@ def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) ->
     meta, broken = tmp_path / "streams.yaml", tmp_path / "broken.yaml"
     _metadata(meta, east.bootstrap_servers, sentinel)
     _metadata(broken, "127.0.0.1:1", sentinel)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "out"
-    (site / "log4j2.properties").write_text(_LOG4J2)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT), env.get("PYTHONPATH", "")])
-    # Spark logs at INFO (any JVM picks JAVA_TOOL_OPTIONS up).
-    env["JAVA_TOOL_OPTIONS"] = f"-Dlog4j2.configurationFile={site / 'log4j2.properties'}"
+    env = verbose_environment(tmp_path / "site")
     app = ROOT / "tests" / "integration" / "secrets_app.py"
     args = [str(meta), str(broken), str(checkpoint), str(output), east.bootstrap_servers]
     result = subprocess.run(
@@ -114,11 +84,6 @@ def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) ->
     assert "INFO MicroBatchExecution" in logs  # Spark's own log
     assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump (consumers)
 
-    leaks = [
-        line.replace(sentinel, "<sentinel>")[:200] for line in logs.splitlines() if sentinel in line
-    ]
-    assert not leaks, f"secret in {len(leaks)} log line(s), e.g. {leaks[:3]}"
     files = [p for p in checkpoint.rglob("*") if p.is_file()]
     assert any("offsets" in p.parts for p in files)
-    leaked_files = [str(p) for p in files if sentinel.encode() in p.read_bytes()]
-    assert not leaked_files, leaked_files
+    assert leaks(sentinel, logs, files) == []

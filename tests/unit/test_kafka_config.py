@@ -14,6 +14,7 @@ from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import (
     RACK_AWARE_SELECTOR,
     BrokerAddress,
+    broker_addresses,
     new_cluster_id,
     render_properties,
     server_properties,
@@ -180,3 +181,44 @@ def test_the_class_archive_is_named_after_the_jvm_and_the_jars(tmp_path: Path) -
     assert class_archive(str(java), second).name != archive.name  # other jars
     java.write_text("#!/bin/sh\n# upgraded\n")
     assert class_archive(str(java), first) != archive  # another JVM build
+
+
+def test_a_sasl_listener_is_added_for_scram_clients() -> None:
+    """SCRAM-SHA-256 on a SASL_PLAINTEXT listener of its own; brokers and controllers keep
+    talking over PLAINTEXT."""
+    [node] = broker_addresses([9001, 9101, 9201], 1, sasl=True)
+    assert node == BrokerAddress(9001, 9101, 9201)
+    config = server_properties(0, [node], "/data/0")
+    assert config["listeners"] == (
+        "PLAINTEXT://127.0.0.1:9001,CONTROLLER://127.0.0.1:9101,SASL_PLAINTEXT://127.0.0.1:9201"
+    )
+    assert config["advertised.listeners"] == (
+        "PLAINTEXT://127.0.0.1:9001,SASL_PLAINTEXT://127.0.0.1:9201"
+    )
+    assert config["listener.security.protocol.map"] == (
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    )
+    assert config["inter.broker.listener.name"] == "PLAINTEXT"
+    assert config["sasl.enabled.mechanisms"] == "SCRAM-SHA-256"
+    assert config["listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    )
+    assert "sasl.enabled.mechanisms" not in server_properties(0, THREE, "/data/0")
+
+
+def test_broker_addresses_take_two_or_three_ports_each() -> None:
+    assert broker_addresses([1, 2, 3, 4], 2, sasl=False) == [
+        BrokerAddress(1, 2),
+        BrokerAddress(3, 4),
+    ]
+    assert broker_addresses([1, 2, 3, 4, 5, 6], 2, sasl=True) == [
+        BrokerAddress(1, 2, 3),
+        BrokerAddress(4, 5, 6),
+    ]
+    with pytest.raises(ValueError, match="2 broker\\(s\\) need 6 ports, got 4"):
+        broker_addresses([1, 2, 3, 4], 2, sasl=True)
+
+
+def test_a_cluster_without_scram_has_no_sasl_address() -> None:
+    with pytest.raises(KafkaTestingError, match="started without scram=True"):
+        _ = ApacheKafkaCluster("east").sasl_bootstrap_servers

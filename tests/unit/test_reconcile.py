@@ -3,6 +3,9 @@
 The cluster side is a scripted lister: partition-count changes cannot be produced on the test
 broker (Tansu has no CreatePartitions), and a transient per-topic error cannot be produced on
 demand; the integration tests cover deletion, recreation and backwards offsets on real brokers.
+The scripted lister keeps :class:`OffsetLister`'s own bookkeeping of clusters that cannot be
+listed (``unreachableClusterTimeoutMs``), on a clock the test moves; a whole cluster down is
+tested on real brokers in ``tests/integration/test_cluster_outage.py``.
 """
 
 from __future__ import annotations
@@ -12,13 +15,19 @@ from collections.abc import Mapping
 
 import pytest
 
-from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, OffsetsError
+from pyspark_dynamic_kafka.errors import (
+    ClusterUnreachableError,
+    DataLossError,
+    KafkaClientError,
+    OffsetsError,
+)
 from pyspark_dynamic_kafka.kafka.admin import TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.listing import ClusterSnapshot
+from pyspark_dynamic_kafka.source.listing import ClusterSnapshot, OffsetLister
+from pyspark_dynamic_kafka.source.options import parse_options
 from pyspark_dynamic_kafka.source.positions import PositionRule, parse_timestamp
 from pyspark_dynamic_kafka.source.reconcile import Loss, reconcile, report_losses
 
@@ -39,10 +48,19 @@ class _Admin:
         return {tp: self.stamps.get(tp, {}).get(ms, -1) for tp, ms in stamps.items()}
 
 
-class _Lister:
-    """Answers for one or more clusters: topics -> {partition: (earliest, latest)}."""
+class _Lister(OffsetLister):
+    """Answers for one or more clusters: topics -> {partition: (earliest, latest)}; ``now`` is
+    the clock (seconds) of the unreachable-cluster bookkeeping."""
 
-    def __init__(self) -> None:
+    def __init__(self, unreachable_timeout_ms: str = "120000") -> None:
+        options = {
+            "metadataService": "file",
+            "metadataService.path": "streams.yaml",
+            "streamIds": "orders",
+            "unreachableClusterTimeoutMs": unreachable_timeout_ms,
+        }
+        super().__init__(parse_options(options), clock=lambda: self.now)
+        self.now = 0.0
         self.topics: dict[str, dict[str, dict[int, tuple[int, int]]]] = {}
         self.unavailable: dict[str, set[str]] = {}
         self.down: set[str] = set()
@@ -60,7 +78,7 @@ class _Lister:
         latest = {(t, p): have[t][p][1] for t, ps in partitions.items() for p in ps}
         return ClusterSnapshot(listing, latest)
 
-    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> _Admin:
+    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> _Admin:  # type: ignore[override]
         have = self.topics.get(cluster_id, {})
         stamps = {(t, p): v for (c, t, p), v in self.stamps.items() if c == cluster_id}
         return _Admin({(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()}, stamps)
@@ -216,3 +234,104 @@ def test_unreachable_cluster_and_unavailable_topic_keep_their_offsets() -> None:
         ("east", "refunds", 0): 4,
         ("west", "orders", 0): 3,
     }
+
+
+def _down_west(lister: _Lister, seconds: float) -> str:
+    """Reconcile east and west (down) ``seconds`` after the start; west's outcome."""
+    lister.now = seconds
+    previous = {("east", "orders", 0): 1, ("west", "orders", 0): 3}
+    assignment = {"east": _cluster("orders"), "west": _cluster("orders")}
+    try:
+        state = reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    except ClusterUnreachableError as exc:
+        return str(exc)
+    assert state.offsets == {("east", "orders", 0): 10, ("west", "orders", 0): 3}
+    return "kept"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "outcomes"),
+    [
+        ("5000", ["kept", "kept", "kept", "failed"]),  # failing since 0 s: 4.9 s kept, 5.1 s fails
+        ("0", ["kept", "failed", "failed", "failed"]),  # the first failure only is tolerated
+        ("-1", ["kept", "kept", "kept", "kept"]),  # never
+    ],
+)
+def test_a_cluster_failing_longer_than_the_timeout_fails_the_query(
+    timeout: str, outcomes: list[str]
+) -> None:
+    lister = _Lister(timeout)
+    lister.topics["east"] = {"orders": {0: (0, 10)}}
+    lister.down = {"west"}
+    seen = [_down_west(lister, t) for t in (0.0, 2.0, 4.9, 5.1)]
+    assert ["kept" if s == "kept" else "failed" for s in seen] == outcomes
+    failed = [s for s in seen if s != "kept"]
+    if timeout == "5000":
+        assert failed == [
+            "Cluster 'west' could not be listed for 5.1 s, longer than "
+            "unreachableClusterTimeoutMs=5000 (its offsets were kept and the other clusters read "
+            "meanwhile). Last error: Cluster 'west': could not list topics Bring the cluster back "
+            "and restart the query from its checkpoint (it resumes exactly where it stopped), or "
+            "remove the cluster from the metadata to go on without it."
+        ]
+
+
+def test_a_listing_that_succeeds_or_a_removal_ends_the_outage() -> None:
+    lister = _Lister("5000")
+    lister.topics = {"east": {"orders": {0: (0, 10)}}, "west": {"orders": {0: (0, 7)}}}
+    lister.down = {"west"}
+    assert _down_west(lister, 0.0) == "kept"
+    lister.down = set()
+    lister.now = 4.0
+    reconcile({"west": _cluster("orders")}, {}, lister, DISCOVERY_EARLIEST)  # back: forgiven
+    lister.down = {"west"}
+    assert _down_west(lister, 6.0) == "kept"  # failing since 6 s, not 0 s
+    lister.retire_except({"east"})  # removed from the metadata: no longer waited for
+    assert _down_west(lister, 12.0) == "kept"
+    assert "failing for 0.0 s, unreachableClusterTimeoutMs=5000" in lister.outage("west")
+    assert "could not be listed for 5.5 s" in _down_west(lister, 17.5)
+
+
+def test_a_batch_read_fails_at_the_first_failure_whatever_the_timeout() -> None:
+    lister = _Lister("-1")
+    lister.down = {"west"}
+    with pytest.raises(KafkaClientError, match="could not list topics") as info:
+        reconcile({"west": _cluster("orders")}, {}, lister, DISCOVERY_EARLIEST, strict=True)
+    assert not isinstance(info.value, ClusterUnreachableError)
+
+
+def test_an_unreachable_cluster_is_given_up_without_a_secret_in_the_message() -> None:
+    """A real admin client (librdkafka) against a closed port, with SASL credentials."""
+    secret = "pw-0f3c9a77"
+    options = parse_options(
+        {
+            "metadataService": "file",
+            "metadataService.path": "streams.yaml",
+            "streamIds": "orders",
+            "unreachableClusterTimeoutMs": "0",
+            "kafkaAdmin.requestTimeoutMs": "200",
+        }
+    )
+    now = [0.0]
+    lister = OffsetLister(options, clock=lambda: now[0])
+    properties = {
+        "bootstrap.servers": "127.0.0.1:1",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "reader",
+        "sasl.password": secret,
+    }
+    assignment = {"east": ClusterAssignment(FrozenProperties(properties), frozenset({"orders"}))}
+    previous = {("east", "orders", 0): 7}
+    kept = reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    assert kept.offsets == previous
+    now[0] = 1.0
+    with pytest.raises(ClusterUnreachableError) as info:
+        reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    message = str(info.value)
+    assert message.startswith(
+        "Cluster 'east' could not be listed for 1.0 s, longer than unreachableClusterTimeoutMs=0"
+    )
+    assert "Last error: Cluster 'east' (127.0.0.1:1): could not list topics" in message
+    assert secret not in message and secret not in repr(info.value)
+    lister.close()

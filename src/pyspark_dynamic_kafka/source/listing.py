@@ -2,14 +2,22 @@
 
 One :class:`~pyspark_dynamic_kafka.kafka.admin.ClusterAdmin` per cluster, created lazily and
 closed when the cluster leaves the metadata. Never pickled: executors get none of this.
+
+A stream tolerates a cluster that cannot be listed (its offsets are kept, the others are read),
+but not forever: :meth:`OffsetLister.attempt` times how long each cluster has failed and gives
+up, with :class:`~pyspark_dynamic_kafka.errors.ClusterUnreachableError`, after
+``unreachableClusterTimeoutMs``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
+from pyspark_dynamic_kafka.errors import ClusterUnreachableError, KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.position import PositionKind
 from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
@@ -53,12 +61,16 @@ class OffsetLister:
     Parameters
     ----------
     options:
-        Parsed source options (timeouts, retries).
+        Parsed source options (timeouts, retries, ``unreachableClusterTimeoutMs``).
+    clock:
+        Monotonic clock in seconds (tests may pass their own).
     """
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self._options = options
+        self._clock = clock
         self._admins: dict[str, ClusterAdmin] = {}
+        self._failing_since: dict[str, float] = {}
 
     def admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
         """The cluster's admin client (a new one when its properties changed)."""
@@ -80,6 +92,43 @@ class OffsetLister:
         for cluster_id in [c for c in self._admins if c not in live]:
             _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
             self._admins.pop(cluster_id).close()
+        for cluster_id in [c for c in self._failing_since if c not in live]:
+            del self._failing_since[cluster_id]  # a cluster removed is no longer waited for
+
+    @contextlib.contextmanager
+    def attempt(self, cluster_id: str) -> Iterator[None]:
+        """Time one listing of a cluster: a success ends its outage, a failure extends it.
+
+        Raises
+        ------
+        ClusterUnreachableError
+            Instead of the listing's :class:`KafkaClientError`, when the cluster has failed every
+            listing since longer than ``unreachableClusterTimeoutMs`` (counted from the start
+            of the first failed one; ``-1`` never gives up).
+        """
+        began = self._clock()
+        try:
+            yield
+        except KafkaClientError as exc:
+            since = self._failing_since.setdefault(cluster_id, began)
+            elapsed_ms = (self._clock() - since) * 1000.0
+            limit = self._options.unreachable_cluster_timeout_ms
+            if 0 <= limit < elapsed_ms and exc.retryable:
+                raise ClusterUnreachableError(
+                    f"Cluster '{cluster_id}' could not be listed for {elapsed_ms / 1000.0:.1f} s, "
+                    f"longer than unreachableClusterTimeoutMs={limit} (its offsets were kept and "
+                    f"the other clusters read meanwhile). Last error: {exc} Bring the cluster back "
+                    "and restart the query from its checkpoint (it resumes exactly where it "
+                    "stopped), or remove the cluster from the metadata to go on without it."
+                ) from None
+            raise
+        self._failing_since.pop(cluster_id, None)
+
+    def outage(self, cluster_id: str) -> str:
+        """How long the cluster has failed its listings, for messages."""
+        since = self._failing_since.get(cluster_id, self._clock())
+        limit = self._options.unreachable_cluster_timeout_ms
+        return f"failing for {self._clock() - since:.1f} s, unreachableClusterTimeoutMs={limit}"
 
     def close(self) -> None:
         """Close every admin client."""

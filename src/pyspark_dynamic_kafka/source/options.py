@@ -294,6 +294,16 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "Milliseconds to wait before retrying a failed listing.",
         attr="fetch_retry_interval_ms",
     ),
+    OptionSpec(
+        "unreachableClusterTimeoutMs",
+        integer(-1),
+        "120000",
+        "Streams: how long a cluster in the metadata may stay impossible to list (down, "
+        "unreachable, refusing the credentials) before the query fails naming it; its offsets are "
+        "kept and the other clusters read meanwhile. -1 waits forever.",
+        scope="stream",
+        attr="unreachable_cluster_timeout_ms",
+    ),
     # -- hybrid reads: an archive first, then Kafka (source/archive/)
     OptionSpec(
         "archive.path",

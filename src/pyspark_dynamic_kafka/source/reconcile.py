@@ -111,8 +111,9 @@ def reconcile(
 
     Partitions not in ``previous`` are placed by ``rule``; a cluster none of whose partitions is
     in ``previous`` is read for the first time. Unless ``strict``, a cluster that cannot be
-    listed keeps its previous offsets (warning); so does a topic the cluster reports with a
-    transient error.
+    listed keeps its previous offsets (warning) until it has failed for longer than
+    ``unreachableClusterTimeoutMs`` (:meth:`OffsetLister.attempt`); so does a topic the cluster
+    reports with a transient error.
 
     Parameters
     ----------
@@ -126,6 +127,8 @@ def reconcile(
         When a starting timestamp has no record and the rule's ``no_match`` is ``error``.
     KafkaClientError
         With ``strict``, when a cluster or one of its topics cannot be listed.
+    ClusterUnreachableError
+        When a cluster could not be listed for longer than ``unreachableClusterTimeoutMs``.
     """
     result = Reconciled()
     known_clusters = {cluster for cluster, _, _ in previous}
@@ -135,11 +138,19 @@ def reconcile(
         }
         first = cluster_id not in known_clusters
         try:
-            _reconcile_cluster(result, cluster_id, cluster, carried, lister, rule, first, strict)
+            with lister.attempt(cluster_id):
+                _reconcile_cluster(
+                    result, cluster_id, cluster, carried, lister, rule, first, strict
+                )
         except KafkaClientError as exc:
-            if strict:
+            if strict or not exc.retryable:
                 raise
-            _log.warning("Keeping the offsets of cluster %r this micro-batch: %s", cluster_id, exc)
+            _log.warning(
+                "Keeping the offsets of cluster %r this micro-batch (%s): %s",
+                cluster_id,
+                lister.outage(cluster_id),
+                exc,
+            )
             result.offsets.update(carried)
     return result
 

@@ -61,6 +61,7 @@ class SourceOptions:
     admin_timeout_ms: int
     fetch_retries: int
     fetch_retry_interval_ms: int
+    unreachable_cluster_timeout_ms: int
     archive_path: str | None = None
     archive_max_files: int | None = None
     archive_switch_timestamp: int | None = None

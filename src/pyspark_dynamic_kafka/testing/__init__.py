@@ -37,11 +37,12 @@ Modules, each importing only those before it: ``common`` (errors, types, deadlin
 ``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
 ``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
 ``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
-archive, after it), ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`),
-plus ``spark`` (a local SparkSession) and Spark's own processes from the pyspark wheel:
-``spark_process`` (launching, watching, stopping), ``standalone``
-(:func:`start_spark_standalone`: a master and workers, each a JVM of its own) and ``connect``
-(:func:`start_spark_connect`: a Spark Connect server for remote clients).
+archive, and ``scram``, the SASL users of a cluster started with ``scram=True``, after it),
+``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
+local SparkSession) and Spark's own processes from the pyspark wheel: ``spark_process``
+(launching, watching, stopping), ``standalone`` (:func:`start_spark_standalone`: a master and
+workers, each a JVM of its own) and ``connect`` (:func:`start_spark_connect`: a Spark Connect
+server for remote clients).
 
 Examples
 --------
@@ -100,6 +101,11 @@ from pyspark_dynamic_kafka.testing.external import (
 )
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
+from pyspark_dynamic_kafka.testing.scram import (
+    scram_client_properties,
+    scram_refusal,
+    set_scram_password,
+)
 from pyspark_dynamic_kafka.testing.spark import local_spark_session
 from pyspark_dynamic_kafka.testing.spark_process import spark_home
 from pyspark_dynamic_kafka.testing.standalone import (
@@ -134,6 +140,9 @@ __all__ = [
     "local_spark_session",
     "open_clusters",
     "parse_brokers_env",
+    "scram_client_properties",
+    "scram_refusal",
+    "set_scram_password",
     "spark_home",
     "start_clusters",
     "start_spark_connect",

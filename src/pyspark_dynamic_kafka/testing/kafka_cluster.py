@@ -25,7 +25,8 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     DEFAULT_JVM_OPTIONS,
     LOG4J2_PROPERTIES,
     STARTED_LINE,
-    BrokerAddress,
+    broker_addresses,
+    check_layout,
     new_cluster_id,
     render_properties,
     server_properties,
@@ -65,6 +66,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         JVM flags of every node; :data:`~.kafka_config.DEFAULT_JVM_OPTIONS` by default.
     client_config:
         Extra librdkafka properties for the helpers' clients.
+    scram:
+        Also a SASL_PLAINTEXT client listener with SCRAM-SHA-256 on every broker
+        (:attr:`sasl_bootstrap_servers`); :mod:`~.scram` manages its users.
 
     Examples
     --------
@@ -87,18 +91,12 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         log_dir: str | os.PathLike[str] | None = None,
         jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS,
         client_config: Mapping[str, ConfigValue] | None = None,
+        scram: bool = False,
     ) -> None:
         super().__init__(name, client_config)
-        if brokers < 1:
-            raise ValueError(f"a cluster needs at least 1 broker, got brokers={brokers}")
-        if isinstance(racks, str):
-            raise TypeError(f"racks must be a list of rack names, one per broker, not {racks!r}")
-        if racks is not None and len(racks) != brokers:
-            raise ValueError(
-                f"racks names {len(racks)} rack(s) for {brokers} broker(s): give one per broker"
-            )
+        self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
-        self.racks = None if racks is None else list(racks)
+        self.scram = scram
         self.startup_timeout = startup_timeout
         self.jvm_options = list(jvm_options)
         self._log_dir = None if log_dir is None else Path(log_dir)
@@ -115,6 +113,13 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     def bootstrap_servers(self) -> str:
         """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down)."""
         return ",".join(f"127.0.0.1:{b.address.port}" for b in self._started())
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """Every broker's SASL_PLAINTEXT (SCRAM-SHA-256) listener, comma-separated."""
+        if not self.scram:
+            raise KafkaTestingError(f"cluster {self.name!r} was started without scram=True")
+        return ",".join(f"127.0.0.1:{b.address.sasl_port}" for b in self._started())
 
     @property
     def port(self) -> int:
@@ -305,10 +310,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self._root = root
         self.cluster_id = new_cluster_id()
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        ports = free_ports(2 * self.broker_count)
-        addresses = [
-            BrokerAddress(ports[2 * i], ports[2 * i + 1]) for i in range(self.broker_count)
-        ]
+        ports = free_ports((3 if self.scram else 2) * self.broker_count)
+        addresses = broker_addresses(ports, self.broker_count, self.scram)
         logs = self._log_dir or root
         logs.mkdir(parents=True, exist_ok=True)
         prefix = f"{self.name}-" if self._log_dir is not None else ""

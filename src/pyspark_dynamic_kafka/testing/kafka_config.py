@@ -2,7 +2,8 @@
 
 Every broker of a test cluster is a combined KRaft controller and broker
 (``process.roles=broker,controller``) with a static voter set made of all brokers, listening on
-``127.0.0.1`` only. Nothing here touches files or processes.
+``127.0.0.1`` only, and optionally a SASL_PLAINTEXT client listener with SCRAM-SHA-256 (brokers
+and controllers keep talking over PLAINTEXT). Nothing here touches files or processes.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ __all__ = [
     "DEFAULT_JVM_OPTIONS",
     "LOG4J2_PROPERTIES",
     "RACK_AWARE_SELECTOR",
+    "SCRAM_MECHANISM",
     "STARTED_LINE",
     "BrokerAddress",
+    "broker_addresses",
+    "check_layout",
     "new_cluster_id",
     "render_properties",
     "server_properties",
@@ -25,6 +29,9 @@ __all__ = [
 
 RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 """The replica selector that lets consumers fetch from a follower in their rack (KIP-392)."""
+
+SCRAM_MECHANISM = "SCRAM-SHA-256"
+"""The SASL mechanism of the optional SASL_PLAINTEXT listener."""
 
 STARTED_LINE = "Kafka Server started"
 """What ``kafka.server.KafkaRaftServer`` logs once the node serves clients."""
@@ -68,10 +75,43 @@ class BrokerAddress:
         The client (``PLAINTEXT``) listener.
     controller_port:
         The KRaft controller listener.
+    sasl_port:
+        The ``SASL_PLAINTEXT`` (SCRAM-SHA-256) client listener, ``None`` for none.
     """
 
     port: int
     controller_port: int
+    sasl_port: int | None = None
+
+
+def check_layout(brokers: int, racks: Sequence[str] | None) -> list[str] | None:
+    """Check a cluster's broker count and racks (one per broker); the racks as a list.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For fewer than 1 broker, a string of racks, or not one rack per broker.
+    """
+    if brokers < 1:
+        raise ValueError(f"a cluster needs at least 1 broker, got brokers={brokers}")
+    if isinstance(racks, str):
+        raise TypeError(f"racks must be a list of rack names, one per broker, not {racks!r}")
+    if racks is not None and len(racks) != brokers:
+        raise ValueError(
+            f"racks names {len(racks)} rack(s) for {brokers} broker(s): give one per broker"
+        )
+    return None if racks is None else list(racks)
+
+
+def broker_addresses(ports: Sequence[int], brokers: int, sasl: bool) -> list[BrokerAddress]:
+    """The addresses of ``brokers`` nodes over free ``ports``: 2 per node, 3 with ``sasl``."""
+    per = 3 if sasl else 2
+    if len(ports) < per * brokers:
+        raise ValueError(f"{brokers} broker(s) need {per * brokers} ports, got {len(ports)}")
+    return [
+        BrokerAddress(ports[per * i], ports[per * i + 1], ports[per * i + 2] if sasl else None)
+        for i in range(brokers)
+    ]
 
 
 def new_cluster_id() -> str:
@@ -118,13 +158,23 @@ def server_properties(
     # A quorum of the replicas, so that one killed broker of three keeps transactions working.
     min_isr = str(max(1, min(2, count - 1)))
     voters = ",".join(f"{i}@127.0.0.1:{b.controller_port}" for i, b in enumerate(brokers))
+    # listener name -> (port, security protocol)
+    listeners = {
+        "PLAINTEXT": (me.port, "PLAINTEXT"),
+        "CONTROLLER": (me.controller_port, "PLAINTEXT"),
+    }
+    if me.sasl_port is not None:
+        listeners["SASL_PLAINTEXT"] = (me.sasl_port, "SASL_PLAINTEXT")
+    addresses = {name: f"{name}://127.0.0.1:{port}" for name, (port, _) in listeners.items()}
     properties = {
         "process.roles": "broker,controller",
         "node.id": str(node_id),
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://127.0.0.1:{me.port},CONTROLLER://127.0.0.1:{me.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{me.port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listeners": ",".join(addresses.values()),
+        "advertised.listeners": ",".join(v for k, v in addresses.items() if k != "CONTROLLER"),
+        "listener.security.protocol.map": ",".join(
+            f"{name}:{protocol}" for name, (_, protocol) in listeners.items()
+        ),
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": log_dir,
@@ -157,6 +207,14 @@ def server_properties(
     }
     if rack is not None:
         properties["broker.rack"] = rack
+    if me.sasl_port is not None:
+        # No authorizer: every authenticated user may do anything; users are SCRAM credentials
+        # stored in the cluster's metadata (AlterUserScramCredentials, see testing.scram).
+        properties["sasl.enabled.mechanisms"] = SCRAM_MECHANISM
+        login = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        properties[f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"] = (
+            login
+        )
     return properties
 
 

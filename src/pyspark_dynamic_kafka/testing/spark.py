@@ -9,7 +9,7 @@ __all__ = ["local_spark_session"]
 
 
 def local_spark_session(
-    app_name: str = "pyspark-dynamic-kafka", cores: int = 2, **conf: str
+    app_name: str = "pyspark-dynamic-kafka", cores: int = 2, max_failures: int = 1, **conf: str
 ) -> Any:
     """Get or create a ``local[cores]`` SparkSession whose every connection stays on 127.0.0.1.
 
@@ -22,14 +22,18 @@ def local_spark_session(
         The application name.
     cores:
         Worker threads of the local master.
+    max_failures:
+        Attempts of a task before its job fails: ``local[cores,max_failures]``. Local masters
+        ignore ``spark.task.maxFailures``; 1, their default, retries no task.
     **conf:
         More Spark settings; use a dict with ``**`` for dotted keys.
     """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    master = f"local[{cores}]" if max_failures == 1 else f"local[{cores},{max_failures}]"
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")

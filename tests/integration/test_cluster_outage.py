@@ -1,0 +1,112 @@
+"""A whole cluster down under a running query, on Apache Kafka clusters of the run's own.
+
+While the metadata lists it, the query keeps its offsets and reads the other cluster, tries it
+again every micro-batch, and fails naming it once it has failed for longer than
+``unreachableClusterTimeoutMs``. Removed from the metadata first, it is no longer waited for: the
+query goes on with the other cluster. Both tests share two single-broker clusters (each test has
+topics of its own); the one that leaves east down runs last.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.helpers import (
+    Estate,
+    local_kafka_problem,
+    memory_query,
+    numbered,
+    produce,
+    wait_until,
+)
+
+from pyspark_dynamic_kafka.testing import ApacheKafkaCluster, open_clusters
+from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
+
+TIMEOUT_MS = 4000
+"""``unreachableClusterTimeoutMs`` of the tests: two failed listings of ``kafkaAdmin.
+requestTimeoutMs`` (2 s) each."""
+
+
+@pytest.fixture(scope="module")
+def clusters() -> Iterator[dict[str, ApacheKafkaCluster]]:
+    """east and west, one Apache Kafka broker each, for the whole module."""
+    problem = local_kafka_problem() or tooling_problem()
+    if problem is not None:
+        pytest.skip(f"needs Apache Kafka brokers of its own to kill: {problem}")
+    with open_clusters(["east", "west"], broker="kafka") as started:
+        yield started  # type: ignore[misc]
+
+
+def _estate(clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, topic: str) -> Estate:
+    """Both clusters running, each with ``topic`` holding 5 records, stream ``orders`` on both."""
+    if not clusters["east"].broker_running(0):  # left down by a test that ran before
+        clusters["east"].start_broker(0)
+    setup = Estate(dict(clusters), tmp_path / "streams.yaml")
+    for cluster in clusters.values():
+        cluster.create_topic(topic)
+    setup.write({"orders": [("east", [topic]), ("west", [topic])]})
+    return setup
+
+
+def _options(setup: Estate) -> dict[str, str]:
+    return setup.options(
+        **{"unreachableClusterTimeoutMs": str(TIMEOUT_MS), "kafkaAdmin.requestTimeoutMs": "2000"}
+    )
+
+
+def test_a_cluster_removed_from_the_metadata_then_down_is_not_waited_for(
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path
+) -> None:
+    setup = _estate(clusters, tmp_path, "removed")
+    east, west = clusters["east"], clusters["west"]
+    expected = produce(east, "removed", numbered("e", 5)) + produce(
+        west, "removed", numbered("w", 5)
+    )
+    with memory_query(spark, _options(setup)) as query:
+        query.expect(expected)
+        setup.write({"orders": [("west", ["removed"])]})
+        wait_until(
+            lambda: set(query.offsets().get("clusters", {})) == {"west"},
+            what="east to leave the offset",
+        )
+        east.kill_broker(0)
+        killed = time.monotonic()
+        expected += produce(west, "removed", numbered("x", 5))
+        query.expect(expected)
+        # A listed cluster would have been given up by now (see the next test); east is not.
+        wait_until(
+            lambda: time.monotonic() - killed > 2 * TIMEOUT_MS / 1000,
+            what="twice unreachableClusterTimeoutMs after east went down",
+        )
+        expected += produce(west, "removed", numbered("y", 5))
+        query.expect(expected)
+        assert query.query.isActive and query.query.exception() is None
+
+
+def test_a_cluster_down_while_listed_fails_the_query_naming_it(
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path
+) -> None:
+    setup = _estate(clusters, tmp_path, "listed")
+    east, west = clusters["east"], clusters["west"]
+    expected = produce(east, "listed", numbered("e", 5)) + produce(west, "listed", numbered("w", 5))
+    with memory_query(spark, _options(setup)) as query:
+        query.expect(expected)
+        # Acknowledged before east goes down, so listed by the first micro-batch that cannot list
+        # east: read before the query gives up, which takes another, later micro-batch.
+        expected += produce(west, "listed", numbered("x", 5))
+        servers = east.bootstrap_servers
+        east.kill_broker(0)
+        message = query.failure()
+        assert query.values() == sorted(expected)
+    assert "Cluster 'east' could not be listed for " in message
+    assert (
+        f" s, longer than unreachableClusterTimeoutMs={TIMEOUT_MS} (its offsets were kept"
+        in message
+    )
+    assert f"Last error: Cluster 'east' ({servers}): could not list topics" in message
+    assert "remove the cluster from the metadata to go on without it" in message

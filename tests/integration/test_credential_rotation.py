@@ -1,0 +1,80 @@
+"""Credentials rotated under a running query: SCRAM-SHA-256 on Apache Kafka.
+
+The job reads cluster east through its SASL_PLAINTEXT listener as user ``reader``. The password
+is changed on the broker (AlterUserScramCredentials), then in the metadata file: the next
+micro-batch connects with the new password, without a restart (new client properties give the
+driver a new admin client and the executors new consumers), and the old password is refused
+from then on. Neither password appears in any log line of the job (Python logging at DEBUG in
+every Python process, Spark at INFO, librdkafka's configuration and security debug logs), in
+its progress reports or in its checkpoint.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.faults import fault_app, leaks, verbose_environment
+from tests.integration.helpers import (
+    local_kafka_problem,
+    numbered,
+    produce,
+    source_options,
+    write_metadata,
+)
+
+from pyspark_dynamic_kafka.testing import (
+    scram_client_properties,
+    scram_refusal,
+    set_scram_password,
+)
+from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
+
+
+def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
+    kafka_clusters: Any, tmp_path: Path
+) -> None:
+    problem = local_kafka_problem() or tooling_problem()
+    if problem is not None:
+        pytest.skip(f"needs an Apache Kafka cluster with a SASL listener of its own: {problem}")
+    east = kafka_clusters("east", scram=True)["east"]
+    east.create_topic("orders", partitions=2)
+    old, new = f"OLD-{uuid.uuid4().hex}", f"NEW-{uuid.uuid4().hex}"
+    meta = tmp_path / "streams.yaml"
+
+    def publish(password: str) -> None:
+        """The metadata of east: its SASL listener, as reader with ``password``."""
+        properties = scram_client_properties(east, "reader", password)
+        extra = {"east": {**properties, "debug": "conf,security"}}
+        write_metadata(meta, {"east": east}, {"orders": [("east", ["orders"])]}, extra)
+
+    set_scram_password(east, "reader", old)
+    publish(old)
+    expected = produce(east, "orders", numbered("a", 6), 2)
+    options = source_options(meta, streamIds="orders", **{"kafkaConsumer.cacheTimeoutMs": "60000"})
+    env = verbose_environment(tmp_path / "site")
+    with fault_app(tmp_path / "app", options, env=env) as app:
+        app.wait_rows(len(expected))
+        set_scram_password(east, "reader", new)  # from now on the old one is refused
+        publish(new)
+        expected += produce(east, "orders", numbered("b", 6), 2)
+        app.wait_rows(len(expected))
+        refusal = scram_refusal(east, "reader", old)
+        result = app.finish()
+    assert result.error is None
+    assert result.values == sorted(expected)
+    assert "Authentication failed" in refusal and "invalid credentials" in refusal
+
+    # The logs were as verbose as they get, and neither password is anywhere.
+    logs = result.logs
+    assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
+    assert "pyspark_dynamic_kafka.source.stream INFO" in logs  # the stream's driver-side Python
+    assert "INFO MicroBatchExecution" in logs  # Spark's own log
+    assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump
+    assert len(result.progress) >= 2 and '"latestOffset"' in result.progress[-1]
+    files = [p for p in app.checkpoint.rglob("*") if p.is_file()]
+    assert any("offsets" in p.parts for p in files)
+    for password in (old, new):
+        assert leaks(password, logs + refusal, files) == []

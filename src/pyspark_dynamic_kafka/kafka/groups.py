@@ -10,7 +10,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 
-__all__ = ["commit_group_offsets", "committed_offsets", "group_offsets"]
+__all__ = ["commit_group_offsets", "committed_offsets", "group_offsets", "group_owners"]
 
 
 def group_offsets(
@@ -111,3 +111,31 @@ def committed_offsets(
         Timeout of the request.
     """
     return group_offsets(ClusterAdmin(cluster_id, properties, timeout_ms), group, partitions)
+
+
+def group_owners(admin: ClusterAdmin, group: str) -> dict[tuple[str, int], str]:
+    """Which member of ``group`` owns each (topic, partition) now, as ``client.id@host``.
+
+    Partitions no member owns are absent (also when the group has no member).
+
+    Raises
+    ------
+    KafkaClientError
+        When the cluster cannot be reached or refuses the request.
+    """
+
+    def call(client: Any) -> Any:
+        futures = client.describe_consumer_groups([group], request_timeout=admin.timeout_s)
+        return futures[group].result()
+
+    answer = admin.request(
+        f"describe group {group!r}",
+        call,
+        fix="Check that the cluster is reachable and the group id is right.",
+    )
+    owners: dict[tuple[str, int], str] = {}
+    for member in answer.members or ():
+        name = f"{member.client_id}@{member.host.lstrip('/')}"
+        for tp in member.assignment.topic_partitions if member.assignment else ():
+            owners[(tp.topic, tp.partition)] = name
+    return owners

@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -87,6 +88,7 @@ class GroupMember:
         self._released: set[TopicPartitionKey] = set()
         self._assigned = False
         self._closing = False
+        self._requests: list[_Commit] = []
         config = member_config(properties)
         self._incremental = "cooperative" in config["partition.assignment.strategy"]
         try:
@@ -111,8 +113,9 @@ class GroupMember:
     # ------------------------------------------------------------------ the poll thread
     def _poll(self) -> None:
         while not self._closing:
+            self._serve()
             try:
-                message = self._consumer.poll(0.2)
+                message = self._consumer.poll(0.1)
             except Exception as exc:  # a closed consumer, or a fatal client error
                 if not self._closing:
                     _log.warning("Group member on %r: poll failed: %s", self.cluster_id, exc)
@@ -148,10 +151,23 @@ class GroupMember:
         with self._lock:
             self._revoking |= keys & self._owned
             self._lock.notify_all()
-            done = self._lock.wait_for(
-                lambda: self._closing or keys & self._owned <= self._released,
-                self._revoke_timeout_s,
-            )
+        deadline = time.monotonic() + self._revoke_timeout_s
+        while True:  # serving commits meanwhile: the driver commits before it releases
+            self._serve()
+            with self._lock:
+                self._lock.wait_for(
+                    lambda: (
+                        bool(self._closing or keys & self._owned <= self._released)
+                        or bool(self._requests)
+                    ),
+                    max(deadline - time.monotonic(), 0),
+                )
+                if self._requests and time.monotonic() < deadline:
+                    continue
+                done = self._closing or keys & self._owned <= self._released
+                if done or time.monotonic() >= deadline:
+                    break
+        with self._lock:
             if not done:
                 _log.warning(
                     "Group %r on %r: giving up %s without their last offsets committed (no "
@@ -217,8 +233,35 @@ class GroupMember:
             self._released |= set(partitions) & self._revoking
             self._lock.notify_all()
 
+    def _serve(self) -> None:
+        """Send the commits the driver asked for (on the poll thread: librdkafka's synchronous
+        commit does not return while another thread polls the consumer)."""
+        with self._lock:
+            requests, self._requests = self._requests, []
+        for request in requests:
+            try:
+                answer = self._consumer.commit(offsets=request.offsets, asynchronous=False)
+                failed = [tp for tp in answer or () if tp.error is not None]
+                request.problem = "; ".join(
+                    f"{tp.topic}/{tp.partition}: {tp.error}" for tp in failed
+                )
+            except KafkaException as exc:
+                request.problem = redact_secrets(str(exc), self.properties) or "failed"
+            request.done.set()
+
+    def _commit_once(self, offsets: list[TopicPartition], timeout_s: float) -> str:
+        request = _Commit(offsets)
+        with self._lock:
+            if self._closing:
+                return "the member is closing"
+            self._requests.append(request)
+            self._lock.notify_all()
+        if not request.done.wait(timeout_s):
+            return "no answer in time"
+        return request.problem
+
     def commit(self, offsets: Mapping[TopicPartitionKey, int], timeout_s: float) -> None:
-        """Commit ``offsets`` (next offset to read) as this member, synchronously.
+        """Commit ``offsets`` (next offset to read) as this member; returns once committed.
 
         Only partitions the member still holds are committed (another member owns the others).
 
@@ -234,14 +277,9 @@ class GroupMember:
             return
         deadline = time.monotonic() + timeout_s
         while True:
-            try:
-                answer = self._consumer.commit(offsets=wanted, asynchronous=False)
-                failed = [tp for tp in answer or () if tp.error is not None]
-                if not failed:
-                    return
-                problem = "; ".join(f"{tp.topic}/{tp.partition}: {tp.error}" for tp in failed)
-            except KafkaException as exc:
-                problem = redact_secrets(str(exc), self.properties)
+            problem = self._commit_once(wanted, max(deadline - time.monotonic(), 0.1))
+            if not problem:
+                return
             if time.monotonic() >= deadline or self._closing:
                 raise KafkaClientError(
                     f"Cluster '{self.cluster_id}': could not commit the offsets of group "
@@ -262,6 +300,15 @@ class GroupMember:
         except Exception as exc:  # closing twice, or a client already failed
             _log.debug("Group member on %r: close: %s", self.cluster_id, exc)
         _log.info("Left group %r on %r", self.group, self.cluster_id)
+
+
+@dataclass
+class _Commit:
+    """A commit the driver asked the poll thread for."""
+
+    offsets: list[TopicPartition]
+    done: threading.Event = field(default_factory=threading.Event)
+    problem: str = ""
 
 
 def _show(keys: Collection[TopicPartitionKey]) -> str:

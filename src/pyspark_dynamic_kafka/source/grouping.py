@@ -301,15 +301,17 @@ class GroupPlanner:
 def stop_on_sigterm(planner: GroupPlanner) -> None:
     """Shut ``planner`` down when the process gets SIGTERM, then exit.
 
-    Spark stops a query's source by terminating the source's Python process (its ``stop()`` is
-    not called); without this the members would vanish without leaving their groups, and their
-    partitions would move only after ``session.timeout.ms``. Installed from the main thread
-    only (where Spark calls the reader); elsewhere this does nothing.
+    At a ``query.stop()`` Spark sends SIGTERM to the source's Python process (twice, a few
+    milliseconds apart, on PySpark 4.3), whose default action ends it before anything else
+    runs: the members would vanish without leaving their groups, and their partitions would
+    move only after ``session.timeout.ms``. Installed from the main thread only (where Spark
+    calls the reader); elsewhere this does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         return
 
     def handle(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish the first
         planner.shutdown()
         raise SystemExit(0)
 

@@ -36,7 +36,7 @@ def _on_term(signum: int, frame: object) -> None:
 
 def _handoff(query: Any) -> str | None:
     for progress in reversed(query.recentProgress):
-        for source in progress["sources"]:
+        for source in json.loads(progress.json)["sources"]:
             latest = source.get("latestOffset")
             document = json.loads(latest) if isinstance(latest, str) else latest
             handoff = (document or {}).get("dynamicKafka", {}).get("handoff")
@@ -77,6 +77,7 @@ def main() -> None:
             committed = True
             print("COMMITTED", flush=True)
     handoff = _handoff(query)
+    print(f"HANDOFF {handoff}", flush=True)
     query.stop()
     deadline = time.monotonic() + 120
     while handoff and Path(handoff).exists() and time.monotonic() < deadline:

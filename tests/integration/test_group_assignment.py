@@ -198,6 +198,7 @@ def lag_zero(estate: Estate) -> bool:
     return len(lags) == 10 and all(lag == 0 for lag in lags)
 
 
+@pytest.mark.active_active
 def test_two_datacenters_share_one_group(
     stretch: tuple[Estate, Production], tmp_path: Path
 ) -> None:
@@ -209,6 +210,9 @@ def test_two_datacenters_share_one_group(
     dc1.start()
     dc2.start()
     try:
+        for app in (dc1, dc2):
+            assert app.process is not None
+            wait_for_line(app.process, app.log, "COMMITTED")
         # 1. Both apps share the partitions, each owned by exactly one.
         wait_until(lambda: shared(estate), timeout=300, what="both apps sharing the group")
         print(f"\n1. owners after the first rebalance: {sorted(owners(estate).items())}")

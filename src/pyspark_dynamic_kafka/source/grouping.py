@@ -46,7 +46,7 @@ _log = logging.getLogger(__name__)
 #: Longest wait for a member's first assignment before planning without it.
 _JOIN_TIMEOUT_S = 60.0
 #: Longest wait, at a stop, for the listener's word on the last micro-batch.
-_STOP_WAIT_S = 15.0
+_STOP_WAIT_S = 5.0
 #: Planned micro-batches remembered, to recognise the listener's reports of them.
 _KEPT_PLANS = 32
 

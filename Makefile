@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test unit integration lint demo bench clean kafka-jars
+.PHONY: setup test unit integration lint demo bench clean kafka-jars test-active-active
 
 setup: $(STAMP)
 
@@ -38,11 +38,16 @@ TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
 TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
 
 test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(STAMP)
-	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra tests
+	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra -m "not active_active" tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
 		$(PY) -m pytest -q -ra -m smoke tests/integration
 endif
+
+# assignment=group across two driver processes ("dc1", "dc2") on an Apache Kafka stretch cluster:
+# handoffs, restart, drain to lag 0, kill -9 (about 4.5 min, so not part of make test).
+test-active-active: kafka-jars $(STAMP)
+	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -s -m active_active tests/integration
 
 # The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
 # ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml,

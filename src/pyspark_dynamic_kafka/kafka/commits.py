@@ -19,7 +19,7 @@ from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.groups import commit_group_offsets
 
-__all__ = ["CommitFunction", "OffsetCommitter", "TopicOffsets"]
+__all__ = ["AdminSource", "CommitFunction", "OffsetCommitter", "TopicOffsets"]
 
 _log = logging.getLogger(__name__)
 
@@ -27,6 +27,8 @@ _log = logging.getLogger(__name__)
 TopicOffsets = Mapping[tuple[str, int], int]
 #: Commits (admin of the cluster, group, offsets); raises KafkaClientError on failure.
 CommitFunction = Callable[[ClusterAdmin, str, TopicOffsets], None]
+#: The admin client of (cluster id, client properties).
+AdminSource = Callable[[str, Mapping[str, str]], ClusterAdmin]
 
 
 class OffsetCommitter:
@@ -41,14 +43,22 @@ class OffsetCommitter:
     commit:
         Sends one commit (tests may pass their own; default
         :func:`~pyspark_dynamic_kafka.kafka.groups.commit_group_offsets`).
+    admins:
+        Where a cluster's admin client comes from, e.g. the one the driver lists the cluster
+        with (default: one of its own per cluster).
     """
 
     def __init__(
-        self, group: str, timeout_ms: int, commit: CommitFunction = commit_group_offsets
+        self,
+        group: str,
+        timeout_ms: int,
+        commit: CommitFunction = commit_group_offsets,
+        admins: AdminSource | None = None,
     ) -> None:
         self._group = group
         self._timeout_ms = timeout_ms
         self._commit = commit
+        self._admin_source = admins or self._own_admin
         self._lock = threading.Condition()
         self._admins: dict[str, ClusterAdmin] = {}
         self._committed: dict[str, dict[tuple[str, int], int]] = {}
@@ -76,10 +86,7 @@ class OffsetCommitter:
                 if props is None or not wanted:
                     continue
                 wanted = dict(wanted)
-                admin = self._admins.get(cluster)
-                if admin is None or admin.properties != props:
-                    admin = ClusterAdmin(cluster, props, self._timeout_ms)
-                    self._admins[cluster] = admin
+                self._admins[cluster] = self._admin_source(cluster, props)
                 if cluster in self._running:
                     self._pending[cluster] = wanted
                 elif wanted != self._committed.get(cluster):
@@ -91,6 +98,12 @@ class OffsetCommitter:
                         daemon=True,
                     )
                     thread.start()
+
+    def _own_admin(self, cluster: str, properties: Mapping[str, str]) -> ClusterAdmin:
+        admin = self._admins.get(cluster)
+        if admin is None or admin.properties != properties:
+            admin = ClusterAdmin(cluster, properties, self._timeout_ms)
+        return admin
 
     def _run(self, cluster: str, offsets: dict[tuple[str, int], int]) -> None:
         while True:

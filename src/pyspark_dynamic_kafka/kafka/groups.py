@@ -3,14 +3,23 @@ joined)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 
-__all__ = ["commit_group_offsets", "committed_offsets", "group_offsets"]
+__all__ = ["commit_group_offsets", "committed_offsets", "group_offsets", "group_owners"]
+
+
+def _ask(admin: ClusterAdmin, group: str, what: str, send: Callable[[Any], Any]) -> Any:
+    """The answer for ``group`` of the admin request ``send`` makes (futures by group id)."""
+    return admin.request(
+        what,
+        lambda client: send(client)[group].result(),
+        fix="Check that the cluster is reachable and the group id is right.",
+    )
 
 
 def group_offsets(
@@ -38,15 +47,11 @@ def group_offsets(
     if not wanted:
         return {}
     request = [ConsumerGroupTopicPartitions(group, wanted)]
-
-    def call(client: Any) -> Any:
-        futures = client.list_consumer_group_offsets(request, request_timeout=admin.timeout_s)
-        return futures[group].result()
-
-    answer = admin.request(
+    answer = _ask(
+        admin,
+        group,
         f"read the committed offsets of group {group!r}",
-        call,
-        fix="Check that the cluster is reachable and the group id is right.",
+        lambda client: client.list_consumer_group_offsets(request, request_timeout=admin.timeout_s),
     )
     result: dict[tuple[str, int], int] = {}
     for tp in answer.topic_partitions:
@@ -111,3 +116,27 @@ def committed_offsets(
         Timeout of the request.
     """
     return group_offsets(ClusterAdmin(cluster_id, properties, timeout_ms), group, partitions)
+
+
+def group_owners(admin: ClusterAdmin, group: str) -> dict[tuple[str, int], str]:
+    """Which member of ``group`` owns each (topic, partition) now, as ``client.id@host``.
+
+    Partitions no member owns are absent (also when the group has no member).
+
+    Raises
+    ------
+    KafkaClientError
+        When the cluster cannot be reached or refuses the request.
+    """
+    answer = _ask(
+        admin,
+        group,
+        f"describe group {group!r}",
+        lambda client: client.describe_consumer_groups([group], request_timeout=admin.timeout_s),
+    )
+    owners: dict[tuple[str, int], str] = {}
+    for member in answer.members or ():
+        name = f"{member.client_id}@{member.host.lstrip('/')}"
+        for tp in member.assignment.topic_partitions if member.assignment else ():
+            owners[(tp.topic, tp.partition)] = name
+    return owners

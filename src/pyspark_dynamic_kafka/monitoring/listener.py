@@ -4,6 +4,9 @@ It runs in the driver's Python process, on Spark's listener bus (never on the qu
 thread): each progress report of a query with a ``dynamic_kafka`` source updates that query's
 :class:`~pyspark_dynamic_kafka.monitoring.state.QueryState`, appends one JSON line to ``path``
 when given, and logs each new reconciliation as one structured line (event ``reconciliation``).
+For a source with ``assignment=group`` it also tells the source each completed micro-batch and
+the query's end (:mod:`~pyspark_dynamic_kafka.source.handoff`), so the source commits every
+micro-batch to the group at once, the last one before a ``query.stop()`` included.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Any
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics
+from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics, handoffs
 from pyspark_dynamic_kafka.monitoring.state import QueryState
+from pyspark_dynamic_kafka.source.handoff import write_completed, write_terminated
 
 __all__ = ["DynamicKafkaListener"]
 
@@ -38,6 +42,7 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
         super().__init__()
         self._lock = threading.Lock()
         self._states: dict[str, QueryState] = {}
+        self._handoffs: dict[str, set[str]] = {}
         self._path = Path(path) if path is not None else None
         self._file: Any = None
         if self._path is not None:
@@ -66,6 +71,10 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
         if metrics is None:
             return None
         query_id, run_id = str(progress.get("id")), str(progress.get("runId"))
+        for directory, end in handoffs(progress):
+            write_completed(directory, metrics.batch_id, end)
+            with self._lock:
+                self._handoffs.setdefault(query_id, set()).add(directory)
         with self._lock:
             state = self._states.get(query_id)
             if state is None or state.run_id != run_id:
@@ -93,9 +102,12 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
         """Nothing: idle times are computed when read."""
 
     def onQueryTerminated(self, event: Any) -> None:
-        """Forget the query: its series leave the exposition."""
+        """Forget the query: its series leave the exposition; its group sources hear it ended."""
         with self._lock:
             self._states.pop(str(event.id), None)
+            directories = self._handoffs.pop(str(event.id), set())
+        for directory in directories:
+            write_terminated(directory)
 
     def close(self) -> None:
         """Close the JSON-lines file."""

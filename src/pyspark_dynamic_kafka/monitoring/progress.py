@@ -25,7 +25,14 @@ from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.offsets import decode_offsets
 from pyspark_dynamic_kafka.source.status import STATUS_KEY
 
-__all__ = ["OBSERVATION", "BatchMetrics", "TopicMetrics", "batch_metrics", "query_label"]
+__all__ = [
+    "OBSERVATION",
+    "BatchMetrics",
+    "TopicMetrics",
+    "batch_metrics",
+    "handoffs",
+    "query_label",
+]
 
 #: Name of the observation :func:`~pyspark_dynamic_kafka.monitoring.observe_event_time` adds.
 OBSERVATION = "dynamic_kafka_event_time"
@@ -216,3 +223,17 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
         changes=tuple(changes[seq] for seq in sorted(changes)),
         max_event_time=_epoch(observed.get(MAX_TIMESTAMP)),
     )
+
+
+def handoffs(progress: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(handoff directory, end offset) of each ``assignment=group`` source of ``progress``:
+    where the listener reports the completed micro-batch
+    (:mod:`~pyspark_dynamic_kafka.source.handoff`)."""
+    found = []
+    for source in progress.get("sources") or ():
+        latest_doc = _document(source.get("latestOffset"))
+        end_doc = _document(source.get("endOffset"))
+        status = latest_doc.get(STATUS_KEY) if latest_doc is not None else None
+        if isinstance(status, Mapping) and status.get("handoff") and end_doc is not None:
+            found.append((str(status["handoff"]), end_doc))
+    return found

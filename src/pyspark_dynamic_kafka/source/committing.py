@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark_dynamic_kafka.kafka.commits import OffsetCommitter
+from pyspark_dynamic_kafka.kafka.commits import AdminSource, OffsetCommitter
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.discovery import Assignment
@@ -32,11 +32,20 @@ class GroupCommits:
         Parsed source options (``kafka.group.id``, ``kafkaAdmin.requestTimeoutMs``).
     committer:
         The committer (tests may pass their own).
+    admins:
+        The admin clients to commit with (the reader's listing clients: one per cluster).
     """
 
-    def __init__(self, options: SourceOptions, committer: OffsetCommitter | None = None) -> None:
+    def __init__(
+        self,
+        options: SourceOptions,
+        committer: OffsetCommitter | None = None,
+        admins: AdminSource | None = None,
+    ) -> None:
         group = options.kafka_properties.get("group.id", "")
-        self.committer = committer or OffsetCommitter(group, options.admin_timeout_ms)
+        self.committer = committer or OffsetCommitter(
+            group, options.admin_timeout_ms, admins=admins
+        )
         self._properties: dict[str, FrozenProperties] = {}
 
     def submit(self, position: Mapping[PartitionKey, int], assignment: Assignment) -> None:

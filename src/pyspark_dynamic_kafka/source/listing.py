@@ -74,12 +74,17 @@ class OffsetLister:
 
     def admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
         """The cluster's admin client (a new one when its properties changed)."""
+        return self.admin_with(cluster_id, cluster.properties)
+
+    def admin_with(self, cluster_id: str, properties: Mapping[str, str]) -> ClusterAdmin:
+        """The admin client of a cluster with ``properties`` (shared with the group commits of
+        ``commitOffsetsToKafka``)."""
         admin = self._admins.get(cluster_id)
-        if admin is None or admin.properties != cluster.properties:
+        if admin is None or admin.properties != properties:
             options = self._options
             admin = ClusterAdmin(
                 cluster_id,
-                cluster.properties,
+                properties,
                 options.admin_timeout_ms,
                 options.fetch_retries,
                 options.fetch_retry_interval_ms,

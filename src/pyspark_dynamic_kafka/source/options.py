@@ -21,6 +21,7 @@ from pyspark_dynamic_kafka.optionspec import (
     OptionSpec,
     Scope,
     boolean,
+    choice,
     duration_ms,
     integer,
     member,
@@ -258,6 +259,16 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "checkpoint stays the source of truth.",
         scope="stream",
         attr="commit_offsets_to_kafka",
+    ),
+    OptionSpec(
+        "assignment",
+        choice("all", "group"),
+        "all",
+        "Streams: `all` reads every partition; `group` reads the partitions the consumer group "
+        "kafka.group.id (required then) assigns to this query, so queries sharing the group "
+        "share the partitions and take over each other's when one stops.",
+        scope="stream",
+        attr="assignment",
     ),
     OptionSpec(
         "kafkaConsumer.pollTimeoutMs",

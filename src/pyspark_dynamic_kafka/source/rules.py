@@ -20,6 +20,7 @@ __all__ = [
     "STARTING_KEYS",
     "apply_rules",
     "check_archive",
+    "check_assignment",
     "check_batch",
     "check_client_keys",
     "check_commits",
@@ -84,6 +85,7 @@ def apply_rules(
     check_trigger_limits(parsed)
     check_archive(parsed)
     check_commits(parsed, kafka)
+    check_assignment(parsed, kafka, mode)
     return starting, ending if mode == "batch" else None
 
 
@@ -177,4 +179,28 @@ def check_commits(parsed: ParsedOptions, kafka: Mapping[str, str]) -> None:
             "Option 'commitOffsetsToKafka' (true) needs 'kafka.group.id': the consumer group "
             "whose offsets are committed on every cluster. Set kafka.group.id, or remove "
             "commitOffsetsToKafka."
+        )
+
+
+def check_assignment(parsed: ParsedOptions, kafka: Mapping[str, str], mode: Mode) -> None:
+    """Refuse ``assignment=group`` without ``kafka.group.id``, in a batch read, or with an
+    archive: a group shares the partitions of live streams among the queries in it."""
+    if parsed["assignment"] != "group":
+        return
+    if "group.id" not in kafka:
+        raise OptionsError(
+            "Option 'assignment' (group) needs 'kafka.group.id': the consumer group whose "
+            "members share the partitions (the same id in every query that shares them). Set "
+            "kafka.group.id, or use assignment=all."
+        )
+    if mode == "batch":
+        raise OptionsError(
+            "Option 'assignment' (group) does not work with a batch read (spark.read): a group "
+            "shares the partitions of a running stream among its members. Use "
+            "spark.readStream, or remove the option."
+        )
+    if parsed["archive.path"] is not None:
+        raise OptionsError(
+            "Option 'assignment' (group) does not work with 'archive.path': a hybrid read reads "
+            "the whole archive in one query. Remove one of the two options."
         )

@@ -65,6 +65,7 @@ class SourceOptions:
     archive_path: str | None = None
     archive_max_files: int | None = None
     archive_switch_timestamp: int | None = None
+    assignment: str = "all"
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

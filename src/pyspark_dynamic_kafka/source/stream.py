@@ -11,12 +11,14 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
+from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
 from pyspark_dynamic_kafka.source.archive.phase import encode_phase, reject_archive
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.committing import GroupCommits
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
+from pyspark_dynamic_kafka.source.grouping import GroupPlanner, stop_on_sigterm
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
@@ -37,7 +39,7 @@ from pyspark_dynamic_kafka.source.reconcile import (
 )
 from pyspark_dynamic_kafka.source.retention import decode_retained, retain, with_retained
 from pyspark_dynamic_kafka.source.settings import SourceOptions
-from pyspark_dynamic_kafka.source.status import SourceStatus
+from pyspark_dynamic_kafka.source.status import STATUS_KEY, SourceStatus
 from pyspark_dynamic_kafka.source.task import ReadTask
 
 __all__ = ["DynamicKafkaStreamReader"]
@@ -80,12 +82,22 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             options.subscription_description(), options.discovery_failure_threshold
         )
         self._commits: GroupCommits | None = None
+        self._group: GroupPlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
         return {"_options": self._options}
 
     # ----------------------------------------------------------------- driver: metadata
+    def _grouped(self) -> GroupPlanner | None:
+        """With ``assignment=group`` the query's group members (created at first use)."""
+        if self._options.assignment != "group":
+            return None
+        if self._group is None:
+            self._group = GroupPlanner(self._lister, self._options.admin_timeout_ms)
+            stop_on_sigterm(self._group)
+        return self._group
+
     def _assignment(self, refresh: bool = True) -> Assignment:
         """The current assignment; ``refresh=False`` never re-reads metadata once it has some."""
         if self._discovery is None:
@@ -135,7 +147,14 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             rule = start_rule(self._options, batch=False)
             if self._archive is not None:  # archived partitions start where the archive ends
                 rule = self._archive.start_rule(rule)
-            offsets = self._reconcile({}, rule).offsets
+            group = self._grouped()
+            if group is None:
+                offsets = self._reconcile({}, rule).offsets
+            else:  # the partitions the group assigns, at its offsets where it has some
+                assignment = self._assignment()
+                state = self._reconcile({}, rule, entering=False, assignment=assignment)
+                offsets = group.plan({}, state.offsets, assignment)[0]
+                group.planned(offsets)
             unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
             if unknown:
                 _log.warning(
@@ -154,6 +173,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         Partitions discovered later enter the offset at their starting position but are not read.
         """
+        if self._options.assignment == "group":
+            raise OptionsError(
+                "Option 'assignment' (group) does not work with Trigger.AvailableNow: the "
+                "partitions a member owns change with the group, so 'what is available now' has "
+                "no end. Use a processing-time trigger, or assignment=all."
+            )
         self._target = self._reconcile({}, LATEST_RULE, entering=False).offsets
         _log.info("Trigger.AvailableNow reads up to %s", encode_offsets(self._target))
 
@@ -200,7 +225,13 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             expiring=not switching,  # at the switch, pairs left are kept where Kafka starts
         )
         previous = {**retention.resumed, **committed}
-        state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
+        group = self._grouped()
+        if group is None:
+            state = self._reconcile(previous, discovery_rule(self._options), assignment=assignment)
+        else:  # partitions newly assigned start where the group is, else at the start rule's
+            rule = start_rule(self._options, batch=False)
+            state = self._reconcile(previous, rule, entering=False, assignment=assignment)
+            state.offsets, state.entered = group.plan(previous, state.offsets, assignment)
         self._monitor(previous, state, assignment)
         if archive is not None:
             losses = archive.switch_losses(start, previous, self._lister, assignment)
@@ -212,7 +243,11 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             k: self._rewound.get(k, v) if end.get(k, v) < v else v for k, v in previous.items()
         }
         admitted = self._admission.admit(limit, begin, end, self._target is not None)
+        if admitted is None and group is not None and set(end) != set(previous):
+            admitted = end  # partitions handed over or sitting out: never wait for more data
         self._status.plan(begin, previous if admitted is None else admitted)
+        if group is not None:
+            group.planned(previous if admitted is None else admitted)
         if admitted is None:
             return dict(start)
         offset = encode_offsets(admitted) if archive is None else encode_phase(admitted, None)
@@ -230,9 +265,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._status.observe(
             assignment, state.entered, discovery.failures, discovery.last_success_ms
         )
-        if self._options.commit_offsets_to_kafka:
+        if self._options.commit_offsets_to_kafka and self._group is None:
             if self._commits is None:
-                self._commits = GroupCommits(self._options)
+                self._commits = GroupCommits(self._options, admins=self._lister.admin_with)
             self._commits.submit(previous, assignment)
 
     def _within_target(
@@ -254,7 +289,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The offsets available at the last :meth:`latestOffset` call, with the status monitoring
         reads (:mod:`~pyspark_dynamic_kafka.source.status`; ids, offsets and counts only)."""
-        return self._status.report(self._latest)
+        report = self._status.report(self._latest)
+        if report is not None and self._group is not None:  # where the listener reports batches
+            report[STATUS_KEY]["handoff"] = self._group.inbox.path
+        return report
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks.
@@ -277,6 +315,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                 unreadable,
             )
             ranges = [r for r in ranges if r.cluster in assignment]
+        group = self._grouped()
+        if group is not None:  # a replayed micro-batch may hold partitions others read meanwhile
+            ranges = group.trim(ranges, assignment)
         properties = {c: a.properties for c, a in assignment.items()}
         tasks = plan_query_tasks(
             ranges, properties, self._options, self._group_id, self._generation
@@ -284,7 +325,18 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         return [*archived, *tasks]
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: offsets live in Spark's checkpoint."""
+        """Nothing to do: offsets live in Spark's checkpoint (with ``assignment=group`` they
+        reach the group at the next ``latestOffset``, or earlier through the listener)."""
+
+    def stop(self) -> None:
+        """Leave the consumer groups (``assignment=group``) after the last commit.
+
+        Spark runs this when the source's process ends on its own; a ``query.stop()`` ends it
+        with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.grouping.
+        stop_on_sigterm`).
+        """
+        if self._group is not None:
+            self._group.shutdown()
 
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

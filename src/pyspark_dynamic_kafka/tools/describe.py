@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
-from pyspark_dynamic_kafka.kafka.groups import committed_offsets
+from pyspark_dynamic_kafka.kafka.groups import committed_offsets, group_owners
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.position import PositionKind
 
@@ -34,12 +34,14 @@ _QUIET = "2"  # syslog level: critical and worse
 
 @dataclass(frozen=True)
 class PartitionReport:
-    """Offsets of one partition; ``committed`` and ``lag`` are ``None`` without a commit."""
+    """Offsets of one partition; ``committed`` and ``lag`` are ``None`` without a commit,
+    ``owner`` (the group member reading it, ``client.id@host``) without one."""
 
     partition: int
     earliest: int
     latest: int
     committed: int | None = None
+    owner: str | None = None
 
     @property
     def lag(self) -> int | None:
@@ -56,6 +58,7 @@ class PartitionReport:
             "latest": self.latest,
             "committed": self.committed,
             "lag": self.lag,
+            "owner": self.owner,
         }
 
 
@@ -155,6 +158,7 @@ class _ClusterState:
     earliest: dict[tuple[str, int], int]
     latest: dict[tuple[str, int], int]
     committed: dict[tuple[str, int], int]
+    owners: dict[tuple[str, int], str]
 
 
 def _query(
@@ -172,10 +176,11 @@ def _query(
         pairs = [(t, p) for t, ps in partitions.items() for p in ps]
         earliest = admin.list_offsets(pairs, PositionKind.EARLIEST)
         latest = admin.list_offsets(pairs, PositionKind.LATEST)
+        owners = group_owners(admin, group) if group else {}
     finally:
         admin.close()
     committed = committed_offsets(cluster_id, properties, group, pairs, timeout_ms) if group else {}
-    return _ClusterState(partitions, earliest, latest, committed)
+    return _ClusterState(partitions, earliest, latest, committed, owners)
 
 
 def _cluster_report(
@@ -198,6 +203,7 @@ def _cluster_report(
                 state.earliest[(topic, p)],
                 state.latest[(topic, p)],
                 state.committed.get((topic, p)) if group else None,
+                state.owners.get((topic, p)),
             )
             for p in state.partitions[topic]
         )

@@ -28,6 +28,7 @@ def render_report(report: Report, console: Console) -> None:
     if report.group is not None:
         table.add_column("committed", justify="right")
         table.add_column("lag", justify="right")
+        table.add_column("owner")
     width = len(table.columns)
     for stream in report.streams:
         if not stream.clusters:
@@ -46,7 +47,7 @@ def render_report(report: Report, console: Console) -> None:
                     row = [sid, label, topic.topic, str(p.partition)]
                     row += [str(p.earliest), str(p.latest)]
                     if report.group is not None:
-                        row += [_number(p.committed), _number(p.lag)]
+                        row += [_number(p.committed), _number(p.lag), escape(p.owner or "-")]
                     table.add_row(*row)
         table.add_section()
     console.print(table)

@@ -42,6 +42,7 @@ __all__ = [
     "pattern",
     "raw",
     "service_options",
+    "split_prefixed",
     "text",
 ]
 
@@ -364,3 +365,24 @@ def pattern(value: str) -> re.Pattern[str]:
     except (RecursionError, OverflowError) as exc:  # nested too deeply, a{99999999999999999999}
         reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ValueError(f"not a usable Python regular expression ({reason})") from None
+
+
+def split_prefixed(
+    options: Mapping[str, str], client_prefix: str, service_prefix: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Declared keys, ``client_prefix`` keys (prefix removed, case kept: client properties are
+    case-sensitive) and ``service_prefix`` keys (prefix removed, lowercased), matched
+    case-insensitively."""
+    declared: dict[str, str] = {}
+    client: dict[str, str] = {}
+    service: dict[str, str] = {}
+    for raw_key, value in options.items():
+        key = str(raw_key)
+        lowered = key.lower()
+        if lowered.startswith(client_prefix.lower()):
+            client[key[len(client_prefix) :]] = str(value)
+        elif lowered.startswith(service_prefix.lower()):
+            service[lowered[len(service_prefix) :]] = str(value)
+        else:
+            declared[key] = str(value)
+    return declared, client, service

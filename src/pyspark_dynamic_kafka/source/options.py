@@ -27,6 +27,7 @@ from pyspark_dynamic_kafka.optionspec import (
     member,
     nonempty,
     pattern,
+    split_prefixed,
     text,
 )
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind
@@ -353,24 +354,6 @@ SOURCE_OPTIONS = OptionSet(
 OPTIONS: Mapping[str, OptionSpec[Any]] = SOURCE_OPTIONS.specs
 
 
-def _split(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """Declared keys, ``kafka.*`` (prefix removed, case kept) and ``metadataService.*`` (prefix
-    removed, lowercased)."""
-    declared: dict[str, str] = {}
-    kafka: dict[str, str] = {}
-    metadata: dict[str, str] = {}
-    for raw_key, value in options.items():
-        key = str(raw_key)
-        lowered = key.lower()
-        if lowered.startswith(KAFKA_PREFIX):
-            kafka[key[len(KAFKA_PREFIX) :]] = str(value)
-        elif lowered.startswith(METADATA_PREFIX.lower()):
-            metadata[lowered[len(METADATA_PREFIX) :]] = str(value)
-        else:
-            declared[key] = str(value)
-    return declared, kafka, metadata
-
-
 def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOptions:
     """Parse and validate the options a query passed to ``format("dynamic_kafka")``.
 
@@ -388,7 +371,7 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
         For an unknown key, a malformed value or conflicting options; the message names the key
         and the value.
     """
-    declared, kafka, metadata = _split(options)
+    declared, kafka, metadata = split_prefixed(options, KAFKA_PREFIX, METADATA_PREFIX)
     parsed = SOURCE_OPTIONS.parse(declared, mode)
     starting, ending = apply_rules(parsed, kafka, mode)
     return SourceOptions(

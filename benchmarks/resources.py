@@ -6,9 +6,12 @@ it, each with its role:
 * ``jvm``: the driver JVM (``SparkSubmit``);
 * ``planner``: the Python process that hosts a streaming Python data source on the driver
   (``python_streaming_source_runner``: ``latestOffset``, ``partitions``, the discovery);
-* ``daemon``: Spark's ``pyspark.daemon``, which forks the Python workers;
-* ``worker``: a Python worker forked by the daemon (runs ``read`` of the tasks);
-* ``python``: any other Python process the JVM started (short-lived planner runners).
+* ``worker-daemon``: Spark's ``pyspark.daemon`` for ``pyspark.worker``, which forks the
+  executor's Python workers, and ``worker``: such a forked worker (runs the tasks' ``read``);
+* ``helper-daemon`` and ``helper``: the same for the planner helpers Spark starts through daemons
+  of their own (``pyspark.sql.worker.lookup_data_sources``, ``create_data_source``,
+  ``plan_data_source_read``);
+* ``python``: any other Python process the JVM started.
 
 :class:`Sampler` samples them, and this process (role ``driver-python``), every few seconds in a
 thread.
@@ -17,15 +20,25 @@ thread.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import cmdline, descendants, find_child
 
-__all__ = ["Sample", "Sampler", "role_of", "sample_process", "spark_jvm", "spark_processes"]
+__all__ = [
+    "Sample",
+    "Sampler",
+    "role_of",
+    "sample_process",
+    "spark_jvm",
+    "spark_processes",
+    "thread_names",
+]
 
 
 @dataclass(frozen=True)
@@ -52,14 +65,14 @@ def spark_jvm(timeout: float = 60.0) -> int:
 
 
 def role_of(command: bytes, parent_is_daemon: bool) -> str:
-    """The role of a Python process below the JVM, from its command line."""
-    if parent_is_daemon:
-        return "worker"
+    """The role of a Python process below the JVM, from its command line (a forked worker has
+    its daemon's command line: ``parent_is_daemon`` tells them apart)."""
     if b"python_streaming_source_runner" in command:
         return "planner"
-    if b"pyspark.daemon" in command:
-        return "daemon"
-    return "python"
+    if b"pyspark.daemon" not in command:
+        return "python"
+    kind = "worker" if command.rstrip(b"\0").endswith(b"\0pyspark.worker") else "helper"
+    return kind if parent_is_daemon else f"{kind}-daemon"
 
 
 def _parent(pid: int) -> int | None:
@@ -79,7 +92,7 @@ def spark_processes(jvm: int) -> dict[int, str]:
     daemons = {  # a forked worker has its daemon's command line: tell them by their parent
         pid
         for pid, command in pythons.items()
-        if _parent(pid) == jvm and role_of(command, False) == "daemon"
+        if _parent(pid) == jvm and role_of(command, False).endswith("-daemon")
     }
     found = {jvm: "jvm"}
     for pid, command in sorted(pythons.items()):
@@ -98,6 +111,23 @@ def sample_process(pid: int, role: str, t: float) -> Sample | None:
     rss_kb = int(fields.get("VmRSS", "0 kB").split()[0])
     threads = int(fields.get("Threads", "0").split()[0])
     return Sample(t, role, pid, rss_kb / 1024, threads, fds)
+
+
+def thread_names(pid: int) -> dict[str, int]:
+    """Threads of a process by name, numbers at the end dropped (``Executor task launch worker
+    for task 12`` and ``... 13`` count as one name; names are cut at 15 characters by Linux)."""
+    names: Counter[str] = Counter()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    for tid in tasks:
+        try:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+        except OSError:
+            continue
+        names[re.sub(r"[-_ #:]*\d+$", "", name) or name] += 1
+    return dict(sorted(names.items()))
 
 
 class Sampler(threading.Thread):

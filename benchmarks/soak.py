@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.resources import Sample, Sampler, spark_jvm
+from benchmarks.resources import Sample, Sampler, spark_jvm, thread_names
 from benchmarks.soak_plan import (
     STREAM,
     UNIVERSE,
@@ -52,11 +52,18 @@ from pyspark_dynamic_kafka.testing.producing import close_producer, send_each
 
 #: Process groups whose resources must stay flat (``driver-python`` is this script: it keeps
 #: every produced record for the verdict, so it grows by design and is only reported).
-ASSERTED = ("jvm", "planner", "workers")
+ASSERTED = ("jvm", "planner", "workers", "helpers")
 GROUPS = (*ASSERTED, "driver-python")
 #: (relative, absolute) tolerance of each resource: see :class:`~benchmarks.soak_plan.Flatness`.
 TOLERANCE = {"rss_mb": (0.10, 16.0), "threads": (0.10, 2.0), "fds": (0.10, 4.0)}
 PARTITIONS = 3
+#: Roles (:func:`benchmarks.resources.role_of`) summed into one group.
+GROUP_OF = {
+    "worker-daemon": "workers",
+    "worker": "workers",
+    "helper-daemon": "helpers",
+    "helper": "helpers",
+}
 
 
 class Production(threading.Thread):
@@ -145,7 +152,7 @@ def group_series(samples: list[Sample]) -> dict[str, list[dict[str, float]]]:
     """Per group and sampling round: processes, summed RSS, threads and fds."""
     rounds: dict[str, dict[float, dict[str, float]]] = defaultdict(dict)
     for s in samples:
-        group = "workers" if s.role in ("daemon", "worker") else s.role
+        group = GROUP_OF.get(s.role, s.role)
         row = rounds[group].setdefault(s.t, {"t": s.t, "n": 0, "rss_mb": 0, "threads": 0, "fds": 0})
         row["n"] += 1
         row["rss_mb"] += s.rss_mb
@@ -263,11 +270,13 @@ def main() -> None:
         )
         progress = Progress()
         minutes = [0]
+        jvm_threads: dict[int, dict[str, int]] = {}
 
         def tick() -> None:
             progress.update(query)
             if time.monotonic() - origin >= 60 * (minutes[0] + 1):
                 minutes[0] += 1
+                jvm_threads[minutes[0]] = thread_names(sampler.jvm)
                 print_table(group_series(sampler.snapshot()), progress, header=minutes[0] == 1)
 
         for step in steps[1:]:
@@ -305,6 +314,7 @@ def main() -> None:
         "resumes_from_retained": progress.resumes,
         "drained_s": round(drained_s, 1),
         "flatness": flat,
+        "jvm_threads_by_minute": jvm_threads,
         "series": series,
         "samples": sampler.as_json(),
     }
@@ -312,6 +322,7 @@ def main() -> None:
     args.json.write_text(json.dumps(report, indent=1, default=str))
     shutil.rmtree(workdir, ignore_errors=True)
     _summary(report, flat)
+    _thread_growth(jvm_threads)
     ok = verdict.exact and all(v["ok"] for g in flat.values() for v in g.values())
     sys.exit(0 if ok else 1)
 
@@ -339,6 +350,21 @@ def _summary(report: Mapping[str, Any], flat: Mapping[str, Mapping[str, Any]]) -
         ]
         print(f"  {group:8s} " + "; ".join(cells))
     print(f"samples: {report['config']['json']}")
+
+
+def _thread_growth(by_minute: Mapping[int, Mapping[str, int]]) -> None:
+    """Print the JVM's thread names whose count changed between the end of warm-up (a third of
+    the run) and the end."""
+    if len(by_minute) < 3:
+        return
+    minutes = sorted(by_minute)
+    first, last = by_minute[minutes[len(minutes) // 3]], by_minute[minutes[-1]]
+    changed = {
+        n: (first.get(n, 0), last.get(n, 0))
+        for n in sorted({*first, *last})
+        if first.get(n, 0) != last.get(n, 0)
+    }
+    print(f"JVM threads by name, minute {minutes[len(minutes) // 3]} -> {minutes[-1]}: {changed}")
 
 
 if __name__ == "__main__":

@@ -111,9 +111,15 @@ def test_flatness_needs_samples() -> None:
     ("command", "forked", "role"),
     [
         (b"python\0-m\0pyspark.sql.streaming.python_streaming_source_runner", False, "planner"),
-        (b"python\0-m\0pyspark.daemon\0pyspark.worker", False, "daemon"),
-        (b"python\0-m\0pyspark.daemon\0pyspark.worker", True, "worker"),
-        (b"python\0-m\0pyspark.sql.worker.lookup_data_sources", False, "python"),
+        (b"python\0-m\0pyspark.daemon\0pyspark.worker", False, "worker-daemon"),
+        (b"python\0-m\0pyspark.daemon\0pyspark.worker\0", True, "worker"),
+        (
+            b"python\0-m\0pyspark.daemon\0pyspark.sql.worker.create_data_source",
+            False,
+            "helper-daemon",
+        ),
+        (b"python\0-m\0pyspark.daemon\0pyspark.sql.worker.plan_data_source_read", True, "helper"),
+        (b"python\0-m\0some.module", False, "python"),
     ],
 )
 def test_roles_of_python_processes(command: bytes, forked: bool, role: str) -> None:
@@ -123,10 +129,10 @@ def test_roles_of_python_processes(command: bytes, forked: bool, role: str) -> N
 def test_group_series_sums_each_group_per_round() -> None:
     samples = [
         Sample(5.0, "jvm", 1, 500.0, 80, 300),
-        Sample(5.0, "daemon", 2, 30.0, 1, 10),
+        Sample(5.0, "worker-daemon", 2, 30.0, 1, 10),
         Sample(5.0, "worker", 3, 90.0, 3, 20),
         Sample(10.0, "jvm", 1, 510.0, 81, 301),
-        Sample(10.0, "daemon", 2, 30.0, 1, 10),
+        Sample(10.0, "worker-daemon", 2, 30.0, 1, 10),
     ]
     series = group_series(samples)
     assert series["jvm"] == [

@@ -14,7 +14,10 @@ partition at 1), so every partition is listed and planned. No Spark JVM is invol
 
 The stream is mapped to the first 10, 30 and all topics of every cluster (``--sizes``), which
 gives the growth with the partition count (1k, 3k, 10k by default). Each figure is the median of
-``--rounds`` rounds. ``--profile`` prints a cProfile of one warm round at the largest size.
+``--rounds`` rounds. ``--before`` also measures the source as it was before this benchmark
+(clusters listed one after the other, the garbage collector running during the calls), rounds
+alternating with the current ones; ``--profile``
+prints a cProfile of one warm round at the largest size; ``--json`` writes the figures.
 ``--broker tansu`` (default: ten brokers are cheap processes) or ``kafka`` (ten Apache Kafka JVMs).
 """
 
@@ -29,7 +32,7 @@ import pstats
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,8 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from pyspark_dynamic_kafka.source import gcpause
+from pyspark_dynamic_kafka.source import reconcile as reconcile_module
 from pyspark_dynamic_kafka.source.options import parse_options
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 from pyspark_dynamic_kafka.source.task import ReadTask
@@ -44,6 +49,7 @@ from pyspark_dynamic_kafka.testing import BaseKafkaCluster, start_clusters
 from pyspark_dynamic_kafka.testing.producing import close_producer, send_each
 
 STREAM = "scale"
+_PARALLEL = reconcile_module._MAX_PARALLEL_CLUSTERS
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Round:
 
     latest_s: float
     partitions_s: float
+    gc_s: float
     tasks: int
     ranges: int
     pickled: int
@@ -116,8 +123,26 @@ def new_reader(metadata: Path) -> DynamicKafkaStreamReader:
     return DynamicKafkaStreamReader(parse_options(options, mode="stream"))
 
 
+class _GcClock:
+    """Seconds spent in the garbage collector (all generations) since created."""
+
+    def __init__(self) -> None:
+        self.seconds, self._began = 0.0, 0.0
+
+    def __call__(self, phase: str, info: Mapping[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
+
+
+GC = _GcClock()
+gc.callbacks.append(GC)
+
+
 def plan_once(reader: DynamicKafkaStreamReader, start: dict[str, Any], expected: int) -> Round:
     """One micro-batch's planning, checked: every partition goes from 0 to 1."""
+    gc_before = GC.seconds
     t0 = time.perf_counter()
     end = reader.latestOffset(start, reader.getDefaultReadLimit())
     t1 = time.perf_counter()
@@ -126,7 +151,8 @@ def plan_once(reader: DynamicKafkaStreamReader, start: dict[str, Any], expected:
     ranges = sum(len(task.ranges) for task in tasks if isinstance(task, ReadTask))
     if ranges != expected:
         raise SystemExit(f"planned {ranges} ranges, expected {expected}: {end}")
-    return Round(t1 - t0, t2 - t1, len(tasks), ranges, len(pickle.dumps(list(tasks))))
+    gc_s = GC.seconds - gc_before
+    return Round(t1 - t0, t2 - t1, gc_s, len(tasks), ranges, len(pickle.dumps(list(tasks))))
 
 
 def median_round(rounds: list[Round]) -> dict[str, float]:
@@ -134,32 +160,56 @@ def median_round(rounds: list[Round]) -> dict[str, float]:
         "latest_s": statistics.median(r.latest_s for r in rounds),
         "partitions_s": statistics.median(r.partitions_s for r in rounds),
         "total_s": statistics.median(r.total_s for r in rounds),
+        "gc_s": statistics.median(r.gc_s for r in rounds),
         "tasks": rounds[0].tasks,
         "pickled_kb": rounds[0].pickled / 1024,
     }
 
 
-def measure(metadata: Path, expected: int, rounds: int) -> dict[str, dict[str, float]]:
-    """Cold and warm medians for the stream the metadata file maps now."""
+def measure(
+    metadata: Path, expected: int, rounds: int, variants: list[str]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Cold and warm medians, per variant, for the stream the metadata file maps now; the
+    variants' rounds alternate, so load from elsewhere falls on each alike."""
     start = new_reader(metadata).initialOffset()
-    cold = []
+    cold: dict[str, list[Round]] = {v: [] for v in variants}
+    warm: dict[str, list[Round]] = {v: [] for v in variants}
     for _ in range(rounds):
-        reader = new_reader(metadata)
-        cold.append(plan_once(reader, start, expected))
-        del reader
-        gc.collect()  # its admin clients go now, not during the next round
-    warm_reader = new_reader(metadata)
-    plan_once(warm_reader, start, expected)  # first call: connects, not counted
-    warm = [plan_once(warm_reader, start, expected) for _ in range(rounds)]
-    return {"cold": median_round(cold), "warm": median_round(warm)}
+        for variant in variants:
+            _use(variant)
+            reader = new_reader(metadata)
+            cold[variant].append(plan_once(reader, start, expected))
+            del reader
+            gc.collect()  # its admin clients go now, not during the next round
+    readers = {v: new_reader(metadata) for v in variants}
+    for variant, reader in readers.items():
+        _use(variant)
+        plan_once(reader, start, expected)  # first call: connects, not counted
+    for _ in range(rounds):
+        for variant, reader in readers.items():
+            _use(variant)
+            warm[variant].append(plan_once(reader, start, expected))
+    return {v: {"cold": median_round(cold[v]), "warm": median_round(warm[v])} for v in variants}
 
 
-def profile(call: Callable[[], object]) -> None:
+def _use(variant: str) -> None:
+    """``after``: the source as it is; ``before``: clusters listed one after the other and the
+    garbage collector free to run during the calls (the source before this benchmark);
+    ``parallel``: in between (clusters in parallel, the collector running)."""
+    reconcile_module._MAX_PARALLEL_CLUSTERS = 1 if variant == "before" else _PARALLEL
+    gcpause.PAUSE = variant == "after"
+
+
+def profile(metadata: Path, expected: int) -> None:
+    """cProfile of one warm round (the reader is gone when this returns)."""
+    reader = new_reader(metadata)
+    start = reader.initialOffset()
+    plan_once(reader, start, expected)
     profiler = cProfile.Profile()
     profiler.enable()
-    call()
+    plan_once(reader, start, expected)
     profiler.disable()
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 def main() -> None:
@@ -171,6 +221,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,30,100", help="topics per cluster mapped, each")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--before", action="store_true", help="also measure the source as it was (see _use)"
+    )
+    parser.add_argument("--json", type=Path, help="write the figures there")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if int(s) <= args.topics]
     names = [f"c{i:02d}" for i in range(args.clusters)]
@@ -188,29 +242,34 @@ def main() -> None:
             flush=True,
         )
         print(
-            f"{'partitions':>10} | {'cold latestOffset':>17} {'partitions':>10} {'total':>7} | "
-            f"{'warm latestOffset':>17} {'partitions':>10} {'total':>7} | tasks  pickled"
+            f"{'partitions':>10} {'variant':>8} | {'cold latestOffset':>17} {'partitions':>10} "
+            f"{'total':>7} | {'warm latestOffset':>17} {'partitions':>10} {'total':>7} "
+            f"{'gc':>6} | tasks  pickled"
         )
         servers = {n: clusters[n].bootstrap_servers for n in names}
         metadata = workdir / "streams.json"
+        variants = ["after", "parallel", "before"] if args.before else ["after"]
+        results: dict[int, Any] = {}
         for size in sizes:
             write_metadata(metadata, servers, size)
             count = args.clusters * size * args.partitions
-            result = measure(metadata, count, args.rounds)
-            cold, warm = result["cold"], result["warm"]
-            print(
-                f"{count:>10,} | {cold['latest_s']:>16.3f}s {cold['partitions_s']:>9.3f}s "
-                f"{cold['total_s']:>6.3f}s | {warm['latest_s']:>16.3f}s "
-                f"{warm['partitions_s']:>9.3f}s {warm['total_s']:>6.3f}s | "
-                f"{int(warm['tasks']):>5}  {warm['pickled_kb']:,.0f} KiB",
-                flush=True,
-            )
+            results[count] = measure(metadata, count, args.rounds, variants)
+            for variant, result in results[count].items():
+                cold, warm = result["cold"], result["warm"]
+                print(
+                    f"{count:>10,} {variant:>8} | {cold['latest_s']:>16.3f}s "
+                    f"{cold['partitions_s']:>9.3f}s {cold['total_s']:>6.3f}s | "
+                    f"{warm['latest_s']:>16.3f}s {warm['partitions_s']:>9.3f}s "
+                    f"{warm['total_s']:>6.3f}s {warm['gc_s']:>5.3f}s | {int(warm['tasks']):>5}  "
+                    f"{warm['pickled_kb']:,.0f} KiB",
+                    flush=True,
+                )
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"args": vars(args), "results": results}, default=str))
         if args.profile:
-            reader = new_reader(metadata)
-            start = reader.initialOffset()
-            expected = args.clusters * sizes[-1] * args.partitions
-            plan_once(reader, start, expected)
-            profile(lambda: plan_once(reader, start, expected))
+            _use("after")
+            profile(metadata, args.clusters * sizes[-1] * args.partitions)
     print(f"target: < 1 s for {args.clusters * args.topics * args.partitions:,} partitions")
 
 

@@ -17,6 +17,7 @@ from pyspark_dynamic_kafka.source.archive.phase import Phase, encode_phase, reje
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.committing import GroupCommits
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
+from pyspark_dynamic_kafka.source.gcpause import gc_paused
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
 from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
@@ -169,6 +170,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         limit = self._admission.default_limit()
         return limit if self._archive is None else self._archive.default_limit(limit)
 
+    @gc_paused
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         """The end of the next micro-batch, reconciled with the current metadata.
 
@@ -261,6 +263,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         reads (:mod:`~pyspark_dynamic_kafka.source.status`; ids, offsets and counts only)."""
         return self._status.report(self._latest)
 
+    @gc_paused
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks.
 

@@ -62,6 +62,7 @@ bench: $(STAMP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) benchmarks/hybrid.py
 	$(PY) -m benchmarks.monitoring
+	$(PY) -m benchmarks.scale
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

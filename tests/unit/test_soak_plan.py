@@ -4,53 +4,44 @@ the expected set, the flatness rule. The soak itself runs with ``make soak``, no
 from __future__ import annotations
 
 import pytest
+from benchmarks import soak_plan as plan
 from benchmarks.resources import Sample, role_of
 from benchmarks.soak import group_series
-from benchmarks.soak_plan import (
-    CYCLE,
-    UNIVERSE,
-    RecordKey,
-    Step,
-    assess_flatness,
-    check_retention,
-    compare,
-    longest_absence,
-    metadata_document,
-    schedule,
-)
 
 
 def test_the_schedule_cycles_every_step_and_ends_with_every_pair_mapped() -> None:
-    steps = schedule(20 * 60, 20)
+    steps = plan.schedule(20 * 60, 20)
     assert len(steps) == 61
     assert [s.at_s for s in steps[:3]] == [0, 20, 40]
-    assert [s.pairs for s in steps[:6]] == [pairs for _, pairs in CYCLE]
-    assert steps[6].pairs == CYCLE[0][1]
-    assert steps[-1] == Step(1200, UNIVERSE, "final: every pair mapped")
-    assert schedule(50, 20)[-1].at_s == 50 and len(schedule(50, 20)) == 4
+    assert [s.pairs for s in steps[:6]] == [pairs for _, pairs in plan.CYCLE]
+    assert steps[6].pairs == plan.CYCLE[0][1]
+    assert steps[-1] == plan.Step(1200, plan.UNIVERSE, "final: every pair mapped")
+    assert plan.schedule(50, 20)[-1].at_s == 50 and len(plan.schedule(50, 20)) == 4
 
 
 @pytest.mark.parametrize(("total", "step"), [(10, 20), (60, 0), (60, -1)])
 def test_a_schedule_needs_at_least_one_step(total: float, step: float) -> None:
     with pytest.raises(ValueError, match="step"):
-        schedule(total, step)
+        plan.schedule(total, step)
 
 
 def test_the_cycle_removes_and_re_adds_clusters_topics_and_migrates_orders() -> None:
-    clusters = [{c for c, _ in pairs} for _, pairs in CYCLE]
+    clusters = [{c for c, _ in pairs} for _, pairs in plan.CYCLE]
     assert {"alpha", "gamma"} <= {
         c for state in clusters for c in {"alpha", "beta", "gamma"} - state
     }
-    orders = [{c for c, t in pairs if t == "orders"} for _, pairs in CYCLE]
+    orders = [{c for c, t in pairs if t == "orders"} for _, pairs in plan.CYCLE]
     assert orders == [{"alpha"}, {"alpha", "beta"}, {"beta"}, {"beta"}, {"alpha"}, {"alpha"}]
-    for pair in UNIVERSE:  # every pair is in the mapping at some point and out of it at another
-        states = [pair in pairs for _, pairs in CYCLE]
+    for (
+        pair
+    ) in plan.UNIVERSE:  # every pair is in the mapping at some point and out of it at another
+        states = [pair in pairs for _, pairs in plan.CYCLE]
         assert any(states) and not all(states), pair
 
 
 def test_the_metadata_lists_only_clusters_with_a_topic_in_the_stream() -> None:
     servers = {"alpha": "h:1", "beta": "h:2", "gamma": "h:3"}
-    document = metadata_document({("beta", "orders"), ("beta", "audit")}, servers)
+    document = plan.metadata_document({("beta", "orders"), ("beta", "audit")}, servers)
     assert document == {
         "clusters": {"beta": {"bootstrap.servers": "h:2"}},
         "streams": {"soak": [{"cluster": "beta", "topics": ["audit", "orders"]}]},
@@ -58,27 +49,31 @@ def test_the_metadata_lists_only_clusters_with_a_topic_in_the_stream() -> None:
 
 
 def test_the_longest_absence_and_the_retention_window() -> None:
-    steps = schedule(20 * 60, 20)
-    assert longest_absence(steps) == 60  # beta/orders: states 4, 5, 0; gamma/clicks: 5, 0, 1
-    check_retention(steps, 600_000)
+    steps = plan.schedule(20 * 60, 20)
+    assert plan.longest_absence(steps) == 60  # beta/orders: states 4, 5, 0; gamma/clicks: 5, 0, 1
+    plan.check_retention(steps, 600_000)
     with pytest.raises(ValueError, match="longest absence"):
-        check_retention(steps, 120_000)
+        plan.check_retention(steps, 120_000)
     orders = frozenset({("alpha", "orders")})
-    only = [Step(0, orders, ""), Step(5, frozenset(), ""), Step(30, UNIVERSE, "")]
-    assert longest_absence(only) == 25
+    only = [
+        plan.Step(0, orders, ""),
+        plan.Step(5, frozenset(), ""),
+        plan.Step(30, plan.UNIVERSE, ""),
+    ]
+    assert plan.longest_absence(only) == 25
 
 
-def _key(offset: int) -> RecordKey:
+def _key(offset: int) -> plan.RecordKey:
     return ("alpha", "orders", 0, offset)
 
 
 def test_compare_is_exact_only_for_every_record_once() -> None:
     produced = {_key(i): f"v{i}".encode() for i in range(5)}
-    exact = compare(produced, [(k, v) for k, v in produced.items()])
+    exact = plan.compare(produced, [(k, v) for k, v in produced.items()])
     assert exact.exact and (exact.produced, exact.read) == (5, 5)
     rows = [(k, v) for k, v in produced.items() if k not in (_key(2), _key(3))]
     rows += [(_key(1), b"v1"), (_key(1), b"v1"), (_key(2), b"other"), (_key(9), b"v9")]
-    verdict = compare(produced, rows)
+    verdict = plan.compare(produced, rows)
     assert not verdict.exact
     assert (verdict.lost, verdict.duplicated, verdict.unexpected) == (1, 2, 2)
     assert verdict.examples["lost"] == [_key(3)]
@@ -99,12 +94,12 @@ def test_compare_is_exact_only_for_every_record_once() -> None:
     ],
 )
 def test_flatness(series: list[float], counts: bool, flat: bool) -> None:
-    assert assess_flatness(series, 0.10, 2.0, counts=counts).ok is flat
+    assert plan.assess_flatness(series, 0.10, 2.0, counts=counts).ok is flat
 
 
 def test_flatness_needs_samples() -> None:
     with pytest.raises(ValueError, match="at least 6"):
-        assess_flatness([1, 2, 3], 0.1, 1)
+        plan.assess_flatness([1, 2, 3], 0.1, 1)
 
 
 @pytest.mark.parametrize(

@@ -24,13 +24,14 @@ import re
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import cmdline, descendants, find_child
 
 __all__ = [
+    "BOUNDED_POOLS",
     "Sample",
     "Sampler",
     "role_of",
@@ -51,6 +52,8 @@ class Sample:
     rss_mb: float
     threads: int
     fds: int
+    pooled: int = 0
+    """Threads of :data:`BOUNDED_POOLS` (counted in ``threads`` too)."""
 
 
 def spark_jvm(timeout: float = 60.0) -> int:
@@ -130,6 +133,14 @@ def thread_names(pid: int) -> dict[str, int]:
     return dict(sorted(names.items()))
 
 
+#: Spark's cached thread pools of the driver JVM whose size Spark caps (``ThreadUtils.
+#: newDaemonCachedThreadPool(name, 100)`` in ``BlockManagerMasterEndpoint`` and
+#: ``BlockManagerStorageEndpoint``, Spark 4.x): they grow with concurrent block removals (the
+#: cleanup of each micro-batch's broadcasts) and drop threads idle for 60 s. Names as Linux cuts
+#: them (15 characters), with the cap.
+BOUNDED_POOLS = {"block-manager-a": 100, "block-manager-s": 100}
+
+
 class Sampler(threading.Thread):
     """Samples the Spark processes and this process every ``interval`` seconds until stopped.
 
@@ -148,6 +159,9 @@ class Sampler(threading.Thread):
         t = time.monotonic() - self.origin
         targets = {**spark_processes(self.jvm), os.getpid(): "driver-python"}
         taken = [s for pid, role in targets.items() if (s := sample_process(pid, role, t))]
+        names = thread_names(self.jvm)
+        pooled = sum(n for name, n in names.items() if name in BOUNDED_POOLS)
+        taken = [replace(s, pooled=pooled) if s.pid == self.jvm else s for s in taken]
         with self._lock:
             self.samples.extend(taken)
         return taken

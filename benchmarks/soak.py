@@ -149,15 +149,19 @@ class Progress:
 
 
 def group_series(samples: list[Sample]) -> dict[str, list[dict[str, float]]]:
-    """Per group and sampling round: processes, summed RSS, threads and fds."""
+    """Per group and sampling round: processes, summed RSS, threads and fds; the JVM's threads
+    without those of Spark's capped pools (:data:`~benchmarks.resources.BOUNDED_POOLS`, in
+    ``pooled``): a leak is growth without bound, and those pools cannot grow past their cap."""
     rounds: dict[str, dict[float, dict[str, float]]] = defaultdict(dict)
     for s in samples:
         group = GROUP_OF.get(s.role, s.role)
-        row = rounds[group].setdefault(s.t, {"t": s.t, "n": 0, "rss_mb": 0, "threads": 0, "fds": 0})
+        empty = {"t": s.t, "n": 0, "rss_mb": 0, "threads": 0, "fds": 0, "pooled": 0}
+        row = rounds[group].setdefault(s.t, empty)
         row["n"] += 1
         row["rss_mb"] += s.rss_mb
-        row["threads"] += s.threads
+        row["threads"] += s.threads - s.pooled  # Spark's capped pools: apart (resources.py)
         row["fds"] += s.fds
+        row["pooled"] += s.pooled
     return {g: [rows[t] for t in sorted(rows)] for g, rows in rounds.items()}
 
 
@@ -176,7 +180,8 @@ def print_table(
     for g in cols:
         r = series[g][-1]
         n = f"{int(r['n'])}x " if g == "workers" else ""
-        cells.append(f"{n}{r['rss_mb']:.0f}/{int(r['threads'])}/{int(r['fds'])}".rjust(24))
+        pool = f"+{int(r['pooled'])}" if g == "jvm" else ""
+        cells.append(f"{n}{r['rss_mb']:.0f}/{int(r['threads'])}{pool}/{int(r['fds'])}".rjust(24))
     print(
         f"{t / 60:5.1f} {progress.batches:7d} {progress.rows:8d} | " + " | ".join(cells), flush=True
     )
@@ -314,6 +319,7 @@ def main() -> None:
         "resumes_from_retained": progress.resumes,
         "drained_s": round(drained_s, 1),
         "flatness": flat,
+        "jvm_pooled_peak": max((r["pooled"] for r in series.get("jvm", [])), default=0),
         "jvm_threads_by_minute": jvm_threads,
         "series": series,
         "samples": sampler.as_json(),
@@ -339,7 +345,10 @@ def _summary(report: Mapping[str, Any], flat: Mapping[str, Mapping[str, Any]]) -
         f"times, resumed from retained offsets {report['resumes_from_retained']} times; drained "
         f"in {report['drained_s']} s"
     )
-    print("flatness after warm-up (second third median -> last third median, limit):")
+    print(
+        "flatness after warm-up (second third median -> last third median, limit); JVM threads "
+        f"without Spark's capped block-manager pools (peak {report['jvm_pooled_peak']}, cap 200):"
+    )
     for group, metrics in flat.items():
         cells = [
             f"{m} {f['second_median']:.1f} -> {f['last_median']:.1f} (<= {f['limit']:.1f})"

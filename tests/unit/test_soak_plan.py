@@ -123,7 +123,7 @@ def test_roles_of_python_processes(command: bytes, forked: bool, role: str) -> N
 
 def test_group_series_sums_each_group_per_round() -> None:
     samples = [
-        Sample(5.0, "jvm", 1, 500.0, 80, 300),
+        Sample(5.0, "jvm", 1, 500.0, 80, 300, pooled=20),
         Sample(5.0, "worker-daemon", 2, 30.0, 1, 10),
         Sample(5.0, "worker", 3, 90.0, 3, 20),
         Sample(10.0, "jvm", 1, 510.0, 81, 301),
@@ -131,8 +131,8 @@ def test_group_series_sums_each_group_per_round() -> None:
     ]
     series = group_series(samples)
     assert series["jvm"] == [
-        {"t": 5.0, "n": 1, "rss_mb": 500.0, "threads": 80, "fds": 300},
-        {"t": 10.0, "n": 1, "rss_mb": 510.0, "threads": 81, "fds": 301},
+        {"t": 5.0, "n": 1, "rss_mb": 500.0, "threads": 60, "fds": 300, "pooled": 20},
+        {"t": 10.0, "n": 1, "rss_mb": 510.0, "threads": 81, "fds": 301, "pooled": 0},
     ]
     assert [(r["n"], r["rss_mb"], r["fds"]) for r in series["workers"]] == [
         (2, 120.0, 30),

@@ -51,6 +51,7 @@ __all__ = [
     "assess_flatness",
     "check_retention",
     "compare",
+    "cycle_peaks",
     "longest_absence",
     "metadata_document",
     "schedule",
@@ -258,3 +259,24 @@ def assess_flatness(
     if counts:
         ok = ok and min(last) <= second_median + slack
     return Flatness(ok, second_median, last_median, min(last), limit)
+
+
+def cycle_peaks(times: Sequence[float], values: Sequence[float], cycle_s: float) -> list[float]:
+    """The largest value of each complete cycle of the schedule (``[k * cycle_s, (k + 1) *
+    cycle_s)``, up to the last sample's time).
+
+    What a process holds follows the mapping (a client and its threads and sockets per cluster
+    read), so resources are compared cycle against cycle, never a part of a cycle against
+    another; the peak of a cycle also counts threads that live only during a call.
+    """
+    if not times:
+        return []
+    complete = int(max(times) // cycle_s)
+    peaks: list[float] = []
+    for k in range(complete):
+        inside = [
+            v for t, v in zip(times, values, strict=True) if k * cycle_s <= t < (k + 1) * cycle_s
+        ]
+        if inside:
+            peaks.append(max(inside))
+    return peaks

@@ -138,3 +138,10 @@ def test_group_series_sums_each_group_per_round() -> None:
         (2, 120.0, 30),
         (1, 30.0, 10),
     ]
+
+
+def test_cycle_peaks_take_the_largest_value_of_each_complete_cycle() -> None:
+    times = [0, 5, 10, 15, 20, 25, 30, 35]
+    values = [1, 3, 2, 9, 4, 4, 7, 8]
+    assert plan.cycle_peaks(times, values, 10) == [3, 9, 4]  # [30, 40) is not complete
+    assert plan.cycle_peaks([], [], 10) == []

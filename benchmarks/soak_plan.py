@@ -224,13 +224,13 @@ def compare(
 class Flatness:
     """Whether one resource series stays flat after warm-up.
 
-    The values (the soak passes the peak of each cycle of the schedule) are split in thirds: the first third is warm-up and ignored. The series is
-    flat when the median of the last third is at most the median of the second third times
-    ``1 + rel`` plus ``slack``. A count (``counts=True``: threads, file descriptors) must also not
-    keep growing: the minimum of the last third must be at most the second third's median plus
-    ``slack``. Over the peaks of the ten 2-minute cycles of a 20-minute soak, a leak of one
-    thread or descriptor per minute breaks that (the last third's first peak is about 4 above the
-    second third's median).
+    The values (the soak passes the peak of each cycle of the schedule) are split in thirds: the
+    first third is warm-up and ignored. The series is flat when the median of the last third is
+    at most the median of the second third times ``1 + rel`` plus ``slack``. A count
+    (``counts=True``: threads, file descriptors) must also not keep growing: the minimum of the
+    last third must be at most the second third's median plus ``slack``. Over the peaks of the
+    ten 2-minute cycles of a 20-minute soak, a leak of one thread or descriptor per minute breaks
+    that (the last third's first peak is about 4 above the second third's median).
     """
 
     ok: bool

@@ -338,7 +338,7 @@ def main() -> None:
     _thread_growth(jvm_threads)
     judged = [v for g in flat.values() for v in g.values() if v["judged"]]
     if not judged:
-        print("flatness not judged: fewer than 6 complete cycles of the schedule (--minutes 12+)")
+        print("flatness not judged: fewer than 6 complete cycles of the schedule (--minutes 13+)")
     ok = verdict.exact and all(v["ok"] for v in judged)
     sys.exit(0 if ok else 1)
 

@@ -7,7 +7,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 
-.PHONY: setup test unit integration lint demo bench clean kafka-jars test-active-active
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active
 
 setup: $(STAMP)
 
@@ -67,6 +67,14 @@ bench: $(STAMP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.hybrid
 	$(PY) -m benchmarks.monitoring
+	$(PY) -m benchmarks.scale
+
+# The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
+# 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of
+# the Spark processes (benchmarks/soak.py). SOAK_ARGS="--minutes 4" for a short run,
+# SOAK_ARGS="--broker tansu" on the embedded broker (then no jars are needed).
+soak: $(STAMP) $(if $(findstring tansu,$(SOAK_ARGS)),,kafka-jars)
+	$(PY) -m benchmarks.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

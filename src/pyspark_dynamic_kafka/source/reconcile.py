@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError
@@ -32,6 +33,10 @@ from pyspark_dynamic_kafka.source.positions import PositionRule, resolve_positio
 __all__ = ["Loss", "Reconciled", "offsets_went_back", "reconcile", "report_losses"]
 
 _log = logging.getLogger(__name__)
+
+#: Clusters listed at the same time, each by a thread of its own (the requests are I/O: threads
+#: overlap the round trips; a cluster's admin client is only ever used by one of them).
+_MAX_PARALLEL_CLUSTERS = 16
 
 #: What a partition whose latest offset is below the checkpointed one lost, found by listing or
 #: by a planned micro-batch (the two are reported once).
@@ -109,11 +114,11 @@ def reconcile(
 ) -> Reconciled:
     """List every assigned cluster and reconcile it with ``previous``.
 
-    Partitions not in ``previous`` are placed by ``rule``; a cluster none of whose partitions is
-    in ``previous`` is read for the first time. Unless ``strict``, a cluster that cannot be
-    listed keeps its previous offsets (warning) until it has failed for longer than
-    ``unreachableClusterTimeoutMs`` (:meth:`OffsetLister.attempt`); so does a topic the cluster
-    reports with a transient error.
+    Clusters are listed in parallel (up to 16 at a time). Partitions not in ``previous`` are
+    placed by ``rule``; a cluster none of whose partitions is in ``previous`` is read for the
+    first time. Unless ``strict``, a cluster that cannot be listed keeps its previous offsets
+    (warning) until it has failed for longer than ``unreachableClusterTimeoutMs``
+    (:meth:`OffsetLister.attempt`); so does a topic the cluster reports with a transient error.
 
     Parameters
     ----------
@@ -130,18 +135,20 @@ def reconcile(
     ClusterUnreachableError
         When a cluster could not be listed for longer than ``unreachableClusterTimeoutMs``.
     """
-    result = Reconciled()
     known_clusters = {cluster for cluster, _, _ in previous}
-    for cluster_id, cluster in assignment.items():
+    by_cluster: dict[str, dict[PartitionKey, int]] = {}
+    for key, offset in previous.items():
+        by_cluster.setdefault(key[0], {})[key] = offset
+
+    def one(cluster_id: str, cluster: ClusterAssignment) -> Reconciled:
         carried = {
-            k: v for k, v in previous.items() if k[0] == cluster_id and k[1] in cluster.topics
+            k: v for k, v in by_cluster.get(cluster_id, {}).items() if k[1] in cluster.topics
         }
+        part = Reconciled()
         first = cluster_id not in known_clusters
         try:
             with lister.attempt(cluster_id):
-                _reconcile_cluster(
-                    result, cluster_id, cluster, carried, lister, rule, first, strict
-                )
+                _reconcile_cluster(part, cluster_id, cluster, carried, lister, rule, first, strict)
         except KafkaClientError as exc:
             if strict or not exc.retryable:
                 raise
@@ -151,7 +158,24 @@ def reconcile(
                 lister.outage(cluster_id),
                 exc,
             )
-            result.offsets.update(carried)
+            return Reconciled(offsets=carried)
+        return part
+
+    clusters = list(assignment.items())
+    if len(clusters) <= 1 or _MAX_PARALLEL_CLUSTERS <= 1:
+        parts = [one(cluster_id, cluster) for cluster_id, cluster in clusters]
+    else:  # the clusters' requests overlap: one cluster's round trips do not wait for another's
+        with ThreadPoolExecutor(min(len(clusters), _MAX_PARALLEL_CLUSTERS)) as pool:
+            futures = [pool.submit(one, cluster_id, cluster) for cluster_id, cluster in clusters]
+            parts = [future.result() for future in futures]
+    result = Reconciled()
+    for part in parts:  # in the assignment's order, as when the clusters were listed one by one
+        result.offsets.update(part.offsets)
+        result.entered.update(part.entered)
+        result.latest.update(part.latest)
+        result.losses.extend(part.losses)
+        result.rewound.update(part.rewound)
+        result.absent.update(part.absent)
     return result
 
 

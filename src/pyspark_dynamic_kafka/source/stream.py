@@ -18,6 +18,7 @@ from pyspark_dynamic_kafka.source.archive.phase import encode_phase, reject_arch
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.committing import GroupCommits
 from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
+from pyspark_dynamic_kafka.source.gcpause import gc_paused
 from pyspark_dynamic_kafka.source.grouping import GroupPlanner, stop_on_sigterm
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
@@ -188,6 +189,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         limit = self._admission.default_limit()
         return limit if self._archive is None else self._archive.default_limit(limit)
 
+    @gc_paused
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         """The end of the next micro-batch, reconciled with the current metadata.
 
@@ -294,6 +296,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             report[STATUS_KEY]["handoff"] = self._group.inbox.path
         return report
 
+    @gc_paused
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks.
 

@@ -162,7 +162,7 @@ def test_client_rack_fetches_from_the_replicas_in_its_rack(stretch: Any) -> None
         print(
             f"kafka.client.rack={rack}: {received:,} bytes received, by broker node (-1: "
             f"bootstrap/coordinator) {dict(sorted(by_broker.items()))}; share dc1 "
-            f"{shares['dc1']:.1%}, dc2 {shares['dc2']:.1%}; partition -> fetched from broker "
+            f"{shares['dc1']:.2%}, dc2 {shares['dc2']:.2%}; partition -> fetched from broker "
             f"{ {p: b for p, (_, b) in sorted(fetched.items())} }"
         )
         assert {p: leader for p, (leader, _) in fetched.items()} == leaders

@@ -1,17 +1,18 @@
 """Follower fetching (KIP-392): with ``kafka.client.rack`` the executor's consumers fetch from
 the replicas in their own rack, measured with librdkafka's statistics.
 
-An Apache Kafka stretch cluster has brokers 0, 1, 2 in racks dc1, dc2, dc2 and the
-rack-aware replica selector; every partition of ``orders`` has a replica on each broker, and
-half of the partitions (half of the bytes) have their leader in dc1, half in dc2. The same
-records are read three times through the product's executor path: tasks planned by the source's
-reader from the query's options (pickled as Spark ships them) and read by
-:func:`~pyspark_dynamic_kafka.source.read.read_task` with the pooled consumer, as the app of dc1
-(``kafka.client.rack=dc1``), as the app of dc2 (``kafka.client.rack=dc2``), and without the
-option. With it, each app receives nearly all its bytes from its own rack; without it, the bytes
-follow the leaders (half from each rack). librdkafka counts the bytes it received from each
-broker; a statistics callback is a Python callable that a ``kafka.*`` option cannot carry, so the
-test puts the consumer into the pool itself, built from the task's own properties
+An Apache Kafka stretch cluster has brokers 0, 1, 2 in racks dc1, dc2, dc2 and the rack-aware
+replica selector; every partition of ``orders`` has a replica on each broker, and half of the
+partitions (half of the bytes) have their leader in dc1, half in dc2. The same records are read
+three times through the product's read path: the first micro-batch of a streaming reader with
+``assignment=group`` (alone in a group of its own, so it owns every partition), its tasks
+pickled as Spark ships them and read by :func:`~pyspark_dynamic_kafka.source.read.read_task`
+with the pooled consumer, in this process: as the app of dc1 (``kafka.client.rack=dc1``), as the
+app of dc2 (``kafka.client.rack=dc2``), and without the option. With it, each app receives
+nearly all its bytes from its own rack; without it, the bytes follow the leaders (half from each
+rack). librdkafka counts the bytes it received from each broker; a statistics callback is a
+Python callable that a ``kafka.*`` option cannot carry, so the test puts the consumer into the
+pool itself, built from the task's own properties
 (:func:`~pyspark_dynamic_kafka.kafka.pool.consumer_config`) plus the callback, and checks that
 every task used it.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -67,16 +69,22 @@ class Statistics:
         }
 
 
+def plan_group_read(options: dict[str, str]) -> tuple[Any, list[ReadTask]]:
+    """A streaming reader with ``assignment=group``, alone in its group, and the tasks of its
+    first micro-batch: every record, from the earliest offsets (the group has none)."""
+    reader = DynamicKafkaDataSource(options).streamReader(spark_schema(False))
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    tasks = [pickle.loads(pickle.dumps(t)) for t in reader.partitions(start, end)]
+    return reader, [t for t in tasks if isinstance(t, ReadTask)]
+
+
 def read_with_statistics(
-    options: dict[str, str], rack: str | None
+    reader: Any, tasks: list[ReadTask], rack: str | None
 ) -> tuple[set[tuple[int, int, str]], Statistics]:
-    """Plan a batch read of ``options`` and read its tasks through ``read_task`` with one pooled
-    consumer that reports statistics; the records (partition, offset, value) and the statistics,
-    taken after the last fetch. The tasks' client properties must carry ``client.rack=rack``."""
-    source = DynamicKafkaDataSource(options)
-    reader = source.reader(spark_schema(False))
-    tasks = [pickle.loads(pickle.dumps(t)) for t in reader.partitions()]
-    tasks = [t for t in tasks if isinstance(t, ReadTask)]
+    """Read ``tasks`` through ``reader.read`` (``read_task``) with one pooled consumer that
+    reports statistics; the records (partition, offset, value) and the statistics, taken after
+    the last fetch. The tasks' client properties must carry ``client.rack=rack``."""
     assert tasks
     (cluster_id,) = {r.cluster for t in tasks for r in t.ranges}
     properties = tasks[0].properties[cluster_id]
@@ -150,7 +158,14 @@ def test_client_rack_fetches_from_the_replicas_in_its_rack(stretch: Any) -> None
     print(f"\n{total:,} bytes of values in {len(REPLICAS)} partitions, leaders {leaders}")
     for rack in ("dc1", "dc2", None):
         extra = {} if rack is None else {"kafka.client.rack": rack}
-        rows, statistics = read_with_statistics({**options, **extra}, rack)
+        app = {**options, **extra, "kafka.group.id": f"app-{rack}", "assignment": "group"}
+        sigterm = signal.getsignal(signal.SIGTERM)  # the group reader handles it, as in Spark
+        reader, tasks = plan_group_read(app)
+        try:
+            rows, statistics = read_with_statistics(reader, tasks, rack)
+        finally:
+            reader.stop()
+            signal.signal(signal.SIGTERM, sigterm)
         assert rows == produced  # exact records, every time
         by_broker = statistics.bytes_by_broker()
         received = sum(by_broker.values())

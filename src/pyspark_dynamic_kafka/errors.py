@@ -107,7 +107,16 @@ class DiscoveryError(MetadataError):
 
 
 class KafkaClientError(DynamicKafkaError):
-    """A Kafka cluster could not be reached or answered with an error."""
+    """A Kafka cluster could not be reached or answered with an error.
+
+    Attributes
+    ----------
+    answered:
+        The cluster answered, with an error about some of its partitions (a leader being
+        elected, a replica not available): it is reachable, and only those partitions wait.
+    """
+
+    answered: bool = False
 
 
 class ReadError(KafkaClientError):

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from pyspark_dynamic_kafka.errors import (
     ClusterUnreachableError,
@@ -21,7 +22,7 @@ from pyspark_dynamic_kafka.errors import (
     KafkaClientError,
     OffsetsError,
 )
-from pyspark_dynamic_kafka.kafka.admin import TopicListing
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
@@ -64,11 +65,16 @@ class _Lister(OffsetLister):
         self.topics: dict[str, dict[str, dict[int, tuple[int, int]]]] = {}
         self.unavailable: dict[str, set[str]] = {}
         self.down: set[str] = set()
+        self.electing: set[str] = set()  # clusters that answer "leader not available"
         self.stamps: dict[tuple[str, str, int], dict[int, int]] = {}
 
     def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
         if cluster_id in self.down:
             raise KafkaClientError(f"Cluster '{cluster_id}': could not list topics")
+        if cluster_id in self.electing:
+            error = KafkaClientError(f"Cluster '{cluster_id}': leader not available")
+            error.answered = True
+            raise error
         have = self.topics.get(cluster_id, {})
         bad = self.unavailable.get(cluster_id, set())
         partitions = {t: tuple(sorted(ps)) for t, ps in have.items() if t in cluster.topics}
@@ -290,6 +296,43 @@ def test_a_listing_that_succeeds_or_a_removal_ends_the_outage() -> None:
     assert _down_west(lister, 12.0) == "kept"
     assert "failing for 0.0 s, unreachableClusterTimeoutMs=5000" in lister.outage("west")
     assert "could not be listed for 5.5 s" in _down_west(lister, 17.5)
+
+
+def test_a_cluster_answering_that_a_leader_is_being_elected_is_never_given_up() -> None:
+    """A broker killed under load can leave a partition leaderless for minutes (KIP-966): the
+    cluster answers, so it is waited for as long as it takes, and its outage clock restarts."""
+    lister = _Lister("5000")
+    lister.topics["east"] = {"orders": {0: (0, 10)}}
+    lister.down = {"west"}
+    assert _down_west(lister, 0.0) == "kept"  # unreachable since 0 s
+    lister.down, lister.electing = set(), {"west"}
+    assert [_down_west(lister, t) for t in (4.0, 60.0, 600.0)] == ["kept"] * 3
+    lister.down, lister.electing = {"west"}, set()
+    assert _down_west(lister, 604.0) == "kept"  # a new outage, counted from 604 s
+    assert "could not be listed for 5.5 s" in _down_west(lister, 609.5)
+
+
+@pytest.mark.parametrize(
+    ("code", "answered"),
+    [
+        (KafkaError.LEADER_NOT_AVAILABLE, True),
+        (KafkaError.NOT_LEADER_FOR_PARTITION, True),
+        (KafkaError._TRANSPORT, False),
+        (KafkaError._ALL_BROKERS_DOWN, False),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, False),
+    ],
+)
+def test_the_admin_tells_a_cluster_that_answered_from_one_that_did_not(
+    code: int, answered: bool
+) -> None:
+    admin = ClusterAdmin("east", {"bootstrap.servers": "127.0.0.1:9"}, timeout_ms=1000)
+
+    def call(client: object) -> None:
+        raise KafkaException(KafkaError(code, "from the cluster"))
+
+    with pytest.raises(KafkaClientError) as info:
+        admin.request("list offsets", call)
+    assert info.value.answered is answered
 
 
 def test_a_batch_read_fails_at_the_first_failure_whatever_the_timeout() -> None:

@@ -48,6 +48,21 @@ _CONSUMER_ONLY_PREFIXES = (
 )
 _UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
 _TIMEOUTS = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
+#: Errors a cluster answers about some of its partitions while a leader is elected or a replica
+#: catches up: the cluster is reachable (:attr:`KafkaClientError.answered`).
+_PARTITION_ERRORS = frozenset(
+    {
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+        KafkaError.PREFERRED_LEADER_NOT_AVAILABLE,
+    }
+)
 _FIX = "Check that the cluster is reachable and the metadata's client properties are right."
 #: A timestamp lookup that found no record at or after the timestamp.
 NO_OFFSET = -1
@@ -135,9 +150,12 @@ class ClusterAdmin:
     def _fail(self, what: str, exc: BaseException, fix: str) -> KafkaClientError:
         servers = self.properties.get("bootstrap.servers", "?")
         detail = redact_secrets(str(exc), self.properties)
-        return KafkaClientError(
+        failure = KafkaClientError(
             f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. {fix}"
         )
+        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        failure.answered = isinstance(error, KafkaError) and error.code() in _PARTITION_ERRORS
+        return failure
 
     def request(self, what: str, call: Callable[[Any], T], fix: str | None = None) -> T:
         """Return ``call(client)``, retried as configured.

@@ -104,6 +104,10 @@ class OffsetLister:
     def attempt(self, cluster_id: str) -> Iterator[None]:
         """Time one listing of a cluster: a success ends its outage, a failure extends it.
 
+        A failure in which the cluster answered (:attr:`KafkaClientError.answered`: a partition
+        whose leader is being elected) is no outage: the cluster is reachable, its offsets are
+        kept and listed again at the next micro-batch, as long as it takes.
+
         Raises
         ------
         ClusterUnreachableError
@@ -115,6 +119,9 @@ class OffsetLister:
         try:
             yield
         except KafkaClientError as exc:
+            if exc.answered:  # reachable: some partitions wait for a leader, not an outage
+                self._failing_since.pop(cluster_id, None)
+                raise
             since = self._failing_since.setdefault(cluster_id, began)
             elapsed_ms = (self._clock() - since) * 1000.0
             limit = self._options.unreachable_cluster_timeout_ms

@@ -49,8 +49,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import yaml
 from benchmarks import floor as floor_module
-from benchmarks.measure import CpuSampler, load_average
-from benchmarks.run import _spark_jvm
+from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.spark_sides import Run, _window, floor
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -239,7 +238,7 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(floor_module.FloorSource)
-        jvm = _spark_jvm()
+        jvm = spark_jvm()
         archive = work / "archive"
         began = time.monotonic()
         files = _archive(spark, metadata, archive, args.files)

@@ -60,6 +60,23 @@ def find_child(parent: int, marker: bytes) -> int | None:
     return None
 
 
+def parent(pid: int) -> int | None:
+    """The parent pid of ``pid``, or None once it is gone."""
+    fields = _stat(pid)
+    return int(fields[1]) if fields is not None else None
+
+
+def spark_jvm(timeout: float = 60.0) -> int:
+    """The pid of the driver JVM started by this process's SparkSession."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid = find_child(os.getpid(), b"org.apache.spark.deploy.SparkSubmit")
+        if pid is not None and cmdline(pid).split(b"\0")[0].endswith(b"java"):
+            return pid
+        time.sleep(0.2)
+    raise RuntimeError("cannot find the Spark driver JVM among this process's children")
+
+
 def process_cpu(pid: int) -> tuple[str, float] | None:
     """(``JVM`` or ``Python``, user + system CPU seconds) of one process, or None if it is gone.
 

@@ -26,7 +26,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import _records, _spark_jvm
+from benchmarks.measure import spark_jvm
+from benchmarks.run import _records
 from benchmarks.spark_sides import Cluster, Run, dynamic_kafka, measure, write_metadata
 
 from pyspark_dynamic_kafka.monitoring import attach, observe_event_time
@@ -95,7 +96,7 @@ def main() -> None:
             "dynamic-kafka-bench-monitoring", **{"spark.ui.showConsoleProgress": "false"}
         )
         spark.sparkContext.setLogLevel("ERROR")
-        jvm = _spark_jvm()
+        jvm = spark_jvm()
         for name in VARIANTS:  # JIT warm-up of every variant's plan, not measured
             _variant(spark, jvm, name, workdir, args.records)
         for i in range(args.rounds):

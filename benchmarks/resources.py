@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import cmdline, descendants, find_child
+from benchmarks.measure import cmdline, descendants, parent, spark_jvm
 
 __all__ = [
     "BOUNDED_POOLS",
@@ -56,17 +56,6 @@ class Sample:
     """Threads of :data:`BOUNDED_POOLS` (counted in ``threads`` too)."""
 
 
-def spark_jvm(timeout: float = 60.0) -> int:
-    """The pid of the driver JVM started by this process's SparkSession."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pid = find_child(os.getpid(), b"org.apache.spark.deploy.SparkSubmit")
-        if pid is not None and cmdline(pid).split(b"\0")[0].endswith(b"java"):
-            return pid
-        time.sleep(0.2)
-    raise RuntimeError("cannot find the Spark driver JVM among this process's children")
-
-
 def role_of(command: bytes, parent_is_daemon: bool) -> str:
     """The role of a Python process below the JVM, from its command line (a forked worker has
     its daemon's command line: ``parent_is_daemon`` tells them apart)."""
@@ -76,13 +65,6 @@ def role_of(command: bytes, parent_is_daemon: bool) -> str:
         return "python"
     kind = "worker" if command.rstrip(b"\0").endswith(b"\0pyspark.worker") else "helper"
     return kind if parent_is_daemon else f"{kind}-daemon"
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def spark_processes(jvm: int) -> dict[int, str]:
@@ -95,11 +77,11 @@ def spark_processes(jvm: int) -> dict[int, str]:
     daemons = {  # a forked worker has its daemon's command line: tell them by their parent
         pid
         for pid, command in pythons.items()
-        if _parent(pid) == jvm and role_of(command, False).endswith("-daemon")
+        if parent(pid) == jvm and role_of(command, False).endswith("-daemon")
     }
     found = {jvm: "jvm"}
     for pid, command in sorted(pythons.items()):
-        found[pid] = role_of(command, _parent(pid) in daemons)
+        found[pid] = role_of(command, parent(pid) in daemons)
     return found
 
 

@@ -40,7 +40,7 @@ import pyspark
 from benchmarks import floor as floor_module
 from benchmarks import native as native_module
 from benchmarks import report
-from benchmarks.measure import CpuSampler, find_child, load_average
+from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.flink import FlinkPeer
 from benchmarks.peers.maven import spark_kafka_jars, spark_kafka_version
 from benchmarks.raw import Share, raw
@@ -87,15 +87,6 @@ def _tasks(shares: list[Share]) -> int:
     return len(plan_tasks(ranges, props, ReadSettings(0, 0, frozenset())))
 
 
-def _spark_jvm() -> int:
-    for _ in range(100):
-        pid = find_child(os.getpid(), b"org.apache.spark.deploy.SparkSubmit")
-        if pid is not None and b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
-            return pid
-        time.sleep(0.1)
-    raise SystemExit("cannot find the Spark JVM among this process's children")
-
-
 def _flink_run(flink: FlinkPeer, total: int, topic: str, clusters: list[Cluster]) -> Run:
     with CpuSampler({"flink": flink.pid}) as sampler:
         rows, start, end = flink.run(total, topic, {c.name: c.bootstrap for c in clusters})
@@ -137,7 +128,7 @@ def _sides(
     native: str | None,
 ) -> dict[str, Callable[[], Run]]:
     clusters, topic, total = data["clusters"], data["topic"], data["total"]
-    jvm = _spark_jvm()
+    jvm = spark_jvm()
     metadata = workdir / f"{case}.yaml"
     write_metadata(metadata, clusters, topic)
     sides: dict[str, Callable[[], Run]] = {

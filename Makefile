@@ -65,6 +65,7 @@ demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
 bench: $(STAMP) kafka-jars
 	$(PY) -m benchmarks.run
+	$(PY) -m benchmarks.prefetch
 	$(PY) -m benchmarks.hybrid
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.scale

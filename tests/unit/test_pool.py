@@ -48,3 +48,10 @@ def test_a_consumer_without_group_id_gets_the_group_id_prefix_default() -> None:
     config = consumer_config({"bootstrap.servers": "h:1"})
     assert config["group.id"] == OPTIONS["groupIdPrefix"].default == "spark-dynamic-kafka"
     assert consumer_config({"bootstrap.servers": "h:1", "group.id": "g"})["group.id"] == "g"
+
+
+def test_a_full_prefetch_queue_is_refilled_promptly_unless_the_properties_say_otherwise() -> None:
+    # librdkafka's default (1000 ms) stalls every task whose ranges exceed the prefetch queue.
+    assert consumer_config({"bootstrap.servers": "h:1"})["fetch.queue.backoff.ms"] == "10"
+    custom = {"bootstrap.servers": "h:1", "fetch.queue.backoff.ms": "500"}
+    assert consumer_config(custom)["fetch.queue.backoff.ms"] == "500"

@@ -41,6 +41,10 @@ CONSUMER_DEFAULTS: Mapping[str, str] = {
     "max.partition.fetch.bytes": "4194304",
     "queued.min.messages": "200000",
     "queued.max.messages.kbytes": "131072",
+    # librdkafka postpones a partition's next fetch by this much once its prefetch queue is
+    # over the two limits above; its default (1000 ms) stalls a task whose ranges are longer
+    # than the queue about once per queue's worth of records (benchmarks/prefetch.py).
+    "fetch.queue.backoff.ms": "10",
     "socket.receive.buffer.bytes": "1048576",
     "check.crcs": "false",
 }

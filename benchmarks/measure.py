@@ -13,57 +13,28 @@ import bisect
 import os
 import threading
 import time
-from pathlib import Path
+
+from pyspark_dynamic_kafka.testing.procfs import (
+    children_map,
+    cmdline,
+    descendants,
+    find_child,
+    parent,
+    stat_fields,
+)
+
+__all__ = [
+    "CpuSampler",
+    "children_map",
+    "cmdline",
+    "descendants",
+    "load_average",
+    "parent",
+    "process_cpu",
+    "spark_jvm",
+]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def children_map() -> dict[int, list[int]]:
-    """``{parent pid: [child pids]}`` of every process."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
-
-
-def descendants(pid: int, children: dict[int, list[int]] | None = None) -> list[int]:
-    """Every process below ``pid``."""
-    tree = children_map() if children is None else children
-    found, todo = [], [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def find_child(parent: int, marker: bytes) -> int | None:
-    """The first process below ``parent`` whose command line holds ``marker``."""
-    for pid in descendants(parent):
-        if marker in cmdline(pid):
-            return pid
-    return None
-
-
-def parent(pid: int) -> int | None:
-    """The parent pid of ``pid``, or None once it is gone."""
-    fields = _stat(pid)
-    return int(fields[1]) if fields is not None else None
 
 
 def spark_jvm(timeout: float = 60.0) -> int:
@@ -82,7 +53,7 @@ def process_cpu(pid: int) -> tuple[str, float] | None:
 
     Children's CPU (``cutime``) is left out: every process of a tree is counted itself.
     """
-    fields = _stat(pid)
+    fields = stat_fields(pid)
     if fields is None:
         return None
     kind = "JVM" if cmdline(pid).split(b"\0")[0].endswith(b"java") else "Python"

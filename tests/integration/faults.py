@@ -20,6 +20,8 @@ from pathlib import Path
 
 from tests.integration.helpers import DEADLINE, wait_until
 
+from pyspark_dynamic_kafka.testing.procfs import cmdline, descendants, parent
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "tests" / "integration" / "fault_app.py"
 
@@ -208,43 +210,7 @@ def fault_app(
 # -- processes, through /proc (Linux) ----------------------------------------------------------
 
 
-def proc_available() -> bool:
-    """Whether processes and their sockets can be inspected through ``/proc``."""
-    return Path("/proc/self/fd").is_dir() and Path("/proc/net/tcp").exists()
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2 :].split()[1])
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def descendants(root: int) -> list[int]:
-    """Every live process below ``root``."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            parent = _parent(int(entry.name))
-            if parent is not None:
-                children.setdefault(parent, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-_TASK_DAEMON = "-m pyspark.daemon pyspark.worker"
+_TASK_DAEMON = b"-m\0pyspark.daemon\0pyspark.worker"
 """The command line of the daemon that forks the Python workers of tasks (and so theirs too); the
 data source's planning processes run other modules (``pyspark.sql.worker.*``, the streaming
 source runner)."""
@@ -255,7 +221,7 @@ def python_workers(root: int) -> list[int]:
     return [
         pid
         for pid in descendants(root)
-        if _TASK_DAEMON in _cmdline(pid) and _TASK_DAEMON in _cmdline(_parent(pid) or 0)
+        if _TASK_DAEMON in cmdline(pid) and _TASK_DAEMON in cmdline(parent(pid) or 0)
     ]
 
 

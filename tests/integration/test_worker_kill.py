@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.faults import connected_to, fault_app, proc_available, python_workers
+from tests.integration.faults import connected_to, fault_app, python_workers
 from tests.integration.helpers import (
     numbered,
     requires_kafka,
@@ -27,12 +27,14 @@ from tests.integration.helpers import (
     write_metadata,
 )
 
+from pyspark_dynamic_kafka.testing import procfs
+
 RECORDS = 12
 FETCH_WAIT_MS = 400
 
 
 @requires_kafka("a fetch waits for fetch.min.bytes up to fetch.wait.max.ms")
-@pytest.mark.skipif(not proc_available(), reason="finds the Python worker through /proc (Linux)")
+@pytest.mark.skipif(not procfs.available(), reason="finds the Python worker through /proc (Linux)")
 def test_a_python_worker_killed_mid_task_is_retried(kafka_clusters: Any, tmp_path: Path) -> None:
     east = kafka_clusters("east")["east"]
     east.create_topic("orders")

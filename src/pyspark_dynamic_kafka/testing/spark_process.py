@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.testing.common import SparkStartError, log_tail, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_process import spawn
+from pyspark_dynamic_kafka.testing.procfs import ancestors
 
 __all__ = ["SparkProcess", "ancestors", "get_json", "spark_env", "spark_home", "wait_ready"]
 
@@ -143,18 +144,3 @@ def get_json(url: str, timeout: float = 10.0) -> Any:
         raise ValueError(f"only loopback Spark endpoints are read, not {url!r}")
     with urllib.request.urlopen(url, timeout=timeout) as answer:
         return json.loads(answer.read())
-
-
-def ancestors(pid: int) -> list[int]:
-    """The parent process ids of ``pid``, nearest first (Linux ``/proc``; ``[]`` elsewhere or
-    once the process is gone)."""
-    chain: list[int] = []
-    while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses.
-        pid = int(stat.rpartition(")")[2].split()[1])
-        chain.append(pid)
-    return chain

@@ -41,9 +41,9 @@ archive, and ``scram``, the SASL users of a cluster started with ``scram=True``,
 ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
 local SparkSession), ``procfs`` (processes through Linux ``/proc``: parents, children, command
 lines; how tests and benchmarks find Spark's JVM and Python workers) and Spark's own processes
-from the pyspark wheel: ``spark_process`` (launching, watching, stopping), ``standalone`` (:func:`start_spark_standalone`: a master and
-workers, each a JVM of its own) and ``connect`` (:func:`start_spark_connect`: a Spark Connect
-server for remote clients).
+from the pyspark wheel: ``spark_process`` (launching, watching, stopping), ``standalone``
+(:func:`start_spark_standalone`: a master and workers, each a JVM of its own) and ``connect``
+(:func:`start_spark_connect`: a Spark Connect server for remote clients).
 
 Examples
 --------

@@ -146,9 +146,11 @@ def _epoch(text: Any) -> float | None:
         return None
 
 
-def _source_topics(source: Mapping[str, Any]) -> dict[tuple[str, str], TopicMetrics] | None:
+def _source_topics(
+    source: Mapping[str, Any], latest_doc: Mapping[str, Any] | None
+) -> dict[tuple[str, str], TopicMetrics] | None:
+    """Per (cluster, topic) metrics of one source; ``latest_doc`` is its parsed ``latestOffset``."""
     end_doc = _document(source.get("endOffset"))
-    latest_doc = _document(source.get("latestOffset"))
     if end_doc is None:
         return None
     start_doc = _document(source.get("startOffset"))
@@ -192,14 +194,14 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
     rows = 0
     found = False
     for source in progress.get("sources") or ():
-        per_topic = _source_topics(source)
+        latest_doc = _document(source.get("latestOffset"))
+        per_topic = _source_topics(source, latest_doc)
         if per_topic is None:
             continue
         found = True
         rows += int(source.get("numInputRows") or 0)
         for pair, metrics in per_topic.items():
             topics[pair] = topics[pair].merged(metrics) if pair in topics else metrics
-        latest_doc = _document(source.get("latestOffset"))
         status = latest_doc.get(STATUS_KEY) if latest_doc is not None else None
         if isinstance(status, Mapping):
             clusters.update(status.get("assignment", {}))

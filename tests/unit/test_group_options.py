@@ -9,7 +9,7 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
-from pyspark_dynamic_kafka.monitoring.progress import handoffs
+from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
 from pyspark_dynamic_kafka.source.handoff import HandoffInbox
 from pyspark_dynamic_kafka.source.options import parse_options
 from pyspark_dynamic_kafka.source.status import STATUS_KEY
@@ -59,7 +59,8 @@ def _progress(handoff: str | None, batch: int) -> dict[str, object]:
 def test_the_listener_hands_completed_batches_and_the_end_to_the_source(tmp_path: Path) -> None:
     inbox = HandoffInbox()
     try:
-        assert handoffs(_progress(None, 1)) == []  # assignment=all: nothing to hand over
+        metrics = batch_metrics(_progress(None, 1))
+        assert metrics is not None and metrics.handoffs == ()  # assignment=all: none
         listener = DynamicKafkaListener()
         for batch in (1, 2):
             listener.record(_progress(inbox.path, batch))

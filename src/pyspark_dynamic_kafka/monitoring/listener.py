@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics, handoffs
+from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics
 from pyspark_dynamic_kafka.monitoring.state import QueryState
 from pyspark_dynamic_kafka.source.handoff import write_completed, write_terminated
 
@@ -71,7 +71,7 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
         if metrics is None:
             return None
         query_id, run_id = str(progress.get("id")), str(progress.get("runId"))
-        for directory, end in handoffs(progress):
+        for directory, end in metrics.handoffs:
             write_completed(directory, metrics.batch_id, end)
             with self._lock:
                 self._handoffs.setdefault(query_id, set()).add(directory)

@@ -30,7 +30,6 @@ __all__ = [
     "BatchMetrics",
     "TopicMetrics",
     "batch_metrics",
-    "handoffs",
     "query_label",
 ]
 
@@ -97,6 +96,9 @@ class BatchMetrics:
     max_event_time:
         The largest record timestamp of the micro-batch (epoch seconds), when the query observes
         it (:func:`~pyspark_dynamic_kafka.monitoring.observe_event_time`).
+    handoffs:
+        (handoff directory, end offset) of each ``assignment=group`` source: where the listener
+        reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.handoff`).
     """
 
     query: str
@@ -108,6 +110,7 @@ class BatchMetrics:
     discovery: dict[str, Any] = field(default_factory=dict)
     changes: tuple[dict[str, Any], ...] = ()
     max_event_time: float | None = None
+    handoffs: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
 
 def query_label(progress: Mapping[str, Any]) -> str:
@@ -147,12 +150,10 @@ def _epoch(text: Any) -> float | None:
 
 
 def _source_topics(
-    source: Mapping[str, Any], latest_doc: Mapping[str, Any] | None
-) -> dict[tuple[str, str], TopicMetrics] | None:
-    """Per (cluster, topic) metrics of one source; ``latest_doc`` is its parsed ``latestOffset``."""
-    end_doc = _document(source.get("endOffset"))
-    if end_doc is None:
-        return None
+    source: Mapping[str, Any], end_doc: Mapping[str, Any], latest_doc: Mapping[str, Any] | None
+) -> dict[tuple[str, str], TopicMetrics]:
+    """Per (cluster, topic) metrics of one source, given its parsed ``endOffset`` and
+    ``latestOffset``."""
     start_doc = _document(source.get("startOffset"))
     start, end, latest = _offsets(start_doc), _offsets(end_doc), _offsets(latest_doc)
     status = latest_doc.get(STATUS_KEY, {}) if latest_doc is not None else {}
@@ -191,13 +192,15 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
     clusters: set[str] = set()
     discovery: dict[str, Any] = {}
     changes: dict[int, dict[str, Any]] = {}
+    handed: list[tuple[str, Mapping[str, Any]]] = []
     rows = 0
     found = False
     for source in progress.get("sources") or ():
-        latest_doc = _document(source.get("latestOffset"))
-        per_topic = _source_topics(source, latest_doc)
-        if per_topic is None:
+        end_doc = _document(source.get("endOffset"))
+        if end_doc is None:
             continue
+        latest_doc = _document(source.get("latestOffset"))
+        per_topic = _source_topics(source, end_doc, latest_doc)
         found = True
         rows += int(source.get("numInputRows") or 0)
         for pair, metrics in per_topic.items():
@@ -207,6 +210,8 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
             clusters.update(status.get("assignment", {}))
             discovery = dict(status.get("discovery", {})) or discovery
             changes.update({int(c["seq"]): dict(c) for c in status.get("changes", ())})
+            if status.get("handoff"):
+                handed.append((str(status["handoff"]), end_doc))
         else:
             clusters.update(cluster for cluster, _ in per_topic)
     if not found:
@@ -224,18 +229,5 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
         discovery=discovery,
         changes=tuple(changes[seq] for seq in sorted(changes)),
         max_event_time=_epoch(observed.get(MAX_TIMESTAMP)),
+        handoffs=tuple(handed),
     )
-
-
-def handoffs(progress: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(handoff directory, end offset) of each ``assignment=group`` source of ``progress``:
-    where the listener reports the completed micro-batch
-    (:mod:`~pyspark_dynamic_kafka.source.handoff`)."""
-    found = []
-    for source in progress.get("sources") or ():
-        latest_doc = _document(source.get("latestOffset"))
-        end_doc = _document(source.get("endOffset"))
-        status = latest_doc.get(STATUS_KEY) if latest_doc is not None else None
-        if isinstance(status, Mapping) and status.get("handoff") and end_doc is not None:
-            found.append((str(status["handoff"]), end_doc))
-    return found

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.read import read_task
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.testing import start_clusters
 
 TOPIC = "prefetch"

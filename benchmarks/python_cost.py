@@ -7,7 +7,7 @@ cyclic GC paused as a task does; CPU is split per thread (``/proc/self/task``): 
 and librdkafka's threads (fetching, parsing record batches in C):
 
 * ``consume``: ``consume()`` only, the messages dropped: the client's floor in Python.
-* ``read_task``: the source's own executor path (``source/read.py``) into Arrow batches.
+* ``read_task``: the source's own executor path (``source/executor/read.py``) into Arrow batches.
 * ``arrow``: ``BatchBuilder`` alone over messages already consumed (the Arrow share).
 
 What a reader that fills Arrow columns in C (no Python object per record) would still pay is the
@@ -30,9 +30,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.arrow import BatchBuilder
-from pyspark_dynamic_kafka.source.read import read_task
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.testing import start_clusters
 
 TOPIC = "cost"

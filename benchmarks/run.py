@@ -58,8 +58,8 @@ from benchmarks.spark_sides import (
 from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.planning import plan_tasks
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings
+from pyspark_dynamic_kafka.source.driver.planning import plan_tasks
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java
 

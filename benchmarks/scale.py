@@ -42,9 +42,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from pyspark_dynamic_kafka.source import gcpause
 from pyspark_dynamic_kafka.source import reconcile as reconcile_module
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
-from pyspark_dynamic_kafka.source.task import ReadTask
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, start_clusters
 from pyspark_dynamic_kafka.testing.producing import close_producer, send_each
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from pyspark_dynamic_kafka.kafka.pool import CONSUMER_DEFAULTS
-from pyspark_dynamic_kafka.source.arrow import ARROW_SCHEMA, SPARK_SCHEMA
+from pyspark_dynamic_kafka.source.executor.arrow import ARROW_SCHEMA, SPARK_SCHEMA
 
 BATCH_ROWS = 65536
 VALUE_BYTES = 32 * 1024 * 1024
@@ -193,8 +193,8 @@ class NativeStreamReader(DataSourceStreamReader):  # type: ignore[misc]
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Task]:
         from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-        from pyspark_dynamic_kafka.source.planning import plan_tasks
-        from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings
+        from pyspark_dynamic_kafka.source.driver.planning import plan_tasks
+        from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
         if start["done"] == end["done"]:
             return []

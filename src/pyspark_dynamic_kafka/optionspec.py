@@ -1,7 +1,7 @@
 """How options are declared and parsed: :class:`OptionSpec`, :class:`OptionSet` and value parsers.
 
 Every option of the package is one :class:`OptionSpec` (key, parser, default, doc, scope): the
-source options in :mod:`pyspark_dynamic_kafka.source.options`, and the ``metadataService.*``
+source options in :mod:`pyspark_dynamic_kafka.source.config.options`, and the ``metadataService.*``
 options beside each metadata service (``file``, ``http``, ``singleCluster``). An
 :class:`OptionSet` parses a map of them, so all share one behaviour: keys match
 case-insensitively (Spark lowercases them), an unknown key is refused naming the closest valid

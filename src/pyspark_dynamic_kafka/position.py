@@ -8,8 +8,8 @@ time (:class:`NoMatch` says what happens when no record is). Options say where p
 metadata document can write.
 
 How a partition's position is chosen among these and resolved to an offset is in one module:
-:mod:`pyspark_dynamic_kafka.source.positions`. This one depends on the errors module only, so the
-metadata model, the Kafka helpers and the source all share it.
+:mod:`pyspark_dynamic_kafka.source.driver.start_policy`. This one depends on the errors module
+only, so the metadata model, the Kafka helpers and the source all share it.
 """
 
 from __future__ import annotations

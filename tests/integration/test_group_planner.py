@@ -12,12 +12,12 @@ import pytest
 from tests.integration.helpers import EstateFactory, on_tansu, produce, wait_until
 
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.discovery import Discovery
-from pyspark_dynamic_kafka.source.grouping import GroupPlanner
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.positions import start_rule
-from pyspark_dynamic_kafka.source.reconcile import reconcile
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.discovery import Discovery
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
+from pyspark_dynamic_kafka.source.driver.start_policy import start_rule
+from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
 
 Offsets = dict[PartitionKey, int]
 

@@ -6,7 +6,8 @@ replica selector; every partition of ``orders`` has a replica on each broker, an
 partitions (half of the bytes) have their leader in dc1, half in dc2. The same records are read
 three times through the product's read path: the first micro-batch of a streaming reader with
 ``assignment=group`` (alone in a group of its own, so it owns every partition), its tasks
-pickled as Spark ships them and read by :func:`~pyspark_dynamic_kafka.source.read.read_task`
+pickled as Spark ships them and read by
+:func:`~pyspark_dynamic_kafka.source.executor.read.read_task`
 with the pooled consumer, in this process: as the app of dc1 (``kafka.client.rack=dc1``), as the
 app of dc2 (``kafka.client.rack=dc2``), and without the option. With it, each app receives
 nearly all its bytes from its own rack; without it, the bytes follow the leaders (half from each
@@ -32,9 +33,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.helpers import EstateFactory, wait_until
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_config, consumer_pool
-from pyspark_dynamic_kafka.source.arrow import spark_schema
 from pyspark_dynamic_kafka.source.datasource import DynamicKafkaDataSource
-from pyspark_dynamic_kafka.source.task import ReadTask
+from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
+from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 RACKS = ["dc1", "dc2", "dc2"]
 #: Replicas of each partition, leader first: two leaders in dc1 (broker 0), two in dc2 (1, 2).

@@ -13,9 +13,9 @@ from tests.integration.helpers import numbered, transactions
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
-from pyspark_dynamic_kafka.source.arrow import SPARK_SCHEMA
-from pyspark_dynamic_kafka.source.read import read_task
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.executor.arrow import SPARK_SCHEMA
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 #: The schema Spark checks the first batch of a Python data source against.
 SPARK_ARROW_SCHEMA = to_arrow_schema(SPARK_SCHEMA, timezone="UTC")

@@ -20,9 +20,9 @@ from pyspark_dynamic_kafka.source.archive.phase import (
 )
 from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
-from pyspark_dynamic_kafka.source.arrow import arrow_schema
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.retention import Retained, decode_retained, with_retained
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.retention import Retained, decode_retained, with_retained
+from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
 
 
 def _write(path: Path, rows: list[tuple[str, int, int]], group: int = 1000, **drop: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 
-from pyspark_dynamic_kafka.source.arrow import ARROW_SCHEMA, BatchBuilder
+from pyspark_dynamic_kafka.source.executor.arrow import ARROW_SCHEMA, BatchBuilder
 
 
 def _messages(partition: int, offsets: list[int]) -> list[Message]:

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from pyspark_dynamic_kafka.cli import main
+from pyspark_dynamic_kafka.cli.location import MetadataLocation
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
-from pyspark_dynamic_kafka.tools.location import MetadataLocation
 
 DOCUMENT = {
     "clusters": {

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
-from pyspark_dynamic_kafka.kafka.commits import OffsetCommitter
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.committing import GroupCommits
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.group.committer import OffsetCommitter
+from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
 
 PROPS = {c: FrozenProperties({"bootstrap.servers": f"{c}:9092"}) for c in ("east", "west")}
 

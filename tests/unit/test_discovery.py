@@ -16,8 +16,8 @@ from pyspark_dynamic_kafka.errors import (
     OptionsError,
 )
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
-from pyspark_dynamic_kafka.source.discovery import Discovery
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 
 
 def _props(port: int) -> dict[str, str]:

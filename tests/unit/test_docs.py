@@ -11,7 +11,7 @@ from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
 from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
 from pyspark_dynamic_kafka.metadata.single_cluster import OPTIONS as SINGLE_CLUSTER_OPTIONS
 from pyspark_dynamic_kafka.optionspec import OptionSet, OptionSpec
-from pyspark_dynamic_kafka.source.options import OPTIONS
+from pyspark_dynamic_kafka.source.config.options import OPTIONS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

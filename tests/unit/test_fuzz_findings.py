@@ -20,9 +20,9 @@ from pyspark_dynamic_kafka.metadata.contract import error_text, parse_cluster_st
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
 from pyspark_dynamic_kafka.server.app import create_app
-from pyspark_dynamic_kafka.source.offsets import decode_offsets
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.positions import parse_offsets_spec, parse_timestamp
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.config.position_options import parse_offsets_spec, parse_timestamp
 
 HUGE = 10**5000
 SECRET = "SENTINEL-pinned-secret-91ab"

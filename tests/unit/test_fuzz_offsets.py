@@ -16,13 +16,13 @@ from tests.unit.fuzz_support import deep_nesting, integers, json_values, mutated
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
-from pyspark_dynamic_kafka.source.offsets import (
+from pyspark_dynamic_kafka.source.checkpoint import (
     MAX_OFFSET,
     MAX_PARTITION,
     decode_offsets,
     encode_offsets,
 )
-from pyspark_dynamic_kafka.source.positions import (
+from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,
     parse_timestamp,
     parse_timestamps_spec,

@@ -25,7 +25,7 @@ from tests.unit.fuzz_support import (
 
 from pyspark_dynamic_kafka.errors import MetadataError, OptionsError
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
-from pyspark_dynamic_kafka.source.options import OPTIONS, parse_options
+from pyspark_dynamic_kafka.source.config.options import OPTIONS, parse_options
 
 _INTEGER_TEXT = integers.map(lambda n: str(n) if n.bit_length() < 14_000 else "9" * 5000)
 _JSON_TEXT = json_values(6).map(lambda v: _json(v))

@@ -1,4 +1,4 @@
-"""The garbage collector pause around a micro-batch's planning (source/gcpause.py)."""
+"""The garbage collector pause around a micro-batch's planning (source/executor/gcpause.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyspark_dynamic_kafka.source.gcpause import gc_paused
+from pyspark_dynamic_kafka.source.executor.gcpause import gc_paused
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
 

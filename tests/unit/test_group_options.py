@@ -10,9 +10,9 @@ import pytest
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
 from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
-from pyspark_dynamic_kafka.source.handoff import HandoffInbox
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 GROUP = {**BASE, "assignment": "group", "kafka.group.id": "orders-enricher"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.planning import task_properties
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.planning import task_properties
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 

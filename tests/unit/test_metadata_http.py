@@ -40,8 +40,8 @@ from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.http import STATUS_REUSE_SECONDS, HttpMetadataService
 from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
 from pyspark_dynamic_kafka.server.app import create_app
-from pyspark_dynamic_kafka.source.discovery import Discovery
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 
 TOKEN = "client-token-0123456789abcdef"
 SECRET = "sasl-secret-value-42"

@@ -10,10 +10,10 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.planning import offset_ranges, plan_tasks, task_properties
-from pyspark_dynamic_kafka.source.reconcile import Loss, offsets_went_back
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.driver.planning import offset_ranges, plan_tasks, task_properties
+from pyspark_dynamic_kafka.source.driver.reconcile import Loss, offsets_went_back
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 SETTINGS = ReadSettings(1000, 1000, frozenset({"east", "west"}))
 

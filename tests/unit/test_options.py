@@ -8,8 +8,8 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, Position
-from pyspark_dynamic_kafka.source.options import OPTIONS, SourceOptions, parse_options
-from pyspark_dynamic_kafka.source.rules import ENDING_KEYS, STARTING_KEYS
+from pyspark_dynamic_kafka.source.config.options import OPTIONS, SourceOptions, parse_options
+from pyspark_dynamic_kafka.source.config.validation import ENDING_KEYS, STARTING_KEYS
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 

@@ -10,7 +10,7 @@ from pyspark_dynamic_kafka.position import (
     LATEST_POSITION,
     Position,
 )
-from pyspark_dynamic_kafka.source.options import parse_options
+from pyspark_dynamic_kafka.source.config.options import parse_options
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ConsumerPool, consumer_config
-from pyspark_dynamic_kafka.source.options import OPTIONS
+from pyspark_dynamic_kafka.source.config.options import OPTIONS
 
 PROPS = FrozenProperties({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
 

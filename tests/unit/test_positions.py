@@ -21,10 +21,10 @@ from pyspark_dynamic_kafka.position import (
     PositionKind,
     PositionSpec,
 )
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.positions import (
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.start_policy import (
     LATEST_RULE,
     PositionRule,
     discovery_rule,

@@ -17,9 +17,9 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import DataLossError
-from pyspark_dynamic_kafka.source.arrow import BatchBuilder, spark_schema
-from pyspark_dynamic_kafka.source.read import _RangeReader
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings
+from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder, spark_schema
+from pyspark_dynamic_kafka.source.executor.read import _RangeReader
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
 
 def _message(

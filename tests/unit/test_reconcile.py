@@ -26,11 +26,12 @@ from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.listing import ClusterSnapshot, OffsetLister
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.positions import PositionRule, parse_timestamp
-from pyspark_dynamic_kafka.source.reconcile import Loss, reconcile, report_losses
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.config.position_options import parse_timestamp
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.listing import ClusterSnapshot, OffsetLister
+from pyspark_dynamic_kafka.source.driver.reconcile import Loss, reconcile, report_losses
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 
 TP = tuple[str, int]
 NO_OPTION = PositionSpec({}, None, "")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.source.retention import (
+from pyspark_dynamic_kafka.source.driver.retention import (
     Retained,
     decode_retained,
     encode_retained,

@@ -9,8 +9,8 @@ import pytest
 from tests.unit.test_discovery import ORDERS, PAYMENTS, _discovery, _Service
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.source.options import parse_options
-from pyspark_dynamic_kafka.source.status import STATUS_KEY, SourceStatus, planned_offsets
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY, SourceStatus, planned_offsets
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 

@@ -26,12 +26,26 @@ LAYERS = {
     "metadata": 2,
     "source": 3,
     "server": 4,
-    "tools": 4,
     "monitoring": 4,
     "testing": 5,
     "cli": 6,
     "__main__": 7,
     "__init__": 7,
+}
+
+
+#: Sub-layers of ``source/`` (its pipeline by role), each importing only its own and lower ones.
+SOURCE_LAYERS = {
+    "checkpoint": 0,
+    "config": 1,
+    "executor": 2,
+    "driver": 3,
+    "group": 4,
+    "archive": 5,
+    "batch": 6,
+    "stream": 6,
+    "datasource": 7,
+    "__init__": 8,
 }
 
 
@@ -121,6 +135,28 @@ def test_layers_import_only_downwards() -> None:
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_module_is_under_400_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) < 400
+
+
+def _source_part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[1:2] != ["source"]:
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_source_sub_layers_import_only_downwards() -> None:
+    graph = _graph()
+    parts = {_source_part(name) for name in graph} - {None}
+    assert parts == set(SOURCE_LAYERS), "a module of source/ is in no sub-layer"
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        if (part := _source_part(name)) is not None
+        for target in targets
+        if (other := _source_part(target)) is not None
+        and SOURCE_LAYERS[other] > SOURCE_LAYERS[part]
+    )
+    assert wrong == []
 
 
 def test_test_modules_have_unique_basenames() -> None:

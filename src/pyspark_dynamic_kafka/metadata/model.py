@@ -18,7 +18,8 @@ class StartingPosition(Position):
     of kind earliest, latest or timestamp.
 
     It is where a stream's topics on one cluster start when the query first reads that cluster;
-    :mod:`pyspark_dynamic_kafka.source.positions` says how it ranks among the query's options.
+    :mod:`pyspark_dynamic_kafka.source.driver.start_policy` says how it ranks among the query's
+    options.
 
     Parameters
     ----------

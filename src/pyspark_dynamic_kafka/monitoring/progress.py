@@ -4,7 +4,7 @@ Spark's ``kafka`` source reports ``minOffsetsBehindLatest`` and the like in ``so
 a Python data source cannot (that field stays ``{}`` on PySpark 4.3). Everything here is derived
 from what the progress report does carry for each source: ``startOffset``, ``endOffset``,
 ``latestOffset`` (the latest offsets the source saw when it planned the micro-batch, with its
-status under :data:`~pyspark_dynamic_kafka.source.status.STATUS_KEY`), ``numInputRows``, and
+status under :data:`~pyspark_dynamic_kafka.source.driver.status.STATUS_KEY`), ``numInputRows``, and
 the query's ``observedMetrics``.
 
 Records read per cluster and topic are the offsets the micro-batch covered (``end - start``):
@@ -22,8 +22,8 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.offsets import decode_offsets
-from pyspark_dynamic_kafka.source.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
+from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY
 
 __all__ = [
     "OBSERVATION",
@@ -98,7 +98,7 @@ class BatchMetrics:
         it (:func:`~pyspark_dynamic_kafka.monitoring.observe_event_time`).
     handoffs:
         (handoff directory, end offset) of each ``assignment=group`` source: where the listener
-        reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.handoff`).
+        reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.group.handoff`).
     """
 
     query: str

@@ -1,12 +1,12 @@
 """The batch reader (``spark.read.format("dynamic_kafka")``): one bounded read of every partition.
 
 The metadata is resolved once, when Spark plans the read, and every assigned cluster is listed
-once (:func:`~pyspark_dynamic_kafka.source.reconcile.reconcile`, strict: a cluster or topic that
-cannot be listed fails the read). Each assigned partition is read from its start
+once (:func:`~pyspark_dynamic_kafka.source.driver.reconcile.reconcile`, strict: a cluster or topic
+that cannot be listed fails the read). Each assigned partition is read from its start
 (``startingTimestamp`` > ``startingOffsetsByTimestamp`` > ``startingOffsets``, default
 ``earliest``; a metadata entry's ``startingOffsets`` for partitions the options do not name) to its
 end (``endingTimestamp`` > ``endingOffsetsByTimestamp`` > ``endingOffsets``, default ``latest``),
-both placed and resolved by :mod:`~pyspark_dynamic_kafka.source.positions`.
+both placed and resolved by :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
-from pyspark_dynamic_kafka.source.discovery import Discovery
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.planning import new_group_id, plan_query_tasks
-from pyspark_dynamic_kafka.source.positions import end_rule, resolve_positions, start_rule
-from pyspark_dynamic_kafka.source.read import read_task
-from pyspark_dynamic_kafka.source.reconcile import reconcile
-from pyspark_dynamic_kafka.source.settings import SourceOptions
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadTask
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.discovery import Discovery
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.planning import new_group_id, plan_query_tasks
+from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
+from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadTask
 
 __all__ = ["DynamicKafkaBatchReader"]
 

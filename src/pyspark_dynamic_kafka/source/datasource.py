@@ -6,9 +6,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.source.arrow import spark_schema
 from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
-from pyspark_dynamic_kafka.source.options import SourceOptions, parse_options
+from pyspark_dynamic_kafka.source.config.options import SourceOptions, parse_options
+from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
 __all__ = ["DynamicKafkaDataSource"]

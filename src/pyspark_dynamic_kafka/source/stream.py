@@ -16,32 +16,36 @@ from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
 from pyspark_dynamic_kafka.source.archive.phase import encode_phase, reject_archive
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
-from pyspark_dynamic_kafka.source.committing import GroupCommits
-from pyspark_dynamic_kafka.source.discovery import Assignment, Discovery
-from pyspark_dynamic_kafka.source.gcpause import gc_paused
-from pyspark_dynamic_kafka.source.grouping import GroupPlanner, stop_on_sigterm
-from pyspark_dynamic_kafka.source.limits import Admission
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.planning import new_group_id, offset_ranges, plan_query_tasks
-from pyspark_dynamic_kafka.source.positions import (
-    LATEST_RULE,
-    PositionRule,
-    discovery_rule,
-    start_rule,
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.admission import Admission
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment, Discovery
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.planning import (
+    new_group_id,
+    offset_ranges,
+    plan_query_tasks,
 )
-from pyspark_dynamic_kafka.source.read import read_task
-from pyspark_dynamic_kafka.source.reconcile import (
+from pyspark_dynamic_kafka.source.driver.reconcile import (
     Loss,
     Reconciled,
     offsets_went_back,
     reconcile,
     report_losses,
 )
-from pyspark_dynamic_kafka.source.retention import decode_retained, retain, with_retained
-from pyspark_dynamic_kafka.source.settings import SourceOptions
-from pyspark_dynamic_kafka.source.status import STATUS_KEY, SourceStatus
-from pyspark_dynamic_kafka.source.task import ReadTask
+from pyspark_dynamic_kafka.source.driver.retention import decode_retained, retain, with_retained
+from pyspark_dynamic_kafka.source.driver.start_policy import (
+    LATEST_RULE,
+    PositionRule,
+    discovery_rule,
+    start_rule,
+)
+from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY, SourceStatus
+from pyspark_dynamic_kafka.source.executor.gcpause import gc_paused
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import ReadTask
+from pyspark_dynamic_kafka.source.group.planner import GroupPlanner, stop_on_sigterm
+from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -202,7 +206,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         ``minOffsetsPerTrigger``) applies last; returning ``start`` means "no batch yet".
         With ``removedClusterRetentionMs``, a cluster or topic removed from the metadata keeps
         its offsets under ``retained`` for that long, and resumes from them when re-added
-        (:mod:`~pyspark_dynamic_kafka.source.retention`). With ``archive.path`` the query first
+        (:mod:`~pyspark_dynamic_kafka.source.driver.retention`). With ``archive.path`` the query
+        first
         advances through the archive's files (:mod:`~pyspark_dynamic_kafka.source.archive`), then
         switches to Kafka here; archived partitions not assigned are retained without expiry.
         """
@@ -290,7 +295,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The offsets available at the last :meth:`latestOffset` call, with the status monitoring
-        reads (:mod:`~pyspark_dynamic_kafka.source.status`; ids, offsets and counts only)."""
+        reads (:mod:`~pyspark_dynamic_kafka.source.driver.status`; ids, offsets and counts only)."""
         report = self._status.report(self._latest)
         if report is not None and self._group is not None:  # where the listener reports batches
             report[STATUS_KEY]["handoff"] = self._group.inbox.path
@@ -335,7 +340,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """Leave the consumer groups (``assignment=group``) after the last commit.
 
         Spark runs this when the source's process ends on its own; a ``query.stop()`` ends it
-        with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.grouping.
+        with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.group.planner.
         stop_on_sigterm`).
         """
         if self._group is not None:

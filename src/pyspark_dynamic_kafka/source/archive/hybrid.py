@@ -7,7 +7,7 @@ Used by the stream and batch readers when ``archive.path`` is set:
   it does not have keep the starting options.
 - A stream starts in the archive phase (:meth:`HybridArchive.initial_offset`; archived partitions
   the metadata does not assign are retained without expiry,
-  :mod:`~pyspark_dynamic_kafka.source.retention`); :meth:`HybridArchive.advance` moves it by
+  :mod:`~pyspark_dynamic_kafka.source.driver.retention`); :meth:`HybridArchive.advance` moves it by
   whole files under ``archive.maxFilesPerTrigger`` and ``maxOffsetsPerTrigger``; once every file
   is read, the stream reader reconciles Kafka from the offsets the archive phase carried (pairs
   no longer assigned then are retained without expiry too) and writes the live phase.
@@ -40,13 +40,13 @@ from pyspark_dynamic_kafka.position import (
 from pyspark_dynamic_kafka.source.archive.phase import Cursor, decode_phase, encode_phase
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
-from pyspark_dynamic_kafka.source.discovery import Assignment
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
-from pyspark_dynamic_kafka.source.positions import PositionRule
-from pyspark_dynamic_kafka.source.reconcile import Loss
-from pyspark_dynamic_kafka.source.retention import Retained, decode_retained, with_retained
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.reconcile import Loss
+from pyspark_dynamic_kafka.source.driver.retention import Retained, decode_retained, with_retained
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 
 __all__ = ["SWITCH_TIMESTAMP", "HybridArchive"]
 

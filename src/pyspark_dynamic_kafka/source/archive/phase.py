@@ -1,6 +1,6 @@
 """The phase of a hybrid read in the checkpointed offset: the archive's files, then Kafka.
 
-The offset JSON of :mod:`~pyspark_dynamic_kafka.source.offsets`, extended compatibly (an offset
+The offset JSON of :mod:`~pyspark_dynamic_kafka.source.checkpoint`, extended compatibly (an offset
 without ``phase`` is ``live``, so every existing checkpoint reads as before, and a query without
 ``archive.path`` writes exactly what it wrote before)::
 
@@ -13,8 +13,8 @@ without ``phase`` is ``live``, so every existing checkpoint reads as before, and
 In the archive phase ``done`` of the plan's ``files`` are read and ``clusters`` holds where each
 partition read from Kafka will start (the archive's switch offsets, the starting options for the
 others). Archived partitions the metadata does not assign (yet) are kept under ``retained``
-(:mod:`~pyspark_dynamic_kafka.source.retention`), without expiry: once assigned they start where
-the archive ends instead of at ``discoveryStartingOffsets``.
+(:mod:`~pyspark_dynamic_kafka.source.driver.retention`), without expiry: once assigned they start
+where the archive ends instead of at ``discoveryStartingOffsets``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.offsets import OFFSET_VERSION, encode_offsets
+from pyspark_dynamic_kafka.source.checkpoint import OFFSET_VERSION, encode_offsets
 
 __all__ = ["ARCHIVE", "LIVE", "Cursor", "decode_phase", "encode_phase", "reject_archive"]
 

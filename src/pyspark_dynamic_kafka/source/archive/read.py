@@ -21,7 +21,7 @@ from pyspark.sql.datasource import InputPartition
 
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
-from pyspark_dynamic_kafka.source.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
 
 __all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 
 __all__ = ["STATUS_KEY", "SourceStatus", "planned_offsets"]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pyspark_dynamic_kafka.errors import ClusterUnreachableError, KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.position import PositionKind
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
 
 __all__ = ["ClusterSnapshot", "OffsetLister", "TopicPartitionKey", "read_committed"]
 
@@ -56,7 +56,7 @@ class OffsetLister:
     """Lists clusters, with one admin client per cluster.
 
     Positions are resolved to offsets with these clients by
-    :func:`~pyspark_dynamic_kafka.source.positions.resolve_positions`.
+    :func:`~pyspark_dynamic_kafka.source.driver.start_policy.resolve_positions`.
 
     Parameters
     ----------

@@ -21,7 +21,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMinRows,
 )
 
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
 __all__ = ["Admission", "backlog", "rate_limit"]
 

@@ -1,11 +1,11 @@
 """Every source option, declared once: key, parser, default, doc, scope and the
-:class:`~pyspark_dynamic_kafka.source.settings.SourceOptions` attribute it fills.
+:class:`~pyspark_dynamic_kafka.source.config.parsed.SourceOptions` attribute it fills.
 
 Spark hands option keys lowercased; keys are matched case-insensitively and reported in their
 canonical spelling. Unknown keys are rejected with the closest valid key (the machinery is
 :mod:`pyspark_dynamic_kafka.optionspec`). Rules across options (which starting option wins, what
-only batch accepts, ...) live in :mod:`~pyspark_dynamic_kafka.source.rules`. Names and meanings
-follow Spark's ``kafka`` source wherever it has the same option.
+only batch accepts, ...) live in :mod:`~pyspark_dynamic_kafka.source.config.validation`. Names and
+meanings follow Spark's ``kafka`` source wherever it has the same option.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from pyspark_dynamic_kafka.optionspec import (
     text,
 )
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind
-from pyspark_dynamic_kafka.source.positions import (
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,
     parse_timestamp,
     parse_timestamps_spec,
 )
-from pyspark_dynamic_kafka.source.rules import apply_rules
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.config.validation import apply_rules
 
 __all__ = [
     "KAFKA_PREFIX",

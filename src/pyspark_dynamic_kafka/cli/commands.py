@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 
 from rich.console import Console
 
+from pyspark_dynamic_kafka.cli.describe import build_report
+from pyspark_dynamic_kafka.cli.location import TOKEN_ENV, MetadataLocation, select_streams
+from pyspark_dynamic_kafka.cli.render import render_report, render_streams
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file, validate_metadata_file
 from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS
-from pyspark_dynamic_kafka.tools.describe import build_report
-from pyspark_dynamic_kafka.tools.location import TOKEN_ENV, MetadataLocation, select_streams
-from pyspark_dynamic_kafka.tools.render import render_report, render_streams
 
 __all__ = ["main"]
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.settings import SourceOptions
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = [
     "new_group_id",

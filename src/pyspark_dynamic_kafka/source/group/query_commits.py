@@ -3,7 +3,7 @@
 Spark calls ``latestOffset(start)`` at every trigger with ``start`` the end offset of the last
 micro-batch it committed (the initial offset before the first one), also when no new data
 arrived; :class:`GroupCommits` hands that position to an
-:class:`~pyspark_dynamic_kafka.kafka.commits.OffsetCommitter`, which commits it to
+:class:`~pyspark_dynamic_kafka.source.group.committer.OffsetCommitter`, which commits it to
 ``kafka.group.id`` on every cluster in the background. So a micro-batch's end offsets reach
 Kafka at the next trigger after Spark committed it (also the last one's, which Spark's own
 ``commit`` call never reports), a failed commit is retried at the next trigger, and a cluster
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark_dynamic_kafka.kafka.commits import AdminSource, OffsetCommitter
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.discovery import Assignment
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.group.committer import AdminSource, OffsetCommitter
 
 __all__ = ["GroupCommits"]
 

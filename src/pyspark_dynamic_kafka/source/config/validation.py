@@ -3,7 +3,7 @@
 among the starting (or ending) ones, what only batch accepts, and trigger limits that agree.
 
 Rules about one option alone (its type, range, whether it is required) are its declaration in
-:mod:`~pyspark_dynamic_kafka.source.options`.
+:mod:`~pyspark_dynamic_kafka.source.config.options`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.optionspec import Mode, ParsedOptions
 from pyspark_dynamic_kafka.position import PositionSpec
-from pyspark_dynamic_kafka.source import positions
+from pyspark_dynamic_kafka.source.config import position_options
 
 __all__ = [
     "ENDING_KEYS",
@@ -61,7 +61,7 @@ def apply_rules(
     kafka:
         The ``kafka.*`` options, prefix removed.
     mode:
-        ``stream``, ``batch`` or ``any`` (see :func:`~pyspark_dynamic_kafka.source.options.
+        ``stream``, ``batch`` or ``any`` (see :func:`~pyspark_dynamic_kafka.source.config.options.
         parse_options`).
 
     Raises
@@ -124,7 +124,7 @@ def position_spec(parsed: ParsedOptions, keys: tuple[str, str, str]) -> Position
         The timestamp, per-partition timestamps and offsets keys, in precedence order.
     """
     timestamp, by_timestamp, offsets = keys
-    return positions.position_spec(parsed[timestamp], parsed[by_timestamp], parsed[offsets])
+    return position_options.position_spec(parsed[timestamp], parsed[by_timestamp], parsed[offsets])
 
 
 def check_batch(starting: PositionSpec, ending: PositionSpec) -> None:

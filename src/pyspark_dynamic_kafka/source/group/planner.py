@@ -1,8 +1,8 @@
 """Driver side of ``assignment=group``: plan only the partitions Kafka's consumer group assigns.
 
 For every cluster of the subscription the reader is a member of ``kafka.group.id`` there
-(:class:`~pyspark_dynamic_kafka.kafka.membership.GroupMember`). :class:`GroupPlanner` turns the
-offsets reconciliation found for *every* partition into the offsets of this query:
+(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMember`). :class:`GroupPlanner` turns
+the offsets reconciliation found for *every* partition into the offsets of this query:
 
 - **Partitions it owns and planned before** continue from the checkpoint.
 - **A partition newly assigned** starts at the group's committed offset (at the start rule's
@@ -12,8 +12,8 @@ offsets reconciliation found for *every* partition into the offsets of this quer
 - **A revoked partition** is handed over once the micro-batch that read it is committed: the
   next ``latestOffset(start)`` commits ``start`` to the group, releases it and leaves it out.
 - **Completed micro-batches** reach the group as soon as the driver's listener reports them
-  (:mod:`~pyspark_dynamic_kafka.source.handoff`), at the latest at the next trigger; so does the
-  last one before a ``query.stop()``: :meth:`GroupPlanner.shutdown` waits for it, then leaves
+  (:mod:`~pyspark_dynamic_kafka.source.group.handoff`), at the latest at the next trigger; so does
+  the last one before a ``query.stop()``: :meth:`GroupPlanner.shutdown` waits for it, then leaves
   every group, so the partitions move at once.
 
 Commits go through the member (a group with members refuses the admin API's commits) and only
@@ -30,14 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.groups import group_offsets
-from pyspark_dynamic_kafka.kafka.membership import GroupMember
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.discovery import Assignment
-from pyspark_dynamic_kafka.source.handoff import HandoffInbox
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.offsets import decode_offsets
-from pyspark_dynamic_kafka.source.task import OffsetRange
+from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+from pyspark_dynamic_kafka.source.group.committed import group_offsets
+from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
+from pyspark_dynamic_kafka.source.group.membership import GroupMember
 
 __all__ = ["GroupPlanner", "stop_on_sigterm"]
 

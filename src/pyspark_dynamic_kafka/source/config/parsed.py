@@ -15,11 +15,11 @@ __all__ = ["SourceOptions"]
 @dataclass(frozen=True)
 class SourceOptions:
     """Parsed, validated source options (built once, on the driver, by
-    :func:`~pyspark_dynamic_kafka.source.options.parse_options`).
+    :func:`~pyspark_dynamic_kafka.source.config.options.parse_options`).
 
     Each attribute not described below holds the parsed value of the option that declares it as
-    its ``attr`` in :mod:`~pyspark_dynamic_kafka.source.options`, where its key, parser, default,
-    doc and scope are.
+    its ``attr`` in :mod:`~pyspark_dynamic_kafka.source.config.options`, where its key, parser,
+    default, doc and scope are.
 
     Attributes
     ----------
@@ -29,7 +29,7 @@ class SourceOptions:
         ``kafka.*`` client properties, prefix removed; applied to every cluster.
     starting:
         Where partitions start: the winner of startingTimestamp, startingOffsetsByTimestamp and
-        startingOffsets (:mod:`~pyspark_dynamic_kafka.source.rules`).
+        startingOffsets (:mod:`~pyspark_dynamic_kafka.source.config.validation`).
     ending:
         Batch only: where partitions end (the winner of the ``ending*`` options); ``None`` for
         streams.

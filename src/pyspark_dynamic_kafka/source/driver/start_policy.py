@@ -1,14 +1,11 @@
 """Where each partition starts (and, for a batch read, ends): from options and metadata to offsets.
 
 The vocabulary (:class:`~pyspark_dynamic_kafka.position.Position`, its kinds, ``NoMatch``,
-``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; this module decides and resolves.
+``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; the options are parsed into
+``PositionSpec`` values by :mod:`~pyspark_dynamic_kafka.source.config.position_options`; this
+module decides and resolves.
 
-1. **Options** are parsed (each by its declared parser: :func:`parse_offsets_spec`,
-   :func:`parse_timestamps_spec`, :func:`parse_timestamp`) into ``PositionSpec`` values, and
-   :func:`position_spec` picks the winner: ``startingTimestamp`` wins over
-   ``startingOffsetsByTimestamp``, which wins over ``startingOffsets`` (the ``ending*`` options of
-   a batch read likewise).
-2. **A rule** (:class:`PositionRule`) places a partition the query has not read yet:
+1. **A rule** (:class:`PositionRule`) places a partition the query has not read yet:
 
    a. the position the options name for this very partition (JSON options);
    b. else, when the query reads the partition's cluster for the first time and the rule admits
@@ -20,7 +17,7 @@ The vocabulary (:class:`~pyspark_dynamic_kafka.position.Position`, its kinds, ``
    start), :func:`discovery_rule` (partitions that appear while a stream runs: the options no
    longer apply, ``discoveryStartingOffsets`` is the fallback), :func:`end_rule` (a batch read's
    end) and :data:`LATEST_RULE` (the ``Trigger.AvailableNow`` target).
-3. **The resolver** (:func:`resolve_positions`, the one function stream start, discovery and batch
+2. **The resolver** (:func:`resolve_positions`, the one function stream start, discovery and batch
    reads call) turns the positions of one cluster's partitions into offsets, one request per kind:
    ``earliest`` is listed, ``latest`` is the offset just listed, an offset is taken as it is, and a
    timestamp becomes the first offset whose record is at or after it (never past the latest
@@ -29,7 +26,6 @@ The vocabulary (:class:`~pyspark_dynamic_kafka.position.Position`, its kinds, ``
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -45,26 +41,19 @@ from pyspark_dynamic_kafka.position import (
     PositionKind,
     PositionSpec,
 )
-from pyspark_dynamic_kafka.source.discovery import ClusterAssignment
-from pyspark_dynamic_kafka.source.listing import OffsetLister, TopicPartitionKey, read_committed
-from pyspark_dynamic_kafka.source.offsets import (
-    EARLIEST,
-    LATEST,
-    MAX_OFFSET,
-    OFFSET_MEANING,
-    partition_map,
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.listing import (
+    OffsetLister,
+    TopicPartitionKey,
+    read_committed,
 )
-from pyspark_dynamic_kafka.source.settings import SourceOptions
 
 __all__ = [
     "LATEST_RULE",
     "PositionRule",
     "discovery_rule",
     "end_rule",
-    "parse_offsets_spec",
-    "parse_timestamp",
-    "parse_timestamps_spec",
-    "position_spec",
     "resolve_positions",
     "start_rule",
 ]
@@ -75,112 +64,7 @@ _log = logging.getLogger(__name__)
 _NO_OPTION = PositionSpec({}, None, "")
 
 
-# ------------------------------------------------------------------------------- 1. options
-def _document(value: str, option: str, example: str) -> object:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
-        reason = f"{exc.msg} at column {exc.colno}"
-    except RecursionError:
-        reason = "nested too deeply"
-    except ValueError as exc:  # a number of over 4,300 digits
-        reason = str(exc)
-    raise OffsetsError(
-        f"Invalid value {value!r} for option '{option}': expected {example} ({reason})."
-    )
-
-
-def _of_offset(offset: int, origin: str) -> Position:
-    """The position an offset JSON gives: -2 earliest, -1 latest, otherwise that offset."""
-    if offset == EARLIEST:
-        return EARLIEST_POSITION.with_origin(origin)
-    if offset == LATEST:
-        return LATEST_POSITION.with_origin(origin)
-    return Position(PositionKind.OFFSET, offset, origin)
-
-
-def parse_offsets_spec(value: str, option: str) -> PositionSpec:
-    """Parse ``earliest``, ``latest`` or ``{"cluster": {"topic": {"0": 23}}}`` (-2/-1 allowed).
-
-    A JSON spec has no default: partitions it does not name take the rule's fallback.
-
-    Raises
-    ------
-    OffsetsError
-        Naming the option and the value.
-    """
-    text = value.strip()
-    lowered = text.lower()
-    if lowered in (PositionKind.EARLIEST, PositionKind.LATEST):
-        return PositionSpec({}, Position(PositionKind(lowered), 0, option), option)
-    example = '\'earliest\', \'latest\' or JSON like {"cluster": {"topic": {"0": 23}}}'
-    where = f"Invalid value {value!r} for option '{option}'"
-    offsets = partition_map(
-        _document(text, option, example), where, OFFSET_MEANING, EARLIEST, empty=False
-    )
-    return PositionSpec({k: _of_offset(v, option) for k, v in offsets.items()}, None, option)
-
-
-def parse_timestamps_spec(value: str, option: str) -> PositionSpec:
-    """Parse ``{"cluster": {"topic": {"0": <epoch ms>}}}``.
-
-    Raises
-    ------
-    OffsetsError
-        Naming the option and the value.
-    """
-    example = 'JSON like {"cluster": {"topic": {"0": 1700000000000}}} (epoch milliseconds)'
-    document = _document(value.strip(), option, example)
-    where = f"Invalid value {value!r} for option '{option}'"
-    meaning = "a timestamp in epoch milliseconds (>= 0)"
-    stamps = partition_map(document, where, meaning, 0, empty=False)
-    return PositionSpec(
-        {k: Position(PositionKind.TIMESTAMP, v, option) for k, v in stamps.items()}, None, option
-    )
-
-
-def parse_timestamp(value: str, option: str) -> PositionSpec:
-    """Parse one timestamp (epoch milliseconds) that applies to every partition.
-
-    Raises
-    ------
-    OffsetsError
-        Naming the option and the value.
-    """
-    try:
-        stamp = int(value.strip())
-    except ValueError:
-        stamp = -1
-    if not 0 <= stamp <= MAX_OFFSET:
-        raise OffsetsError(
-            f"Invalid value {value!r} for option '{option}': expected a timestamp in epoch "
-            f"milliseconds (an integer from 0 to {MAX_OFFSET})."
-        )
-    return PositionSpec({}, Position(PositionKind.TIMESTAMP, stamp, option), option)
-
-
-def position_spec(
-    timestamp: PositionSpec | None, by_timestamp: PositionSpec | None, offsets: PositionSpec
-) -> PositionSpec:
-    """The winning spec among the (parsed) options of one side, starting or ending.
-
-    Spark's precedence: a global timestamp, else per-partition timestamps, else offsets (which
-    always has a value: its default when absent).
-
-    Parameters
-    ----------
-    timestamp, by_timestamp, offsets:
-        The parsed ``*Timestamp``, ``*OffsetsByTimestamp`` and ``*Offsets`` options (``None``
-        when absent).
-    """
-    if timestamp is not None:
-        return timestamp
-    if by_timestamp is not None:
-        return by_timestamp
-    return offsets
-
-
-# ------------------------------------------------------------------------------- 2. rules
+# ------------------------------------------------------------------------------- 1. rules
 @dataclass(frozen=True)
 class PositionRule:
     """How partitions the query has not read yet are placed (see the module docstring).
@@ -244,7 +128,7 @@ def end_rule(options: SourceOptions) -> PositionRule:
 LATEST_RULE = PositionRule(_NO_OPTION, LATEST_POSITION, NoMatch.LATEST, False)
 
 
-# ------------------------------------------------------------------------------- 3. resolver
+# ------------------------------------------------------------------------------- 2. resolver
 def resolve_positions(
     lister: OffsetLister,
     cluster_id: str,

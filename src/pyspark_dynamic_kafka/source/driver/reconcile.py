@@ -2,7 +2,8 @@
 
 Each assigned cluster is listed (every micro-batch of a stream, once for a batch read): partitions
 seen for the first time enter at their position (placed and resolved by
-:mod:`~pyspark_dynamic_kafka.source.positions`), known partitions advance to their latest offset,
+:mod:`~pyspark_dynamic_kafka.source.driver.start_policy`), known partitions advance to their latest
+offset,
 and partitions whose records went away *on the cluster* are data loss (:class:`Loss`): a topic
 deleted or a partition gone while the metadata still lists them, or a latest offset below the
 checkpointed one. What leaves through the metadata (a stream, cluster or topic removed) simply
@@ -11,10 +12,11 @@ leaves the offset.
 Data loss is decided on the driver by one function, :func:`report_losses`, for what listing finds
 here and for a planned micro-batch whose offsets went back (:func:`offsets_went_back`, e.g. one
 replayed from the checkpoint). What the driver cannot see is found by the executor while it reads
-(:mod:`~pyspark_dynamic_kafka.source.read`): records of a planned range removed after planning
+(:mod:`~pyspark_dynamic_kafka.source.executor.read`): records of a planned range removed after
+planning
 (retention, a topic deleted or recreated meanwhile) come back as "offset out of range" or "unknown
 topic or partition"; the task then fails, or with ``failOnDataLoss=false`` skips them, under the
-same ``failOnDataLoss`` its :class:`~pyspark_dynamic_kafka.source.task.ReadSettings` carry.
+same ``failOnDataLoss`` its :class:`~pyspark_dynamic_kafka.source.executor.task.ReadSettings` carry.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
-from pyspark_dynamic_kafka.source.discovery import Assignment, ClusterAssignment
-from pyspark_dynamic_kafka.source.listing import OffsetLister
-from pyspark_dynamic_kafka.source.positions import PositionRule, resolve_positions
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment, ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, resolve_positions
 
 __all__ = ["Loss", "Reconciled", "offsets_went_back", "reconcile", "report_losses"]
 

@@ -18,7 +18,7 @@ from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_pr
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
-from pyspark_dynamic_kafka.source.settings import SourceOptions
+from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
 __all__ = ["Assignment", "ClusterAssignment", "Discovery", "resolve_assignment"]
 

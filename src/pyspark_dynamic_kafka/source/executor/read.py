@@ -1,7 +1,7 @@
 """Executor side: read exact offset ranges with a pooled consumer, emit Arrow batches.
 
 What a task carries (ranges, client properties, settings) is the driver -> executor contract of
-:mod:`~pyspark_dynamic_kafka.source.task`.
+:mod:`~pyspark_dynamic_kafka.source.executor.task`.
 
 Reading stops at each range's end even when more data exists, and does not hang when the last
 offsets of a range never arrive as records (transaction markers, compaction gaps): a partition is
@@ -12,7 +12,7 @@ Records of a range that are gone (out of range: retention removed them; the topi
 longer exists) fail the task with :class:`~pyspark_dynamic_kafka.errors.DataLossError`, or, with
 ``failOnDataLoss=false``, are skipped with a warning: reading resumes at the earliest offset still
 available, or the range ends when nothing of it is left. This is the loss only reading can find:
-the rest is decided on the driver (:mod:`~pyspark_dynamic_kafka.source.reconcile`).
+the rest is decided on the driver (:mod:`~pyspark_dynamic_kafka.source.driver.reconcile`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
-from pyspark_dynamic_kafka.source.arrow import BatchBuilder
-from pyspark_dynamic_kafka.source.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
 

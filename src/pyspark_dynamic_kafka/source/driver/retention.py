@@ -33,7 +33,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.offsets import OFFSET_MEANING, partition_map
+from pyspark_dynamic_kafka.source.checkpoint import OFFSET_MEANING, partition_map
 
 __all__ = [
     "RETAINED",

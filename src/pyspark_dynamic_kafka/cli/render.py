@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pyspark_dynamic_kafka.cli.describe import Report
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
-from pyspark_dynamic_kafka.tools.describe import Report
 
 __all__ = ["render_report", "render_streams"]
 

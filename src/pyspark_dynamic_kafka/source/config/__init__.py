@@ -1,0 +1,1 @@
+"""The source's options, parsed once on the driver (no Kafka call, no metadata read)."""

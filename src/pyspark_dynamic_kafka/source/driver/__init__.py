@@ -1,0 +1,1 @@
+"""Driver side of a read: metadata, listing, starting positions, reconciliation, planning."""

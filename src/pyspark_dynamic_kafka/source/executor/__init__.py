@@ -1,0 +1,1 @@
+"""Executor side of a read: the task contract, the reader, Arrow batches, the GC pause."""

@@ -1,0 +1,1 @@
+"""``assignment=group`` and ``commitOffsetsToKafka``: consumer groups on every cluster."""

@@ -40,9 +40,9 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from pyspark_dynamic_kafka.source import gcpause
-from pyspark_dynamic_kafka.source import reconcile as reconcile_module
 from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.driver import reconcile as reconcile_module
+from pyspark_dynamic_kafka.source.executor import gcpause
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, start_clusters

@@ -12,16 +12,11 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import ArchiveError, OffsetsError, OptionsError
 from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
-from pyspark_dynamic_kafka.source.archive.phase import (
-    Cursor,
-    decode_phase,
-    encode_phase,
-    reject_archive,
-)
 from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.retention import Retained, decode_retained, with_retained
+from pyspark_dynamic_kafka.source.driver.pipeline import NoArchive
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
 
 
@@ -146,38 +141,30 @@ def test_reading_conforms_to_the_output_schema(archive: Path) -> None:
 def test_phase_in_the_offset_json_round_trips_and_defaults_to_live() -> None:
     offsets = {("east", "orders", 1): 10, ("east", "orders", 0): 100}
     cursor = Cursor(2, 24, "abc", 1700)
-    encoded = encode_phase(offsets, cursor)
+    encoded = encode(SourceOffset(offsets, cursor=cursor, hybrid=True))
     assert list(encoded) == ["version", "phase", "archive", "clusters"]
     assert encoded["clusters"] == {"east": {"orders": {"0": 100, "1": 10}}}
-    assert decode_phase(encoded) == cursor
-    assert decode_phase({"version": 1, "clusters": {}}) is None
-    assert encode_phase(offsets, None) == {
+    assert decode(encoded).cursor == cursor
+    assert decode({"version": 1, "clusters": {}}).cursor is None
+    assert encode(SourceOffset(offsets, hybrid=True)) == {
         "version": 1,
         "phase": "live",
         "clusters": {"east": {"orders": {"0": 100, "1": 10}}},
     }
     with pytest.raises(OffsetsError, match=r"no 'archive\.path'"):
-        reject_archive(encoded)
+        NoArchive().advance(decode(encoded), None)
     with pytest.raises(OffsetsError, match="phase 'later'"):
-        decode_phase({"version": 1, "phase": "later", "clusters": {}})
+        decode({"version": 1, "phase": "later", "clusters": {}})
 
 
 def test_archived_partitions_not_assigned_are_retained_without_expiry() -> None:
     """Archived partitions the metadata does not assign sit under ``retained`` without
-    ``removedAtMs``; the ``archive.pending`` form of earlier checkpoints reads the same."""
+    ``removedAtMs``."""
     kept = Retained({("west", "orders", 0): 7})
-    encoded = with_retained(encode_phase({}, Cursor(2, 24, "abc", 1700)), kept)
+    encoded = encode(SourceOffset({}, kept, Cursor(2, 24, "abc", 1700), hybrid=True))
     assert list(encoded) == ["version", "phase", "archive", "clusters", "retained"]
     assert encoded["retained"] == {"west": {"orders": {"offsets": {"0": 7}}}}
-    assert decode_retained(encoded) == kept
-    earlier = {
-        "version": 1,
-        "phase": "live",
-        "archive": {"pending": {"west": {"orders": {"0": 7}}}},
-        "clusters": {},
-    }
-    assert decode_phase(earlier) is None
-    assert decode_retained(earlier) == kept
+    assert decode(encoded).retained == kept
 
 
 def test_archive_options_need_archive_path() -> None:

@@ -20,7 +20,7 @@ from pyspark_dynamic_kafka.metadata.contract import error_text, parse_cluster_st
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
 from pyspark_dynamic_kafka.server.app import create_app
-from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
+from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.config.position_options import parse_offsets_spec, parse_timestamp
 
@@ -127,7 +127,7 @@ def test_ids_with_a_next_line_character_survive_a_yaml_write(tmp_path: Path) -> 
 )
 def test_checkpointed_offsets_out_of_range_are_offsets_errors(document: dict[str, Any]) -> None:
     with pytest.raises(OffsetsError, match="heckpointed offset"):
-        decode_offsets(document)
+        decode(document)
 
 
 @pytest.mark.parametrize(

@@ -16,16 +16,15 @@ from tests.unit.fuzz_support import deep_nesting, integers, json_values, mutated
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
-from pyspark_dynamic_kafka.source.checkpoint import (
-    MAX_OFFSET,
-    MAX_PARTITION,
-    decode_offsets,
-    encode_offsets,
-)
+from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,
     parse_timestamp,
     parse_timestamps_spec,
+)
+from pyspark_dynamic_kafka.source.partition_json import (
+    MAX_OFFSET,
+    MAX_PARTITION,
 )
 
 names = st.one_of(st.sampled_from(["east", "west", "orders", ""]), st.text(max_size=6))
@@ -43,13 +42,13 @@ def _nested(values: dict[PartitionKey, Any]) -> dict[str, Any]:
 
 @given(values=offset_maps)
 def test_checkpointed_offsets_round_trip(values: dict[PartitionKey, int]) -> None:
-    encoded = encode_offsets(values)
-    assert decode_offsets(encoded) == values
+    encoded = encode(SourceOffset(values))
+    assert decode(encoded).offsets == values
     # What Spark writes to the checkpoint and hands back: the JSON text of the dict.
     again = json.loads(json.dumps(encoded))
-    assert decode_offsets(again) == values
-    assert encode_offsets(decode_offsets(again)) == encoded
-    assert json.dumps(encode_offsets(decode_offsets(again))) == json.dumps(encoded)
+    assert decode(again).offsets == values
+    assert encode(SourceOffset(decode(again).offsets)) == encoded
+    assert json.dumps(encode(SourceOffset(decode(again).offsets))) == json.dumps(encoded)
 
 
 @given(values=offset_maps, data=st.data())
@@ -59,13 +58,13 @@ def test_any_checkpointed_offset_decodes_or_fails_naming_the_checkpoint(
     how = data.draw(st.sampled_from(["corrupted", "any", "versioned"]), label="how")
     document: Any
     if how == "corrupted":
-        document = corrupt(encode_offsets(values), data, rate=4)
+        document = corrupt(encode(SourceOffset(values)), data, rate=4)
     elif how == "any":
         document = data.draw(json_values(), label="any value")
     else:
         document = {"version": 1, "clusters": data.draw(json_values(), label="clusters")}
     try:
-        decoded = decode_offsets(document)
+        decoded = decode(document).offsets
     except OffsetsError as error:
         assert "heckpointed offset" in str(error), str(error)
     else:

@@ -11,7 +11,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
 from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}

@@ -20,7 +20,7 @@ from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
 from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
 from pyspark_dynamic_kafka.monitoring.prometheus import StateCollector
 from pyspark_dynamic_kafka.monitoring.report import load_timeline
-from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 
 T0 = 1_700_000_000.0
 

@@ -10,7 +10,7 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.checkpoint import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.driver.planning import offset_ranges, plan_tasks, task_properties
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, offsets_went_back
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
@@ -21,18 +21,18 @@ SETTINGS = ReadSettings(1000, 1000, frozenset({"east", "west"}))
 def test_encoding_is_canonical_whatever_the_insertion_order() -> None:
     a = {("west", "b", 10): 5, ("east", "a", 2): 1, ("east", "a", 10): 3}
     b = dict(reversed(list(a.items())))
-    assert json.dumps(encode_offsets(a)) == json.dumps(encode_offsets(b))
-    encoded = encode_offsets(a)
+    assert json.dumps(encode(SourceOffset(a))) == json.dumps(encode(SourceOffset(b)))
+    encoded = encode(SourceOffset(a))
     assert list(encoded["clusters"]) == ["east", "west"]
     assert list(encoded["clusters"]["east"]["a"]) == ["2", "10"]
-    assert decode_offsets(json.loads(json.dumps(encoded))) == a
+    assert decode(json.loads(json.dumps(encoded))).offsets == a
 
 
 def test_decode_rejects_unknown_version_and_garbage() -> None:
     with pytest.raises(OffsetsError, match="version"):
-        decode_offsets({"version": 99, "clusters": {}})
+        decode({"version": 99, "clusters": {}})
     with pytest.raises(OffsetsError, match=r"partition .x. of east/t"):
-        decode_offsets({"version": 1, "clusters": {"east": {"t": {"x": 1}}}})
+        decode({"version": 1, "clusters": {"east": {"t": {"x": 1}}}})
 
 
 def test_ranges_skip_new_and_backwards_partitions() -> None:

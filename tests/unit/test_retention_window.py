@@ -8,12 +8,8 @@ from typing import Any
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.source.driver.retention import (
-    Retained,
-    decode_retained,
-    encode_retained,
-    retain,
-)
+from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset, decode, encode
+from pyspark_dynamic_kafka.source.driver.retention import retain
 
 EAST = {("east", "orders", 0): 10, ("east", "orders", 1): 7}
 WEST = {("west", "orders", 0): 3}
@@ -70,13 +66,13 @@ def test_a_window_turned_off_drops_what_a_checkpoint_retained() -> None:
 
 def test_the_block_round_trips_in_canonical_order() -> None:
     retained = Retained(EAST | WEST, {("west", "orders"): 5, ("east", "orders"): 4})
-    block = encode_retained(retained)
+    block = encode(SourceOffset(retained=retained))["retained"]
     assert json.dumps(block) == (
         '{"east": {"orders": {"removedAtMs": 4, "offsets": {"0": 10, "1": 7}}}, '
         '"west": {"orders": {"removedAtMs": 5, "offsets": {"0": 3}}}}'
     )
-    assert decode_retained({"retained": block}) == retained
-    assert decode_retained({"version": 1, "clusters": {}}) == Retained()
+    assert decode({"version": 1, "retained": block}).retained == retained
+    assert decode({"version": 1, "clusters": {}}).retained == Retained()
 
 
 @pytest.mark.parametrize(
@@ -93,7 +89,7 @@ def test_the_block_round_trips_in_canonical_order() -> None:
 )
 def test_a_malformed_block_names_what_is_wrong(block: Any, names: str) -> None:
     with pytest.raises(OffsetsError, match="retained") as info:
-        decode_retained({"retained": block})
+        decode({"version": 1, "retained": block})
     assert names in str(info.value)
 
 
@@ -110,7 +106,6 @@ def test_pairs_kept_without_expiry_stay_until_assigned_whatever_the_window() -> 
 def test_at_the_switch_pairs_left_are_kept_without_expiry() -> None:
     step = retain(EAST | WEST, Retained(), {("west", "orders")}, 0, _clock(7), expiring=False)
     assert step.retained == Retained(EAST) and step.resumed == {}
-    assert json.dumps(encode_retained(step.retained)) == (
-        '{"east": {"orders": {"offsets": {"0": 10, "1": 7}}}}'
-    )
-    assert decode_retained({"retained": encode_retained(step.retained)}) == step.retained
+    block = encode(SourceOffset(retained=step.retained))["retained"]
+    assert json.dumps(block) == ('{"east": {"orders": {"offsets": {"0": 10, "1": 7}}}}')
+    assert decode({"version": 1, "retained": block}).retained == step.retained

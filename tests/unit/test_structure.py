@@ -36,7 +36,9 @@ LAYERS = {
 
 #: Sub-layers of ``source/`` (its pipeline by role), each importing only its own and lower ones.
 SOURCE_LAYERS = {
+    "partition_json": 0,
     "checkpoint": 0,
+    "contract": 0,
     "config": 1,
     "executor": 2,
     "driver": 3,
@@ -155,6 +157,17 @@ def test_source_sub_layers_import_only_downwards() -> None:
         for target in targets
         if (other := _source_part(target)) is not None
         and SOURCE_LAYERS[other] > SOURCE_LAYERS[part]
+    )
+    assert wrong == []
+
+
+def test_monitoring_reads_the_source_through_its_contract_only() -> None:
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in _graph().items()
+        if _top(name) == "monitoring"
+        for target in targets
+        if _top(target) == "source" and target != f"{PACKAGE}.source.contract"
     )
     assert wrong == []
 

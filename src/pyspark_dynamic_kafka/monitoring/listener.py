@@ -5,7 +5,7 @@ thread): each progress report of a query with a ``dynamic_kafka`` source updates
 :class:`~pyspark_dynamic_kafka.monitoring.state.QueryState`, appends one JSON line to ``path``
 when given, and logs each new reconciliation as one structured line (event ``reconciliation``).
 For a source with ``assignment=group`` it also tells the source each completed micro-batch and
-the query's end (:mod:`~pyspark_dynamic_kafka.source.group.handoff`), so the source commits every
+the query's end (:mod:`~pyspark_dynamic_kafka.source.contract`), so the source commits every
 micro-batch to the group at once, the last one before a ``query.stop()`` included.
 """
 
@@ -22,7 +22,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics
 from pyspark_dynamic_kafka.monitoring.state import QueryState
-from pyspark_dynamic_kafka.source.group.handoff import write_completed, write_terminated
+from pyspark_dynamic_kafka.source.contract import write_completed, write_terminated
 
 __all__ = ["DynamicKafkaListener"]
 

@@ -4,7 +4,7 @@ Spark's ``kafka`` source reports ``minOffsetsBehindLatest`` and the like in ``so
 a Python data source cannot (that field stays ``{}`` on PySpark 4.3). Everything here is derived
 from what the progress report does carry for each source: ``startOffset``, ``endOffset``,
 ``latestOffset`` (the latest offsets the source saw when it planned the micro-batch, with its
-status under :data:`~pyspark_dynamic_kafka.source.driver.status.STATUS_KEY`), ``numInputRows``, and
+status under :data:`~pyspark_dynamic_kafka.source.contract.STATUS_KEY`), ``numInputRows``, and
 the query's ``observedMetrics``.
 
 Records read per cluster and topic are the offsets the micro-batch covered (``end - start``):
@@ -20,10 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
-from pyspark_dynamic_kafka.source.driver.status import STATUS_KEY
+from pyspark_dynamic_kafka.source.contract import STATUS_KEY, offsets_of
 
 __all__ = [
     "OBSERVATION",
@@ -98,7 +95,7 @@ class BatchMetrics:
         it (:func:`~pyspark_dynamic_kafka.monitoring.observe_event_time`).
     handoffs:
         (handoff directory, end offset) of each ``assignment=group`` source: where the listener
-        reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.group.handoff`).
+        reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.contract`).
     """
 
     query: str
@@ -129,15 +126,6 @@ def _document(value: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _offsets(value: Mapping[str, Any] | None) -> dict[PartitionKey, int]:
-    if value is None:
-        return {}
-    try:
-        return decode_offsets(value)
-    except OffsetsError:
-        return {}
-
-
 def _epoch(text: Any) -> float | None:
     if isinstance(text, int | float):
         return float(text) / (1000.0 if text > 1e11 else 1.0)
@@ -155,7 +143,7 @@ def _source_topics(
     """Per (cluster, topic) metrics of one source, given its parsed ``endOffset`` and
     ``latestOffset``."""
     start_doc = _document(source.get("startOffset"))
-    start, end, latest = _offsets(start_doc), _offsets(end_doc), _offsets(latest_doc)
+    start, end, latest = offsets_of(start_doc), offsets_of(end_doc), offsets_of(latest_doc)
     status = latest_doc.get(STATUS_KEY, {}) if latest_doc is not None else {}
     planned = status.get("planned", {}) if start_doc is None else {}
     result: dict[tuple[str, str], dict[str, Any]] = {}

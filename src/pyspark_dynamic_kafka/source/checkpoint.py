@@ -1,162 +1,254 @@
-"""Offsets: the checkpointed offset JSON, and the one reader of nested offset JSON.
+"""The checkpointed offset: one immutable value (:class:`SourceOffset`) and its one JSON codec.
 
-The checkpointed offset is ``{"version": 1, "clusters": {cluster: {topic: {"partition": next}}}}``
-built in canonical order (clusters and topics sorted, partitions in numeric order), because Spark
-compares offsets as strings. It holds ids, topics, partitions and offsets only: never a client
-property.
+:func:`encode` and :func:`decode` are the only code that knows the offset JSON Spark checkpoints::
+
+    {"version": 1,
+     "phase": "archive",                                           # hybrid reads only
+     "archive": {"done": 7, "files": 24, "fingerprint": "9f0c...", "listedAtMs": 1700000000000},
+     "clusters": {cluster: {topic: {"partition": next offset}}},
+     "retained": {cluster: {topic: {"removedAtMs": 1732350000000, "offsets": {"0": 10}}}}}
+
+- ``clusters``: the next offset to read of every partition read now, in canonical order (clusters
+  and topics sorted, partitions in numeric order), because Spark compares offsets as strings.
+- ``phase`` (a query with ``archive.path`` only; an offset without it is live, so a query without
+  an archive writes exactly what it always wrote): ``archive`` while the archive's files are read,
+  with how far (:class:`Cursor`); ``live`` once Kafka is read.
+- ``retained`` (only when something is): partitions not read now, resumed when their cluster and
+  topic are assigned (:class:`Retained`, :mod:`~pyspark_dynamic_kafka.source.driver.retention`):
+  removed ones with ``removedAtMs``, archived ones of a hybrid read without (kept without expiry).
+
+It holds ids, topics, partitions, offsets and file counts only: never a client property.
+Documents written by every release since the offset JSON got ``version`` 1 decode to the same
+value and encode back byte for byte (tests/unit/test_checkpoint.py keeps such documents).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.partition_json import (
+    EARLIEST,
+    OFFSET_MEANING,
+    partition_map,
+    shown,
+)
 
-__all__ = [
-    "EARLIEST",
-    "LATEST",
-    "MAX_OFFSET",
-    "MAX_PARTITION",
-    "OFFSET_MEANING",
-    "OFFSET_VERSION",
-    "decode_offsets",
-    "encode_offsets",
-    "partition_map",
-]
+__all__ = ["OFFSET_VERSION", "Cursor", "Retained", "SourceOffset", "decode", "encode"]
 
 OFFSET_VERSION = 1
-EARLIEST = -2
-LATEST = -1
-#: The largest offset or timestamp Kafka can hold (a signed 64-bit integer).
-MAX_OFFSET = 2**63 - 1
-#: The largest partition number Kafka can hold (a signed 32-bit integer).
-MAX_PARTITION = 2**31 - 1
-#: What a number of an offset JSON is, for messages.
-OFFSET_MEANING = "an integer offset >= -2 (-2 earliest, -1 latest)"
-_MAX_SHOWN = 80
+ARCHIVE = "archive"
+LIVE = "live"
+RETAINED = "retained"
+
+TopicKey = tuple[str, str]
 
 
-def shown(value: object) -> str:
-    """``repr(value)`` for a message, cut to a readable length; safe for any decoded JSON (an
-    int too long to write as text, or nesting too deep to write, is described instead)."""
-    try:
-        text = repr(value)
-    except (ValueError, RecursionError):
-        text = f"<a {type(value).__name__} too large to show>"
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+@dataclass(frozen=True)
+class Cursor:
+    """How far the archive phase is: ``done`` of the plan's ``files`` are read.
+
+    Attributes
+    ----------
+    done, files:
+        Files read, and files in the plan.
+    fingerprint:
+        The plan's fingerprint (see :mod:`~pyspark_dynamic_kafka.source.archive.plan`).
+    listed_at_ms:
+        When the archive was listed.
+    """
+
+    done: int
+    files: int
+    fingerprint: str
+    listed_at_ms: int
+
+    def at(self, done: int) -> Cursor:
+        """The same plan with ``done`` files read."""
+        return Cursor(done, self.files, self.fingerprint, self.listed_at_ms)
 
 
-def encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
-    """Build the canonical offset dict Spark checkpoints.
+@dataclass(frozen=True)
+class Retained:
+    """Offsets of partitions not read now, kept until their (cluster, topic) is assigned.
 
-    Parameters
+    Attributes
     ----------
     offsets:
-        Next offset to read for each (cluster, topic, partition).
+        Next offset to read of every retained partition.
+    removed_at:
+        Epoch milliseconds at which each removed (cluster, topic) left the metadata: these expire
+        after the retention window. A pair of ``offsets`` without an entry here never expires
+        (archived partitions of a hybrid read).
     """
+
+    offsets: Mapping[PartitionKey, int] = field(default_factory=dict)
+    removed_at: Mapping[TopicKey, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.removed_at or self.offsets)
+
+    def pairs(self) -> set[TopicKey]:
+        """Every retained (cluster, topic)."""
+        return {(c, t) for c, t, _ in self.offsets} | set(self.removed_at)
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One checkpointed offset of the source (see the module doc).
+
+    Attributes
+    ----------
+    offsets:
+        Next offset to read of every partition read now (``clusters``).
+    retained:
+        Partitions not read now, kept until assigned.
+    cursor:
+        How far the archive phase is; ``None`` once live (or without an archive).
+    hybrid:
+        Whether the offset belongs to a hybrid read (it then says its phase, ``live`` too).
+    """
+
+    offsets: Mapping[PartitionKey, int] = field(default_factory=dict)
+    retained: Retained = field(default_factory=Retained)
+    cursor: Cursor | None = None
+    hybrid: bool = False
+
+    @property
+    def in_archive(self) -> bool:
+        """Whether the query still reads the archive's files."""
+        return self.cursor is not None
+
+
+def _encode_offsets(offsets: Mapping[PartitionKey, int]) -> dict[str, dict[str, dict[str, int]]]:
     clusters: dict[str, dict[str, dict[str, int]]] = {}
     for cluster, topic, partition in sorted(offsets):
         topics = clusters.setdefault(cluster, {})
         topics.setdefault(topic, {})[str(partition)] = int(offsets[(cluster, topic, partition)])
-    return {"version": OFFSET_VERSION, "clusters": clusters}
+    return clusters
 
 
-def partition_map(
-    document: object, where: str, meaning: str, minimum: int, empty: bool = True
-) -> dict[PartitionKey, int]:
-    """Walk ``{"cluster": {"topic": {"0": number}}}`` into ``{(cluster, topic, 0): number}``.
-
-    The one reader of the nested cluster/topic/partition JSON, shared by the checkpointed offset
-    and the offset and timestamp options.
-
-    Parameters
-    ----------
-    document:
-        The decoded JSON.
-    where:
-        Start of every message, e.g. ``checkpointed offset``.
-    meaning:
-        What each number must be, for messages, e.g. ``an integer offset >= -2``.
-    minimum:
-        The smallest number accepted.
-    empty:
-        Whether a document naming no partition is accepted.
-
-    Raises
-    ------
-    OffsetsError
-        When the structure is not that one, a partition is not a non-negative integer or a number
-        is not an integer >= ``minimum``; a partition above :data:`MAX_PARTITION`, a number above
-        :data:`MAX_OFFSET`, or a partition given twice (``"1"`` and ``"01"``) is refused too.
-    """
-    if not isinstance(document, Mapping):
-        raise OffsetsError(
-            f"{where}: expected a JSON object of cluster ids, got {shown(document)}."
+def _encode_retained(retained: Retained) -> dict[str, dict[str, dict[str, Any]]]:
+    block: dict[str, dict[str, dict[str, Any]]] = {}
+    for cluster, topic in sorted(retained.pairs()):
+        partitions = sorted(
+            (p, o) for (c, t, p), o in retained.offsets.items() if (c, t) == (cluster, topic)
         )
-    result: dict[PartitionKey, int] = {}
-    for cluster, topics in document.items():
-        if not isinstance(topics, Mapping):
-            raise OffsetsError(
-                f"{where}: cluster {shown(cluster)} must map topics to partitions, got "
-                f"{shown(topics)}."
-            )
-        for topic, partitions in topics.items():
-            if not isinstance(partitions, Mapping):
-                raise OffsetsError(
-                    f"{where}: {cluster}/{topic} must map partitions to {meaning}, got "
-                    f"{shown(partitions)}."
-                )
-            for partition, number in partitions.items():
-                try:
-                    index = int(partition)
-                except (TypeError, ValueError):
-                    index = -1
-                if not 0 <= index <= MAX_PARTITION:
-                    raise OffsetsError(
-                        f"{where}: partition {shown(partition)} of {cluster}/{topic} is not a "
-                        f"partition number (an integer from 0 to {MAX_PARTITION})."
-                    )
-                if (
-                    isinstance(number, bool)
-                    or not isinstance(number, int)
-                    or not minimum <= number <= MAX_OFFSET
-                ):
-                    raise OffsetsError(
-                        f"{where}: {shown(number)} for {cluster}/{topic}/{partition} must be "
-                        f"{meaning}, at most {MAX_OFFSET}."
-                    )
-                key = (str(cluster), str(topic), index)
-                if key in result:
-                    raise OffsetsError(
-                        f"{where}: partition {index} of {cluster}/{topic} is given twice "
-                        f"(as {shown(partition)} and another spelling); give it once."
-                    )
-                result[key] = number
-    if not result and not empty:
-        raise OffsetsError(f"{where}: the JSON names no partition.")
-    return result
+        entry: dict[str, Any] = {}
+        if (cluster, topic) in retained.removed_at:
+            entry["removedAtMs"] = int(retained.removed_at[(cluster, topic)])
+        entry["offsets"] = {str(p): int(o) for p, o in partitions}
+        block.setdefault(cluster, {})[topic] = entry
+    return block
 
 
-def decode_offsets(offset: Mapping[str, Any]) -> dict[PartitionKey, int]:
-    """Read an offset dict produced by :func:`encode_offsets` (e.g. from a checkpoint).
+def encode(offset: SourceOffset) -> dict[str, Any]:
+    """The canonical offset dict Spark checkpoints, keys in a fixed order (see the module doc)."""
+    document: dict[str, Any] = {"version": OFFSET_VERSION}
+    if offset.hybrid or offset.cursor is not None:
+        document["phase"] = LIVE if offset.cursor is None else ARCHIVE
+    if offset.cursor is not None:
+        cursor = offset.cursor
+        document["archive"] = {
+            "done": cursor.done,
+            "files": cursor.files,
+            "fingerprint": cursor.fingerprint,
+            "listedAtMs": cursor.listed_at_ms,
+        }
+    document["clusters"] = _encode_offsets(offset.offsets)
+    if offset.retained:
+        document[RETAINED] = _encode_retained(offset.retained)
+    return document
+
+
+def decode(document: Mapping[str, Any]) -> SourceOffset:
+    """Read an offset dict :func:`encode` produced (e.g. from a checkpoint); keys it does not
+    write (the status a stream reports beside its latest offset) are ignored.
 
     Raises
     ------
     OffsetsError
         When the version is unknown or the structure is not the expected one.
     """
-    version = offset.get("version") if isinstance(offset, Mapping) else None
+    version = document.get("version") if isinstance(document, Mapping) else None
     if version != OFFSET_VERSION:
         raise OffsetsError(
             f"Checkpointed offset has version {shown(version)}; this release reads version "
             f"{OFFSET_VERSION}. Use the release that wrote the checkpoint, or a new checkpoint."
         )
     positions = partition_map(
-        offset.get("clusters", {}), "checkpointed offset", OFFSET_MEANING, EARLIEST
+        document.get("clusters", {}), "checkpointed offset", OFFSET_MEANING, EARLIEST
     )
     negative = [key for key, value in positions.items() if value < 0]
     if negative:
         raise OffsetsError(f"checkpointed offset holds negative offsets for {negative[:3]}")
-    return positions
+    cursor = _decode_cursor(document)
+    return SourceOffset(positions, _decode_retained(document), cursor, "phase" in document)
+
+
+def _decode_cursor(document: Mapping[str, Any]) -> Cursor | None:
+    name = document.get("phase", LIVE)
+    archive = document.get("archive", {})
+    if name not in (ARCHIVE, LIVE) or not isinstance(archive, Mapping):
+        raise OffsetsError(
+            f"checkpointed offset: phase {name!r} with archive {archive!r} is not a phase of this "
+            "release ('archive' or 'live'). Use the release that wrote the checkpoint."
+        )
+    if name == LIVE:
+        return None
+    try:
+        cursor = Cursor(
+            int(archive["done"]),
+            int(archive["files"]),
+            str(archive["fingerprint"]),
+            int(archive["listedAtMs"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise OffsetsError(
+            f"checkpointed offset: the archive phase needs done, files, fingerprint and "
+            f"listedAtMs, got {dict(archive)!r}."
+        ) from None
+    if not 0 <= cursor.done <= cursor.files:
+        raise OffsetsError(f"checkpointed offset: {cursor.done} of {cursor.files} files done.")
+    return cursor
+
+
+def _decode_retained(document: Mapping[str, Any]) -> Retained:
+    block = document.get(RETAINED)
+    if block is None:
+        return Retained()
+    where = f"checkpointed offset, {RETAINED!r}"
+    if not isinstance(block, Mapping):
+        raise OffsetsError(f"{where}: expected a JSON object of cluster ids, got {block!r}.")
+    removed_at: dict[TopicKey, int] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for cluster, topics in block.items():
+        if not isinstance(topics, Mapping):
+            raise OffsetsError(f"{where}: cluster {cluster!r} must map topics, got {topics!r}.")
+        for topic, entry in topics.items():
+            stamp = _removed_at(entry)
+            if stamp is None:
+                raise OffsetsError(
+                    f"{where}: {cluster}/{topic} must be an object with 'removedAtMs' (epoch "
+                    "ms >= 0) and 'offsets', or with non-empty 'offsets' only (archived "
+                    f"partitions, kept without expiry), got {entry!r}."
+                )
+            if stamp >= 0:
+                removed_at[(str(cluster), str(topic))] = stamp
+            nested.setdefault(str(cluster), {})[str(topic)] = entry.get("offsets", {})
+    offsets = partition_map(nested, where, "a next offset to read (an integer >= 0)", 0)
+    return Retained(offsets, removed_at)
+
+
+def _removed_at(entry: object) -> int | None:
+    """An entry's ``removedAtMs``; -1 for an entry kept without expiry; ``None``: malformed."""
+    if not isinstance(entry, Mapping):
+        return None
+    if "removedAtMs" not in entry:
+        offsets = entry.get("offsets")
+        return -1 if isinstance(offsets, Mapping) and offsets else None
+    stamp = entry["removedAtMs"]
+    return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp >= 0 else None

@@ -5,7 +5,7 @@ Used by the stream and batch readers when ``archive.path`` is set:
 - :meth:`HybridArchive.start_rule` places every partition the archive has at its largest archived
   offset + 1 (``archive.switchTimestamp``: every partition at the switch timestamp); partitions
   it does not have keep the starting options.
-- A stream starts in the archive phase (:meth:`HybridArchive.initial_offset`; archived partitions
+- A stream starts in the archive phase (:meth:`HybridArchive.initial`; archived partitions
   the metadata does not assign are retained without expiry,
   :mod:`~pyspark_dynamic_kafka.source.driver.retention`); :meth:`HybridArchive.advance` moves it by
   whole files under ``archive.maxFilesPerTrigger`` and ``maxOffsetsPerTrigger``; once every file
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.streaming.datasource import (
@@ -31,28 +30,22 @@ from pyspark.sql.streaming.datasource import (
 
 from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
 from pyspark_dynamic_kafka.position import (
-    NoMatch,
     PartitionKey,
-    Position,
     PositionKind,
-    PositionSpec,
 )
-from pyspark_dynamic_kafka.source.archive.phase import Cursor, decode_phase, encode_phase
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
-from pyspark_dynamic_kafka.source.checkpoint import decode_offsets, encode_offsets
+from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, encode
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.pipeline import ArchivePhase, NoArchive
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
-from pyspark_dynamic_kafka.source.driver.retention import Retained, decode_retained, with_retained
-from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
 
-__all__ = ["SWITCH_TIMESTAMP", "HybridArchive"]
+__all__ = ["HybridArchive", "archive_phase"]
 
 _log = logging.getLogger(__name__)
-
-SWITCH_TIMESTAMP = "archive.switchTimestamp"
 
 
 class HybridArchive:
@@ -96,18 +89,8 @@ class HybridArchive:
         """``rule`` with the archive's switch positions first (see the module doc)."""
         stamp = self._options.archive_switch_timestamp
         if stamp is not None:
-            at = Position(PositionKind.TIMESTAMP, stamp, SWITCH_TIMESTAMP)
-            spec = PositionSpec({}, at, SWITCH_TIMESTAMP)
-            return PositionRule(spec, rule.fallback, NoMatch.LATEST, use_metadata=False)
-        origin = f"the end of the archive {self._path}"
-        switch = {
-            key: Position(PositionKind.OFFSET, offset, origin)
-            for key, offset in self.plan().switch.items()
-        }
-        spec = rule.options
-        return replace(
-            rule, options=PositionSpec({**spec.specific, **switch}, spec.default, spec.option)
-        )
+            return archive_rule(rule, {}, stamp)
+        return archive_rule(rule, self.plan().switch, None, f"the end of the archive {self._path}")
 
     def covers(self, key: PartitionKey) -> bool:
         """Whether the archive decides where ``key`` starts in Kafka (a batch read then reads
@@ -115,7 +98,7 @@ class HybridArchive:
         return not self.exact or key in self.plan().switch
 
     # ------------------------------------------------------------------------- stream offsets
-    def initial_offset(self, offsets: Mapping[PartitionKey, int]) -> dict[str, Any]:
+    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
         """The first offset: no file read, Kafka starts as placed by :meth:`start_rule`;
         archived partitions of (cluster, topic) pairs not read from Kafka are retained."""
         plan = self.plan()
@@ -128,7 +111,7 @@ class HybridArchive:
                 ", ".join(f"{c}/{t}/{p}" for c, t, p in missing),
             )
         cursor = Cursor(0, len(plan.files), plan.fingerprint, plan.listed_at_ms)
-        return with_retained(encode_phase(offsets, cursor), Retained(parked))
+        return SourceOffset(offsets, Retained(parked), cursor, hybrid=True)
 
     def default_limit(self, limit: ReadLimit) -> ReadLimit:
         """``archive.maxFilesPerTrigger`` as the read limit when nothing else limits reads."""
@@ -137,13 +120,13 @@ class HybridArchive:
             return ReadMaxFiles(most)
         return limit
 
-    def advance(self, start: Mapping[str, Any], limit: Any) -> dict[str, Any] | None:
+    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
         """The end of the next archive micro-batch, or ``None``: switch to Kafka now.
 
         ``ReadAllAvailable`` (``Trigger.Once``, or no limit at all) switches at once: the
         micro-batch reads the remaining files and Kafka.
         """
-        cursor = decode_phase(start)
+        cursor = start.cursor
         if cursor is None or cursor.done == cursor.files or isinstance(limit, ReadAllAvailable):
             return None
         plan = self.plan(cursor)
@@ -152,17 +135,15 @@ class HybridArchive:
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else options.max_offsets_per_trigger
         done = plan.select(cursor.done, files, rows)
         _log.info("Archive phase: files [%d, %d) of %d next", cursor.done, done, cursor.files)
-        offset = encode_phase(decode_offsets(start), cursor.at(done))
-        return with_retained(offset, decode_retained(start))
+        return SourceOffset(start.offsets, start.retained, cursor.at(done), hybrid=True)
 
-    def switching(self, start: Mapping[str, Any]) -> bool:
-        """Whether a micro-batch from ``start`` switches to Kafka (``start`` is in the archive
-        phase and :meth:`advance` said so)."""
-        return decode_phase(start) is not None
+    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
+        """The offset of a micro-batch that reads Kafka (the live phase)."""
+        return SourceOffset(offsets, retained, None, hybrid=True)
 
     def switch_losses(
         self,
-        start: Mapping[str, Any],
+        start: SourceOffset,
         previous: Mapping[PartitionKey, int],
         lister: OffsetLister,
         assignment: Assignment,
@@ -170,7 +151,7 @@ class HybridArchive:
         """At the switch (``start`` in the archive phase): partitions of ``previous`` (where Kafka
         starts) whose first live offset Kafka no longer has; logs the switch. Empty at any other
         time."""
-        cursor = decode_phase(start)
+        cursor = start.cursor
         if cursor is None:
             return []
         losses = []
@@ -194,12 +175,12 @@ class HybridArchive:
             "Hybrid read: the archive %s is read (%d files); Kafka is read from %s",
             self._path,
             cursor.files,
-            encode_offsets(previous)["clusters"],
+            encode(SourceOffset(previous))["clusters"],
         )
         return losses
 
     # ------------------------------------------------------------------------- tasks
-    def tasks(self, start: Mapping[str, Any] | None, end: Mapping[str, Any] | None) -> list[Any]:
+    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
         """Archive tasks of the files between two stream offsets; ``None`` for both: every file
         (a batch read)."""
         options = self._options
@@ -207,10 +188,10 @@ class HybridArchive:
             plan = self.plan()
             first, stop = 0, len(plan.files)
         else:
-            cursor = decode_phase(start)
+            cursor = start.cursor
             if cursor is None:
                 return []
-            last = decode_phase(end)
+            last = end.cursor
             first, stop = cursor.done, last.done if last is not None else cursor.files
             if stop <= first:
                 return []
@@ -220,3 +201,10 @@ class HybridArchive:
             first, stop, settings, options.min_partitions, options.max_records_per_partition
         )
         return list(found)
+
+
+def archive_phase(options: SourceOptions) -> ArchivePhase:
+    """What a stream reads before Kafka: the archive of ``archive.path``, or nothing."""
+    if options.archive_path is None:
+        return NoArchive()
+    return HybridArchive(options)

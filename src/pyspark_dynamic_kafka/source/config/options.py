@@ -21,7 +21,6 @@ from pyspark_dynamic_kafka.optionspec import (
     OptionSpec,
     Scope,
     boolean,
-    choice,
     duration_ms,
     integer,
     member,
@@ -31,7 +30,7 @@ from pyspark_dynamic_kafka.optionspec import (
     text,
 )
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind
-from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
 from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,
     parse_timestamp,
@@ -263,7 +262,7 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
     ),
     OptionSpec(
         "assignment",
-        choice("all", "group"),
+        member(AssignmentMode, AssignmentMode.ALL, AssignmentMode.GROUP),
         "all",
         "Streams: `all` reads every partition; `group` reads the partitions the consumer group "
         "kafka.group.id (required then) assigns to this query, so queries sharing the group "

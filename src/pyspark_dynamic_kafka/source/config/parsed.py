@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -9,7 +10,17 @@ from dataclasses import dataclass
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind, PositionSpec
 
-__all__ = ["SourceOptions"]
+__all__ = ["AssignmentMode", "SourceOptions"]
+
+
+class AssignmentMode(str, enum.Enum):
+    """Option ``assignment``: which partitions a stream reads (compares equal to its spelling)."""
+
+    ALL = "all"
+    GROUP = "group"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,7 @@ class SourceOptions:
     archive_path: str | None = None
     archive_max_files: int | None = None
     archive_switch_timestamp: int | None = None
-    assignment: str = "all"
+    assignment: AssignmentMode = AssignmentMode.ALL
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

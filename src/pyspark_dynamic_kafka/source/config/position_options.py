@@ -21,7 +21,7 @@ from pyspark_dynamic_kafka.position import (
     PositionKind,
     PositionSpec,
 )
-from pyspark_dynamic_kafka.source.checkpoint import (
+from pyspark_dynamic_kafka.source.partition_json import (
     EARLIEST,
     LATEST,
     MAX_OFFSET,

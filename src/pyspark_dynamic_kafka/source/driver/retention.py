@@ -13,13 +13,10 @@ Two kinds of partitions are kept, under ``"retained"`` beside ``"clusters"``:
   does not assign (yet): they start where the archive ends whenever they are assigned, so they
   are kept without ``removedAtMs`` and never expire.
 
-The block::
+The block (encoded and decoded by :mod:`~pyspark_dynamic_kafka.source.checkpoint`)::
 
     "retained": {"east": {"orders": {"removedAtMs": 1732350000000, "offsets": {"0": 10}}},
                  "west": {"orders": {"offsets": {"0": 120}}}}
-
-Checkpoints written before this block held archived partitions read the old form too:
-``"archive": {"pending": {cluster: {topic: {partition: offset}}}}`` (kept without expiry).
 
 Everything here is pure: the caller passes the assignment's (cluster, topic) pairs and the clock.
 """
@@ -28,54 +25,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import OFFSET_MEANING, partition_map
+from pyspark_dynamic_kafka.source.checkpoint import Retained
 
-__all__ = [
-    "RETAINED",
-    "Retained",
-    "Retention",
-    "decode_retained",
-    "encode_retained",
-    "retain",
-    "with_retained",
-]
+__all__ = ["Retention", "retain"]
 
 _log = logging.getLogger(__name__)
 
-RETAINED = "retained"
-"""The key of the retained block in the offset JSON."""
-
 TopicKey = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class Retained:
-    """Offsets of partitions not read now, kept until their (cluster, topic) is assigned.
-
-    Attributes
-    ----------
-    offsets:
-        Next offset to read of every retained partition.
-    removed_at:
-        Epoch milliseconds at which each removed (cluster, topic) left the metadata: these expire
-        after the retention window. A pair of ``offsets`` without an entry here never expires
-        (archived partitions of a hybrid read).
-    """
-
-    offsets: Mapping[PartitionKey, int] = field(default_factory=dict)
-    removed_at: Mapping[TopicKey, int] = field(default_factory=dict)
-
-    def __bool__(self) -> bool:
-        return bool(self.removed_at or self.offsets)
-
-    def pairs(self) -> set[TopicKey]:
-        """Every retained (cluster, topic)."""
-        return {(c, t) for c, t, _ in self.offsets} | set(self.removed_at)
 
 
 @dataclass(frozen=True)
@@ -93,78 +52,6 @@ class Retention:
 
     resumed: dict[PartitionKey, int]
     retained: Retained
-
-
-def encode_retained(retained: Retained) -> dict[str, Any]:
-    """The ``"retained"`` block, in canonical order (Spark compares offsets as strings)."""
-    block: dict[str, dict[str, dict[str, Any]]] = {}
-    for cluster, topic in sorted(retained.pairs()):
-        partitions = sorted(
-            (p, o) for (c, t, p), o in retained.offsets.items() if (c, t) == (cluster, topic)
-        )
-        entry: dict[str, Any] = {}
-        if (cluster, topic) in retained.removed_at:
-            entry["removedAtMs"] = int(retained.removed_at[(cluster, topic)])
-        entry["offsets"] = {str(p): int(o) for p, o in partitions}
-        block.setdefault(cluster, {})[topic] = entry
-    return block
-
-
-def with_retained(offset: dict[str, Any], retained: Retained) -> dict[str, Any]:
-    """``offset`` with the ``"retained"`` block (last) when anything is retained."""
-    if retained:
-        offset[RETAINED] = encode_retained(retained)
-    return offset
-
-
-def decode_retained(offset: Mapping[str, Any]) -> Retained:
-    """Read the ``"retained"`` block of a checkpointed offset (none: nothing retained), and the
-    archived partitions of the old ``"archive": {"pending": ...}`` form.
-
-    Raises
-    ------
-    OffsetsError
-        When the block is not the structure :func:`encode_retained` writes.
-    """
-    block = offset.get(RETAINED)
-    old = offset.get("archive")
-    pending = old.get("pending", {}) if isinstance(old, Mapping) else {}
-    where = "checkpointed offset (archive.pending)"
-    kept = partition_map(pending, where, OFFSET_MEANING, 0)
-    if block is None:
-        return Retained(kept)
-    where = f"checkpointed offset, {RETAINED!r}"
-    if not isinstance(block, Mapping):
-        raise OffsetsError(f"{where}: expected a JSON object of cluster ids, got {block!r}.")
-    removed_at: dict[TopicKey, int] = {}
-    nested: dict[str, dict[str, Any]] = {}
-    for cluster, topics in block.items():
-        if not isinstance(topics, Mapping):
-            raise OffsetsError(f"{where}: cluster {cluster!r} must map topics, got {topics!r}.")
-        for topic, entry in topics.items():
-            stamp = _removed_at(entry)
-            if stamp is None:
-                raise OffsetsError(
-                    f"{where}: {cluster}/{topic} must be an object with 'removedAtMs' (epoch "
-                    "ms >= 0) and 'offsets', or with non-empty 'offsets' only (archived "
-                    f"partitions, kept without expiry), got {entry!r}."
-                )
-            if stamp >= 0:
-                removed_at[(str(cluster), str(topic))] = stamp
-            nested.setdefault(str(cluster), {})[str(topic)] = entry.get("offsets", {})
-    offsets = partition_map(nested, where, "a next offset to read (an integer >= 0)", 0)
-    return Retained({**kept, **offsets}, removed_at)
-
-
-def _removed_at(entry: object) -> int | None:
-    """An entry's ``removedAtMs``; -1 for an entry kept without expiry; ``None``: malformed."""
-    if not isinstance(entry, Mapping):
-        return None
-    if "removedAtMs" not in entry:
-        offsets = entry.get("offsets")
-        return -1 if isinstance(offsets, Mapping) and offsets else None
-    stamp = entry["removedAtMs"]
-    return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp >= 0 else None
 
 
 def retain(

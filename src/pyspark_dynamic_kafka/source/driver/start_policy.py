@@ -1,34 +1,43 @@
-"""Where each partition starts (and, for a batch read, ends): from options and metadata to offsets.
+"""Where a partition starts (and, for a batch read, ends): the one start policy.
 
-The vocabulary (:class:`~pyspark_dynamic_kafka.position.Position`, its kinds, ``NoMatch``,
-``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; the options are parsed into
-``PositionSpec`` values by :mod:`~pyspark_dynamic_kafka.source.config.position_options`; this
-module decides and resolves.
+**The precedence.** A partition the query has not read yet starts at the first of these that
+applies (change where a new cluster, topic or partition starts here):
 
-1. **A rule** (:class:`PositionRule`) places a partition the query has not read yet:
+1. its *retained* offset, when its cluster and topic were removed from the metadata within
+   ``removedClusterRetentionMs`` or it is an archived partition of a hybrid read not assigned
+   until now (resumed before reconciliation: :mod:`~pyspark_dynamic_kafka.source.driver.retention`);
+2. with ``assignment=group``, the group's *committed offset* for a partition newly assigned
+   (:mod:`~pyspark_dynamic_kafka.source.group.planner`; this module's rule places the others);
+3. with ``archive.path``, where the *archive* hands the partition over to Kafka: its largest
+   archived offset + 1, or ``archive.switchTimestamp`` (:func:`archive_rule`);
+4. the position the *options* name for this very partition (JSON ``startingOffsets``, ...);
+5. the *metadata entry's* ``startingOffsets``, when the query reads that cluster for the first
+   time (a stream's start, or a cluster added while it runs);
+6. the options' position for every partition (``earliest``, ``latest``, a timestamp);
+7. the *fallback*: ``discoveryStartingOffsets`` for a stream, ``earliest`` for a batch read.
 
-   a. the position the options name for this very partition (JSON options);
-   b. else, when the query reads the partition's cluster for the first time and the rule admits
-      it, the metadata entry's ``startingOffsets`` for that cluster and topic;
-   c. else the options' position for every partition (``earliest``, ``latest``, a timestamp);
-   d. else the rule's fallback.
+A stream's start uses all of them; a partition that appears while a stream runs skips 4 and 6
+(the options applied at the start only). The vocabulary (:class:`~pyspark_dynamic_kafka.position.
+Position`, ``NoMatch``, ``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; the options
+are parsed by :mod:`~pyspark_dynamic_kafka.source.config.position_options`.
 
-   The source uses four rules: :func:`start_rule` (a stream's initial offset, a batch read's
-   start), :func:`discovery_rule` (partitions that appear while a stream runs: the options no
-   longer apply, ``discoveryStartingOffsets`` is the fallback), :func:`end_rule` (a batch read's
-   end) and :data:`LATEST_RULE` (the ``Trigger.AvailableNow`` target).
-2. **The resolver** (:func:`resolve_positions`, the one function stream start, discovery and batch
-   reads call) turns the positions of one cluster's partitions into offsets, one request per kind:
-   ``earliest`` is listed, ``latest`` is the offset just listed, an offset is taken as it is, and a
-   timestamp becomes the first offset whose record is at or after it (never past the latest
-   offset); when there is none the rule's ``NoMatch`` fails or takes the latest offset.
+**Rules.** Steps 3 to 7 are one :class:`PositionRule`: :func:`start_rule` (a stream's initial
+offset, a batch read's start; :func:`archive_rule` puts step 3 in front), :func:`discovery_rule`
+(partitions that appear while a stream runs), :func:`end_rule` (a batch read's end) and
+:data:`LATEST_RULE` (the ``Trigger.AvailableNow`` target).
+
+**The resolver** (:func:`resolve_positions`, the one function stream start, discovery and batch
+reads call) turns the positions of one cluster's partitions into offsets, one request per kind:
+``earliest`` is listed, ``latest`` is the offset just listed, an offset is taken as it is, and a
+timestamp becomes the first offset whose record is at or after it (never past the latest
+offset); when there is none the rule's ``NoMatch`` fails or takes the latest offset.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET
@@ -51,7 +60,9 @@ from pyspark_dynamic_kafka.source.driver.listing import (
 
 __all__ = [
     "LATEST_RULE",
+    "SWITCH_TIMESTAMP",
     "PositionRule",
+    "archive_rule",
     "discovery_rule",
     "end_rule",
     "resolve_positions",
@@ -59,6 +70,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+#: The option of a hybrid read's switch by time.
+SWITCH_TIMESTAMP = "archive.switchTimestamp"
 
 #: No option places any partition (discovery, the AvailableNow target).
 _NO_OPTION = PositionSpec({}, None, "")
@@ -122,6 +136,36 @@ def end_rule(options: SourceOptions) -> PositionRule:
     timestamp without a record at or after it ends at the latest offset)."""
     spec = options.ending or PositionSpec({}, LATEST_POSITION, "endingOffsets")
     return PositionRule(spec, LATEST_POSITION.with_origin(spec.option), NoMatch.LATEST, False)
+
+
+def archive_rule(
+    rule: PositionRule,
+    switch: Mapping[PartitionKey, int],
+    switch_timestamp: int | None,
+    origin: str = "",
+) -> PositionRule:
+    """``rule`` with a hybrid read's hand-over to Kafka first (step 3 of the precedence).
+
+    Parameters
+    ----------
+    rule:
+        The rule without the archive.
+    switch:
+        The offset where Kafka takes over each archived partition (``origin`` names the archive).
+    switch_timestamp:
+        ``archive.switchTimestamp``: every partition switches at that time instead (the metadata's
+        ``startingOffsets`` then no longer applies; a partition without a record at or after it
+        starts at its latest offset).
+    """
+    if switch_timestamp is not None:
+        at = Position(PositionKind.TIMESTAMP, switch_timestamp, SWITCH_TIMESTAMP)
+        spec = PositionSpec({}, at, SWITCH_TIMESTAMP)
+        return PositionRule(spec, rule.fallback, NoMatch.LATEST, use_metadata=False)
+    handed = {key: Position(PositionKind.OFFSET, o, origin) for key, o in switch.items()}
+    spec = rule.options
+    return replace(
+        rule, options=PositionSpec({**spec.specific, **handed}, spec.default, spec.option)
+    )
 
 
 #: The latest offset of every partition (the ``Trigger.AvailableNow`` target).

@@ -1,22 +1,11 @@
 """Driver side: what the stream reader tells monitoring, through Spark's progress reports.
 
-A Python data source cannot fill ``sources[].metrics`` of a progress report (PySpark 4.3 has no
-way for it to), but what :meth:`reportLatestOffset` returns shows in every progress report as
-``sources[].latestOffset``. The reader returns the latest offsets there, as before, plus under
-:data:`STATUS_KEY` a small status (ids and counts only, never a client property)::
-
-    {"version": 1, "clusters": {...latest offsets...},
-     "dynamicKafka": {
-        "assignment": {"east": ["orders"], "west": ["orders"]},
-        "discovery": {"lastSuccessMs": 1700000000000, "consecutiveFailures": 0, "threshold": 1},
-        "changes": [{"seq": 2, "atMs": ..., "clustersAdded": ["west"], "clustersRemoved": [],
-                     "topicsAdded": ["west/orders"], "topicsRemoved": [], "partitionsEntered": 3}],
-        "planned": {"east": {"orders": 120}}}}
-
-``changes`` holds the last few reconciliations that changed what is read (numbered by ``seq``);
-``planned`` the offsets the micro-batch planned with these latest offsets covers, per cluster and
-topic. Each such reconciliation is also logged as one structured line (event
-``reconciliation``) by :class:`SourceStatus`.
+:class:`SourceStatus` follows assignment changes and discovery outcomes and builds the status
+the stream reports beside its latest offsets, in the form
+:mod:`~pyspark_dynamic_kafka.source.contract` declares: ``changes`` holds the last few
+reconciliations that changed what is read (numbered by ``seq``), ``planned`` the offsets the
+micro-batch planned with these latest offsets covers, per cluster and topic. Each such
+reconciliation is also logged as one structured line (event ``reconciliation``).
 """
 
 from __future__ import annotations
@@ -28,14 +17,13 @@ from typing import Any
 
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.contract import STATUS_KEY, Status
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 
-__all__ = ["STATUS_KEY", "SourceStatus", "planned_offsets"]
+__all__ = ["SourceStatus", "planned_offsets"]
 
 _log = logging.getLogger(__name__)
 
-#: Key of the status in the reported latest offset.
-STATUS_KEY = "dynamicKafka"
 #: Reconciliations kept in the status (a progress report may follow several of them).
 _KEPT_CHANGES = 8
 
@@ -131,7 +119,7 @@ class SourceStatus:
         """``latest`` (the encoded latest offsets) with the status under :data:`STATUS_KEY`."""
         if latest is None:
             return None
-        status = {
+        status: Status = {
             "assignment": self._assignment,
             "discovery": self._discovery,
             "changes": self._changes,

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import decode_offsets
+from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
@@ -258,7 +258,7 @@ class GroupPlanner:
         """Take the listener's reports in."""
         received = self.inbox.take()
         for document in received.completed:
-            end = decode_offsets(document)
+            end = dict(decode(document).offsets)
             self.completed(end)
             with self._lock:
                 self._completed_end = end

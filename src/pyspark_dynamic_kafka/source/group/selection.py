@@ -1,0 +1,194 @@
+"""The two partition selections of a stream (option ``assignment``), behind
+:class:`~pyspark_dynamic_kafka.source.driver.pipeline.PartitionSelection`:
+
+- :class:`AllPartitions` (``assignment=all``): every partition the metadata assigns; with
+  ``commitOffsetsToKafka`` the query's position is committed to ``kafka.group.id``
+  (:mod:`~pyspark_dynamic_kafka.source.group.query_commits`).
+- :class:`GroupAssigned` (``assignment=group``): the partitions Kafka's consumer group assigns
+  to this query (:mod:`~pyspark_dynamic_kafka.source.group.planner`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
+from pyspark_dynamic_kafka.source.contract import STATUS_KEY
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.pipeline import Driver, PartitionSelection
+from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
+from pyspark_dynamic_kafka.source.driver.start_policy import (
+    PositionRule,
+    discovery_rule,
+    start_rule,
+)
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+from pyspark_dynamic_kafka.source.group.planner import GroupPlanner, stop_on_sigterm
+from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
+
+__all__ = ["AllPartitions", "GroupAssigned", "partition_selection"]
+
+_log = logging.getLogger(__name__)
+
+#: Micro-batches planned without a word from the listener before the missing one is warned of.
+UNHEARD_BATCHES = 3
+
+
+class AllPartitions:
+    """Every partition the metadata assigns (``assignment=all``).
+
+    Parameters
+    ----------
+    options:
+        Parsed source options.
+    lister:
+        The driver's listing clients (their admin clients commit with ``commitOffsetsToKafka``).
+    """
+
+    def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
+        self._options = options
+        self._lister = lister
+        self._discovered = discovery_rule(options)  # partitions appearing while it runs
+        self._commits: GroupCommits | None = None
+
+    def initial(self, driver: Driver, rule: PositionRule) -> dict[PartitionKey, int]:
+        return driver.reconcile({}, rule).offsets
+
+    def select(
+        self, driver: Driver, previous: Mapping[PartitionKey, int], assignment: Assignment
+    ) -> Reconciled:
+        return driver.reconcile(previous, self._discovered, assignment=assignment)
+
+    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+        if self._options.commit_offsets_to_kafka:
+            if self._commits is None:
+                self._commits = GroupCommits(self._options, admins=self._lister.admin_with)
+            self._commits.submit(previous, assignment)
+
+    def settle(
+        self,
+        admitted: dict[PartitionKey, int] | None,
+        previous: Mapping[PartitionKey, int],
+        end: Mapping[PartitionKey, int],
+    ) -> dict[PartitionKey, int] | None:
+        return admitted
+
+    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
+        """Nothing to record."""
+
+    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+        return list(ranges)
+
+    def report(self, status: dict[str, Any]) -> None:
+        """Nothing to add."""
+
+    def available_now(self) -> None:
+        """Every mode of reading all partitions has an end: nothing to refuse."""
+
+    def stop(self) -> None:
+        """Nothing held."""
+
+
+class GroupAssigned:
+    """The partitions Kafka's consumer group assigns to this query (``assignment=group``); the
+    group's members are created at first use.
+
+    Parameters
+    ----------
+    options:
+        Parsed source options.
+    lister:
+        The driver's listing clients.
+    """
+
+    def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
+        self._options = options
+        self._lister = lister
+        self._rule = start_rule(options, batch=False)  # newly assigned, no group offset
+        self._planner: GroupPlanner | None = None
+        self._batches = 0
+
+    def _group(self) -> GroupPlanner:
+        if self._planner is None:
+            self._planner = GroupPlanner(self._lister, self._options.admin_timeout_ms)
+            stop_on_sigterm(self._planner)
+        return self._planner
+
+    def initial(self, driver: Driver, rule: PositionRule) -> dict[PartitionKey, int]:
+        group = self._group()  # the partitions it assigns, at its offsets where it has some
+        assignment = driver.assignment()
+        state = driver.reconcile({}, rule, entering=False, assignment=assignment)
+        offsets = group.plan({}, state.offsets, assignment)[0]
+        group.planned(offsets)
+        return offsets
+
+    def select(
+        self, driver: Driver, previous: Mapping[PartitionKey, int], assignment: Assignment
+    ) -> Reconciled:
+        group = self._group()  # newly assigned: where the group is, else at the start rule's
+        state = driver.reconcile(previous, self._rule, entering=False, assignment=assignment)
+        state.offsets, state.entered = group.plan(previous, state.offsets, assignment)
+        return state
+
+    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+        """Nothing here: :meth:`GroupPlanner.plan` committed ``previous`` to the group."""
+
+    def settle(
+        self,
+        admitted: dict[PartitionKey, int] | None,
+        previous: Mapping[PartitionKey, int],
+        end: Mapping[PartitionKey, int],
+    ) -> dict[PartitionKey, int] | None:
+        if admitted is None and set(end) != set(previous):
+            return dict(end)  # partitions handed over or sitting out: never wait for more data
+        return admitted
+
+    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
+        group = self._group()
+        group.planned(end)
+        self._batches += batch
+        if batch and self._batches == UNHEARD_BATCHES and not group.inbox.heard:
+            _log.warning(
+                "assignment=group: %d micro-batches were planned and no listener reported one "
+                "completed, so a graceful stop repeats the last micro-batch (its offsets reach "
+                "the group only at the next trigger). Attach the listener on the driver: "
+                "pyspark_dynamic_kafka.monitoring.attach(spark) before starting the query.",
+                UNHEARD_BATCHES,
+            )
+
+    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+        # a replayed micro-batch may hold partitions others read meanwhile
+        return self._group().trim(ranges, assignment)
+
+    def report(self, status: dict[str, Any]) -> None:
+        if self._planner is not None:  # where the listener reports completed micro-batches
+            status[STATUS_KEY]["handoff"] = self._planner.inbox.path
+
+    def available_now(self) -> None:
+        raise OptionsError(
+            "Option 'assignment' (group) does not work with Trigger.AvailableNow: the "
+            "partitions a member owns change with the group, so 'what is available now' has "
+            "no end. Use a processing-time trigger, or assignment=all."
+        )
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.shutdown()
+
+
+_SELECTIONS: Mapping[
+    AssignmentMode, Callable[[SourceOptions, OffsetLister], PartitionSelection]
+] = {
+    AssignmentMode.ALL: AllPartitions,
+    AssignmentMode.GROUP: GroupAssigned,
+}
+
+
+def partition_selection(options: SourceOptions, lister: OffsetLister) -> PartitionSelection:
+    """The selection option ``assignment`` names."""
+    return _SELECTIONS[options.assignment](options, lister)

@@ -41,15 +41,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver import reconcile as reconcile_module
-from pyspark_dynamic_kafka.source.executor import gcpause
+from pyspark_dynamic_kafka.source.driver.pipeline import Tuning
+from pyspark_dynamic_kafka.source.driver.reconcile import MAX_PARALLEL_CLUSTERS
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, start_clusters
 from pyspark_dynamic_kafka.testing.producing import close_producer, send_each
 
 STREAM = "scale"
-_PARALLEL = reconcile_module._MAX_PARALLEL_CLUSTERS
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def write_metadata(path: Path, servers: Mapping[str, str], topics: int) -> None:
     path.write_text(json.dumps(document))
 
 
-def new_reader(metadata: Path) -> DynamicKafkaStreamReader:
+def new_reader(metadata: Path, variant: str = "after") -> DynamicKafkaStreamReader:
     options = {
         "metadataservice": "file",
         "metadataservice.path": str(metadata),
@@ -120,7 +119,7 @@ def new_reader(metadata: Path) -> DynamicKafkaStreamReader:
         "startingoffsets": "earliest",
         "metadatadiscoveryintervalms": "0",
     }
-    return DynamicKafkaStreamReader(parse_options(options, mode="stream"))
+    return DynamicKafkaStreamReader(parse_options(options, mode="stream"), _tuning(variant))
 
 
 class _GcClock:
@@ -176,28 +175,25 @@ def measure(
     warm: dict[str, list[Round]] = {v: [] for v in variants}
     for _ in range(rounds):
         for variant in variants:
-            _use(variant)
-            reader = new_reader(metadata)
+            reader = new_reader(metadata, variant)
             cold[variant].append(plan_once(reader, start, expected))
             del reader
             gc.collect()  # its admin clients go now, not during the next round
-    readers = {v: new_reader(metadata) for v in variants}
-    for variant, reader in readers.items():
-        _use(variant)
+    readers = {v: new_reader(metadata, v) for v in variants}
+    for reader in readers.values():
         plan_once(reader, start, expected)  # first call: connects, not counted
     for _ in range(rounds):
         for variant, reader in readers.items():
-            _use(variant)
             warm[variant].append(plan_once(reader, start, expected))
     return {v: {"cold": median_round(cold[v]), "warm": median_round(warm[v])} for v in variants}
 
 
-def _use(variant: str) -> None:
+def _tuning(variant: str) -> Tuning:
     """``after``: the source as it is; ``before``: clusters listed one after the other and the
     garbage collector free to run during the calls (the source before this benchmark);
     ``parallel``: in between (clusters in parallel, the collector running)."""
-    reconcile_module._MAX_PARALLEL_CLUSTERS = 1 if variant == "before" else _PARALLEL
-    gcpause.PAUSE = variant == "after"
+    parallel = 1 if variant == "before" else MAX_PARALLEL_CLUSTERS
+    return Tuning(parallel_clusters=parallel, pause_gc=variant == "after")
 
 
 def profile(metadata: Path, expected: int) -> None:
@@ -222,7 +218,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument(
-        "--before", action="store_true", help="also measure the source as it was (see _use)"
+        "--before", action="store_true", help="also measure the source as it was (see _tuning)"
     )
     parser.add_argument("--json", type=Path, help="write the figures there")
     args = parser.parse_args()
@@ -268,7 +264,6 @@ def main() -> None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps({"args": vars(args), "results": results}, default=str))
         if args.profile:
-            _use("after")
             profile(metadata, args.clusters * sizes[-1] * args.partitions)
     print(f"target: < 1 s for {args.clusters * args.topics * args.partitions:,} partitions")
 

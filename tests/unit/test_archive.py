@@ -16,7 +16,7 @@ from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.pipeline import NoArchive
+from pyspark_dynamic_kafka.source.driver.modes import NoArchive
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
 
 

@@ -159,9 +159,8 @@ def _resolve(
     starting: StartingPosition | None = None,
     first_read: bool = True,
 ) -> tuple[dict[TP, int], _Admin]:
-    lister = OffsetLister(parse_options(BASE))
     admin = _Admin()
-    lister.admin = lambda cluster_id, cluster: admin  # type: ignore[method-assign,assignment,return-value]
+    lister = OffsetLister(parse_options(BASE), admins=lambda cluster_id, properties: admin)  # type: ignore[arg-type,return-value]
     props = FrozenProperties({"bootstrap.servers": "h:1", "isolation.level": "read_committed"})
     cluster = ClusterAssignment(props, frozenset({"t"}), (("t", starting),) if starting else ())
     spec = PositionSpec({("east", t, p): v for (t, p), v in named.items()}, None, "")

@@ -1,40 +1,88 @@
 """The Spark data source: driver-side planning and executor-side reading.
 
-Entry point:
+Every module, by role (sub-layers, each importing only the ones above it in this list, are
+enforced by tests/unit/test_structure.py; this map by tests/unit/test_module_map.py):
 
-- :mod:`~pyspark_dynamic_kafka.source.datasource`: :class:`DynamicKafkaDataSource` (the
-  ``dynamic_kafka`` format): schema and readers.
+Values shared by everything:
 
-Options (driver):
+- :mod:`~pyspark_dynamic_kafka.source.partition_json`: the one reader of nested
+  ``{cluster: {topic: {partition: number}}}`` JSON (checkpoint and options).
+- :mod:`~pyspark_dynamic_kafka.source.checkpoint`: :class:`SourceOffset`, the checkpointed offset,
+  with the one ``encode``/``decode`` of the offset JSON.
+- :mod:`~pyspark_dynamic_kafka.source.contract`: the status and handoff files the source writes
+  and the monitoring listener reads.
+
+Options (``config/``, parsed once on the driver; no Kafka call):
 
 - :mod:`~pyspark_dynamic_kafka.source.config.options`: every option declared once (key, parser,
   default, doc, scope) with :mod:`pyspark_dynamic_kafka.optionspec`; parsing.
 - :mod:`~pyspark_dynamic_kafka.source.config.validation`: every rule across options.
-- :mod:`~pyspark_dynamic_kafka.source.config.parsed`: :class:`SourceOptions`, the parsed options.
+- :mod:`~pyspark_dynamic_kafka.source.config.position_options`: the parsers of the starting and
+  ending options.
+- :mod:`~pyspark_dynamic_kafka.source.config.parsed`: :class:`SourceOptions`, the parsed options,
+  and :class:`AssignmentMode`.
 
-Driver, at each micro-batch (or once for a batch read):
+Executor (``executor/``):
 
-- :mod:`~pyspark_dynamic_kafka.source.driver.discovery`: metadata -> which topics of which clusters.
+- :mod:`~pyspark_dynamic_kafka.source.executor.task`: the driver -> executor contract,
+  :class:`ReadTask` (offset ranges, client properties, read settings).
+- :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
+- :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
+- :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
+  collector (planning on the driver, reading on executors).
+
+Driver, at each micro-batch or once for a batch read (``driver/``):
+
+- :mod:`~pyspark_dynamic_kafka.source.driver.discovery`: metadata -> which topics of which
+  clusters (:class:`Assignment`).
 - :mod:`~pyspark_dynamic_kafka.source.driver.listing`: partitions and offsets of each cluster.
-- :mod:`~pyspark_dynamic_kafka.source.positions`: where each partition starts (and ends): the
-  option parsers, the rules and the one resolver (model: :mod:`pyspark_dynamic_kafka.position`).
+- :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`: where each partition starts (and
+  ends): the whole precedence, the rules and the one resolver.
 - :mod:`~pyspark_dynamic_kafka.source.driver.reconcile`: checkpointed offsets against what the
   clusters have now: new partitions, removed ones, and the one driver-side data-loss decision.
-- :mod:`~pyspark_dynamic_kafka.source.checkpoint`: the checkpointed offset JSON.
+- :mod:`~pyspark_dynamic_kafka.source.driver.cluster_view`: metadata, listing and
+  reconciliation of one reader, with their log lines.
+- :mod:`~pyspark_dynamic_kafka.source.driver.retention`: offsets of removed clusters and topics
+  (``removedClusterRetentionMs``) and of archived partitions not assigned yet.
 - :mod:`~pyspark_dynamic_kafka.source.driver.admission`: admission control
   (``maxOffsetsPerTrigger``, ...).
 - :mod:`~pyspark_dynamic_kafka.source.driver.planning`: offset ranges packed into tasks.
-- :mod:`~pyspark_dynamic_kafka.source.executor.task`: the driver -> executor contract,
-  :class:`ReadTask` (offset ranges, client properties, read settings).
-- :mod:`~pyspark_dynamic_kafka.source.driver.status`: what the stream reports for monitoring (with
-  its latest offsets) and its structured reconciliation log lines.
-- :mod:`~pyspark_dynamic_kafka.source.group.query_commits`: ``commitOffsetsToKafka`` (through
-  :mod:`pyspark_dynamic_kafka.source.group.committer`).
+- :mod:`~pyspark_dynamic_kafka.source.driver.status`: what the stream reports for monitoring and
+  its structured reconciliation log lines.
+- :mod:`~pyspark_dynamic_kafka.source.driver.modes`: the two seams of what differs between
+  streams (partition selection, archive phase).
+- :mod:`~pyspark_dynamic_kafka.source.driver.pipeline`: :class:`MicroBatches`, a micro-batch as
+  one short pipeline over the modules above.
+
+Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
+
+- :mod:`~pyspark_dynamic_kafka.source.group.committed`: a group's committed offsets, read and
+  written with the admin API.
+- :mod:`~pyspark_dynamic_kafka.source.group.committer`: background commits, one in flight per
+  cluster.
+- :mod:`~pyspark_dynamic_kafka.source.group.query_commits`: ``commitOffsetsToKafka``.
+- :mod:`~pyspark_dynamic_kafka.source.group.membership`: the driver-side member of a group on one
+  cluster.
+- :mod:`~pyspark_dynamic_kafka.source.group.handoff`: the reader's side of the handoff
+  (completed micro-batches the listener reports).
+- :mod:`~pyspark_dynamic_kafka.source.group.planner`: which partitions the group lets the query
+  read, handovers, trimming of replayed micro-batches, commits.
+- :mod:`~pyspark_dynamic_kafka.source.group.selection`: the two partition selections
+  (``assignment=all``, ``assignment=group``).
+
+Hybrid reads (``archive/``, ``archive.path``):
+
+- :mod:`~pyspark_dynamic_kafka.source.archive.files`: listing the archive's Parquet files.
+- :mod:`~pyspark_dynamic_kafka.source.archive.survey`: what each file holds (from its footer).
+- :mod:`~pyspark_dynamic_kafka.source.archive.read`: reading archive files as the source's rows.
+- :mod:`~pyspark_dynamic_kafka.source.archive.plan`: the read order, switch offsets and tasks.
+- :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: the archive phase of a stream and of a
+  batch read.
+
+Spark's API (thin adapters):
+
 - :mod:`~pyspark_dynamic_kafka.source.stream`, :mod:`~pyspark_dynamic_kafka.source.batch`: the
-  stream and batch readers Spark calls, built from the modules above.
-
-Executor:
-
-- :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
-- :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
+  stream and batch readers Spark calls.
+- :mod:`~pyspark_dynamic_kafka.source.datasource`: :class:`DynamicKafkaDataSource` (the
+  ``dynamic_kafka`` format): schema and readers.
 """

@@ -20,10 +20,10 @@ from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailable
 from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
 from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.pipeline import Driver, MicroBatches
+from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 from pyspark_dynamic_kafka.source.driver.start_policy import start_rule
-from pyspark_dynamic_kafka.source.executor.gcpause import gc_paused
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.group.selection import partition_selection
@@ -41,16 +41,21 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     ----------
     options:
         Parsed source options.
+    tuning:
+        Knobs benchmarks compare (clusters listed in parallel, the GC pause while planning);
+        Spark always builds the reader with the defaults.
     """
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, tuning: Tuning | None = None) -> None:
+        tuning = tuning or Tuning()
         self._options = options
         lister = OffsetLister(options)
         self._batches = MicroBatches(
-            Driver(options, lister),
+            ClusterView(options, lister, tuning.parallel_clusters),
             partition_selection(options, lister),
             archive_phase(options),
             start_rule(options, batch=False),
+            pause_gc=tuning.pause_gc,
         )
 
     def __getstate__(self) -> dict[str, Any]:
@@ -75,7 +80,6 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         batches = self._batches
         return batches.archive.default_limit(batches.admission.default_limit())
 
-    @gc_paused
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         """The end of the next micro-batch, reconciled with the current metadata.
 
@@ -95,7 +99,6 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         reads (:mod:`~pyspark_dynamic_kafka.source.contract`; ids, offsets and counts only)."""
         return self._batches.report()
 
-    @gc_paused
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """Plan the exact ranges between two offsets into few, large tasks.
 

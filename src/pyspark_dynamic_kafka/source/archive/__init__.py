@@ -9,8 +9,8 @@ Driver:
   each file, from Parquet footers.
 - :mod:`~pyspark_dynamic_kafka.source.archive.plan`: read order, switch offsets, micro-batches
   and tasks of whole files.
-- :mod:`~pyspark_dynamic_kafka.source.archive.phase`: the phase in the checkpointed offset.
-- :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: what the stream and batch readers call.
+- :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: what the stream and batch readers call
+  (the phase in the checkpointed offset is :mod:`~pyspark_dynamic_kafka.source.checkpoint`'s).
 
 Executor:
 

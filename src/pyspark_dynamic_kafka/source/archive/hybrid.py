@@ -39,7 +39,7 @@ from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffs
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.pipeline import ArchivePhase, NoArchive
+from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, NoArchive
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
 

@@ -86,8 +86,7 @@ def read_archive(task: ArchiveTask) -> Iterator[pa.RecordBatch]:
                 present = set(parquet.schema_arrow.names)
                 wanted = [name for name in schema.names if name in present]
                 # A Spark task is the unit of parallelism: Arrow's decoding threads would only
-                # compete with the other tasks for the same cores (in one process: 0.113 against
-                # 0.090 us/record with them; in Spark the gain is within the rounds' noise).
+                # compete with the other tasks for the same cores (docs/benchmarks.md, hybrid).
                 batches = parquet.iter_batches(
                     batch_size=_BATCH_ROWS, columns=wanted, use_threads=False
                 )

@@ -23,11 +23,13 @@ from pyspark_dynamic_kafka.position import PositionKind
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
 
-__all__ = ["ClusterSnapshot", "OffsetLister", "TopicPartitionKey", "read_committed"]
+__all__ = ["AdminFactory", "ClusterSnapshot", "OffsetLister", "TopicPartitionKey", "read_committed"]
 
 _log = logging.getLogger(__name__)
 
 TopicPartitionKey = tuple[str, int]
+#: Creates the admin client of (cluster id, client properties).
+AdminFactory = Callable[[str, Mapping[str, str]], ClusterAdmin]
 
 
 def read_committed(properties: Mapping[str, str]) -> bool:
@@ -64,12 +66,23 @@ class OffsetLister:
         Parsed source options (timeouts, retries, ``unreachableClusterTimeoutMs``).
     clock:
         Monotonic clock in seconds (tests may pass their own).
+    admins:
+        Creates a cluster's admin client (default: a
+        :class:`~pyspark_dynamic_kafka.kafka.admin.ClusterAdmin` with the options' timeouts and
+        retries; tests pass their own).
     """
 
-    def __init__(self, options: SourceOptions, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        options: SourceOptions,
+        clock: Callable[[], float] = time.monotonic,
+        admins: AdminFactory | None = None,
+    ) -> None:
         self._options = options
         self._clock = clock
+        self._create = admins or self._cluster_admin
         self._admins: dict[str, ClusterAdmin] = {}
+        self._properties: dict[str, Mapping[str, str]] = {}
         self._failing_since: dict[str, float] = {}
 
     def admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
@@ -80,23 +93,28 @@ class OffsetLister:
         """The admin client of a cluster with ``properties`` (shared with the group commits of
         ``commitOffsetsToKafka``)."""
         admin = self._admins.get(cluster_id)
-        if admin is None or admin.properties != properties:
-            options = self._options
-            admin = ClusterAdmin(
-                cluster_id,
-                properties,
-                options.admin_timeout_ms,
-                options.fetch_retries,
-                options.fetch_retry_interval_ms,
-            )
+        if admin is None or self._properties[cluster_id] != properties:
+            admin = self._create(cluster_id, properties)
             self._admins[cluster_id] = admin
+            self._properties[cluster_id] = properties
         return admin
+
+    def _cluster_admin(self, cluster_id: str, properties: Mapping[str, str]) -> ClusterAdmin:
+        options = self._options
+        return ClusterAdmin(
+            cluster_id,
+            properties,
+            options.admin_timeout_ms,
+            options.fetch_retries,
+            options.fetch_retry_interval_ms,
+        )
 
     def retire_except(self, live: Collection[str]) -> None:
         """Close the clients of clusters no longer in the metadata."""
         for cluster_id in [c for c in self._admins if c not in live]:
             _log.info("Cluster %r left the metadata: closing its admin client.", cluster_id)
             self._admins.pop(cluster_id).close()
+            del self._properties[cluster_id]
         for cluster_id in [c for c in self._failing_since if c not in live]:
             del self._failing_since[cluster_id]  # a cluster removed is no longer waited for
 
@@ -147,6 +165,7 @@ class OffsetLister:
         for admin in self._admins.values():
             admin.close()
         self._admins.clear()
+        self._properties.clear()
 
     def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
         """List the cluster's assigned topics and their latest offsets.

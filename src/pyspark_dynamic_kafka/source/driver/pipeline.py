@@ -4,48 +4,42 @@
 
     decode -> (archive) -> retain -> reconcile + select -> target -> admit -> report -> encode
 
-The two things that differ between queries are objects behind one seam each, chosen once when
-the reader is built: *which partitions* are read (:class:`PartitionSelection`: every partition
-the metadata assigns, or the ones Kafka's consumer group assigns, :mod:`~pyspark_dynamic_kafka.
-source.group.selection`) and *whether an archive comes first* (:class:`ArchivePhase`:
-:class:`NoArchive`, or :class:`~pyspark_dynamic_kafka.source.archive.hybrid.HybridArchive`).
-Where a newly seen partition starts is :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`.
+What differs between streams (which partitions are read, whether an archive comes first) is
+behind the seams of :mod:`~pyspark_dynamic_kafka.source.driver.modes`, chosen once when the
+reader is built. Where a newly seen partition starts is
+:mod:`~pyspark_dynamic_kafka.source.driver.start_policy`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql.streaming.datasource import ReadLimit
-
-from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset, decode, encode
-from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.driver.admission import Admission
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment, Discovery
-from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, PartitionSelection
 from pyspark_dynamic_kafka.source.driver.planning import (
     new_group_id,
     offset_ranges,
     plan_query_tasks,
 )
 from pyspark_dynamic_kafka.source.driver.reconcile import (
-    Loss,
+    MAX_PARALLEL_CLUSTERS,
     Reconciled,
     offsets_went_back,
-    reconcile,
-    report_losses,
 )
 from pyspark_dynamic_kafka.source.driver.retention import retain
 from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE, PositionRule
 from pyspark_dynamic_kafka.source.driver.status import SourceStatus
-from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
-__all__ = ["ArchivePhase", "Driver", "MicroBatches", "NoArchive", "PartitionSelection"]
+__all__ = ["MicroBatches", "Tuning"]
 
 _log = logging.getLogger(__name__)
 
@@ -54,176 +48,20 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Driver:
-    """The driver's view of the clusters: metadata, listing, reconciliation and its log lines.
+@dataclass(frozen=True)
+class Tuning:
+    """Knobs ``benchmarks/scale.py`` compares; a query always runs with the defaults.
 
-    Parameters
+    Attributes
     ----------
-    options:
-        Parsed source options.
-    lister:
-        The driver's listing clients.
+    parallel_clusters:
+        Clusters listed at the same time (1: one after the other).
+    pause_gc:
+        Whether planning runs with the cyclic garbage collector paused.
     """
 
-    def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
-        self.options = options
-        self.lister = lister
-        self.discovery: Discovery | None = None
-        self.rewound: dict[PartitionKey, int] = {}
-        self.generation = 0
-        self._reported: set[Loss] = set()
-        self._absent: dict[str, frozenset[str]] = {}
-
-    def assignment(self, refresh: bool = True) -> Assignment:
-        """The current assignment; ``refresh=False`` never re-reads metadata once it has some."""
-        if self.discovery is None:
-            self.discovery = Discovery(self.options)
-        snapshot = self.discovery.snapshot
-        assignment = snapshot if not refresh and snapshot is not None else self.discovery.current()
-        self.lister.retire_except(assignment)
-        return assignment
-
-    def report(self, losses: list[Loss]) -> None:
-        """Fail on data loss, or (``failOnDataLoss=false``) log each loss once."""
-        report_losses(losses, self.options.fail_on_data_loss, self._reported)
-
-    def reconcile(
-        self,
-        previous: Mapping[PartitionKey, int],
-        rule: PositionRule,
-        entering: bool = True,
-        assignment: Assignment | None = None,
-    ) -> Reconciled:
-        """List every assigned cluster, decide on data loss, log what changed.
-
-        ``entering=False``: the partitions seen for the first time are not entering the offset
-        (the AvailableNow target), so their positions are not logged as starting points.
-        ``assignment``: the one to reconcile with (default: the current metadata).
-        """
-        if assignment is None:
-            assignment = self.assignment()
-        state = reconcile(assignment, previous, self.lister, rule)
-        self.report(state.losses)
-        if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
-            self.generation += 1
-        self.rewound.update(state.rewound)
-        for cluster_id, absent in state.absent.items():
-            if absent != self._absent.get(cluster_id, frozenset()) and absent:
-                _log.warning(
-                    "Cluster %r has no topic(s) %s; they are read once they exist.",
-                    cluster_id,
-                    sorted(absent),
-                )
-            self._absent[cluster_id] = absent
-        for key, offset in state.entered.items() if entering else ():
-            _log.info("Partition %s/%s/%d starts at offset %d", *key, offset)
-        return state
-
-
-class PartitionSelection(Protocol):
-    """Which partitions a stream reads (``assignment``), and what that mode adds to a step."""
-
-    def initial(self, driver: Driver, rule: PositionRule) -> dict[PartitionKey, int]:
-        """The offsets a stream starts with, partitions placed by ``rule``."""
-
-    def select(
-        self, driver: Driver, previous: Mapping[PartitionKey, int], assignment: Assignment
-    ) -> Reconciled:
-        """Reconcile ``previous`` with ``assignment``: the offsets of the partitions read now."""
-
-    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
-        """Hand ``previous`` (the end of the last committed micro-batch) to Kafka, if asked."""
-
-    def settle(
-        self,
-        admitted: dict[PartitionKey, int] | None,
-        previous: Mapping[PartitionKey, int],
-        end: Mapping[PartitionKey, int],
-    ) -> dict[PartitionKey, int] | None:
-        """The micro-batch's end after admission (``None``: no micro-batch yet)."""
-
-    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
-        """Record the offset ``latestOffset`` returns (``batch``: a new micro-batch)."""
-
-    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
-        """The parts of a micro-batch's ranges this query may read."""
-
-    def report(self, status: dict[str, Any]) -> None:
-        """Add what monitoring needs of this mode to the reported status."""
-
-    def available_now(self) -> None:
-        """Fail when this mode cannot serve ``Trigger.AvailableNow``."""
-
-    def stop(self) -> None:
-        """Release what the mode holds (group memberships)."""
-
-
-class ArchivePhase(Protocol):
-    """What comes before Kafka: nothing (:class:`NoArchive`) or an archive's files."""
-
-    def start_rule(self, rule: PositionRule) -> PositionRule:
-        """``rule`` with where the archive hands each partition over to Kafka first."""
-
-    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
-        """The first offset of a stream whose Kafka partitions start at ``offsets``."""
-
-    def default_limit(self, limit: ReadLimit) -> ReadLimit:
-        """The read limit, with the archive's own when nothing else limits reads."""
-
-    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
-        """The end of the next micro-batch of the archive; ``None``: Kafka is read now."""
-
-    def switch_losses(
-        self,
-        start: SourceOffset,
-        previous: Mapping[PartitionKey, int],
-        lister: OffsetLister,
-        assignment: Assignment,
-    ) -> list[Loss]:
-        """At the switch to Kafka, partitions whose first live offset is gone."""
-
-    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
-        """The offset of a micro-batch that reads Kafka."""
-
-    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
-        """Spark tasks of the archive's files between two offsets."""
-
-
-class NoArchive:
-    """No archive: Kafka from the start (the offset JSON has no ``phase``)."""
-
-    def start_rule(self, rule: PositionRule) -> PositionRule:
-        return rule
-
-    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
-        return SourceOffset(offsets)
-
-    def default_limit(self, limit: ReadLimit) -> ReadLimit:
-        return limit
-
-    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
-        if start.in_archive:  # going live would skip the archive's unread files
-            raise OffsetsError(
-                "The checkpoint is in the archive phase of a hybrid read, but the query has no "
-                "'archive.path': set it back to the archive the query started with (it switches "
-                "to Kafka by itself once the archive is read)."
-            )
-        return None
-
-    def switch_losses(
-        self,
-        start: SourceOffset,
-        previous: Mapping[PartitionKey, int],
-        lister: OffsetLister,
-        assignment: Assignment,
-    ) -> list[Loss]:
-        return []
-
-    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
-        return SourceOffset(offsets, retained)
-
-    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
-        return []
+    parallel_clusters: int = MAX_PARALLEL_CLUSTERS
+    pause_gc: bool = True
 
 
 class MicroBatches:
@@ -242,15 +80,19 @@ class MicroBatches:
         start_rule`; ``archive`` puts its hand-over to Kafka first).
     clock:
         Epoch milliseconds (the retention window's).
+    pause_gc:
+        Whether planning runs with the cyclic garbage collector paused
+        (:mod:`~pyspark_dynamic_kafka.source.executor.gcpause`; a knob for benchmarks).
     """
 
     def __init__(
         self,
-        driver: Driver,
+        driver: ClusterView,
         selection: PartitionSelection,
         archive: ArchivePhase,
         rule: PositionRule,
         clock: Callable[[], int] = _now_ms,
+        pause_gc: bool = True,
     ) -> None:
         options = driver.options
         self.driver = driver
@@ -258,6 +100,7 @@ class MicroBatches:
         self.archive = archive
         self.rule = rule
         self.clock = clock
+        self.pause_gc = pause_gc
         self.admission = Admission(options)
         self.status = SourceStatus(
             options.subscription_description(), options.discovery_failure_threshold
@@ -290,6 +133,10 @@ class MicroBatches:
 
     def latest(self, start_offset: dict[str, Any], limit: Any) -> dict[str, Any]:
         """The end of the next micro-batch (``start_offset`` itself: no micro-batch yet)."""
+        with cyclic_gc_paused(self.pause_gc):
+            return self._latest(start_offset, limit)
+
+    def _latest(self, start_offset: dict[str, Any], limit: Any) -> dict[str, Any]:
         start = decode(start_offset)
         ahead = self.archive.advance(start, limit)
         if ahead is not None:
@@ -355,6 +202,10 @@ class MicroBatches:
 
     def tasks(self, start_offset: dict[str, Any], end_offset: dict[str, Any]) -> list[Any]:
         """The exact ranges between two offsets, planned into few, large tasks."""
+        with cyclic_gc_paused(self.pause_gc):
+            return self._tasks(start_offset, end_offset)
+
+    def _tasks(self, start_offset: dict[str, Any], end_offset: dict[str, Any]) -> list[Any]:
         start, end = decode(start_offset), decode(end_offset)
         archived = self.archive.tasks(start, end)
         begin = {**start.retained.offsets, **start.offsets}

@@ -32,13 +32,20 @@ from pyspark_dynamic_kafka.source.driver.discovery import Assignment, ClusterAss
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, resolve_positions
 
-__all__ = ["Loss", "Reconciled", "offsets_went_back", "reconcile", "report_losses"]
+__all__ = [
+    "MAX_PARALLEL_CLUSTERS",
+    "Loss",
+    "Reconciled",
+    "offsets_went_back",
+    "reconcile",
+    "report_losses",
+]
 
 _log = logging.getLogger(__name__)
 
 #: Clusters listed at the same time, each by a thread of its own (the requests are I/O: threads
 #: overlap the round trips; a cluster's admin client is only ever used by one of them).
-_MAX_PARALLEL_CLUSTERS = 16
+MAX_PARALLEL_CLUSTERS = 16
 
 #: What a partition whose latest offset is below the checkpointed one lost, found by listing or
 #: by a planned micro-batch (the two are reported once).
@@ -113,20 +120,24 @@ def reconcile(
     lister: OffsetLister,
     rule: PositionRule,
     strict: bool = False,
+    parallel: int = MAX_PARALLEL_CLUSTERS,
 ) -> Reconciled:
     """List every assigned cluster and reconcile it with ``previous``.
 
-    Clusters are listed in parallel (up to 16 at a time). Partitions not in ``previous`` are
-    placed by ``rule``; a cluster none of whose partitions is in ``previous`` is read for the
-    first time. Unless ``strict``, a cluster that cannot be listed keeps its previous offsets
-    (warning) until it has failed for longer than ``unreachableClusterTimeoutMs``
-    (:meth:`OffsetLister.attempt`); so does a topic the cluster reports with a transient error.
+    Clusters are listed in parallel (up to ``parallel`` at a time). Partitions not in
+    ``previous`` are placed by ``rule``; a cluster none of whose partitions is in ``previous`` is
+    read for the first time. Unless ``strict``, a cluster that cannot be listed keeps its
+    previous offsets (warning) until it has failed for longer than
+    ``unreachableClusterTimeoutMs`` (:meth:`OffsetLister.attempt`); so does a topic the cluster
+    reports with a transient error.
 
     Parameters
     ----------
     strict:
         A batch read: a cluster that cannot be listed, or a topic reported with an error, fails
         the read instead (it would miss their records).
+    parallel:
+        Clusters listed at the same time (1: one after the other; benchmarks compare).
 
     Raises
     ------
@@ -164,10 +175,10 @@ def reconcile(
         return part
 
     clusters = list(assignment.items())
-    if len(clusters) <= 1 or _MAX_PARALLEL_CLUSTERS <= 1:
+    if len(clusters) <= 1 or parallel <= 1:
         parts = [one(cluster_id, cluster) for cluster_id, cluster in clusters]
     else:  # the clusters' requests overlap: one cluster's round trips do not wait for another's
-        with ThreadPoolExecutor(min(len(clusters), _MAX_PARALLEL_CLUSTERS)) as pool:
+        with ThreadPoolExecutor(min(len(clusters), parallel)) as pool:
             futures = [pool.submit(one, cluster_id, cluster) for cluster_id, cluster in clusters]
             parts = [future.result() for future in futures]
     result = Reconciled()

@@ -6,8 +6,8 @@ record and column; the run-constant columns (topic, partition, cluster) are buil
 lengths. Offsets too, when a run has no gap (its last offset minus its first is its length minus
 one, as almost always outside compacted or transactional topics): offsets only ever increase
 within a partition, so the run is exactly ``first, first + 1, ...`` and is built by one
-vectorised add, saving two per-record conversions (measured: ~60 ns of ~340 ns per record of
-Arrow building).
+vectorised add, saving two per-record conversions (figures: docs/benchmarks.md, "What was made
+faster").
 
 The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
 ``cluster``.

@@ -1,31 +1,47 @@
-"""Planning a micro-batch without Python's cyclic garbage collector interrupting it.
+"""The one pause of Python's cyclic garbage collector, on the driver and on executors.
 
-Listing and planning thousands of partitions allocates hundreds of thousands of short-lived
-containers (confluent-kafka's futures, keys, offset maps) that live until the call returns. The
-cyclic collector, triggered by allocation counts, then runs many times in the middle of one call
-and each full collection walks every object of the process (PySpark, PyArrow, ...): measured by
-``python -m benchmarks.scale``, it was most of a warm micro-batch's planning time at 10,000
-partitions. Reference counting frees those objects anyway; the collector is paused for the call
-and resumes after it (finding then any cycle the call left).
+- **Driver**: listing and planning thousands of partitions allocates hundreds of thousands of
+  short-lived containers (confluent-kafka's futures, keys, offset maps) that live until the call
+  returns. The cyclic collector, triggered by allocation counts, then runs many times in the
+  middle of one call and each full collection walks every object of the process (PySpark,
+  PyArrow, ...): most of a warm micro-batch's planning time at 10,000 partitions
+  (docs/benchmarks.md, ``benchmarks.scale``).
+- **Executors**: every consumed message is a GC-tracked object, so reading 10,000 of them per
+  ``consume()`` triggers a young-generation collection every 700 and, as they survive in the
+  batch being built, full collections that walk the whole heap of a Spark Python worker
+  (docs/benchmarks.md).
 
-The driver-side methods run in Spark's Python process dedicated to the source, one call at a
-time; the pause is never left on: it ends when the call returns or raises.
+Reference counting frees those objects anyway (neither path creates reference cycles); the
+collector is paused for the call or the task and resumes after it (finding then any cycle left).
+The pause is never left on: it ends when the call returns or raises, or the task ends, fails or
+is abandoned; a collector already disabled by the caller stays so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
-__all__ = ["PAUSE", "gc_paused"]
+__all__ = ["cyclic_gc_paused", "gc_paused"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Whether :func:`gc_paused` pauses the collector (``benchmarks/scale.py`` compares both).
-PAUSE = True
+
+@contextlib.contextmanager
+def cyclic_gc_paused(pause: bool = True) -> Iterator[None]:
+    """Pause the cyclic garbage collector (if it runs and ``pause``) for the ``with`` block."""
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def gc_paused(method: Callable[P, R]) -> Callable[P, R]:
@@ -33,12 +49,7 @@ def gc_paused(method: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(method)
     def paused(*args: P.args, **kwargs: P.kwargs) -> R:
-        if not PAUSE or not gc.isenabled():
+        with cyclic_gc_paused():
             return method(*args, **kwargs)
-        gc.disable()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            gc.enable()
 
     return paused

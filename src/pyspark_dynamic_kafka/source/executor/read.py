@@ -18,8 +18,6 @@ the rest is decided on the driver (:mod:`~pyspark_dynamic_kafka.source.driver.re
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import logging
 import time
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
+from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
@@ -50,7 +49,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     pool = consumer_pool()
     settings = task.settings
     pool.retire_clusters_except(settings.live_clusters)
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():  # every message is a GC-tracked object (see gcpause)
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
             generation = settings.generation
@@ -62,26 +61,6 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             finally:
                 timeout_ms = settings.cache_timeout_ms
                 pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a task reads.
-
-    Every consumed message is a GC-tracked object, so reading 10,000 of them per ``consume()``
-    triggers a young-generation collection every 700 and, as they survive in the batch being
-    built, full collections that walk the whole heap of a Spark Python worker: measured here,
-    that doubled the CPU per record. The read loop creates no reference cycles (everything it
-    allocates is freed by reference counting), so nothing accumulates while it is paused. The
-    previous state is restored when the task ends, fails or is abandoned.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _read_cluster(

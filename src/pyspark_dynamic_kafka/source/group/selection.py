@@ -18,9 +18,10 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
+from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.pipeline import Driver, PartitionSelection
+from pyspark_dynamic_kafka.source.driver.modes import PartitionSelection
 from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import (
     PositionRule,
@@ -56,11 +57,11 @@ class AllPartitions:
         self._discovered = discovery_rule(options)  # partitions appearing while it runs
         self._commits: GroupCommits | None = None
 
-    def initial(self, driver: Driver, rule: PositionRule) -> dict[PartitionKey, int]:
+    def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
         return driver.reconcile({}, rule).offsets
 
     def select(
-        self, driver: Driver, previous: Mapping[PartitionKey, int], assignment: Assignment
+        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
     ) -> Reconciled:
         return driver.reconcile(previous, self._discovered, assignment=assignment)
 
@@ -119,7 +120,7 @@ class GroupAssigned:
             stop_on_sigterm(self._planner)
         return self._planner
 
-    def initial(self, driver: Driver, rule: PositionRule) -> dict[PartitionKey, int]:
+    def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
         group = self._group()  # the partitions it assigns, at its offsets where it has some
         assignment = driver.assignment()
         state = driver.reconcile({}, rule, entering=False, assignment=assignment)
@@ -128,7 +129,7 @@ class GroupAssigned:
         return offsets
 
     def select(
-        self, driver: Driver, previous: Mapping[PartitionKey, int], assignment: Assignment
+        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
     ) -> Reconciled:
         group = self._group()  # newly assigned: where the group is, else at the start rule's
         state = driver.reconcile(previous, self._rule, entering=False, assignment=assignment)

@@ -1,0 +1,134 @@
+"""What differs between streams, each behind one seam chosen when the reader is built:
+
+- :class:`PartitionSelection`, which partitions are read (option ``assignment``): every partition
+  the metadata assigns or the ones Kafka's consumer group assigns
+  (:mod:`~pyspark_dynamic_kafka.source.group.selection`);
+- :class:`ArchivePhase`, what comes before Kafka (option ``archive.path``): nothing
+  (:class:`NoArchive`) or an archive's files
+  (:class:`~pyspark_dynamic_kafka.source.archive.hybrid.HybridArchive`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pyspark.sql.streaming.datasource import ReadLimit
+
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
+from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
+from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.reconcile import Loss, Reconciled
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+
+__all__ = ["ArchivePhase", "NoArchive", "PartitionSelection"]
+
+
+class PartitionSelection(Protocol):
+    """Which partitions a stream reads (``assignment``), and what that mode adds to a step."""
+
+    def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
+        """The offsets a stream starts with, partitions placed by ``rule``."""
+
+    def select(
+        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
+    ) -> Reconciled:
+        """Reconcile ``previous`` with ``assignment``: the offsets of the partitions read now."""
+
+    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+        """Hand ``previous`` (the end of the last committed micro-batch) to Kafka, if asked."""
+
+    def settle(
+        self,
+        admitted: dict[PartitionKey, int] | None,
+        previous: Mapping[PartitionKey, int],
+        end: Mapping[PartitionKey, int],
+    ) -> dict[PartitionKey, int] | None:
+        """The micro-batch's end after admission (``None``: no micro-batch yet)."""
+
+    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
+        """Record the offset ``latestOffset`` returns (``batch``: a new micro-batch)."""
+
+    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+        """The parts of a micro-batch's ranges this query may read."""
+
+    def report(self, status: dict[str, Any]) -> None:
+        """Add what monitoring needs of this mode to the reported status."""
+
+    def available_now(self) -> None:
+        """Fail when this mode cannot serve ``Trigger.AvailableNow``."""
+
+    def stop(self) -> None:
+        """Release what the mode holds (group memberships)."""
+
+
+class ArchivePhase(Protocol):
+    """What comes before Kafka: nothing (:class:`NoArchive`) or an archive's files."""
+
+    def start_rule(self, rule: PositionRule) -> PositionRule:
+        """``rule`` with where the archive hands each partition over to Kafka first."""
+
+    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
+        """The first offset of a stream whose Kafka partitions start at ``offsets``."""
+
+    def default_limit(self, limit: ReadLimit) -> ReadLimit:
+        """The read limit, with the archive's own when nothing else limits reads."""
+
+    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
+        """The end of the next micro-batch of the archive; ``None``: Kafka is read now."""
+
+    def switch_losses(
+        self,
+        start: SourceOffset,
+        previous: Mapping[PartitionKey, int],
+        lister: OffsetLister,
+        assignment: Assignment,
+    ) -> list[Loss]:
+        """At the switch to Kafka, partitions whose first live offset is gone."""
+
+    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
+        """The offset of a micro-batch that reads Kafka."""
+
+    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
+        """Spark tasks of the archive's files between two offsets."""
+
+
+class NoArchive:
+    """No archive: Kafka from the start (the offset JSON has no ``phase``)."""
+
+    def start_rule(self, rule: PositionRule) -> PositionRule:
+        return rule
+
+    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
+        return SourceOffset(offsets)
+
+    def default_limit(self, limit: ReadLimit) -> ReadLimit:
+        return limit
+
+    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
+        if start.in_archive:  # going live would skip the archive's unread files
+            raise OffsetsError(
+                "The checkpoint is in the archive phase of a hybrid read, but the query has no "
+                "'archive.path': set it back to the archive the query started with (it switches "
+                "to Kafka by itself once the archive is read)."
+            )
+        return None
+
+    def switch_losses(
+        self,
+        start: SourceOffset,
+        previous: Mapping[PartitionKey, int],
+        lister: OffsetLister,
+        assignment: Assignment,
+    ) -> list[Loss]:
+        return []
+
+    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
+        return SourceOffset(offsets, retained)
+
+    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
+        return []

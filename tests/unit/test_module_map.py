@@ -1,0 +1,52 @@
+"""The module maps (README "How it works" and the docstring of ``source/``) name every module
+that exists, and no module that does not."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pyspark_dynamic_kafka.source as source_package
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "pyspark_dynamic_kafka"
+
+
+def _modules() -> list[Path]:
+    return sorted(p.relative_to(SRC) for p in SRC.rglob("*.py") if p.name != "__init__.py")
+
+
+def _how_it_works() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## How it works\n")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_the_readme_names_every_module_and_its_package() -> None:
+    section = _how_it_works()
+    missing = [
+        str(path)
+        for path in _modules()
+        if (f"`{path.name}`" not in section and f"{path}`" not in section)
+        or (len(path.parts) > 1 and f"`{'/'.join(path.parts[:-1])}/`" not in section)
+    ]
+    assert missing == []
+
+
+def test_the_readme_names_no_module_that_does_not_exist() -> None:
+    named = set(re.findall(r"[\w/]+\.py", _how_it_works()))
+    existing = {str(p) for p in SRC.rglob("*.py")} | {p.name for p in SRC.rglob("*.py")}
+    existing = {n.removeprefix(str(SRC) + "/") for n in existing}
+    stale = [n for n in named if n not in existing and not (ROOT / n).exists()]
+    assert sorted(stale) == []
+
+
+def test_the_source_map_names_every_module_of_source() -> None:
+    doc = source_package.__doc__ or ""
+    missing = [
+        str(path)
+        for path in _modules()
+        if path.parts[0] == "source"
+        and f"pyspark_dynamic_kafka.{'.'.join(path.with_suffix('').parts)}`" not in doc
+    ]
+    assert missing == []

@@ -10,29 +10,25 @@ import pytest
 
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
 
+EAST_ORDERS = {("east", "orders", 0): 100, ("east", "orders", 1): 10}
+WEST_KEPT = {("west", "orders", 0): 55}
+REMOVED_AT = 1732350000000
+
 #: (document as the earlier release wrote it, the state it holds)
 WRITTEN_BEFORE = {
     "plain": (
         '{"version": 1, "clusters": {"east": {"billing": {"0": 0}, "orders": {"2": 42, "10": 7}}, '
         '"west": {"orders": {"0": 120}}}}',
         SourceOffset(
-            {
-                ("east", "billing", 0): 0,
-                ("east", "orders", 2): 42,
-                ("east", "orders", 10): 7,
-                ("west", "orders", 0): 120,
-            }
+            {("east", "billing", 0): 0, ("east", "orders", 2): 42, ("east", "orders", 10): 7}
+            | {("west", "orders", 0): 120}
         ),
     ),
     "removed cluster retained": (
         '{"version": 1, "clusters": {"west": {"orders": {"0": 3}}}, "retained": {"east": '
-        '{"orders": {"removedAtMs": 1732350000000, "offsets": {"0": 10, "1": 7}}}}}',
+        '{"orders": {"removedAtMs": 1732350000000, "offsets": {"0": 100, "1": 10}}}}}',
         SourceOffset(
-            {("west", "orders", 0): 3},
-            Retained(
-                {("east", "orders", 0): 10, ("east", "orders", 1): 7},
-                {("east", "orders"): 1732350000000},
-            ),
+            {("west", "orders", 0): 3}, Retained(EAST_ORDERS, {("east", "orders"): REMOVED_AT})
         ),
     ),
     "archive phase": (
@@ -40,29 +36,21 @@ WRITTEN_BEFORE = {
         '"9f0c2b", "listedAtMs": 1700000000000}, "clusters": {"east": {"orders": {"0": 100, '
         '"1": 10}}}, "retained": {"west": {"orders": {"offsets": {"0": 55}}}}}',
         SourceOffset(
-            {("east", "orders", 0): 100, ("east", "orders", 1): 10},
-            Retained({("west", "orders", 0): 55}),
-            Cursor(7, 24, "9f0c2b", 1700000000000),
-            hybrid=True,
+            EAST_ORDERS, Retained(WEST_KEPT), Cursor(7, 24, "9f0c2b", 1700000000000), True
         ),
     ),
     "live phase": (
-        '{"version": 1, "phase": "live", "clusters": {"east": {"orders": {"0": 180}}}, '
+        '{"version": 1, "phase": "live", "clusters": {"east": {"orders": {"0": 100, "1": 10}}}, '
         '"retained": {"west": {"orders": {"offsets": {"0": 55}}}}}',
-        SourceOffset(
-            {("east", "orders", 0): 180}, Retained({("west", "orders", 0): 55}), hybrid=True
-        ),
+        SourceOffset(EAST_ORDERS, Retained(WEST_KEPT), hybrid=True),
     ),
     "live phase, archived and removed retained": (
-        '{"version": 1, "phase": "live", "clusters": {"east": {"orders": {"0": 180}}}, '
+        '{"version": 1, "phase": "live", "clusters": {"east": {"orders": {"0": 100, "1": 10}}}, '
         '"retained": {"north": {"t": {"removedAtMs": 1732350000000, "offsets": {"3": 9}}}, '
         '"west": {"orders": {"offsets": {"0": 55}}}}}',
         SourceOffset(
-            {("east", "orders", 0): 180},
-            Retained(
-                {("west", "orders", 0): 55, ("north", "t", 3): 9},
-                {("north", "t"): 1732350000000},
-            ),
+            EAST_ORDERS,
+            Retained(WEST_KEPT | {("north", "t", 3): 9}, {("north", "t"): REMOVED_AT}),
             hybrid=True,
         ),
     ),

@@ -14,13 +14,10 @@ __all__ = ["AssignmentMode", "SourceOptions"]
 
 
 class AssignmentMode(str, enum.Enum):
-    """Option ``assignment``: which partitions a stream reads (compares equal to its spelling)."""
+    """Option ``assignment``: which partitions a stream reads (equal to its spelling)."""
 
     ALL = "all"
     GROUP = "group"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -25,36 +25,42 @@ from pyspark_dynamic_kafka.source.driver.reconcile import Loss, Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 
-__all__ = ["ArchivePhase", "NoArchive", "PartitionSelection"]
+__all__ = ["ArchivePhase", "NoArchive", "Offsets", "PartitionSelection"]
+
+#: Next offset to read of each partition.
+Offsets = Mapping[PartitionKey, int]
 
 
 class PartitionSelection(Protocol):
-    """Which partitions a stream reads (``assignment``), and what that mode adds to a step."""
+    """Which partitions a stream reads (``assignment``), and what that mode adds to a step.
+
+    An implementation subclasses it and defines :meth:`initial` and :meth:`select`; every other
+    step does nothing unless overridden.
+    """
 
     def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
         """The offsets a stream starts with, partitions placed by ``rule``."""
+        ...
 
-    def select(
-        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
-    ) -> Reconciled:
+    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
         """Reconcile ``previous`` with ``assignment``: the offsets of the partitions read now."""
+        ...
 
-    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+    def submit(self, previous: Offsets, assignment: Assignment) -> None:
         """Hand ``previous`` (the end of the last committed micro-batch) to Kafka, if asked."""
 
     def settle(
-        self,
-        admitted: dict[PartitionKey, int] | None,
-        previous: Mapping[PartitionKey, int],
-        end: Mapping[PartitionKey, int],
+        self, admitted: dict[PartitionKey, int] | None, previous: Offsets, end: Offsets
     ) -> dict[PartitionKey, int] | None:
         """The micro-batch's end after admission (``None``: no micro-batch yet)."""
+        return admitted
 
-    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
+    def planned(self, end: Offsets, batch: bool) -> None:
         """Record the offset ``latestOffset`` returns (``batch``: a new micro-batch)."""
 
     def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
         """The parts of a micro-batch's ranges this query may read."""
+        return list(ranges)
 
     def report(self, status: dict[str, Any]) -> None:
         """Add what monitoring needs of this mode to the reported status."""
@@ -67,49 +73,22 @@ class PartitionSelection(Protocol):
 
 
 class ArchivePhase(Protocol):
-    """What comes before Kafka: nothing (:class:`NoArchive`) or an archive's files."""
+    """What comes before Kafka; what each step does without an archive (:class:`NoArchive`)."""
 
     def start_rule(self, rule: PositionRule) -> PositionRule:
         """``rule`` with where the archive hands each partition over to Kafka first."""
-
-    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
-        """The first offset of a stream whose Kafka partitions start at ``offsets``."""
-
-    def default_limit(self, limit: ReadLimit) -> ReadLimit:
-        """The read limit, with the archive's own when nothing else limits reads."""
-
-    def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
-        """The end of the next micro-batch of the archive; ``None``: Kafka is read now."""
-
-    def switch_losses(
-        self,
-        start: SourceOffset,
-        previous: Mapping[PartitionKey, int],
-        lister: OffsetLister,
-        assignment: Assignment,
-    ) -> list[Loss]:
-        """At the switch to Kafka, partitions whose first live offset is gone."""
-
-    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
-        """The offset of a micro-batch that reads Kafka."""
-
-    def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
-        """Spark tasks of the archive's files between two offsets."""
-
-
-class NoArchive:
-    """No archive: Kafka from the start (the offset JSON has no ``phase``)."""
-
-    def start_rule(self, rule: PositionRule) -> PositionRule:
         return rule
 
-    def initial(self, offsets: Mapping[PartitionKey, int]) -> SourceOffset:
+    def initial(self, offsets: Offsets) -> SourceOffset:
+        """The first offset of a stream whose Kafka partitions start at ``offsets``."""
         return SourceOffset(offsets)
 
     def default_limit(self, limit: ReadLimit) -> ReadLimit:
+        """The read limit, with the archive's own when nothing else limits reads."""
         return limit
 
     def advance(self, start: SourceOffset, limit: Any) -> SourceOffset | None:
+        """The end of the next micro-batch of the archive; ``None``: Kafka is read now."""
         if start.in_archive:  # going live would skip the archive's unread files
             raise OffsetsError(
                 "The checkpoint is in the archive phase of a hybrid read, but the query has no "
@@ -119,16 +98,19 @@ class NoArchive:
         return None
 
     def switch_losses(
-        self,
-        start: SourceOffset,
-        previous: Mapping[PartitionKey, int],
-        lister: OffsetLister,
-        assignment: Assignment,
+        self, start: SourceOffset, previous: Offsets, lister: OffsetLister, assignment: Assignment
     ) -> list[Loss]:
+        """At the switch to Kafka, partitions whose first live offset is gone."""
         return []
 
-    def live(self, offsets: Mapping[PartitionKey, int], retained: Retained) -> SourceOffset:
+    def live(self, offsets: Offsets, retained: Retained) -> SourceOffset:
+        """The offset of a micro-batch that reads Kafka."""
         return SourceOffset(offsets, retained)
 
     def tasks(self, start: SourceOffset | None, end: SourceOffset | None) -> list[Any]:
+        """Spark tasks of the archive's files between two offsets."""
         return []
+
+
+class NoArchive(ArchivePhase):
+    """No archive: Kafka from the start (the offset JSON has no ``phase``)."""

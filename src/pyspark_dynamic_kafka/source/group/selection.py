@@ -21,7 +21,7 @@ from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.modes import PartitionSelection
+from pyspark_dynamic_kafka.source.driver.modes import Offsets, PartitionSelection
 from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import (
     PositionRule,
@@ -40,7 +40,7 @@ _log = logging.getLogger(__name__)
 UNHEARD_BATCHES = 3
 
 
-class AllPartitions:
+class AllPartitions(PartitionSelection):
     """Every partition the metadata assigns (``assignment=all``).
 
     Parameters
@@ -60,52 +60,20 @@ class AllPartitions:
     def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
         return driver.reconcile({}, rule).offsets
 
-    def select(
-        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
-    ) -> Reconciled:
+    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
         return driver.reconcile(previous, self._discovered, assignment=assignment)
 
-    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+    def submit(self, previous: Offsets, assignment: Assignment) -> None:
         if self._options.commit_offsets_to_kafka:
             if self._commits is None:
                 self._commits = GroupCommits(self._options, admins=self._lister.admin_with)
             self._commits.submit(previous, assignment)
 
-    def settle(
-        self,
-        admitted: dict[PartitionKey, int] | None,
-        previous: Mapping[PartitionKey, int],
-        end: Mapping[PartitionKey, int],
-    ) -> dict[PartitionKey, int] | None:
-        return admitted
 
-    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
-        """Nothing to record."""
-
-    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
-        return list(ranges)
-
-    def report(self, status: dict[str, Any]) -> None:
-        """Nothing to add."""
-
-    def available_now(self) -> None:
-        """Every mode of reading all partitions has an end: nothing to refuse."""
-
-    def stop(self) -> None:
-        """Nothing held."""
-
-
-class GroupAssigned:
-    """The partitions Kafka's consumer group assigns to this query (``assignment=group``); the
-    group's members are created at first use.
-
-    Parameters
-    ----------
-    options:
-        Parsed source options.
-    lister:
-        The driver's listing clients.
-    """
+class GroupAssigned(PartitionSelection):
+    """The partitions Kafka's consumer group ``kafka.group.id`` (of ``options``) assigns to this
+    query (``assignment=group``); the group's members, reading the group's offsets with the
+    admin clients of ``lister``, are created at first use."""
 
     def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
         self._options = options
@@ -128,28 +96,21 @@ class GroupAssigned:
         group.planned(offsets)
         return offsets
 
-    def select(
-        self, driver: ClusterView, previous: Mapping[PartitionKey, int], assignment: Assignment
-    ) -> Reconciled:
+    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
+        # GroupPlanner.plan commits ``previous`` to the group first: nothing to submit
         group = self._group()  # newly assigned: where the group is, else at the start rule's
         state = driver.reconcile(previous, self._rule, entering=False, assignment=assignment)
         state.offsets, state.entered = group.plan(previous, state.offsets, assignment)
         return state
 
-    def submit(self, previous: Mapping[PartitionKey, int], assignment: Assignment) -> None:
-        """Nothing here: :meth:`GroupPlanner.plan` committed ``previous`` to the group."""
-
     def settle(
-        self,
-        admitted: dict[PartitionKey, int] | None,
-        previous: Mapping[PartitionKey, int],
-        end: Mapping[PartitionKey, int],
+        self, admitted: dict[PartitionKey, int] | None, previous: Offsets, end: Offsets
     ) -> dict[PartitionKey, int] | None:
         if admitted is None and set(end) != set(previous):
             return dict(end)  # partitions handed over or sitting out: never wait for more data
         return admitted
 
-    def planned(self, end: Mapping[PartitionKey, int], batch: bool) -> None:
+    def planned(self, end: Offsets, batch: bool) -> None:
         group = self._group()
         group.planned(end)
         self._batches += batch

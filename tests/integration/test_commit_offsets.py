@@ -14,7 +14,7 @@ import pytest
 from tests.integration.helpers import EstateFactory, memory_query, numbered, produce, wait_until
 
 from pyspark_dynamic_kafka.cli import main
-from pyspark_dynamic_kafka.source.group.committed import committed_offsets
+from pyspark_dynamic_kafka.source.group.admin_offsets import committed_offsets
 
 
 def _group_offsets(

@@ -32,7 +32,7 @@ import pytest
 from tests.integration.helpers import Estate, local_kafka_problem, wait_for_line, wait_until
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
-from pyspark_dynamic_kafka.source.group.committed import group_offsets
+from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 ROOT = Path(__file__).resolve().parents[2]

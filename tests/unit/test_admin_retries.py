@@ -19,7 +19,7 @@ from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.metadata import SingleClusterMetadataService
 from pyspark_dynamic_kafka.position import PositionKind
-from pyspark_dynamic_kafka.source.group.committed import group_offsets
+from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 
 LATEST, EARLIEST = PositionKind.LATEST, PositionKind.EARLIEST
 

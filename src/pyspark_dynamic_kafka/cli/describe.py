@@ -16,7 +16,7 @@ from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.position import PositionKind
-from pyspark_dynamic_kafka.source.group.committed import committed_offsets, group_owners
+from pyspark_dynamic_kafka.source.group.admin_offsets import committed_offsets, group_owners
 
 __all__ = [
     "ClusterReport",

@@ -2,7 +2,7 @@
 few requests, with retries and secrets masked in every message (:class:`ClusterAdmin`).
 
 The source's listings, the ``singleCluster`` metadata service and the consumer-group lookups of
-:mod:`~pyspark_dynamic_kafka.source.group.committed` all go through it.
+:mod:`~pyspark_dynamic_kafka.source.group.admin_offsets` all go through it.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
 
 Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
 
-- :mod:`~pyspark_dynamic_kafka.source.group.committed`: a group's committed offsets, read and
+- :mod:`~pyspark_dynamic_kafka.source.group.admin_offsets`: a group's committed offsets, read and
   written with the admin API.
 - :mod:`~pyspark_dynamic_kafka.source.group.committer`: background commits, one in flight per
   cluster.

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
-from pyspark_dynamic_kafka.source.group.committed import commit_group_offsets
+from pyspark_dynamic_kafka.source.group.admin_offsets import commit_group_offsets
 
 __all__ = ["AdminSource", "CommitFunction", "OffsetCommitter", "TopicOffsets"]
 
@@ -42,7 +42,7 @@ class OffsetCommitter:
         Timeout of one commit request.
     commit:
         Sends one commit (tests may pass their own; default
-        :func:`~pyspark_dynamic_kafka.source.group.committed.commit_group_offsets`).
+        :func:`~pyspark_dynamic_kafka.source.group.admin_offsets.commit_group_offsets`).
     admins:
         Where a cluster's admin client comes from, e.g. the one the driver lists the cluster
         with (default: one of its own per cluster).

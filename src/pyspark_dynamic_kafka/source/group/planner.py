@@ -35,7 +35,7 @@ from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
-from pyspark_dynamic_kafka.source.group.committed import group_offsets
+from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
 from pyspark_dynamic_kafka.source.group.membership import GroupMember
 

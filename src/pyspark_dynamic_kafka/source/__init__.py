@@ -61,10 +61,12 @@ Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
 - :mod:`~pyspark_dynamic_kafka.source.group.committer`: background commits, one in flight per
   cluster.
 - :mod:`~pyspark_dynamic_kafka.source.group.query_commits`: ``commitOffsetsToKafka``.
-- :mod:`~pyspark_dynamic_kafka.source.group.membership`: the driver-side member of a group on one
-  cluster.
+- :mod:`~pyspark_dynamic_kafka.source.group.membership`: the driver-side members of a group, one
+  per cluster.
 - :mod:`~pyspark_dynamic_kafka.source.group.handoff`: the reader's side of the handoff
   (completed micro-batches the listener reports).
+- :mod:`~pyspark_dynamic_kafka.source.group.coordinator`: completed micro-batches as the
+  listener reports them, and the stop (SIGTERM).
 - :mod:`~pyspark_dynamic_kafka.source.group.planner`: which partitions the group lets the query
   read, handovers, trimming of replayed micro-batches, commits.
 - :mod:`~pyspark_dynamic_kafka.source.group.selection`: the two partition selections

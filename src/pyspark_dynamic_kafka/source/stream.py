@@ -114,7 +114,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         """Leave the consumer groups (``assignment=group``) after the last commit.
 
         Spark runs this when the source's process ends on its own; a ``query.stop()`` ends it
-        with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.group.planner.
+        with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.group.coordinator.
         stop_on_sigterm`).
         """
         self._batches.selection.stop()

@@ -1,7 +1,7 @@
 """Driver side of ``assignment=group``: plan only the partitions Kafka's consumer group assigns.
 
 For every cluster of the subscription the reader is a member of ``kafka.group.id`` there
-(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMember`). :class:`GroupPlanner` turns
+(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMembers`). :class:`GroupPlanner` turns
 the offsets reconciliation found for *every* partition into the offsets of this query:
 
 - **Partitions it owns and planned before** continue from the checkpoint.
@@ -12,9 +12,9 @@ the offsets reconciliation found for *every* partition into the offsets of this 
 - **A revoked partition** is handed over once the micro-batch that read it is committed: the
   next ``latestOffset(start)`` commits ``start`` to the group, releases it and leaves it out.
 - **Completed micro-batches** reach the group as soon as the driver's listener reports them
-  (:mod:`~pyspark_dynamic_kafka.source.group.handoff`), at the latest at the next trigger; so does
-  the last one before a ``query.stop()``: :meth:`GroupPlanner.shutdown` waits for it, then leaves
-  every group, so the partitions move at once.
+  (:mod:`~pyspark_dynamic_kafka.source.group.coordinator`), at the latest at the next trigger;
+  so does the last one before a ``query.stop()``: :meth:`GroupPlanner.shutdown` waits for it,
+  then leaves every group, so the partitions move at once.
 
 Commits go through the member (a group with members refuses the admin API's commits) and only
 ever move a partition this query holds forward.
@@ -23,30 +23,23 @@ ever move a partition this query holds forward.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
-from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
-from pyspark_dynamic_kafka.source.group.membership import GroupMember
+from pyspark_dynamic_kafka.source.group.coordinator import HandoffWatcher
+from pyspark_dynamic_kafka.source.group.membership import GroupMembers
 
-__all__ = ["GroupPlanner", "stop_on_sigterm"]
+__all__ = ["GroupPlanner"]
 
 _log = logging.getLogger(__name__)
 
-#: Longest wait for a member's first assignment before planning without it.
-_JOIN_TIMEOUT_S = 60.0
-#: Longest wait, at a stop, for the listener's word on the last micro-batch.
-_STOP_WAIT_S = 5.0
 #: Planned micro-batches remembered, to recognise the listener's reports of them.
 _KEPT_PLANS = 32
 
@@ -65,56 +58,27 @@ class GroupPlanner:
     def __init__(self, lister: OffsetLister, commit_timeout_ms: int) -> None:
         self._lister = lister
         self._timeout_s = commit_timeout_ms / 1000
-        self._members: dict[str, GroupMember] = {}
+        self._members = GroupMembers()
         self._planned: dict[PartitionKey, int] = {}  # -> the plan it entered with
         self._plans: list[tuple[int, dict[PartitionKey, int]]] = []  # recent (index, end)
         self._committed: dict[PartitionKey, int] = {}
         self._last_end: dict[PartitionKey, int] = {}
-        self._completed_end: dict[PartitionKey, int] | None = None
-        self._terminated = False
         self._lock = threading.RLock()
         self._closed = False
-        self.inbox = HandoffInbox()
-        self._watcher = threading.Thread(target=self._watch, name="dynamic-kafka-handoff")
-        self._watcher.daemon = True
-        self._watcher.start()
+        self._handoff = HandoffWatcher(self.completed)
+        self.inbox = self._handoff.inbox
 
     # ------------------------------------------------------------------ membership
     def sync(self, assignment: Assignment) -> None:
         """Join the group on clusters added to ``assignment``, leave it on clusters removed."""
         with self._lock:
-            for cluster_id, member in list(self._members.items()):
-                cluster = assignment.get(cluster_id)
-                if (
-                    cluster is None
-                    or member.properties != dict(cluster.properties)
-                    or member.topics != frozenset(cluster.topics)
-                ):
-                    self._leave(cluster_id)
-            joined = []
-            for cluster_id, cluster in assignment.items():
-                if cluster_id not in self._members:
-                    member = GroupMember(cluster_id, cluster.properties, cluster.topics)
-                    self._members[cluster_id] = member
-                    joined.append(member)
-            for member in joined:
-                if not member.wait_assigned(_JOIN_TIMEOUT_S):
-                    _log.warning(
-                        "Group %r on %r assigned nothing within %.0f s; planning without it.",
-                        member.group,
-                        member.cluster_id,
-                        _JOIN_TIMEOUT_S,
-                    )
+            for cluster_id in self._members.sync(assignment):
+                self._forget(cluster_id)
 
-    def _leave(self, cluster_id: str) -> None:
-        member = self._members.pop(cluster_id)
-        member.close()
+    def _forget(self, cluster_id: str) -> None:
         for key in [k for k in self._planned if k[0] == cluster_id]:
             del self._planned[key]
             self._committed.pop(key, None)
-
-    def _owned(self) -> set[PartitionKey]:
-        return {(c, t, p) for c, m in self._members.items() for t, p in m.owned()}
 
     # ------------------------------------------------------------------ planning
     def plan(
@@ -132,9 +96,9 @@ class GroupPlanner:
         with self._lock:
             self._commit({k: v for k, v in previous.items() if k in self._planned})
             self.sync(assignment)  # after the commit: a removed cluster got its offsets
-            for member in self._members.values():
+            for _, member in self._members.items():
                 member.release(member.revoking())
-            owned = self._owned()
+            owned = self._members.owned()
             offsets = {k: v for k, v in available.items() if k in owned and k in self._planned}
             acquired = sorted(k for k in available if k in owned and k not in self._planned)
             group = self._group_offsets(acquired, assignment)
@@ -183,7 +147,7 @@ class GroupPlanner:
             if all((r.cluster, r.topic, r.partition) in self._planned for r in ranges):
                 return list(ranges)
             self.sync(assignment)
-            owned = self._owned()
+            owned = self._members.owned()
             foreign = [
                 k
                 for k in ((r.cluster, r.topic, r.partition) for r in ranges)
@@ -254,31 +218,6 @@ class GroupPlanner:
             index = max(matches)
             self._commit({k: v for k, v in end.items() if self._planned.get(k, index + 1) <= index})
 
-    def _take(self) -> None:
-        """Take the listener's reports in."""
-        received = self.inbox.take()
-        for document in received.completed:
-            end = dict(decode(document).offsets)
-            self.completed(end)
-            with self._lock:
-                self._completed_end = end
-        with self._lock:
-            self._terminated = self._terminated or received.terminated
-
-    def _settled(self) -> bool:
-        """Whether no micro-batch can complete any more: the query ended, or the last one
-        planned completed."""
-        with self._lock:
-            return self._terminated or self._completed_end == self._last_end
-
-    def _watch(self) -> None:
-        while not self._closed:
-            try:
-                self._take()
-            except Exception:  # the watcher must survive a malformed report
-                _log.exception("Could not take a completed micro-batch in")
-            time.sleep(0.1)
-
     # ------------------------------------------------------------------ the end
     def shutdown(self) -> None:
         """Commit the last completed micro-batch (waiting for the listener's word when one is
@@ -286,33 +225,14 @@ class GroupPlanner:
         with self._lock:
             if self._closed:
                 return
-        deadline = time.monotonic() + _STOP_WAIT_S
-        self._take()
-        while self.inbox.heard and not self._settled() and time.monotonic() < deadline:
-            time.sleep(0.05)
-            self._take()
+        self._handoff.drain(self._last_planned)
         with self._lock:
             self._closed = True
-            for cluster_id in list(self._members):
-                self._leave(cluster_id)
-        self.inbox.close()
+            for cluster_id in self._members.clusters():
+                self._members.leave(cluster_id)
+                self._forget(cluster_id)
+        self._handoff.close()
 
-
-def stop_on_sigterm(planner: GroupPlanner) -> None:
-    """Shut ``planner`` down when the process gets SIGTERM, then exit.
-
-    At a ``query.stop()`` Spark sends SIGTERM to the source's Python process (twice, a few
-    milliseconds apart, on PySpark 4.3), whose default action ends it before anything else
-    runs: the members would vanish without leaving their groups, and their partitions would
-    move only after ``session.timeout.ms``. Installed from the main thread only (where Spark
-    calls the reader); elsewhere this does nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handle(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish the first
-        planner.shutdown()
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, handle)
+    def _last_planned(self) -> dict[PartitionKey, int]:
+        with self._lock:
+            return self._last_end

@@ -29,7 +29,8 @@ from pyspark_dynamic_kafka.source.driver.start_policy import (
     start_rule,
 )
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
-from pyspark_dynamic_kafka.source.group.planner import GroupPlanner, stop_on_sigterm
+from pyspark_dynamic_kafka.source.group.coordinator import stop_on_sigterm
+from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
 from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
 
 __all__ = ["AllPartitions", "GroupAssigned", "partition_selection"]

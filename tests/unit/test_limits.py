@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.source.limits import Admission, backlog, rate_limit
 from pyspark_dynamic_kafka.source.options import parse_options
-
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
 
 class _Clock:

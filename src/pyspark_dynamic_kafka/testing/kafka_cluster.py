@@ -127,11 +127,6 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         return self._started()[0].address.port
 
     @property
-    def broker_ports(self) -> list[int]:
-        """The client port of each broker."""
-        return [b.address.port for b in self._started()]
-
-    @property
     def log_paths(self) -> list[Path]:
         """The log file of each broker (kept until :meth:`stop` unless ``log_dir`` was given)."""
         return [b.log_path for b in self._started()]

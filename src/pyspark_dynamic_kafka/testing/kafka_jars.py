@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import ClusterStartError
+from pyspark_dynamic_kafka.testing.errors import ClusterStartError
 
 __all__ = [
     "POM_PATH",

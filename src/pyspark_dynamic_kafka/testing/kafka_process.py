@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import ClusterStartError, log_tail, seconds_left
+from pyspark_dynamic_kafka.testing.errors import ClusterStartError, log_tail, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_config import BrokerAddress
 
 __all__ = ["BrokerProcess", "await_exit", "run_all", "signal_group", "spawn"]

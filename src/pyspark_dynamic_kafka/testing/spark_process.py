@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark_dynamic_kafka.testing.common import SparkStartError, log_tail, seconds_left
+from pyspark_dynamic_kafka.testing.errors import SparkStartError, log_tail, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_process import await_exit, signal_group, spawn
 from pyspark_dynamic_kafka.testing.procfs import ancestors
 

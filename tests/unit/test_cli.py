@@ -8,27 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.cli.location import MetadataLocation
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
-
-DOCUMENT = {
-    "clusters": {
-        "east": {"bootstrap.servers": "127.0.0.1:1"},
-        "west": {"bootstrap.servers": "127.0.0.1:2"},
-    },
-    "streams": {"orders": [{"cluster": "east", "topics": ["orders"]}]},
-}
-
-
-@pytest.fixture
-def meta(tmp_path: Path) -> Path:
-    path = tmp_path / "streams.yaml"
-    path.write_text(yaml.safe_dump(DOCUMENT))
-    return path
 
 
 @pytest.mark.parametrize("command", [[], ["validate"], ["describe"], ["move"], ["serve"]])

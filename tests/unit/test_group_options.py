@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
@@ -14,7 +15,6 @@ from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
 
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 GROUP = {**BASE, "assignment": "group", "kafka.group.id": "orders-enricher"}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_dynamic_kafka.testing import KafkaTestingError
-from pyspark_dynamic_kafka.testing.common import free_ports, log_tail
+from pyspark_dynamic_kafka.testing.errors import free_ports, log_tail
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import (
     RACK_AWARE_SELECTOR,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from tests.unit.conftest import BASE
+
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.planning import task_properties
-
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
 
 def test_isolation_level_and_group_id_reach_the_consumers() -> None:

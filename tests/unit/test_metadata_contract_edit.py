@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from tests.unit.conftest import DOCUMENT as ORDERS_DOCUMENT
+from tests.unit.conftest import SECRET
 
 from pyspark_dynamic_kafka.errors import (
     MetadataError,
@@ -39,14 +40,8 @@ from pyspark_dynamic_kafka.metadata.edit import (
 )
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
 
-SECRET = "pa55-w0rd-s3cret"
-
 DOCUMENT: dict[str, Any] = {
-    "clusters": {
-        "east": {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET},
-        "west": {"bootstrap.servers": "127.0.0.1:2"},
-        "south": {"bootstrap.servers": "127.0.0.1:3"},
-    },
+    "clusters": {**ORDERS_DOCUMENT["clusters"], "south": {"bootstrap.servers": "127.0.0.1:3"}},
     "streams": {
         "orders": [{"cluster": "east", "topics": ["orders"], "startingOffsets": "earliest"}],
         "payments": [
@@ -55,6 +50,13 @@ DOCUMENT: dict[str, Any] = {
         ],
     },
 }
+"""The shared document's clusters and a third, south; orders starts at the earliest offsets, and
+payments is on two clusters."""
+
+
+@pytest.fixture
+def document() -> dict[str, Any]:
+    return DOCUMENT
 
 
 def _parsed() -> ParsedMetadata:
@@ -246,10 +248,9 @@ def test_move_stream_errors(
 
 
 def test_edit_metadata_file_writes_atomically_and_a_failed_edit_changes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, meta: Path
 ) -> None:
-    path = tmp_path / "streams.yaml"
-    path.write_text(yaml.safe_dump(DOCUMENT))
+    path = meta
     os.chmod(path, 0o640)
     before = path.read_bytes()
     with pytest.raises(MetadataValidationError):

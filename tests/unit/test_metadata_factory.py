@@ -5,10 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
+from tests.unit.conftest import FakeAdmin
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError, OptionsError
 from pyspark_dynamic_kafka.metadata import (
@@ -125,7 +124,7 @@ def test_single_cluster_defaults_and_properties() -> None:
     assert isinstance(service, SingleClusterMetadataService)
     assert service.cluster_id == "kafka"
     assert SENTINEL not in repr(service)
-    fake = _FakeAdmin(["orders", "__consumer_offsets", "payments"])
+    fake = FakeAdmin(["orders", "__consumer_offsets", "payments"])
     service._admin._client = fake
     (orders,) = service.describe_streams(["orders", "missing"]).values()
     assert orders.clusters["kafka"].topics == frozenset({"orders"})
@@ -192,16 +191,6 @@ def test_single_cluster_bad_client_property() -> None:
     )
     with pytest.raises(MetadataError, match=r"no\.such\.property"):
         service.get_all_streams()
-
-
-class _FakeAdmin:
-    def __init__(self, topics: list[str]) -> None:
-        self.topics = topics
-        self.timeouts: list[float] = []
-
-    def list_topics(self, timeout: float) -> Any:
-        self.timeouts.append(timeout)
-        return SimpleNamespace(topics={t: object() for t in self.topics})
 
 
 # --- package.module:ClassName -------------------------------------------------------------------

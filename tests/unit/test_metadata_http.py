@@ -25,6 +25,8 @@ from starlette.applications import Starlette
 from starlette.responses import RedirectResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from tests.unit.conftest import DOCUMENT as ORDERS_DOCUMENT
+from tests.unit.conftest import SECRET
 
 from pyspark_dynamic_kafka.errors import (
     DiscoveryError,
@@ -44,19 +46,16 @@ from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 
 TOKEN = "client-token-0123456789abcdef"
-SECRET = "sasl-secret-value-42"
 URL = "http://metadata.test"
 
 DOCUMENT: dict[str, Any] = {
-    "clusters": {
-        "east": {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET},
-        "west": {"bootstrap.servers": "127.0.0.1:2"},
-    },
+    **ORDERS_DOCUMENT,
     "streams": {
-        "orders": [{"cluster": "east", "topics": ["orders"]}],
+        **ORDERS_DOCUMENT["streams"],
         "payments": [{"cluster": "west", "topics": ["payments"]}],
     },
 }
+"""The shared document with a second stream, payments on west."""
 
 
 class AppTransport:
@@ -93,10 +92,8 @@ class Clock:
 
 
 @pytest.fixture
-def meta(tmp_path: Path) -> Path:
-    path = tmp_path / "streams.yaml"
-    path.write_text(yaml.safe_dump(DOCUMENT))
-    return path
+def document() -> dict[str, Any]:
+    return DOCUMENT
 
 
 @pytest.fixture

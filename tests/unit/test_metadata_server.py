@@ -5,35 +5,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from starlette.testclient import TestClient
+from tests.unit.conftest import DOCUMENT, SECRET
 
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
 from pyspark_dynamic_kafka.server.app import MAX_BODY_BYTES, create_app
 
 WRITE = "write-token-0123456789"
 READ = "read-token-9876543210"
-SECRET = "sasl-s3cret-value"
-
-DOCUMENT: dict[str, Any] = {
-    "clusters": {
-        "east": {"bootstrap.servers": "127.0.0.1:1", "sasl.password": SECRET},
-        "west": {"bootstrap.servers": "127.0.0.1:2"},
-    },
-    "streams": {"orders": [{"cluster": "east", "topics": ["orders"]}]},
-}
 
 AUTH = {"Authorization": f"Bearer {WRITE}"}
-
-
-@pytest.fixture
-def meta(tmp_path: Path) -> Path:
-    path = tmp_path / "streams.yaml"
-    path.write_text(yaml.safe_dump(DOCUMENT))
-    return path
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
+from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, Position
 from pyspark_dynamic_kafka.source.config.options import OPTIONS, SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.config.validation import ENDING_KEYS, STARTING_KEYS
-
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
 
 def test_defaults_and_lowercased_keys() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
 from pyspark_dynamic_kafka.position import (
@@ -11,8 +12,6 @@ from pyspark_dynamic_kafka.position import (
     Position,
 )
 from pyspark_dynamic_kafka.source.config.options import parse_options
-
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
 
 def test_spark_defaults() -> None:

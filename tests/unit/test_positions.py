@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from tests.unit.conftest import BASE, FakeAdmin
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
@@ -33,7 +34,6 @@ from pyspark_dynamic_kafka.source.driver.start_policy import (
     start_rule,
 )
 
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 TP = tuple[str, int]
 KEY = ("east", "orders", 0)
 OTHER = ("east", "orders", 1)
@@ -140,26 +140,18 @@ def test_rules_of_the_source() -> None:
     assert (LATEST_RULE.fallback, LATEST_RULE.use_metadata) == (LATEST_POSITION, False)
 
 
-class _Admin:
-    def __init__(self) -> None:
-        self.committed: list[bool] = []
-
-    def list_offsets(self, pairs: list[TP], kind: PositionKind, committed: bool = False) -> dict:
-        return dict.fromkeys(pairs, 2 if kind is PositionKind.EARLIEST else 50)
-
-    def offsets_for_times(self, stamps: Mapping[TP, int], read_committed: bool = False) -> dict:
-        self.committed.append(read_committed)
-        return {tp: (-1 if ms > 1000 else 60 if ms == 999 else 7) for tp, ms in stamps.items()}
-
-
 def _resolve(
     named: Mapping[TP, Position],
     latest: Mapping[TP, int],
     no_match: NoMatch = NoMatch.ERROR,
     starting: StartingPosition | None = None,
     first_read: bool = True,
-) -> tuple[dict[TP, int], _Admin]:
-    admin = _Admin()
+) -> tuple[dict[TP, int], FakeAdmin]:
+    admin = FakeAdmin(
+        earliest=lambda tp: 2,
+        latest=lambda tp: 50,
+        found=lambda tp, ms: -1 if ms > 1000 else 60 if ms == 999 else 7,
+    )
     lister = OffsetLister(parse_options(BASE), admins=lambda cluster_id, properties: admin)  # type: ignore[arg-type,return-value]
     props = FrozenProperties({"bootstrap.servers": "h:1", "isolation.level": "read_committed"})
     cluster = ClusterAssignment(props, frozenset({"t"}), (("t", starting),) if starting else ())
@@ -182,7 +174,7 @@ def test_every_kind_of_position_resolves(position: Position, expected: int) -> N
     offsets, admin = _resolve({("t", 0): position}, {("t", 0): 50})
     assert offsets == {("t", 0): expected}
     if position.kind is PositionKind.TIMESTAMP:
-        assert admin.committed == [True]  # read_committed lookups for a read_committed cluster
+        assert admin.read_committed == [True]  # read_committed lookups for a read_committed cluster
 
 
 def test_timestamp_without_record_fails_or_starts_at_latest() -> None:

@@ -11,10 +11,10 @@ tested on real brokers in ``tests/integration/test_cluster_outage.py``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from tests.unit.conftest import FakeAdmin
 
 from pyspark_dynamic_kafka.errors import (
     ClusterUnreachableError,
@@ -35,19 +35,6 @@ from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 
 TP = tuple[str, int]
 NO_OPTION = PositionSpec({}, None, "")
-
-
-class _Admin:
-    def __init__(self, earliest: Mapping[TP, int], stamps: Mapping[TP, Mapping[int, int]]) -> None:
-        self.earliest = earliest
-        self.stamps = stamps
-
-    def list_offsets(self, pairs: list[TP], kind: str) -> dict[TP, int]:
-        assert kind == "earliest"
-        return {tp: self.earliest[tp] for tp in pairs}
-
-    def offsets_for_times(self, stamps: Mapping[TP, int], read_committed: bool) -> dict[TP, int]:
-        return {tp: self.stamps.get(tp, {}).get(ms, -1) for tp, ms in stamps.items()}
 
 
 class _Lister(OffsetLister):
@@ -85,10 +72,13 @@ class _Lister(OffsetLister):
         latest = {(t, p): have[t][p][1] for t, ps in partitions.items() for p in ps}
         return ClusterSnapshot(listing, latest)
 
-    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> _Admin:  # type: ignore[override]
+    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> FakeAdmin:  # type: ignore[override]
         have = self.topics.get(cluster_id, {})
+        earliest = {(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()}
         stamps = {(t, p): v for (c, t, p), v in self.stamps.items() if c == cluster_id}
-        return _Admin({(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()}, stamps)
+        return FakeAdmin(
+            earliest=earliest.__getitem__, found=lambda tp, ms: stamps.get(tp, {}).get(ms, -1)
+        )
 
 
 def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterAssignment:

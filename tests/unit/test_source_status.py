@@ -6,14 +6,13 @@ import json
 import logging
 
 import pytest
+from tests.unit.conftest import BASE
 from tests.unit.test_discovery import ORDERS, PAYMENTS, _discovery, _Service
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.driver.status import SourceStatus, planned_offsets
-
-BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 
 
 def _events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, object]]:

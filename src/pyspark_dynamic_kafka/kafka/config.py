@@ -76,10 +76,6 @@ class FrozenProperties(FrozenMapping[str]):
     def __repr__(self) -> str:
         return f"FrozenProperties({mask_properties(self._items)!r})"
 
-    def to_dict(self) -> dict[str, str]:
-        """Return a plain, mutable copy (secrets included: only for building clients)."""
-        return dict(self._items)
-
 
 def merge_client_properties(
     query_wide: Mapping[str, str], cluster: Mapping[str, str]

@@ -27,8 +27,12 @@ from urllib.parse import quote
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import redact
-from pyspark_dynamic_kafka.metadata._fields import collect_secrets, render_value, secrets_in_text
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, dump_metadata_document
+from pyspark_dynamic_kafka.metadata.field_checks import (
+    collect_secrets,
+    render_value,
+    secrets_in_text,
+)
 
 __all__ = [
     "API_VERSION",

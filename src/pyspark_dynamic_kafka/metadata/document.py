@@ -47,7 +47,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, redact
-from pyspark_dynamic_kafka.metadata._fields import (
+from pyspark_dynamic_kafka.metadata.field_checks import (
     Problems,
     check_id,
     child_path,

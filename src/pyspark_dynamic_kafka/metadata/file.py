@@ -21,7 +21,6 @@ import yaml
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import redact
-from pyspark_dynamic_kafka.metadata._fields import secrets_in_text
 from pyspark_dynamic_kafka.metadata.document import (
     DuplicateKeyError,
     ParsedMetadata,
@@ -30,6 +29,7 @@ from pyspark_dynamic_kafka.metadata.document import (
     unique_json_object,
     validate_metadata_document,
 )
+from pyspark_dynamic_kafka.metadata.field_checks import secrets_in_text
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.optionspec import OptionSpec, service_options, text
 

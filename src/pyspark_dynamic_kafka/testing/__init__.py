@@ -33,9 +33,11 @@ exited process) and :meth:`~BaseKafkaCluster.stop`; it may override
 **options)`` starts it, and ``DYNAMIC_KAFKA_TEST_BROKER=<name>`` makes :func:`open_clusters` (the
 test suite) use it.
 
-Modules, each importing only those before it: ``common`` (errors, types, deadlines),
-``producing`` (records through a confluent-kafka producer), ``connections`` (TCP checks),
-``clients``, ``base``, ``local``, ``external`` and ``kafka_cluster`` (the kinds; the latter with
+Modules, each importing only those before it: ``errors`` (the errors, and the deadlines, log
+tails, free ports, types and environment variables they are raised about), ``producing``
+(records through a confluent-kafka producer), ``tcp`` (TCP checks), ``clients``, ``cluster``
+(:class:`BaseKafkaCluster`, what every kind of test cluster does), ``local``, ``external`` and
+``kafka_cluster`` (the kinds; the latter with
 ``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
 archive, and ``scram``, the SASL users of a cluster started with ``scram=True``, after it),
 ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
@@ -73,8 +75,8 @@ Tansu quirks that the helpers hide (checked with Tansu 0.6.0 and confluent-kafka
 * CreatePartitions is not supported; a topic keeps the partition count it was created with.
 """
 
-from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.clients import KafkaClients
+from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.clusters import (
     BROKER_KINDS,
     DEFAULT_BROKER,
@@ -82,7 +84,8 @@ from pyspark_dynamic_kafka.testing.clusters import (
     open_clusters,
     start_clusters,
 )
-from pyspark_dynamic_kafka.testing.common import (
+from pyspark_dynamic_kafka.testing.connect import SparkConnectServer, start_spark_connect
+from pyspark_dynamic_kafka.testing.errors import (
     BROKER_ENV_VAR,
     ENV_VAR,
     BrokersEnvError,
@@ -93,8 +96,6 @@ from pyspark_dynamic_kafka.testing.common import (
     RecordLike,
     SparkStartError,
 )
-from pyspark_dynamic_kafka.testing.connect import SparkConnectServer, start_spark_connect
-from pyspark_dynamic_kafka.testing.connections import count_client_connections
 from pyspark_dynamic_kafka.testing.external import (
     ExternalKafkaCluster,
     clusters_from_env,
@@ -114,6 +115,7 @@ from pyspark_dynamic_kafka.testing.standalone import (
     StandaloneWorker,
     start_spark_standalone,
 )
+from pyspark_dynamic_kafka.testing.tcp import count_client_connections
 
 __all__ = [
     "BROKER_ENV_VAR",

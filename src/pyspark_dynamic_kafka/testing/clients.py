@@ -16,7 +16,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     OffsetSpec,
 )
 
-from pyspark_dynamic_kafka.testing.common import (
+from pyspark_dynamic_kafka.testing.errors import (
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
@@ -24,7 +24,7 @@ from pyspark_dynamic_kafka.testing.common import (
     seconds_left,
     wait_for,
 )
-from pyspark_dynamic_kafka.testing.connections import accepts_connections
+from pyspark_dynamic_kafka.testing.tcp import accepts_connections
 
 __all__ = ["KafkaClients"]
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark_dynamic_kafka.testing.common import free_ports
-from pyspark_dynamic_kafka.testing.connections import accepts_connections
+from pyspark_dynamic_kafka.testing.errors import free_ports
 from pyspark_dynamic_kafka.testing.spark_process import (
     SparkProcess,
     get_json,
@@ -19,6 +18,7 @@ from pyspark_dynamic_kafka.testing.spark_process import (
     spark_home,
     wait_ready,
 )
+from pyspark_dynamic_kafka.testing.tcp import accepts_connections
 
 __all__ = ["SparkConnectServer", "start_spark_connect"]
 

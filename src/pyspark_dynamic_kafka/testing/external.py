@@ -6,9 +6,9 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 
-import pyspark_dynamic_kafka.testing.common as common
-from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster
-from pyspark_dynamic_kafka.testing.common import ENV_VAR, BrokersEnvError, ConfigValue
+import pyspark_dynamic_kafka.testing.errors as errors
+from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster
+from pyspark_dynamic_kafka.testing.errors import ENV_VAR, BrokersEnvError, ConfigValue
 from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
 __all__ = ["ExternalKafkaCluster", "clusters_from_env", "parse_brokers_env"]
@@ -82,7 +82,7 @@ class ExternalKafkaCluster(BaseKafkaCluster):
         for topic in created:
             try:
                 self.delete_topic(topic)
-            except common.KafkaTestingError as exc:
+            except errors.KafkaTestingError as exc:
                 _log.warning("cluster %s: could not delete topic %s: %s", self.name, topic, exc)
 
     def _created_topic(self, name: str) -> None:
@@ -139,7 +139,7 @@ def clusters_from_env(
     BrokersEnvError
         If the variable is malformed or names fewer clusters than requested.
     """
-    common.check_names(names)
+    errors.check_names(names)
     value = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
     if not value:
         return None

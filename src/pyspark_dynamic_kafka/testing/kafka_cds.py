@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import KafkaTestingError
+from pyspark_dynamic_kafka.testing.errors import KafkaTestingError
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import DEFAULT_JVM_OPTIONS
 from pyspark_dynamic_kafka.testing.kafka_jars import (

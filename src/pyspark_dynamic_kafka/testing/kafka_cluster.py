@@ -14,8 +14,8 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
-from pyspark_dynamic_kafka.testing.common import (
+from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
+from pyspark_dynamic_kafka.testing.errors import (
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
@@ -125,11 +125,6 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     def port(self) -> int:
         """The client port of broker 0."""
         return self._started()[0].address.port
-
-    @property
-    def broker_ports(self) -> list[int]:
-        """The client port of each broker."""
-        return [b.address.port for b in self._started()]
 
     @property
     def log_paths(self) -> list[Path]:

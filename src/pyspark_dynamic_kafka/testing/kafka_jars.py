@@ -4,6 +4,7 @@ The jars are pinned by ``kafka_pom.xml`` (next to this module) and resolved once
 ``~/.cache/pyspark-dynamic-kafka/kafka-<version>/`` (``$XDG_CACHE_HOME`` is honoured), where every
 later run finds them. ``python -m pyspark_dynamic_kafka.testing.kafka_jars`` fetches them and
 prints the folder; ``make kafka-jars`` runs :mod:`.kafka_cds`, which also builds a class archive.
+:func:`maven_jars` is the one Maven fetcher: the benchmarks' JVM peers get their jars with it too.
 """
 
 from __future__ import annotations
@@ -15,19 +16,21 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import ClusterStartError
+from pyspark_dynamic_kafka.testing.errors import ClusterStartError
 
 __all__ = [
     "POM_PATH",
     "KafkaToolingError",
+    "cache_root",
     "class_archive",
     "ensure_kafka_jars",
     "find_java",
     "jars_cache_dir",
     "kafka_version",
+    "maven_jars",
     "tooling_problem",
 ]
 
@@ -75,8 +78,14 @@ def jars_cache_dir(version: str | None = None) -> Path:
     Path
         ``$XDG_CACHE_HOME/pyspark-dynamic-kafka/kafka-<version>`` (``~/.cache`` without it).
     """
+    return cache_root() / f"kafka-{version or kafka_version()}"
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/pyspark-dynamic-kafka`` (``~/.cache`` without it): where the jars that
+    Maven fetches are kept, outside any checkout."""
     cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache_home) / "pyspark-dynamic-kafka" / f"kafka-{version or kafka_version()}"
+    return Path(cache_home) / "pyspark-dynamic-kafka"
 
 
 def find_java() -> str:
@@ -124,7 +133,7 @@ def tooling_problem() -> str | None:
         find_java()
     except KafkaToolingError as exc:
         return str(exc)
-    if _cached(jars_cache_dir()) or shutil.which("mvn") is not None:
+    if _cached(jars_cache_dir(), _pom_digest()) or shutil.which("mvn") is not None:
         return None
     return _missing_mvn_message(jars_cache_dir())
 
@@ -151,40 +160,98 @@ def ensure_kafka_jars(timeout: float = 900.0) -> Path:
         If the jars are not cached and ``mvn`` is missing or fails.
     """
     target = jars_cache_dir()
-    if _cached(target):
+    if _cached(target, _pom_digest()):
+        return target
+    if shutil.which("mvn") is None:
+        raise KafkaToolingError(_missing_mvn_message(target))
+    return maven_jars(
+        POM_PATH,
+        target,
+        digest=_pom_digest(),
+        expect="kafka_*.jar",
+        what="the Kafka jars",
+        timeout=timeout,
+    )
+
+
+def maven_jars(
+    pom: Path,
+    target: Path,
+    *,
+    digest: str,
+    goals: Callable[[Path], Sequence[str]] = lambda jars: (),
+    in_place: bool = False,
+    expect: str = "*.jar",
+    what: str = "the jars",
+    timeout: float = 900.0,
+) -> Path:
+    """The folder ``target`` holding the runtime jars of the Maven project ``pom``, fetched with
+    ``mvn dependency:copy-dependencies`` the first time.
+
+    The folder is filled beside ``target`` and renamed into place, with a marker holding
+    ``digest``; a later call finds the marker and returns at once, and a changed ``digest``
+    fetches again. Concurrent callers (several test processes) wait for one fetch.
+
+    Parameters
+    ----------
+    pom:
+        The Maven project.
+    target:
+        The folder of the jars.
+    digest:
+        What the jars were resolved from (e.g. a digest of ``pom``).
+    goals:
+        Maven goals and ``-D`` properties to run before the copy, given the folder the jars are
+        being copied into (what they build into a subfolder of it moves with it).
+    in_place:
+        Run Maven on ``pom`` where it is (it builds sources beside it) rather than on a copy in
+        a scratch folder.
+    expect:
+        A file name pattern that at least one fetched file must match.
+    what:
+        What the jars are, for error messages.
+    timeout:
+        Seconds Maven may take.
+
+    Raises
+    ------
+    KafkaToolingError
+        If ``mvn`` is missing, fails, takes longer than ``timeout`` or fetches nothing that
+        matches ``expect``.
+    """
+    if _cached(target, digest):
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise KafkaToolingError(_missing_mvn_message(target))
+        raise KafkaToolingError(
+            f"Maven fetches {what}, but `mvn` is not on the PATH; install Maven 3.6+ "
+            "(e.g. apt-get install maven)"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     with _locked(target.parent / f"{target.name}.lock"):
-        if _cached(target):
+        if _cached(target, digest):
             return target
         partial = target.parent / f".{target.name}.partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         try:
-            _fetch(mvn, partial, timeout)
+            project = pom if in_place else Path(shutil.copyfile(pom, partial / "pom.xml"))
+            jars = partial / "jars"
+            _fetch([mvn, "-q", "-B", "-f", str(project), *goals(jars)], jars, expect, what, timeout)
             shutil.rmtree(target, ignore_errors=True)
-            (partial / "jars").rename(target)
-            (target / _MARKER).write_text(_pom_digest() + "\n")
+            jars.rename(target)
+            (target / _MARKER).write_text(digest + "\n")
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return target
 
 
-def _fetch(mvn: str, work: Path, timeout: float) -> None:
-    pom = work / "pom.xml"
-    shutil.copyfile(POM_PATH, pom)
+def _fetch(command: list[str], jars: Path, expect: str, what: str, timeout: float) -> None:
     command = [
-        mvn,
-        "-q",
-        "-B",
-        "-f",
-        str(pom),
+        *command,
         "dependency:copy-dependencies",
         "-DincludeScope=runtime",
-        f"-DoutputDirectory={work / 'jars'}",
+        f"-DoutputDirectory={jars}",
     ]
     try:
         done = subprocess.run(
@@ -197,20 +264,20 @@ def _fetch(mvn: str, work: Path, timeout: float) -> None:
         )
     except subprocess.TimeoutExpired as exc:
         raise KafkaToolingError(
-            f"Maven did not fetch the Kafka jars within {timeout:g}s: {' '.join(command)}"
+            f"Maven did not fetch {what} within {timeout:g}s: {' '.join(command)}"
         ) from exc
-    if done.returncode != 0 or not list((work / "jars").glob("kafka_*.jar")):
+    if done.returncode != 0 or not list(jars.glob(expect)):
         output = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
         raise KafkaToolingError(
-            f"Maven could not fetch the Kafka jars (exit code {done.returncode}); it needs "
+            f"Maven could not fetch {what} (exit code {done.returncode}); it needs "
             f"Maven Central or a mirror in ~/.m2/settings.xml.\ncommand: {' '.join(command)}\n"
             f"output:\n{output}"
         )
 
 
-def _cached(folder: Path) -> bool:
+def _cached(folder: Path, digest: str) -> bool:
     marker = folder / _MARKER
-    return marker.is_file() and marker.read_text().strip() == _pom_digest()
+    return marker.is_file() and marker.read_text().strip() == digest
 
 
 def _pom_digest() -> str:

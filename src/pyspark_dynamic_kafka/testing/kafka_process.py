@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.common import ClusterStartError, log_tail, seconds_left
+from pyspark_dynamic_kafka.testing.errors import ClusterStartError, log_tail, seconds_left
 from pyspark_dynamic_kafka.testing.kafka_config import BrokerAddress
 
-__all__ = ["BrokerProcess", "run_all", "spawn"]
+__all__ = ["BrokerProcess", "await_exit", "run_all", "signal_group", "spawn"]
 
 _log = logging.getLogger(__name__)
 
@@ -72,22 +72,14 @@ class BrokerProcess:
     def send(self, sig: signal.Signals) -> None:
         """Send ``sig`` to the JVM's process group, if it runs."""
         if self.running and self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, sig)
+            signal_group(self.process, sig)
 
     def await_exit(self, deadline: float, what: str) -> None:
         """Wait for the JVM to exit until ``deadline`` (monotonic), then kill it."""
         process = self.process
         self.process = None
-        if process is None:
-            return
-        try:
-            process.wait(max(deadline - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
-            _log.warning("%s: broker %d is still up, killing it", what, self.node_id)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if process is not None:
+            await_exit(process, deadline, f"{what}: broker {self.node_id} is still up, killing it")
 
 
 def spawn(
@@ -115,6 +107,40 @@ def spawn(
             start_new_session=True,
             env=env,
         )
+
+
+def signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group of ``process`` (started by :func:`spawn`: the group is
+    the process and what it started), unless the group is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
+def await_exit(
+    process: subprocess.Popen[bytes], deadline: float, overdue: str | None = None
+) -> None:
+    """Wait for ``process`` to exit until ``deadline`` (monotonic), then SIGKILL its process
+    group and reap it.
+
+    Signal first (:func:`signal_group`); to stop several processes at once, signal them all,
+    then wait for each on one deadline.
+
+    Parameters
+    ----------
+    process:
+        A process started by :func:`spawn`.
+    deadline:
+        When to stop waiting, on :func:`time.monotonic`'s clock.
+    overdue:
+        A warning to log when the process is still up at ``deadline``.
+    """
+    try:
+        process.wait(max(deadline - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        if overdue is not None:
+            _log.warning("%s", overdue)
+        signal_group(process, signal.SIGKILL)
+        process.wait()
 
 
 def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -> None:

@@ -15,8 +15,8 @@ import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.base import BaseKafkaCluster, stop_all
-from pyspark_dynamic_kafka.testing.common import (
+from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
+from pyspark_dynamic_kafka.testing.errors import (
     ENV_VAR,
     ClusterStartError,
     ConfigValue,

@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from pyspark_dynamic_kafka.testing.common import ConfigValue, ProduceError, RecordLike, seconds_left
+from pyspark_dynamic_kafka.testing.errors import ConfigValue, ProduceError, RecordLike, seconds_left
 
 __all__ = [
     "BATCHED",

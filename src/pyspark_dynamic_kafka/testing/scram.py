@@ -29,7 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     UserScramCredentialUpsertion,
 )
 
-from pyspark_dynamic_kafka.testing.common import KafkaTestingError, seconds_left, wait_for
+from pyspark_dynamic_kafka.testing.errors import KafkaTestingError, seconds_left, wait_for
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import SCRAM_MECHANISM
 

@@ -3,7 +3,6 @@ pyspark wheel: where Spark lives, their environment, starting, watching and stop
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -15,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark_dynamic_kafka.testing.common import SparkStartError, log_tail, seconds_left
-from pyspark_dynamic_kafka.testing.kafka_process import spawn
+from pyspark_dynamic_kafka.testing.errors import SparkStartError, log_tail, seconds_left
+from pyspark_dynamic_kafka.testing.kafka_process import await_exit, signal_group, spawn
 from pyspark_dynamic_kafka.testing.procfs import ancestors
 
 __all__ = ["SparkProcess", "ancestors", "get_json", "spark_env", "spark_home", "wait_ready"]
@@ -99,14 +98,8 @@ class SparkProcess:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        signal_group(process, signal.SIGTERM)
+        await_exit(process, time.monotonic() + timeout)
 
 
 def wait_ready(

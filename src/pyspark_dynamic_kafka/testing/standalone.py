@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark_dynamic_kafka.testing.common import free_ports
+from pyspark_dynamic_kafka.testing.errors import free_ports
 from pyspark_dynamic_kafka.testing.spark_process import (
     SparkProcess,
     ancestors,

@@ -1,4 +1,6 @@
-"""Errors, types and the environment variable shared by :mod:`pyspark_dynamic_kafka.testing`."""
+"""The errors of :mod:`pyspark_dynamic_kafka.testing` (each a :class:`KafkaTestingError`), and
+what they are raised about, shared by its modules: deadlines, log tails, free ports, cluster
+names, the record and property types, and the environment variables that name brokers."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from pyspark_dynamic_kafka.testing.clients import KafkaClients
-from pyspark_dynamic_kafka.testing.common import ConfigValue, KafkaTestingError, RecordLike
+from pyspark_dynamic_kafka.testing.errors import ConfigValue, KafkaTestingError, RecordLike
 from pyspark_dynamic_kafka.testing.producing import (
     BATCHED,
     BULK,

@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import DEADLINE, numbered, produce, write_metadata
+from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, write_metadata
+
+from pyspark_dynamic_kafka.testing import ENV_VAR
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # A job as a newcomer writes it: nothing but local_spark_session() about the workers' Python.
 _JOB = textwrap.dedent(
@@ -113,3 +117,20 @@ def test_a_script_run_with_the_venv_python_reads_a_stream(
     line = [x for x in done.stdout.splitlines() if x.startswith("VALUES ")]
     assert line, done.stdout[-2000:]
     assert json.loads(line[-1][len("VALUES ") :]) == sorted(values)
+
+
+@pytest.mark.smoke
+@pytest.mark.skipif(
+    bool(os.environ.get(ENV_VAR)),
+    reason="the first job starts clusters of its own (start_clusters), not the existing ones",
+)
+def test_the_readme_first_job_runs_as_written(tmp_path: Path) -> None:
+    """examples/first_job.py, which the README shows verbatim (tests/unit/test_docs.py), run as
+    a newcomer runs it: 100 orders on east, the stream moved to west while the query runs, 50
+    there; each exactly once."""
+    broker = "kafka" if not on_tansu() else "tansu"
+    done = run_as_newcomer(tmp_path, [str(ROOT / "examples" / "first_job.py"), broker], cwd=ROOT)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "first job: 150 orders {'east': 100, 'west': 50}, 150 distinct ids" in done.stdout
+    assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout

@@ -22,6 +22,7 @@ from pyspark_dynamic_kafka.source.gcpause import gc_paused
 from pyspark_dynamic_kafka.source.grouping import GroupPlanner, stop_on_sigterm
 from pyspark_dynamic_kafka.source.limits import Admission
 from pyspark_dynamic_kafka.source.listing import OffsetLister
+from pyspark_dynamic_kafka.source.named_offsets import check_named_partitions
 from pyspark_dynamic_kafka.source.offsets import decode_offsets, encode_offsets
 from pyspark_dynamic_kafka.source.planning import new_group_id, offset_ranges, plan_query_tasks
 from pyspark_dynamic_kafka.source.positions import (
@@ -151,18 +152,13 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
             group = self._grouped()
             if group is None:
                 offsets = self._reconcile({}, rule).offsets
+                check_named_partitions([spec], offsets)
             else:  # the partitions the group assigns, at its offsets where it has some
                 assignment = self._assignment()
                 state = self._reconcile({}, rule, entering=False, assignment=assignment)
+                check_named_partitions([spec], state.offsets)
                 offsets = group.plan({}, state.offsets, assignment)[0]
                 group.planned(offsets)
-            unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
-            if unknown:
-                _log.warning(
-                    "%s names cluster/topic pairs that are not read now: %s",
-                    spec.option,
-                    ", ".join(f"{c}/{t}" for c, t in unknown),
-                )
             if self._archive is None:
                 self._initial = encode_offsets(offsets)
             else:

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, write_metadata
+from tests.integration.helpers import (
+    DEADLINE,
+    memory_query,
+    numbered,
+    on_tansu,
+    produce,
+    write_metadata,
+)
 
 from pyspark_dynamic_kafka.testing import ENV_VAR
 
@@ -134,3 +141,49 @@ def test_the_readme_first_job_runs_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     assert "first job: 150 orders {'east': 100, 'west': 50}, 150 distinct ids" in done.stdout
     assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout
+    # The driver's log (its standard error; no logging configured) has one line per
+    # reconciliation that changed what the query reads: the start on east, the move to west.
+    lines = [json.loads(x[x.index("{") :]) for x in done.stderr.splitlines() if _RECONCILED in x]
+    assert [(c["clustersAdded"], c["clustersRemoved"]) for c in lines] == [
+        (["east"], []),
+        (["west"], ["east"]),
+    ], done.stderr[-4000:]
+    assert lines[1]["topicsAdded"] == ["west/orders"] and lines[1]["partitionsEntered"] == 2
+    assert "127.0.0.1" not in "".join(x for x in done.stderr.splitlines() if _RECONCILED in x)
+
+
+_RECONCILED = '"event": "reconciliation"'
+
+
+def test_a_move_is_visible_in_the_progress_of_the_micro_batch_it_took_effect_in(
+    spark: Any, estate: Any
+) -> None:
+    """The reconciliation of a move shows in sources[].latestOffset (dynamicKafka.changes) of
+    the progress of the micro-batch that first reads west: its startOffset lacks west, its
+    endOffset has it."""
+    setup = estate("east", "west", listed=["east"])
+    produce(setup["east"], "orders", numbered("e", 5))
+    with memory_query(spark, setup.options()) as query:
+        query.expect(numbered("e", 5))
+        produce(setup["west"], "orders", numbered("w", 3))
+        setup.route("west")
+        query.expect(numbered("e", 5) + numbered("w", 3))
+        progress = list(query.query.recentProgress)
+
+    def changes(p: dict[str, Any]) -> list[dict[str, Any]]:
+        latest = p["sources"][0]["latestOffset"]
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+        return list((latest or {}).get("dynamicKafka", {}).get("changes", []))
+
+    def clusters(offset: Any) -> set[str]:
+        offset = json.loads(offset) if isinstance(offset, str) else offset
+        return set((offset or {}).get("clusters", {}))
+
+    moved = [p for p in progress if any(c["clustersAdded"] == ["west"] for c in changes(p))]
+    assert moved, [changes(p) for p in progress]
+    first = moved[0]
+    [change] = [c for c in changes(first) if c["clustersAdded"] == ["west"]]
+    assert change["clustersRemoved"] == ["east"] and change["topicsAdded"] == ["west/orders"]
+    assert "west" not in clusters(first["sources"][0]["startOffset"])
+    assert clusters(first["sources"][0]["endOffset"]) == {"west"}
+    assert isinstance(first["batchId"], int)

@@ -4,8 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
-export PYSPARK_PYTHON := $(abspath $(PY))
-export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+# No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
 .PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active
 

@@ -43,9 +43,8 @@ import yaml
 from confluent_kafka import Producer
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-# Spark's Python workers (and its lookup of pyspark_* data sources) use this interpreter.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Spark's Python workers (and its lookup of pyspark_* data sources) run this interpreter:
+# local_spark_session() sets it, whatever python3 is on PATH.
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F

@@ -8,13 +8,15 @@ installed. Every exception of :mod:`pyspark_dynamic_kafka.errors` is importable 
 
 from typing import Any
 
-from pyspark_dynamic_kafka import errors
+from pyspark_dynamic_kafka import errors, logs
 from pyspark_dynamic_kafka.errors import *  # noqa: F403 - the package re-exports errors.__all__
 
 __all__ = ["DefaultSource", "DynamicKafkaDataSource"]  # noqa: F405 - from __getattr__
 __all__ += errors.__all__
 
 __version__ = "0.1.0"
+
+logs.configure_from_environment()  # DYNAMIC_KAFKA_LOG_LEVEL, also in Spark's Python workers
 
 _DATA_SOURCE_NAMES = ("DefaultSource", "DynamicKafkaDataSource")
 

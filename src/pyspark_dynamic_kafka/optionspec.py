@@ -300,7 +300,10 @@ def choice(*choices: str) -> Callable[[str], str]:
     def parse(value: str) -> str:
         lowered = value.strip().lower()
         if lowered not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
+            hint = did_you_mean(lowered, choices).strip().replace("Did", "did")
+            raise ValueError(
+                f"expected one of {', '.join(choices)}" + (f" ({hint})" if hint else "")
+            )
         return lowered
 
     return parse

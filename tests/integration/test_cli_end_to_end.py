@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, run_cli
 
 TOKEN = WRITE_TOKEN
@@ -181,3 +182,38 @@ def test_rejected_write_leaves_served_metadata_unchanged(
     assert read_only.returncode == 1 and "HTTP 403" in read_only.stderr
     log = cli_server.log_text()
     assert TOKEN not in log and READ_TOKEN not in log
+
+
+def test_move_with_check_drained_refuses_until_the_group_read_everything(
+    billing: dict[str, Any],
+) -> None:
+    """Group billing lags 3 on east's orders/0 and has no commit on orders/1 (3 records): the
+    move is refused and the file stays as it is; once the group committed the latest offsets
+    of both, the same command moves the stream."""
+    meta = billing["meta"]
+    before = meta.read_bytes()
+    move = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]
+
+    refused = run_cli([*move, "--check-drained", "billing"])
+    assert refused.returncode == 1, refused.stdout
+    assert "Not moving stream 'orders': group 'billing' has not drained cluster 'east'" in (
+        refused.stderr
+    )
+    assert "orders/0: lag 3 (committed 4, latest 7)" in refused.stderr
+    assert "orders/1: no committed offset (latest 3)" in refused.stderr
+    assert meta.read_bytes() == before
+
+    consumer = Consumer(
+        {"bootstrap.servers": billing["east"].bootstrap_servers, "group.id": "billing"}
+    )
+    consumer.commit(
+        offsets=[TopicPartition("orders", 0, 7), TopicPartition("orders", 1, 3)],
+        asynchronous=False,
+    )
+    consumer.close()
+    moved = run_cli([*move, "--check-drained", "billing"])
+    assert moved.returncode == 0, moved.stderr
+    assert "Group 'billing' has drained 'orders' on 'east'." in moved.stdout
+    assert yaml.safe_load(meta.read_text())["streams"]["orders"] == [
+        {"cluster": "west", "topics": ["orders"]}
+    ]

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from tests.unit.conftest import DOCUMENT
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.cli.location import MetadataLocation
@@ -207,3 +209,133 @@ def test_data_source_is_still_found_by_spark_s_lookup() -> None:
     assert pyspark_dynamic_kafka.DefaultSource.name() == "dynamic_kafka"
     with pytest.raises(AttributeError):
         pyspark_dynamic_kafka.NoSuchThing  # noqa: B018
+
+
+COMMENTED = """\
+# Streams of the shop. Owner: platform team (do not reorder).
+clusters:
+  east:   # retiring in Q3
+    bootstrap.servers: "127.0.0.1:1"
+  west:
+    bootstrap.servers: '127.0.0.1:2'
+
+streams:
+  orders:
+    - cluster: east  # moves next
+      topics: [orders, orders-dlq]
+      startingOffsets: {timestamp: 1700000000000}
+  payments:
+    # payments read from both
+    - cluster: east
+      topics:
+        - payments-v1
+    - cluster: west   # since May
+      topics: [payments]
+  audit: [{cluster: east, topics: [audit]}]   # flow style
+# end of file
+"""
+
+
+@pytest.mark.parametrize(
+    ("stream", "before", "after"),
+    [
+        # One entry whose cluster alone changes: only that word.
+        (
+            "orders",
+            ["    - cluster: east  # moves next\n"],
+            ["    - cluster: west  # moves next\n"],
+        ),
+        # Entries on both clusters merge into the first one; the other goes, lines and all.
+        (
+            "payments",
+            [
+                "    - cluster: east\n",
+                "      topics:\n",
+                "        - payments-v1\n",
+                "    - cluster: west   # since May\n",
+                "      topics: [payments]\n",
+            ],
+            ["    - cluster: west\n", "      topics: [payments, payments-v1]\n"],
+        ),
+        (
+            "audit",
+            ["  audit: [{cluster: east, topics: [audit]}]   # flow style\n"],
+            ["  audit: [{cluster: west, topics: [audit]}]   # flow style\n"],
+        ),
+    ],
+)
+def test_move_keeps_the_file_byte_identical_outside_the_changed_entries(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    stream: str,
+    before: list[str],
+    after: list[str],
+) -> None:
+    path = tmp_path / "streams.yaml"
+    path.write_text(COMMENTED)
+    argv = ["move", stream, "--from", "east", "--to", "west", "--metadata", str(path)]
+
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    text = path.read_text()
+    old = "".join(before)
+    assert COMMENTED.count(old) == 1
+    assert text == COMMENTED.replace(old, "".join(after))
+    expected = yaml.safe_load(COMMENTED)
+    assert set(load_metadata_file(path).streams[stream].clusters) == {"west"}
+    assert yaml.safe_load(text)["clusters"] == expected["clusters"]
+
+
+def test_move_of_a_json_file_keeps_its_layout(tmp_path: Path) -> None:
+    path = tmp_path / "streams.json"
+    text = json.dumps(DOCUMENT, indent=4) + "\n"
+    path.write_text(text)
+    assert main(["move", "orders", "--from", "east", "--to", "west", "--metadata", str(path)]) == 0
+    assert path.read_text() == text.replace('"cluster": "east"', '"cluster": "west"')
+
+
+def test_dry_run_prints_the_diff_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "streams.yaml"
+    path.write_text(COMMENTED)
+    stat = path.stat()
+    argv = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(path)]
+
+    assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Dry run" in out and "nothing written" in out
+    assert "-    - cluster: east  # moves next\n+    - cluster: west  # moves next\n" in out
+    assert path.read_text() == COMMENTED
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
+    assert not (tmp_path / ".streams.yaml.lock").exists()
+
+
+def test_a_layout_not_edited_in_place_is_rewritten_and_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two entries on a flow sequence cannot lose one in place: the whole file is written."""
+    path = tmp_path / "streams.yaml"
+    path.write_text(
+        "clusters: {east: {bootstrap.servers: 'h:1'}, west: {bootstrap.servers: 'h:2'}}\n"
+        "streams: {s: [{cluster: east, topics: [a]}, {cluster: west, topics: [b]}]}  # c\n"
+    )
+    assert main(["move", "s", "--from", "east", "--to", "west", "--metadata", str(path)]) == 0
+    assert "its comments are gone" in capsys.readouterr().err
+    assert load_metadata_file(path).streams["s"].clusters["west"].topics == frozenset({"a", "b"})
+
+
+def test_validate_suggests_client_property_and_position_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "streams.yaml"
+    path.write_text(
+        "clusters:\n  east:\n    bootstrap.server: 127.0.0.1:1\n"
+        "streams:\n  orders:\n    - cluster: east\n      topics: [orders]\n"
+        "      startingOffsets: earlist\n"
+    )
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "'bootstrap.server' is set: did you mean 'bootstrap.servers'?" in err
+    assert "got a string 'earlist'. Did you mean 'earliest'?" in err

@@ -63,3 +63,17 @@ def test_every_metadata_service_option_is_documented(options: OptionSet) -> None
         elif spec.default is not None:
             paragraph = next(p for p in text.split("\n\n") if f"`{name}`" in p)
             assert f"`{spec.default}`" in paragraph, f"README lacks the default of {name}"
+
+
+def test_readme_first_job_is_the_example_the_suite_runs() -> None:
+    """The README's "Your first job" is examples/first_job.py from its marker on, verbatim
+    (tests/integration/test_newcomer.py runs the example)."""
+    example = (README.parent / "examples" / "first_job.py").read_text()
+    marker = "# --- README: first job ---\n"
+    assert marker in example
+    code = example.split(marker, 1)[1]
+    text = README.read_text()
+    section = text.split("## Your first job\n", 1)[1].split("\n## ", 1)[0]
+    assert f"```python\n{code}```\n" in section
+    # Right after the two commands: the README's first section.
+    assert text[text.index("\n## ") :].startswith("\n## Your first job\n")

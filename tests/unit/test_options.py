@@ -138,3 +138,19 @@ def test_defaults_come_from_the_declarations() -> None:
         if spec.attr is not None and spec.key.lower() not in BASE:
             expected = None if spec.default is None else spec.parse(spec.default)
             assert getattr(parsed, spec.attr) == expected, spec.key
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "hint"),
+    [
+        ("startingOffsets", "earlist", "Did you mean 'earliest'?"),
+        ("endingOffsets", "lates", "Did you mean 'latest'?"),
+        ("discoveryStartingOffsets", "lastest", "(did you mean 'latest'?)"),
+    ],
+)
+def test_position_values_get_a_suggestion(option: str, value: str, hint: str) -> None:
+    base = {"metadataService": "file", "metadataService.path": "s.yaml", "streamIds": "a"}
+    with pytest.raises(OptionsError) as raised:
+        parse_options({**base, option: value}, "batch")
+    assert f"'{value}'" in str(raised.value) and option in str(raised.value)
+    assert hint in str(raised.value)

@@ -20,6 +20,7 @@ LAYERS = {
     "errors": 0,
     "events": 0,
     "frozen": 0,
+    "logs": 0,
     "position": 0,
     "optionspec": 1,
     "kafka": 1,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from rich.console import Console
 
 from pyspark_dynamic_kafka.cli.describe import build_report
+from pyspark_dynamic_kafka.cli.drained import check_drained
 from pyspark_dynamic_kafka.cli.location import TOKEN_ENV, MetadataLocation, select_streams
 from pyspark_dynamic_kafka.cli.render import render_report, render_streams
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
@@ -91,11 +92,34 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _move(args: argparse.Namespace) -> int:
-    streams = _location(args).move(args.stream, args.source, args.target)
+    location = _location(args)
+    if args.check_drained:
+        service = location.service()
+        try:
+            stream = select_streams(service, [args.stream], None)[args.stream]
+        finally:
+            service.close()
+        check_drained(stream, args.source, args.check_drained, args.timeout_ms, args.metadata)
+        print(f"Group {args.check_drained!r} has drained {args.stream!r} on {args.source!r}.")
+    move = location.move(args.stream, args.source, args.target, dry_run=args.dry_run)
+    if args.dry_run:
+        print(
+            f"Dry run: moving {args.stream!r} from {args.source!r} to {args.target!r} would "
+            f"change {args.metadata} so (nothing written):"
+        )
+        sys.stdout.write(move.diff)
+        if not move.layout_kept:
+            print("(the file would be rewritten whole: its comments and formatting are lost)")
+        return 0
     print(
         f"Moved stream {args.stream!r} from {args.source!r} to {args.target!r} in {args.metadata}:"
     )
-    render_streams(streams, Console())
+    render_streams(move.streams, Console())
+    if not move.layout_kept:
+        _stderr(
+            f"warning: {args.metadata} was rewritten whole (its layout around stream "
+            f"{args.stream!r} is not one a move edits in place): its comments are gone."
+        )
     return 0
 
 
@@ -183,8 +207,9 @@ def _parser() -> argparse.ArgumentParser:
         "move",
         help="move a stream's topics from one cluster to another, in one atomic edit",
         description="Move a stream's topics from cluster --from to cluster --to in one atomic "
-        "edit: a file is rewritten atomically (temp file + rename); a service is written with "
-        "If-Match so that no concurrent edit is lost.",
+        "edit: a file is rewritten atomically (temp file + rename), its comments and "
+        "formatting kept outside the changed entries; a service is written with If-Match so "
+        "that no concurrent edit is lost.",
     )
     move.add_argument("stream", metavar="STREAM", help="the stream id")
     move.add_argument(
@@ -192,6 +217,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     move.add_argument(
         "--to", dest="target", required=True, metavar="CLUSTER", help="cluster it goes to"
+    )
+    move.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the change as a unified diff; write nothing",
+    )
+    move.add_argument(
+        "--check-drained",
+        metavar="GROUP",
+        help="refuse unless consumer group GROUP has committed the latest offset of every "
+        "partition of the stream on the --from cluster (a query with commitOffsetsToKafka=true "
+        "and kafka.group.id=GROUP)",
     )
     _add_service_options(move)
     move.set_defaults(run=_move)

@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import MetadataNotFoundError, OptionsError
-from pyspark_dynamic_kafka.metadata.document import ParsedMetadata
-from pyspark_dynamic_kafka.metadata.edit import edit_metadata_file, move_stream, moved_entries
+from pyspark_dynamic_kafka.metadata.edit import move_in_file, moved_entries
 from pyspark_dynamic_kafka.metadata.file import FileMetadataService
 from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadataService
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.metadata.tokens import load_token
 
-__all__ = ["TOKEN_ENV", "MetadataLocation", "select_streams"]
+__all__ = ["TOKEN_ENV", "MetadataLocation", "Move", "select_streams"]
 
 #: Environment variable holding the service token when no ``--token-file`` is given.
 TOKEN_ENV = "DYNAMIC_KAFKA_TOKEN"
+
+
+@dataclass(frozen=True)
+class Move:
+    """A move as done (or, for a dry run, as it would be done).
+
+    ``streams`` is the stream afterwards, keyed by its id; ``diff`` the change as a unified diff
+    (of the file, or of the stream's entries for a service); ``layout_kept`` whether a file's
+    comments and formatting outside the changed entries are kept (always true for a service).
+    """
+
+    streams: Mapping[str, KafkaStream]
+    diff: str
+    layout_kept: bool = True
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), name, f"{name} (moved)"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 @dataclass(frozen=True)
@@ -74,28 +96,33 @@ class MetadataLocation:
             )
         return FileMetadataService(self.location)
 
-    def move(self, stream_id: str, source: str, target: str) -> Mapping[str, KafkaStream]:
+    def move(self, stream_id: str, source: str, target: str, dry_run: bool = False) -> Move:
         """Move a stream's topics from cluster ``source`` to ``target`` in one atomic edit.
 
-        For a file: under the file's edit lock, written with temp file + rename. For a URL: the
-        stream is read and written back with ``If-Match`` (re-done if it changed in between).
-
-        Returns
-        -------
-        Mapping[str, KafkaStream]
-            The stream as it is now, keyed by its id.
+        For a file: under the file's edit lock, written with temp file + rename, the file's
+        comments and formatting kept outside the changed entries. For a URL: the stream is read
+        and written back with ``If-Match`` (re-done if it changed in between). With ``dry_run``
+        nothing is written: the answer says what would change.
         """
         service = self.service()
         try:
             if isinstance(service, HttpMetadataService):
-                service.update_stream(
-                    stream_id, lambda entries: moved_entries(entries, stream_id, source, target)
-                )
-                return service.describe_streams([stream_id])
-            parsed: ParsedMetadata = edit_metadata_file(
-                self.location, lambda p: move_stream(p, stream_id, source, target)
+                entries, _ = service.get_stream(stream_id)
+                if dry_run:
+                    moved = moved_entries(entries, stream_id, source, target)
+                else:
+                    moved = service.update_stream(
+                        stream_id, lambda e: moved_entries(e, stream_id, source, target)
+                    )
+                name = f"{self.location} stream {stream_id}"
+                diff = _diff(json.dumps(entries, indent=2), json.dumps(moved, indent=2), name)
+                return Move({} if dry_run else service.describe_streams([stream_id]), diff)
+            done = move_in_file(self.location, stream_id, source, target, write=not dry_run)
+            return Move(
+                {stream_id: done.parsed.streams[stream_id]},
+                _diff(done.before, done.after, self.location),
+                done.layout_kept,
             )
-            return {stream_id: parsed.streams[stream_id]}
         finally:
             service.close()
 

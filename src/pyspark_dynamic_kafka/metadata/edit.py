@@ -12,6 +12,7 @@ import contextlib
 import copy
 import os
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,15 @@ from pyspark_dynamic_kafka.metadata.document import (
     dump_metadata_document,
     parse_metadata_document,
 )
-from pyspark_dynamic_kafka.metadata.file import load_metadata_file, write_metadata_file
+from pyspark_dynamic_kafka.metadata.file import (
+    load_metadata_file,
+    metadata_file_format,
+    metadata_file_text,
+    read_metadata_document,
+    write_metadata_file,
+    write_metadata_text,
+)
+from pyspark_dynamic_kafka.metadata.text_edit import replace_entries
 
 try:  # POSIX; elsewhere edits of one file are not serialized between processes
     import fcntl
@@ -30,8 +39,10 @@ except ImportError:  # pragma: no cover - not on Linux
 
 __all__ = [
     "Edit",
+    "FileMove",
     "edit_metadata_file",
     "metadata_file_lock",
+    "move_in_file",
     "move_stream",
     "moved_entries",
     "put_cluster",
@@ -262,3 +273,62 @@ def edit_metadata_file(path: str | os.PathLike[str], edit: Edit) -> ParsedMetada
         edited = edit(load_metadata_file(target))
         write_metadata_file(target, edited)
     return edited
+
+
+@dataclass(frozen=True)
+class FileMove:
+    """A move in a metadata file: the text before and after, and whether everything outside
+    the stream's changed entries (comments, formatting) is kept byte for byte."""
+
+    parsed: ParsedMetadata
+    before: str
+    after: str
+    layout_kept: bool
+
+
+def move_in_file(
+    path: str | os.PathLike[str], stream_id: str, source: str, target: str, write: bool = True
+) -> FileMove:
+    """Move a stream from cluster ``source`` to ``target`` in a metadata file, keeping the rest
+    of the file as it is (comments and formatting; see
+    :mod:`~pyspark_dynamic_kafka.metadata.text_edit`), under the file's edit lock and atomically.
+
+    Where the text cannot be edited in place, the whole document is written (comments lost):
+    ``layout_kept`` says which. With ``write=False`` nothing is written (a dry run).
+
+    Raises
+    ------
+    MetadataNotFoundError, MetadataValidationError
+        As :func:`move_stream` does; nothing is written.
+    MetadataError
+        When the file cannot be read or written.
+    """
+    target_path = Path(path)
+    with metadata_file_lock(target_path) if write else contextlib.nullcontext():
+        raw_bytes = target_path.read_bytes()
+        bom = "\ufeff" if raw_bytes.startswith(b"\xef\xbb\xbf") else ""
+        before = raw_bytes.decode("utf-8-sig")
+        edited = move_stream(load_metadata_file(target_path), stream_id, source, target)
+        raw = read_metadata_document(target_path)
+        after: str | None = None
+        if isinstance(raw, dict) and isinstance(raw.get("streams"), dict):
+            entries = raw["streams"].get(stream_id)
+            if isinstance(entries, list):
+                expected = copy.deepcopy(raw)
+                expected["streams"][stream_id] = moved_entries(entries, stream_id, source, target)
+                as_parsed = parse_metadata_document(expected, os.fspath(path))
+                if dump_metadata_document(as_parsed) == dump_metadata_document(edited):
+                    after = replace_entries(
+                        before,
+                        stream_id,
+                        expected["streams"][stream_id],
+                        (source, target),
+                        expected,
+                        as_json=metadata_file_format(path) == "json",
+                    )
+        layout_kept = after is not None
+        if after is None:
+            after = metadata_file_text(target_path, edited)
+        if write:
+            write_metadata_text(target_path, bom + after)
+    return FileMove(edited, before, after, layout_kept)

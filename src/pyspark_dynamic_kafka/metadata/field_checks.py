@@ -212,10 +212,12 @@ def parse_properties(value: object, path: str, problems: Problems) -> dict[str, 
             continue
         result[key] = text
     if _BOOTSTRAP not in value:
+        near = [k for k in result if suggestion(k, [_BOOTSTRAP])]
+        hint = f" {near[0]!r} is set: did you mean '{_BOOTSTRAP}'?" if near else ""
         problems.add(
             path,
             f"missing required property '{_BOOTSTRAP}'; add '{_BOOTSTRAP}: host:port[,host:port]' "
-            "for this cluster.",
+            f"for this cluster.{hint}",
         )
         valid = False
     elif _BOOTSTRAP in result and not isinstance(value[_BOOTSTRAP], str):
@@ -308,5 +310,6 @@ def parse_starting(value: object, path: str, problems: Problems) -> StartingPosi
             )
             return None
         return StartingPosition("timestamp", timestamp)
-    problems.add(path, f"{expected}; got {render_value(value)}.")
+    hint = suggestion(value, ["earliest", "latest"]) if isinstance(value, str) else ""
+    problems.add(path, f"{expected}; got {render_value(value)}.{hint}")
     return None

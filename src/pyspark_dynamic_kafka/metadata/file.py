@@ -39,9 +39,11 @@ __all__ = [
     "FileMetadataService",
     "load_metadata_file",
     "metadata_file_format",
+    "metadata_file_text",
     "read_metadata_document",
     "validate_metadata_file",
     "write_metadata_file",
+    "write_metadata_text",
 ]
 
 #: File extension (lowercase) to format.
@@ -227,14 +229,35 @@ def write_metadata_file(path: str | os.PathLike[str], parsed: ParsedMetadata) ->
     MetadataError
         When the file cannot be written.
     """
+    write_metadata_text(path, metadata_file_text(path, parsed))
+
+
+def metadata_file_text(path: str | os.PathLike[str], parsed: ParsedMetadata) -> str:
+    """The text :func:`write_metadata_file` writes for ``parsed`` (format from the extension).
+
+    Raises
+    ------
+    MetadataValidationError
+        When ``parsed`` is inconsistent.
+    """
     source = os.fspath(path)
     fmt = metadata_file_format(path)
     document = dump_metadata_document(parsed)
     parse_metadata_document(document, source)  # never write a file the service would refuse
     if fmt == "json":
-        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    else:
-        text = _yaml_text(document)
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return _yaml_text(document)
+
+
+def write_metadata_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically, as :func:`write_metadata_file` does.
+
+    Raises
+    ------
+    MetadataError
+        When the file cannot be written.
+    """
+    source = os.fspath(path)
     target = Path(path)
     directory = target.parent
     try:

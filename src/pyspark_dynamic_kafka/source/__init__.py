@@ -38,6 +38,8 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
 - :mod:`~pyspark_dynamic_kafka.source.driver.listing`: partitions and offsets of each cluster.
 - :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`: where each partition starts (and
   ends): the whole precedence, the rules and the one resolver.
+- :mod:`~pyspark_dynamic_kafka.source.driver.named_offsets`: what the offset JSON options name,
+  checked against what the query reads when they apply.
 - :mod:`~pyspark_dynamic_kafka.source.driver.reconcile`: checkpointed offsets against what the
   clusters have now: new partitions, removed ones, and the one driver-side data-loss decision.
 - :mod:`~pyspark_dynamic_kafka.source.driver.cluster_view`: metadata, listing and

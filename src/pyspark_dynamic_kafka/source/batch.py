@@ -24,6 +24,7 @@ from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
 from pyspark_dynamic_kafka.source.driver.planning import new_group_id, plan_query_tasks
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
@@ -71,6 +72,7 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         try:
             assignment = discovery.current()
             starts = reconcile(assignment, {}, lister, starting, strict=True)
+            check_named_partitions([options.starting, options.ending], starts.offsets)
             ends: dict[PartitionKey, int] = {}
             for cluster_id, cluster in assignment.items():
                 listed = {(t, p): o for (c, t, p), o in starts.latest.items() if c == cluster_id}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 __all__ = ["local_spark_session"]
@@ -13,8 +14,13 @@ def local_spark_session(
 ) -> Any:
     """Get or create a ``local[cores]`` SparkSession whose every connection stays on 127.0.0.1.
 
-    The Spark UI is off and shuffles use two partitions. pyspark is imported here, so the rest of
-    :mod:`pyspark_dynamic_kafka.testing` works without it.
+    The Spark UI is off and shuffles use two partitions. Spark's Python workers run the Python
+    that runs this function (``sys.executable``, as ``spark.pyspark.python`` and
+    ``PYSPARK_PYTHON``), whatever ``python3`` is on ``PATH`` and whether a virtual environment is
+    activated or not: a script run as ``.venv/bin/python job.py`` finds the ``dynamic_kafka``
+    format in its workers too (otherwise ``DATA_SOURCE_NOT_FOUND``). Give
+    ``**{"spark.pyspark.python": path}`` for another worker Python. pyspark is imported here, so
+    the rest of :mod:`pyspark_dynamic_kafka.testing` works without it.
 
     Parameters
     ----------
@@ -31,6 +37,10 @@ def local_spark_session(
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # The workers' Python: Spark's data source lookup and the Python workers of a local master
+    # run PYSPARK_PYTHON (read when the SparkContext starts), python3 on PATH without it.
+    python = conf.pop("spark.pyspark.python", None) or sys.executable
+    os.environ["PYSPARK_PYTHON"] = python
     master = f"local[{cores}]" if max_failures == 1 else f"local[{cores},{max_failures}]"
     builder = (
         SparkSession.builder.master(master)
@@ -39,6 +49,7 @@ def local_spark_session(
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.pyspark.python", python)
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

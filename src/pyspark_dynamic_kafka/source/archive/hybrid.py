@@ -171,7 +171,7 @@ class HybridArchive:
                 if low > previous[key]:
                     what = f"Kafka no longer has the first live offset (earliest now {low})"
                     losses.append(Loss(key, what, previous[key]))
-        _log.info(
+        _log.warning(  # what the query reads changes: in the driver's log by default
             "Hybrid read: the archive %s is read (%d files); Kafka is read from %s",
             self._path,
             cursor.files,

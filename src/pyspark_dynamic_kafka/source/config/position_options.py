@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.optionspec import did_you_mean
 from pyspark_dynamic_kafka.position import (
     EARLIEST_POSITION,
     LATEST_POSITION,
@@ -38,16 +39,19 @@ __all__ = [
 
 
 def _document(value: str, option: str, example: str) -> object:
+    hint = ""
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         reason = f"{exc.msg} at column {exc.colno}"
+        if not value.lstrip().startswith(("{", "[")):  # a word, e.g. 'earlist'
+            hint = did_you_mean(value.strip(), (PositionKind.EARLIEST, PositionKind.LATEST))
     except RecursionError:
         reason = "nested too deeply"
     except ValueError as exc:  # a number of over 4,300 digits
         reason = str(exc)
     raise OffsetsError(
-        f"Invalid value {value!r} for option '{option}': expected {example} ({reason})."
+        f"Invalid value {value!r} for option '{option}': expected {example} ({reason}).{hint}"
     )
 
 

@@ -114,14 +114,6 @@ class MicroBatches:
         """The first offset (cached: Spark may ask twice)."""
         if self._initial is None:
             offsets = self.selection.initial(self.driver, self.archive.start_rule(self.rule))
-            spec = self.driver.options.starting
-            unknown = sorted(spec.topics() - {(c, t) for c, t, _ in offsets})
-            if unknown:
-                _log.warning(
-                    "%s names cluster/topic pairs that are not read now: %s",
-                    spec.option,
-                    ", ".join(f"{c}/{t}" for c, t in unknown),
-                )
             self._initial = encode(self.archive.initial(offsets))
         return self._initial
 

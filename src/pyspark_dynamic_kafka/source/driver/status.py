@@ -100,9 +100,9 @@ class SourceStatus:
         self._seq += 1
         record = {"seq": self._seq, "atMs": int(self._wall() * 1000), **change}
         self._changes = [*self._changes, record][-_KEPT_CHANGES:]
-        log_event(
+        log_event(  # a warning: seen in the driver's log without any logging configuration
             _log,
-            logging.INFO,
+            logging.WARNING,
             "reconciliation",
             subscription=self._subscription,
             clusters=sorted(now),

@@ -142,7 +142,7 @@ class GroupMember:
             self._assigned = True
             self._lock.notify_all()
         if keys:
-            _log.info(
+            _log.warning(  # a rebalance changes what the query reads: in the driver's log
                 "Group %r on %r assigned %s to this query", self.group, self.cluster_id, _show(keys)
             )
 
@@ -183,7 +183,7 @@ class GroupMember:
             self._released -= keys
         self._unassign(consumer, partitions)
         if keys:
-            _log.info("Group %r on %r: %s handed over", self.group, self.cluster_id, _show(keys))
+            _log.warning("Group %r on %r: %s handed over", self.group, self.cluster_id, _show(keys))
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}

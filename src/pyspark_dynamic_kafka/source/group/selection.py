@@ -22,6 +22,7 @@ from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import Offsets, PartitionSelection
+from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
 from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import (
     PositionRule,
@@ -59,7 +60,9 @@ class AllPartitions(PartitionSelection):
         self._commits: GroupCommits | None = None
 
     def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
-        return driver.reconcile({}, rule).offsets
+        offsets = driver.reconcile({}, rule).offsets
+        check_named_partitions([driver.options.starting], offsets)
+        return offsets
 
     def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
         return driver.reconcile(previous, self._discovered, assignment=assignment)
@@ -93,6 +96,7 @@ class GroupAssigned(PartitionSelection):
         group = self._group()  # the partitions it assigns, at its offsets where it has some
         assignment = driver.assignment()
         state = driver.reconcile({}, rule, entering=False, assignment=assignment)
+        check_named_partitions([driver.options.starting], state.offsets)  # all, not only owned
         offsets = group.plan({}, state.offsets, assignment)[0]
         group.planned(offsets)
         return offsets

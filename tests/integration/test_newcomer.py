@@ -1,0 +1,189 @@
+"""What a newcomer does first works the first time.
+
+``local_spark_session()`` gives Spark's Python workers the Python that runs the script.
+
+A script run as ``.venv/bin/python job.py`` (the virtual environment not activated, so the
+``python3`` on ``PATH`` lacks the package) and no ``PYSPARK_PYTHON`` in the environment reads a
+stream: Spark's data source lookup and its Python workers run the script's interpreter, not the
+``python3`` on ``PATH`` (which fails with ``DATA_SOURCE_NOT_FOUND``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.helpers import (
+    DEADLINE,
+    memory_query,
+    numbered,
+    on_tansu,
+    produce,
+    write_metadata,
+)
+
+from pyspark_dynamic_kafka.testing import ENV_VAR
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A job as a newcomer writes it: nothing but local_spark_session() about the workers' Python.
+_JOB = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark_dynamic_kafka.testing import local_spark_session
+
+    spark = local_spark_session("worker-python-job")
+    query = (
+        spark.readStream.format("dynamic_kafka")
+        .option("metadataService", "file")
+        .option("metadataService.path", sys.argv[1])
+        .option("streamIds", "orders")
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName("job")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    values = sorted(r.value for r in spark.table("job").collect())
+    print("VALUES " + json.dumps(values))
+    spark.stop()
+    """
+)
+
+
+def _python3_without_the_package(directory: Path) -> Path:
+    """A directory whose ``python3`` is a Python without pyspark_dynamic_kafka (and pyspark)."""
+    system = shutil.which("python3", path="/usr/bin:/bin") or shutil.which("python3.11")
+    assert system is not None, "no system python3 to stand for the PATH's python3"
+    probe = subprocess.run(
+        [system, "-c", "import pyspark_dynamic_kafka"], capture_output=True, timeout=120
+    )
+    assert probe.returncode != 0, f"{system} has the package: not a newcomer's python3"
+    directory.mkdir()
+    (directory / "python3").symlink_to(system)
+    (directory / "python").symlink_to(system)
+    return directory
+
+
+def _newcomer_environment(tmp_path: Path) -> dict[str, str]:
+    """The environment of a shell where the venv is not activated and nothing Spark is set."""
+    venv_bin = str(Path(sys.executable).parent)
+    path = [str(_python3_without_the_package(tmp_path / "path-bin"))] + [
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin
+    ]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")
+    }
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+def run_as_newcomer(
+    tmp_path: Path, argv: list[str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``.venv/bin/python ARGV...`` as from a shell without the venv activated."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        env=_newcomer_environment(tmp_path),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE * 3,
+    )
+
+
+@pytest.mark.smoke
+def test_a_script_run_with_the_venv_python_reads_a_stream(
+    kafka_clusters: Any, tmp_path: Path
+) -> None:
+    east = kafka_clusters("east")["east"]
+    east.create_topic("orders", partitions=2)
+    values = numbered("v", 20)
+    produce(east, "orders", values)
+    metadata = tmp_path / "streams.yaml"
+    write_metadata(metadata, {"east": east}, {"orders": [("east", ["orders"])]})
+    job = tmp_path / "job.py"
+    job.write_text(_JOB)
+
+    done = run_as_newcomer(tmp_path, [str(job), str(metadata)])
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "DATA_SOURCE_NOT_FOUND" not in done.stderr
+    line = [x for x in done.stdout.splitlines() if x.startswith("VALUES ")]
+    assert line, done.stdout[-2000:]
+    assert json.loads(line[-1][len("VALUES ") :]) == sorted(values)
+
+
+@pytest.mark.smoke
+@pytest.mark.skipif(
+    bool(os.environ.get(ENV_VAR)),
+    reason="the first job starts clusters of its own (start_clusters), not the existing ones",
+)
+def test_the_readme_first_job_runs_as_written(tmp_path: Path) -> None:
+    """examples/first_job.py, which the README shows verbatim (tests/unit/test_docs.py), run as
+    a newcomer runs it: 100 orders on east, the stream moved to west while the query runs, 50
+    there; each exactly once."""
+    broker = "kafka" if not on_tansu() else "tansu"
+    done = run_as_newcomer(tmp_path, [str(ROOT / "examples" / "first_job.py"), broker], cwd=ROOT)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "first job: 150 orders {'east': 100, 'west': 50}, 150 distinct ids" in done.stdout
+    assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout
+    # The driver's log (its standard error; no logging configured) has one line per
+    # reconciliation that changed what the query reads: the start on east, the move to west.
+    lines = [json.loads(x[x.index("{") :]) for x in done.stderr.splitlines() if _RECONCILED in x]
+    assert [(c["clustersAdded"], c["clustersRemoved"]) for c in lines] == [
+        (["east"], []),
+        (["west"], ["east"]),
+    ], done.stderr[-4000:]
+    assert lines[1]["topicsAdded"] == ["west/orders"] and lines[1]["partitionsEntered"] == 2
+    assert "127.0.0.1" not in "".join(x for x in done.stderr.splitlines() if _RECONCILED in x)
+
+
+_RECONCILED = '"event": "reconciliation"'
+
+
+def test_a_move_is_visible_in_the_progress_of_the_micro_batch_it_took_effect_in(
+    spark: Any, estate: Any
+) -> None:
+    """The reconciliation of a move shows in sources[].latestOffset (dynamicKafka.changes) of
+    the progress of the micro-batch that first reads west: its startOffset lacks west, its
+    endOffset has it."""
+    setup = estate("east", "west", listed=["east"])
+    produce(setup["east"], "orders", numbered("e", 5))
+    with memory_query(spark, setup.options()) as query:
+        query.expect(numbered("e", 5))
+        produce(setup["west"], "orders", numbered("w", 3))
+        setup.route("west")
+        query.expect(numbered("e", 5) + numbered("w", 3))
+        progress = list(query.query.recentProgress)
+
+    def changes(p: dict[str, Any]) -> list[dict[str, Any]]:
+        latest = p["sources"][0]["latestOffset"]
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+        return list((latest or {}).get("dynamicKafka", {}).get("changes", []))
+
+    def clusters(offset: Any) -> set[str]:
+        offset = json.loads(offset) if isinstance(offset, str) else offset
+        return set((offset or {}).get("clusters", {}))
+
+    moved = [p for p in progress if any(c["clustersAdded"] == ["west"] for c in changes(p))]
+    assert moved, [changes(p) for p in progress]
+    first = moved[0]
+    [change] = [c for c in changes(first) if c["clustersAdded"] == ["west"]]
+    assert change["clustersRemoved"] == ["east"] and change["topicsAdded"] == ["west/orders"]
+    assert "west" not in clusters(first["sources"][0]["startOffset"])
+    assert clusters(first["sources"][0]["endOffset"]) == {"west"}
+    assert isinstance(first["batchId"], int)

@@ -75,14 +75,10 @@ class Cursor:
 class Retained:
     """Offsets of partitions not read now, kept until their (cluster, topic) is assigned.
 
-    Attributes
-    ----------
-    offsets:
-        Next offset to read of every retained partition.
-    removed_at:
-        Epoch milliseconds at which each removed (cluster, topic) left the metadata: these expire
-        after the retention window. A pair of ``offsets`` without an entry here never expires
-        (archived partitions of a hybrid read).
+    ``offsets`` holds the next offset to read of every retained partition; ``removed_at`` the
+    epoch milliseconds at which each removed (cluster, topic) left the metadata: these expire
+    after the retention window. A pair of ``offsets`` without an entry in ``removed_at`` never
+    expires (archived partitions of a hybrid read).
     """
 
     offsets: Mapping[PartitionKey, int] = field(default_factory=dict)

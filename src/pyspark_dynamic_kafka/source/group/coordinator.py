@@ -30,13 +30,8 @@ STOP_WAIT_S = 5.0
 
 
 class HandoffWatcher:
-    """Watches the reader's handoff directory.
-
-    Parameters
-    ----------
-    completed:
-        Called with the end offset of each completed micro-batch, oldest first.
-    """
+    """Watches the reader's handoff directory (:attr:`inbox`) and calls ``completed`` with the
+    end offset of each completed micro-batch, oldest first."""
 
     def __init__(self, completed: Callable[[dict[PartitionKey, int]], None]) -> None:
         self.inbox = HandoffInbox()

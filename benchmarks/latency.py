@@ -5,11 +5,12 @@ topic ``lat``) on Apache Kafka, all the time a case runs; each side is a streami
 at the latest offsets on one warm ``local[2]`` session. The latency of a record is the time the
 query's sink sees it minus its produce time (its Kafka ``timestamp``, CreateTime set by the
 producer): with ``foreachBatch`` (the default sink) the moment the batch's timestamps are
-collected on the driver; with ``foreach`` (needed for ``asyncProgressTrackingEnabled``, which
-Spark 4.3 allows on the noop, console, memory, Kafka and ``foreach`` sinks only) the moment an
-executor's writer sees the row. After a warm-up, every record of ``--seconds`` seconds counts;
-``addBatch`` and ``triggerExecution`` are the medians of the progress reports of the micro-batches
-that read rows in that window.
+collected on the driver; in the case ``1k-async-progress`` every side writes with ``foreach``
+instead (``asyncProgressTrackingEnabled`` is allowed on the noop, console, memory, Kafka and
+``foreach`` sinks only in Spark 4.3), the moment an executor's writer sees the row, and the
+sides ``+apt`` turn async progress tracking on. After a warm-up, every record of ``--seconds``
+seconds counts; ``addBatch``, ``triggerExecution`` and ``latestOffset`` are the medians of the
+progress reports of the micro-batches that read rows in that window.
 
 Sides: ``dynamic_kafka``; ``kafka`` (Spark's own source); ``python``: a trivial Python stream
 source without Kafka (:mod:`benchmarks.clock`, Spark's own cost per Python micro-batch), and in
@@ -64,6 +65,9 @@ CASES: dict[str, tuple[int, float, list[str], int]] = {
     "1k-async-progress": (1000, 0, ["dynamic_kafka", "dynamic_kafka+apt", "kafka", "kafka+apt"], 1),
 }
 
+#: Cases whose sides all write with ``foreach`` (async progress tracking refuses foreachBatch).
+FOREACH_CASES = {"1k-async-progress"}
+
 
 @dataclass
 class Result:
@@ -73,6 +77,7 @@ class Result:
     p99: float
     add_batch: float
     trigger: float
+    latest_offset: float
     batches: int
     rows_per_s: float
 
@@ -183,38 +188,52 @@ def _frames(spark: Any, workdir: Path, clusters: list[Cluster]) -> dict[str, Cal
     }
 
 
-def _progress(query: Any, since: float) -> tuple[float, float, int]:
+def _progress(query: Any, since: float) -> tuple[float, float, float, int]:
+    """Medians of addBatch, triggerExecution and latestOffset of the batches that read rows."""
     import datetime as dt
 
-    spans: list[tuple[float, float]] = []
+    spans: list[tuple[float, float, float]] = []
     for p in query.recentProgress:
         stamp = dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
         if stamp >= since and p["numInputRows"]:
             d = p["durationMs"]
-            spans.append((d.get("addBatch", 0), d.get("triggerExecution", 0)))
+            spans.append(
+                (d.get("addBatch", 0), d.get("triggerExecution", 0), d.get("latestOffset", 0))
+            )
     if not spans:
-        return float("nan"), float("nan"), 0
+        return float("nan"), float("nan"), float("nan"), 0
     return (
-        statistics.median(a for a, _ in spans),
-        statistics.median(t for _, t in spans),
+        statistics.median(s[0] for s in spans),
+        statistics.median(s[1] for s in spans),
+        statistics.median(s[2] for s in spans),
         len(spans),
     )
 
 
 def _run(
-    spark: Any, frame: Any, trigger: float, apt: bool, warmup: float, seconds: float, scratch: Path
+    spark: Any,
+    frame: Any,
+    trigger: float,
+    sink: tuple[bool, bool],
+    warmup: float,
+    seconds: float,
+    scratch: Path,
 ) -> Result:
-    """Run one query for ``warmup + seconds``; the latencies of the records seen after warm-up."""
+    """Run one query for ``warmup + seconds``; the latencies of the records seen after warm-up.
+
+    ``sink``: (``foreach`` rather than ``foreachBatch``, ``asyncProgressTrackingEnabled``).
+    """
     import numpy as np
 
     seen: list[Any] = []
     start = time.time() + warmup
     end = start + seconds
-    if apt:  # foreach sink: the executors write latencies to a file
-        out = scratch / f"foreach-{time.time_ns()}.txt"
-        writer = frame.writeStream.foreach(_LatencyWriter(str(out))).option(
-            "asyncProgressTrackingEnabled", "true"
-        )
+    foreach, apt = sink
+    out = scratch / f"foreach-{time.time_ns()}.txt"
+    if foreach:  # the executors write latencies to a file
+        writer = frame.writeStream.foreach(_LatencyWriter(str(out)))
+        if apt:
+            writer = writer.option("asyncProgressTrackingEnabled", "true")
     else:
 
         def collect(df: Any, batch_id: int) -> None:
@@ -232,10 +251,10 @@ def _run(
             if query.exception() is not None:
                 raise SystemExit(f"query failed: {query.exception()}")
             time.sleep(0.5)
-        add_batch, trigger_ms, batches = _progress(query, start)
+        add_batch, trigger_ms, latest_ms, batches = _progress(query, start)
     finally:
         query.stop()
-    if apt and out.exists():
+    if foreach and out.exists():
         pairs = np.loadtxt(out, ndmin=2)
         seen = [pairs[(pairs[:, 0] >= start) & (pairs[:, 0] <= end), 1]]
     latencies = np.concatenate(seen) * 1000 if seen else np.array([float("nan")])
@@ -245,6 +264,7 @@ def _run(
         float(np.percentile(latencies, 99)),
         add_batch,
         trigger_ms,
+        latest_ms,
         batches,
         rows / seconds,
     )
@@ -272,11 +292,12 @@ def _case(
     try:
         for side in sides:
             base, apt = side.removesuffix("+apt"), side.endswith("+apt")
+            sink = (name in FOREACH_CASES, apt)
             monitor = (
                 attach(spark, path=workdir / "monitoring.jsonl") if side == "monitoring" else None
             )
             try:
-                results[side] = _run(spark, frames[base](), trigger, apt, warmup, seconds, workdir)
+                results[side] = _run(spark, frames[base](), trigger, sink, warmup, seconds, workdir)
             finally:
                 if monitor is not None:
                     monitor.detach()
@@ -294,12 +315,12 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
     lines = [
         head,
         f"    {'side':<20}{'p50 ms':>9}{'p99 ms':>9}{'addBatch':>10}{'trigger':>9}"
-        f"{'batches':>9}{'rows/s':>9}",
+        f"{'latest':>8}{'batches':>9}{'rows/s':>9}",
     ]
     for side, r in results.items():
         lines.append(
             f"    {side:<20}{r.p50:>9.0f}{r.p99:>9.0f}{r.add_batch:>10.0f}{r.trigger:>9.0f}"
-            f"{r.batches:>9}{r.rows_per_s:>9.0f}"
+            f"{r.latest_offset:>8.0f}{r.batches:>9}{r.rows_per_s:>9.0f}"
         )
     ratios = []
     for ours, peer in [

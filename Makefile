@@ -62,12 +62,14 @@ demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # Side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
 # Flink's Dynamic Kafka Source, the Python Data Source floor): needs java and mvn; the peers' jars
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
+# benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka").
 bench: $(STAMP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.prefetch
 	$(PY) -m benchmarks.hybrid
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.scale
+	$(PY) -m benchmarks.latency
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

@@ -257,8 +257,10 @@ def _run(
     if foreach and out.exists():
         pairs = np.loadtxt(out, ndmin=2)
         seen = [pairs[(pairs[:, 0] >= start) & (pairs[:, 0] <= end), 1]]
-    latencies = np.concatenate(seen) * 1000 if seen else np.array([float("nan")])
-    rows = len(latencies) if seen else 0
+    latencies = np.concatenate(seen) * 1000 if seen else np.array([])
+    rows = len(latencies)
+    if not rows:  # no micro-batch ended in the window (a heavily loaded machine)
+        latencies = np.array([float("nan")])
     return Result(
         float(np.percentile(latencies, 50)),
         float(np.percentile(latencies, 99)),

@@ -279,6 +279,18 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         attr="poll_timeout_ms",
     ),
     OptionSpec(
+        "reader",
+        choice("auto", "native", "python"),
+        "auto",
+        "Which reader reads records on the executors: `native` (the compiled core, "
+        "pyspark-dynamic-kafka-core: librdkafka straight into Arrow columns; the query fails at "
+        "start, naming the reason, where it cannot be used), `python` (confluent-kafka), or "
+        "`auto`: native for each cluster where the core is installed and the cluster's client "
+        "properties allow it (not SASL GSSAPI, not OAUTHBEARER OIDC), else python with one log "
+        "line naming the cluster and the reason.",
+        attr="reader",
+    ),
+    OptionSpec(
         "kafkaConsumer.cacheTimeoutMs",
         integer(0),
         "60000",

@@ -6,9 +6,21 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active wheel
 
-setup: $(STAMP)
+# The compiled read core (native/, README "The compiled read core"): built from source with the
+# machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
+# The cargo build is cached outside the worktree, so fresh clones and worktrees reuse it.
+NATIVE ?= 1
+CARGO ?= cargo
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/pyspark-dynamic-kafka/native-target
+CORE_STAMP := $(VENV)/.core-installed
+CORE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml \
+	$(wildcard native/src/*.rs native/python/pyspark_dynamic_kafka_core/*)
+CORE_BUILD := build/core-wheel
+SETUP := $(STAMP) $(if $(filter 1,$(NATIVE)),$(CORE_STAMP))
+
+setup: $(SETUP)
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (Python 3.11 is required)"; exit 1; }
@@ -18,15 +30,28 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
-lint: $(STAMP)
+$(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
+	@command -v $(CARGO) >/dev/null 2>&1 || { echo "error: $(CARGO) not found: the compiled core needs Rust 1.88+ (make setup NATIVE=0 skips it)"; exit 1; }
+	rm -rf $(CORE_BUILD)
+	$(VENV)/bin/maturin build --quiet --release --locked -j 2 -m native/Cargo.toml -i $(PY) -o $(CORE_BUILD)
+	$(PY) -m pip install --quiet --force-reinstall --no-deps $(CORE_BUILD)/*.whl
+	@touch $(CORE_STAMP)
+
+# Installable wheels of the package and of its compiled core (no Rust needed to install them).
+wheel: $(STAMP)
+	rm -rf dist
+	$(PY) -m pip wheel --quiet --no-deps -w dist .
+	$(VENV)/bin/maturin build --quiet --release --locked -j 2 -m native/Cargo.toml -i $(PY) -o dist
+
+lint: $(SETUP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(SETUP)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(STAMP)
+integration: $(SETUP)
 	$(PY) -m pytest -q tests/integration
 
 # The integration suite runs on the broker kind DYNAMIC_KAFKA_TEST_BROKER names (make test: Apache
@@ -36,7 +61,7 @@ integration: $(STAMP)
 TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
 TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
 
-test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(STAMP)
+test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra -m "not active_active" tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
@@ -45,25 +70,25 @@ endif
 
 # assignment=group across two driver processes ("dc1", "dc2") on an Apache Kafka stretch cluster:
 # handoffs, restart, drain to lag 0, kill -9 (about 4.5 min, so not part of make test).
-test-active-active: kafka-jars $(STAMP)
+test-active-active: kafka-jars $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -s -m active_active tests/integration
 
 # The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
 # ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml,
 # plus a class-data sharing archive of the broker's classes there (brokers start ~40% faster).
-kafka-jars: $(STAMP)
+kafka-jars: $(SETUP)
 	$(PY) -m pyspark_dynamic_kafka.testing.kafka_cds
 
 # `make demo BROKER=kafka` runs the same migration on Apache Kafka clusters (needs java and mvn).
 BROKER ?= tansu
-demo: $(STAMP) $(if $(filter kafka,$(BROKER)),kafka-jars)
+demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 	$(PY) examples/demo.py --broker $(BROKER)
 
 # Side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
 # Flink's Dynamic Kafka Source, the Python Data Source floor): needs java and mvn; the peers' jars
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
 # benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka").
-bench: $(STAMP) kafka-jars
+bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.prefetch
 	$(PY) -m benchmarks.hybrid
@@ -75,7 +100,7 @@ bench: $(STAMP) kafka-jars
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of
 # the Spark processes (benchmarks/soak.py). SOAK_ARGS="--minutes 4" for a short run,
 # SOAK_ARGS="--broker tansu" on the embedded broker (then no jars are needed).
-soak: $(STAMP) $(if $(findstring tansu,$(SOAK_ARGS)),,kafka-jars)
+soak: $(SETUP) $(if $(findstring tansu,$(SOAK_ARGS)),,kafka-jars)
 	$(PY) -m benchmarks.soak $(SOAK_ARGS)
 
 clean:

@@ -17,7 +17,7 @@ TARGETS = {
     "floor": (None, None),
     "native": (None, None),
 }
-#: The prototype reader (``benchmarks/native``) is also set against Spark's own source(s).
+#: The compiled core's reader (``reader=native``) is also set against Spark's own source(s).
 PROTOTYPE = "native"
 
 
@@ -36,7 +36,7 @@ def ratios(runs: dict[str, Run], ours_name: str = OURS) -> dict[str, tuple[float
 
 
 def _prototype(runs: dict[str, Run]) -> dict[str, tuple[float, float]]:
-    """The prototype against Spark's own source(s) only, when both ran."""
+    """The native reader against Spark's own source(s) only, when both ran."""
     if PROTOTYPE not in runs:
         return {}
     return {k: v for k, v in ratios(runs, PROTOTYPE).items() if k in ("kafka", "union")}

@@ -38,7 +38,6 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import pyspark
 from benchmarks import floor as floor_module
-from benchmarks import native as native_module
 from benchmarks import report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.flink import FlinkPeer
@@ -51,7 +50,6 @@ from benchmarks.spark_sides import (
     floor,
     kafka,
     measure,
-    prototype,
     union_of_kafka,
     write_metadata,
 )
@@ -59,6 +57,7 @@ from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.driver.planning import plan_tasks
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java
@@ -125,7 +124,7 @@ def _sides(
     spark: Any,
     flink: FlinkPeer | None,
     workdir: Path,
-    native: str | None,
+    native: bool,
 ) -> dict[str, Callable[[], Run]]:
     clusters, topic, total = data["clusters"], data["topic"], data["total"]
     jvm = spark_jvm()
@@ -144,9 +143,10 @@ def _sides(
     if case == "kafka-1x8":
         tasks = _tasks(data["shares"])
         sides["floor"] = lambda: measure(jvm, lambda: floor(spark, total, tasks), total)
-    if native is not None:
-        shares = json.dumps(data["shares"])
-        sides["native"] = lambda: measure(jvm, lambda: prototype(spark, native, shares), total)
+    if native:  # the compiled core (pyspark-dynamic-kafka-core): the same source, reader=native
+        sides["native"] = lambda: measure(
+            jvm, lambda: dynamic_kafka(spark, metadata, "native"), total
+        )
     return sides
 
 
@@ -158,7 +158,7 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink out")
     parser.add_argument(
-        "--no-native", action="store_true", help="leave the prototype native reader out"
+        "--no-native", action="store_true", help="leave the compiled core's reader out"
     )
     args = parser.parse_args()
     workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
@@ -166,9 +166,9 @@ def main() -> None:
     pyspark_jars = Path(pyspark.__file__).parent / "jars"
     jars = spark_kafka_jars(pyspark_jars)
     cloudpickle.register_pickle_by_value(floor_module)
-    cloudpickle.register_pickle_by_value(native_module)
-    cache = Path.home() / ".cache" / "pyspark-dynamic-kafka" / "native"
-    native = None if args.no_native else str(native_module.build(cache))
+    native = not args.no_native
+    if native and core() is None:
+        raise SystemExit("the compiled core is not installed (make setup), or pass --no-native")
 
     kinds = {CASES[c][0] for c in args.cases}
     counts = {k: max(CASES[c][1] for c in args.cases if CASES[c][0] == k) for k in kinds}
@@ -187,7 +187,6 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(floor_module.FloorSource)
-        spark.dataSource.register(native_module.NativeSource)
         sides = {
             case: _sides(case, data[case], spark, flink, workdir, native) for case in args.cases
         }

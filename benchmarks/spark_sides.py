@@ -62,13 +62,16 @@ def write_metadata(path: Path, clusters: Sequence[Cluster], topic: str) -> None:
     os.replace(tmp, path)
 
 
-def dynamic_kafka(spark: Any, metadata: Path) -> Any:
+def dynamic_kafka(spark: Any, metadata: Path, reader: str = "python") -> Any:
+    """``dynamic_kafka`` with the given ``reader`` (``python``: side ``dynamic_kafka``;
+    ``native``: the compiled core, side ``native``)."""
     return (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")
         .option("metadataService.path", str(metadata))
         .option("streamIds", "bench")
         .option("startingOffsets", "earliest")
+        .option("reader", reader)
         .load()
     )
 
@@ -95,16 +98,6 @@ def floor(spark: Any, rows: int, tasks: int) -> Any:
         spark.readStream.format("bench_floor")
         .option("rows", str(rows))
         .option("tasks", str(tasks))
-        .load()
-    )
-
-
-def prototype(spark: Any, library: str, shares: str) -> Any:
-    """The proposed native reader (``benchmarks/native``), a prototype measured beside ours."""
-    return (
-        spark.readStream.format("bench_native")
-        .option("library", library)
-        .option("shares", shares)
         .load()
     )
 

@@ -21,6 +21,7 @@ from pyspark_dynamic_kafka.optionspec import (
     OptionSpec,
     Scope,
     boolean,
+    choice,
     duration_ms,
     integer,
     member,
@@ -276,6 +277,18 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "120000",
         "How long an executor waits for records of its offset range before failing the task.",
         attr="poll_timeout_ms",
+    ),
+    OptionSpec(
+        "reader",
+        choice("auto", "native", "python"),
+        "auto",
+        "Which reader reads records on the executors: `native` (the compiled core, "
+        "pyspark-dynamic-kafka-core: librdkafka straight into Arrow columns; the query fails at "
+        "start, naming the reason, where it cannot be used), `python` (confluent-kafka), or "
+        "`auto`: native for each cluster where the core is installed and the cluster's client "
+        "properties allow it (not SASL GSSAPI, not OAUTHBEARER OIDC), else python with one log "
+        "line naming the cluster and the reason.",
+        attr="reader",
     ),
     OptionSpec(
         "kafkaConsumer.cacheTimeoutMs",

@@ -74,6 +74,7 @@ class SourceOptions:
     archive_max_files: int | None = None
     archive_switch_timestamp: int | None = None
     assignment: AssignmentMode = AssignmentMode.ALL
+    reader: str = "auto"
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.executor.native import native_clusters
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = [
@@ -172,6 +173,7 @@ def plan_query_tasks(
     generation:
         Consumer generation (see :class:`ReadSettings`).
     """
+    carried = task_properties(properties, group_id)
     settings = ReadSettings(
         poll_timeout_ms=options.poll_timeout_ms,
         cache_timeout_ms=options.consumer_cache_timeout_ms,
@@ -179,10 +181,11 @@ def plan_query_tasks(
         fail_on_data_loss=options.fail_on_data_loss,
         include_headers=options.include_headers,
         generation=generation,
+        native_clusters=native_clusters(options.reader, carried),
     )
     return plan_tasks(
         ranges,
-        task_properties(properties, group_id),
+        carried,
         settings,
         min_partitions=options.min_partitions,
         max_records_per_partition=options.max_records_per_partition,

@@ -30,6 +30,7 @@ from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
+from pyspark_dynamic_kafka.source.executor.native import read_native
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
@@ -53,6 +54,9 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     with cyclic_gc_paused():  # every message is a GC-tracked object (see gcpause)
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
+            if cluster_id in settings.native_clusters:
+                yield from read_native(cluster_id, properties, ranges, settings)
+                continue
             generation = settings.generation
             consumer = pool.acquire(cluster_id, properties, generation)
             reusable = False

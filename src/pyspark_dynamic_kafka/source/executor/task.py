@@ -54,6 +54,9 @@ class ReadSettings:
     generation:
         Pooled consumers of another generation are not reused: the driver bumps it after a
         topic was deleted or recreated under the query.
+    native_clusters:
+        Clusters the compiled core reads (:mod:`~pyspark_dynamic_kafka.source.executor.native`): the
+        driver's decision for the ``reader`` option; the others use the Python reader.
     """
 
     poll_timeout_ms: int
@@ -62,6 +65,7 @@ class ReadSettings:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     generation: int = 0
+    native_clusters: frozenset[str] = frozenset()
 
 
 class ReadTask(InputPartition):  # type: ignore[misc]

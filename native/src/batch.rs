@@ -1,0 +1,282 @@
+//! Arrow output: Spark's kafka-source columns plus `cluster`, exactly the Python reader's schema
+//! (`pyspark_dynamic_kafka.source.arrow.arrow_schema`): key, value, topic, partition, offset,
+//! timestamp (µs, UTC), timestampType, then `headers` when asked for, then `cluster`; every
+//! field nullable.
+
+use std::sync::Arc;
+
+use crate::ffi::Headers;
+use arrow_array::builder::{
+    BinaryBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StructBuilder,
+    TimestampMicrosecondBuilder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+/// librdkafka's "no timestamp" type: the timestamp is null, Spark's type id is -1.
+const NO_TIMESTAMP: i32 = 0;
+
+fn header_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("key", DataType::Utf8, true),
+        Field::new("value", DataType::Binary, true),
+    ])
+}
+
+fn header_item() -> Field {
+    Field::new("element", DataType::Struct(header_fields()), true)
+}
+
+/// The schema of the batches, with `headers` when `include_headers`.
+pub fn schema(include_headers: bool) -> Schema {
+    let mut fields = vec![
+        Field::new("key", DataType::Binary, true),
+        Field::new("value", DataType::Binary, true),
+        Field::new("topic", DataType::Utf8, true),
+        Field::new("partition", DataType::Int32, true),
+        Field::new("offset", DataType::Int64, true),
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("timestampType", DataType::Int32, true),
+    ];
+    if include_headers {
+        fields.push(Field::new(
+            "headers",
+            DataType::List(Arc::new(header_item())),
+            true,
+        ));
+    }
+    fields.push(Field::new("cluster", DataType::Utf8, true));
+    Schema::new(fields)
+}
+
+/// One record as the reader hands it over: borrowed from the consumed message.
+pub struct Record<'a> {
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    /// librdkafka's timestamp type (0 none, 1 create time, 2 log append time) and ms.
+    pub timestamp: (i32, i64),
+    pub headers: Option<Headers<'a>>,
+}
+
+/// Accumulates records of one cluster; a batch is due when a row or byte bound is reached
+/// (bytes count value bytes, as the Python reader's builder does).
+pub struct BatchBuilder {
+    cluster: String,
+    include_headers: bool,
+    max_rows: usize,
+    max_bytes: usize,
+    schema: SchemaRef,
+    keys: BinaryBuilder,
+    values: BinaryBuilder,
+    topics: StringBuilder,
+    partitions: Int32Builder,
+    offsets: Int64Builder,
+    timestamps: TimestampMicrosecondBuilder,
+    types: Int32Builder,
+    headers: ListBuilder<StructBuilder>,
+    clusters: StringBuilder,
+    rows: usize,
+    bytes: usize,
+}
+
+fn headers_builder() -> ListBuilder<StructBuilder> {
+    ListBuilder::new(StructBuilder::from_fields(header_fields(), 0)).with_field(header_item())
+}
+
+impl BatchBuilder {
+    pub fn new(cluster: &str, include_headers: bool, max_rows: usize, max_bytes: usize) -> Self {
+        BatchBuilder {
+            cluster: cluster.to_string(),
+            include_headers,
+            max_rows,
+            max_bytes,
+            schema: Arc::new(schema(include_headers)),
+            keys: BinaryBuilder::new(),
+            values: BinaryBuilder::new(),
+            topics: StringBuilder::new(),
+            partitions: Int32Builder::new(),
+            offsets: Int64Builder::new(),
+            timestamps: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
+            types: Int32Builder::new(),
+            headers: headers_builder(),
+            clusters: StringBuilder::new(),
+            rows: 0,
+            bytes: 0,
+        }
+    }
+
+    pub fn add(&mut self, record: &Record<'_>) {
+        self.keys.append_option(record.key);
+        self.values.append_option(record.value);
+        self.topics.append_value(record.topic);
+        self.partitions.append_value(record.partition);
+        self.offsets.append_value(record.offset);
+        let (kind, ms) = record.timestamp;
+        if kind == NO_TIMESTAMP {
+            self.timestamps.append_null();
+        } else {
+            self.timestamps.append_value(ms * 1000);
+        }
+        self.types.append_value(kind - 1);
+        if self.include_headers {
+            match &record.headers {
+                Some(headers) => {
+                    let items = self.headers.values();
+                    for (name, value) in headers {
+                        items
+                            .field_builder::<StringBuilder>(0)
+                            .expect("headers.key is a string")
+                            .append_value(name);
+                        items
+                            .field_builder::<BinaryBuilder>(1)
+                            .expect("headers.value is binary")
+                            .append_option(*value);
+                        items.append(true);
+                    }
+                    self.headers.append(true);
+                }
+                None => self.headers.append(false),
+            }
+        }
+        self.clusters.append_value(&self.cluster);
+        self.rows += 1;
+        self.bytes += record.value.map_or(0, <[u8]>::len);
+    }
+
+    pub fn due(&self) -> bool {
+        self.rows >= self.max_rows || self.bytes >= self.max_bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// One record batch of what was added; the builder starts over.
+    pub fn flush(&mut self) -> Result<RecordBatch, ArrowError> {
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.keys.finish()),
+            Arc::new(self.values.finish()),
+            Arc::new(self.topics.finish()),
+            Arc::new(self.partitions.finish()),
+            Arc::new(self.offsets.finish()),
+            Arc::new(self.timestamps.finish()),
+            Arc::new(self.types.finish()),
+        ];
+        if self.include_headers {
+            columns.push(Arc::new(self.headers.finish()));
+        }
+        columns.push(Arc::new(self.clusters.finish()));
+        self.rows = 0;
+        self.bytes = 0;
+        RecordBatch::try_new(self.schema.clone(), columns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+    use arrow_array::Array;
+
+    fn record<'a>(offset: i64, key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> Record<'a> {
+        Record {
+            key,
+            value,
+            topic: "orders",
+            partition: 3,
+            offset,
+            timestamp: (1, 1_700_000_000_123),
+            headers: None,
+        }
+    }
+
+    #[test]
+    fn columns_in_order_with_nulls_and_timestamp_types() {
+        let mut b = BatchBuilder::new("east", false, 10, 1 << 20);
+        b.add(&record(5, None, Some(b"v1")));
+        let mut r = record(7, Some(b"k"), None);
+        r.timestamp = (0, -1);
+        b.add(&r);
+        let batch = b.flush().unwrap();
+        let names: Vec<_> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "key",
+                "value",
+                "topic",
+                "partition",
+                "offset",
+                "timestamp",
+                "timestampType",
+                "cluster"
+            ]
+        );
+        assert!(batch.schema().fields().iter().all(|f| f.is_nullable()));
+        let keys = batch.column(0).as_binary::<i32>();
+        assert!(keys.is_null(0));
+        assert_eq!(keys.value(1), b"k");
+        assert!(batch.column(1).is_null(1));
+        assert_eq!(
+            batch.column(3).as_primitive::<Int32Type>().values(),
+            &[3, 3]
+        );
+        assert_eq!(
+            batch.column(4).as_primitive::<Int64Type>().values(),
+            &[5, 7]
+        );
+        let stamps = batch.column(5).as_primitive::<TimestampMicrosecondType>();
+        assert_eq!(stamps.value(0), 1_700_000_000_123_000);
+        assert!(stamps.is_null(1));
+        assert_eq!(
+            batch.column(6).as_primitive::<Int32Type>().values(),
+            &[0, -1]
+        );
+        assert_eq!(batch.column(7).as_string::<i32>().value(1), "east");
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn headers_null_when_absent_and_values_nullable() {
+        let mut b = BatchBuilder::new("c", true, 10, 1 << 20);
+        let mut with = record(0, None, Some(b""));
+        with.headers = Some(vec![("a", Some(b"1".as_slice())), ("b", None)]);
+        b.add(&with);
+        b.add(&record(1, None, Some(b"x")));
+        let batch = b.flush().unwrap();
+        assert_eq!(batch.schema().field(7).name(), "headers");
+        let headers = batch.column(7).as_list::<i32>();
+        assert!(headers.is_null(1));
+        let first = headers.value(0);
+        let items = first.as_struct();
+        assert_eq!(items.column(0).as_string::<i32>().value(1), "b");
+        assert!(items.column(1).is_null(1));
+        assert_eq!(batch.column(1).as_binary::<i32>().value(0), b"");
+        assert!(!batch.column(1).is_null(0));
+    }
+
+    #[test]
+    fn due_by_rows_or_value_bytes() {
+        let mut b = BatchBuilder::new("c", false, 3, 4);
+        b.add(&record(0, None, Some(b"ab")));
+        assert!(!b.due());
+        b.add(&record(1, None, Some(b"cd")));
+        assert!(b.due());
+        b.flush().unwrap();
+        assert!(!b.due());
+        assert!(b.is_empty());
+    }
+}

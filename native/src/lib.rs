@@ -1,0 +1,174 @@
+//! `pyspark_dynamic_kafka_core._core`: the compiled read core of pyspark-dynamic-kafka.
+//!
+//! librdkafka (vendored, statically linked) fills Arrow builders directly; batches reach pyarrow
+//! through the Arrow C Data Interface without a copy and without a Python object per record.
+
+mod batch;
+mod ffi;
+mod read;
+
+use arrow_pyarrow::ToPyArrow;
+use std::sync::Mutex;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+
+use crate::read::{ClusterReader, Range, ReadFailure, Settings};
+
+create_exception!(
+    _core,
+    DataLossError,
+    PyException,
+    "Records of a range are gone."
+);
+create_exception!(_core, ReadError, PyException, "Reading a cluster failed.");
+create_exception!(
+    _core,
+    ClientError,
+    PyException,
+    "librdkafka refused the client configuration."
+);
+
+fn raise(failure: ReadFailure) -> PyErr {
+    match failure {
+        ReadFailure::DataLoss(text) => DataLossError::new_err(text),
+        ReadFailure::Read(text) => ReadError::new_err(text),
+    }
+}
+
+/// Reads exact ranges of one cluster and yields pyarrow record batches.
+///
+/// Parameters: the cluster id (the `cluster` column), the full librdkafka consumer configuration,
+/// the ranges as (topic, partition, start, end), the poll timeout, whether to emit `headers`,
+/// whether lost records fail, and the row and value-byte bounds of a batch.
+#[pyclass(module = "pyspark_dynamic_kafka_core._core")]
+struct Reader {
+    // A pyclass must be Sync: the reader (Send, not Sync) is only reached through the lock.
+    inner: Mutex<Option<ClusterReader>>,
+}
+
+#[pymethods]
+impl Reader {
+    #[new]
+    #[pyo3(signature = (cluster, config, ranges, poll_timeout_ms, include_headers, fail_on_data_loss, max_rows=65536, max_bytes=33554432))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        cluster: String,
+        config: Vec<(String, String)>,
+        ranges: Vec<(String, i32, i64, i64)>,
+        poll_timeout_ms: u64,
+        include_headers: bool,
+        fail_on_data_loss: bool,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> PyResult<Self> {
+        if max_rows == 0 || max_bytes == 0 {
+            return Err(PyValueError::new_err(
+                "max_rows and max_bytes must be positive",
+            ));
+        }
+        let consumer = ffi::Consumer::new(&config).map_err(ClientError::new_err)?;
+        let ranges = ranges
+            .into_iter()
+            .map(|(topic, partition, start, end)| Range {
+                topic,
+                partition,
+                start,
+                end,
+            })
+            .collect();
+        let settings = Settings {
+            cluster,
+            poll_timeout_ms,
+            include_headers,
+            fail_on_data_loss,
+            max_rows,
+            max_bytes,
+        };
+        let reader = ClusterReader::new(consumer, ranges, settings);
+        Ok(Reader {
+            inner: Mutex::new(Some(reader)),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let next = {
+            let mut guard = self.lock();
+            let Some(reader) = guard.as_mut() else {
+                return Ok(None);
+            };
+            py.detach(|| reader.next_batch())
+        };
+        match next {
+            Ok(Some(batch)) => batch.to_pyarrow(py).map(Some),
+            Ok(None) => {
+                self.close(py);
+                Ok(None)
+            }
+            Err(failure) => {
+                self.close(py);
+                Err(raise(failure))
+            }
+        }
+    }
+
+    /// Data-loss warnings (with fail_on_data_loss off) since the last call.
+    fn take_warnings(&self) -> Vec<String> {
+        self.lock()
+            .as_mut()
+            .map(ClusterReader::take_warnings)
+            .unwrap_or_default()
+    }
+
+    /// Unassign and close the consumer (also done when the reader is exhausted or dropped).
+    fn close(&self, py: Python<'_>) {
+        let reader = self.lock().take();
+        if let Some(reader) = reader {
+            py.detach(move || drop(reader));
+        }
+    }
+}
+
+impl Reader {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<ClusterReader>> {
+        // A panic while reading poisons the lock; the reader state is then dropped anyway.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The Arrow schema of the batches (a pyarrow.Schema), with `headers` when `include_headers`.
+#[pyfunction(name = "arrow_schema")]
+fn schema_of(py: Python<'_>, include_headers: bool) -> PyResult<Bound<'_, PyAny>> {
+    batch::schema(include_headers).to_pyarrow(py)
+}
+
+/// None when librdkafka accepts every property, else its reason.
+#[pyfunction]
+fn config_problem(config: Vec<(String, String)>) -> Option<String> {
+    ffi::check_config(&config).err()
+}
+
+/// The version of the statically linked librdkafka.
+#[pyfunction]
+fn librdkafka_version() -> String {
+    ffi::librdkafka_version()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Reader>()?;
+    m.add_function(wrap_pyfunction!(schema_of, m)?)?;
+    m.add_function(wrap_pyfunction!(config_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(librdkafka_version, m)?)?;
+    m.add("DataLossError", m.py().get_type::<DataLossError>())?;
+    m.add("ReadError", m.py().get_type::<ReadError>())?;
+    m.add("ClientError", m.py().get_type::<ClientError>())?;
+    Ok(())
+}

@@ -1,0 +1,154 @@
+"""The native read path: the compiled core (``pyspark-dynamic-kafka-core``) reads a task's ranges.
+
+The core is a separate distribution (module ``pyspark_dynamic_kafka_core``): librdkafka,
+vendored and statically linked, fills Arrow columns directly, so no Python object is made per
+record. The option ``reader`` chooses: ``auto`` (the default) reads a cluster natively when the
+core is installed and the cluster's client properties allow it, else with the Python reader
+(:mod:`~pyspark_dynamic_kafka.source.executor.read`) and one log line naming the cluster and
+the reason; ``native`` fails at query start naming the reason; ``python`` is the Python reader.
+
+The driver decides, per cluster, in :func:`native_clusters`; the task carries the decision in
+:attr:`~pyspark_dynamic_kafka.source.executor.task.ReadSettings.native_clusters` and the
+executor reads those clusters with :func:`read_native` (it never re-parses options).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterator, Mapping
+from types import ModuleType
+from typing import Any
+
+import pyarrow as pa
+
+from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, OptionsError, ReadError
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.pool import consumer_config
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
+
+__all__ = ["READERS", "core", "native_clusters", "native_problem", "read_native"]
+
+_log = logging.getLogger(__name__)
+
+#: The values of the ``reader`` option.
+READERS = ("auto", "native", "python")
+#: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
+_LOGGED: set[tuple[str, str]] = set()
+
+
+def core() -> ModuleType | None:
+    """The compiled core's module, or ``None`` when it is not installed."""
+    try:
+        return importlib.import_module("pyspark_dynamic_kafka_core")
+    except ImportError:
+        return None
+
+
+def native_problem(properties: Mapping[str, str]) -> str | None:
+    """Why the native reader cannot read a cluster with these client properties, or ``None``."""
+    module = core()
+    if module is None:
+        return "the compiled core (pyspark-dynamic-kafka-core) is not installed"
+    config = consumer_config(properties)
+    protocol = config.get("security.protocol", "plaintext").lower()
+    mechanism = config.get("sasl.mechanisms", config.get("sasl.mechanism", "GSSAPI")).upper()
+    if protocol.startswith("sasl") and mechanism == "GSSAPI":
+        return "SASL GSSAPI (Kerberos) needs Cyrus SASL, which the compiled core does not link"
+    method = config.get("sasl.oauthbearer.method", "default").lower()
+    if protocol.startswith("sasl") and mechanism == "OAUTHBEARER" and method == "oidc":
+        return "SASL OAUTHBEARER with OIDC needs libcurl, which the compiled core does not link"
+    problem = module.config_problem(sorted(config.items()))
+    if problem is not None:
+        return f"librdkafka refused the client properties: {redact_secrets(problem, config)}"
+    return None
+
+
+def native_clusters(reader: str, properties: Mapping[str, Mapping[str, str]]) -> frozenset[str]:
+    """The clusters the native reader reads, given the ``reader`` option and each cluster's
+    client properties (as tasks carry them).
+
+    Raises
+    ------
+    OptionsError
+        With ``reader=native``, when a cluster cannot be read natively (naming it and why).
+    """
+    if reader == "python":
+        return frozenset()
+    chosen = set()
+    for cluster_id in sorted(properties):
+        problem = native_problem(properties[cluster_id])
+        if problem is None:
+            chosen.add(cluster_id)
+        elif reader == "native":
+            raise OptionsError(
+                f"Option reader=native: cluster '{cluster_id}' cannot be read natively: "
+                f"{problem}. Use reader=auto to read it with the Python reader."
+            )
+        elif (cluster_id, problem) not in _LOGGED:
+            _LOGGED.add((cluster_id, problem))
+            _log.info(
+                "reader=auto: cluster %r is read by the Python reader: %s", cluster_id, problem
+            )
+    return frozenset(chosen)
+
+
+def read_native(
+    cluster_id: str,
+    properties: Mapping[str, str],
+    ranges: list[OffsetRange],
+    settings: ReadSettings,
+) -> Iterator[pa.RecordBatch]:
+    """Read one cluster's ranges with the compiled core: the Python reader's batches, exactly.
+
+    Raises
+    ------
+    DataLossError
+        Records of a range are gone and ``failOnDataLoss`` is on.
+    ReadError
+        No progress within the poll timeout, or the cluster answered with an error.
+    KafkaClientError
+        librdkafka refused the client properties.
+    """
+    module = core()
+    if module is None:
+        raise ReadError(
+            f"Cluster '{cluster_id}' was planned for the native reader, but this Python worker "
+            "has no pyspark-dynamic-kafka-core: install it on the executors or set reader=python."
+        )
+    config = consumer_config(properties)
+    try:
+        reader = module.Reader(
+            cluster_id,
+            sorted(config.items()),
+            [(r.topic, r.partition, r.start, r.end) for r in ranges],
+            settings.poll_timeout_ms,
+            settings.include_headers,
+            settings.fail_on_data_loss,
+        )
+    except module.ClientError as exc:
+        detail = redact_secrets(str(exc), config)
+        raise KafkaClientError(
+            f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
+            "cluster's client properties in the metadata and the query's kafka.* options."
+        ) from None
+    try:
+        yield from _batches(module, reader)
+    finally:
+        reader.close()
+
+
+def _batches(module: Any, reader: Any) -> Iterator[pa.RecordBatch]:
+    while True:
+        try:
+            batch = next(reader, None)
+        except module.DataLossError as exc:
+            raise DataLossError(str(exc)) from None
+        except module.ReadError as exc:
+            raise ReadError(str(exc)) from None
+        finally:
+            for warning in reader.take_warnings():
+                _log.warning("%s", warning)
+        if batch is None:
+            return
+        yield batch

@@ -1,0 +1,88 @@
+"""The ``reader`` option and the compiled core's contract, without a broker.
+
+The compiled core is real here (installed by ``make setup``); a broker is not needed for what
+these tests check: the schema, the driver's per-cluster decision, and the poll-timeout error of a
+cluster nobody answers for (a closed loopback port).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from pyspark_dynamic_kafka.errors import OptionsError, ReadError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.source.config.options import parse_options
+from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.native import core, native_clusters, native_problem
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+
+needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
+
+PLAIN = {"bootstrap.servers": "127.0.0.1:9092"}
+KERBEROS = {**PLAIN, "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}
+
+
+def test_reader_option_defaults_to_auto_and_names_bad_values() -> None:
+    options = {"metadataService": "singleCluster", "metadataService.bootstrapServers": "h:1"}
+    assert parse_options({**options, "streamIds": "s"}).reader == "auto"
+    assert parse_options({**options, "streamIds": "s", "reader": "Native"}).reader == "native"
+    with pytest.raises(OptionsError, match=r"reader.*'fast'|'fast'.*reader"):
+        parse_options({**options, "streamIds": "s", "reader": "fast"})
+
+
+def test_python_reader_reads_every_cluster_in_python() -> None:
+    assert native_clusters("python", {"east": PLAIN, "west": KERBEROS}) == frozenset()
+
+
+@needs_core
+def test_schema_is_the_python_readers() -> None:
+    module = core()
+    assert module is not None
+    for headers in (False, True):
+        assert module.arrow_schema(headers) == arrow_schema(headers)
+
+
+@needs_core
+def test_auto_reads_natively_where_the_properties_allow_and_logs_the_rest_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        chosen = native_clusters("auto", {"east": PLAIN, "kerberos-west": KERBEROS})
+        native_clusters("auto", {"east": PLAIN, "kerberos-west": KERBEROS})
+    assert chosen == {"east"}
+    lines = [r.getMessage() for r in caplog.records if "kerberos-west" in r.getMessage()]
+    assert len(lines) == 1 and "GSSAPI" in lines[0]
+
+
+@needs_core
+def test_native_fails_at_query_start_naming_the_cluster_and_reason() -> None:
+    with pytest.raises(OptionsError) as failed:
+        native_clusters("native", {"east": PLAIN, "west": KERBEROS})
+    assert "cluster 'west' cannot be read natively" in str(failed.value)
+    assert "GSSAPI" in str(failed.value) and "reader=auto" in str(failed.value)
+
+
+@needs_core
+def test_properties_librdkafka_refuses_are_named_without_secrets() -> None:
+    problem = native_problem({**PLAIN, "sasl.password": "hunter2", "fetch.wait.max.ms": "soon"})
+    assert problem is not None
+    assert "fetch.wait.max.ms" in problem and "hunter2" not in problem
+    assert native_problem({**PLAIN, "no.such.property": "1"}) is not None
+    assert native_problem(PLAIN) is None
+
+
+@needs_core
+def test_no_answer_fails_with_the_stuck_message() -> None:
+    # Nothing listens on 127.0.0.1:9: the range never makes progress.
+    settings = ReadSettings(1200, 0, frozenset({"east"}), native_clusters=frozenset({"east"}))
+    properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
+    task = ReadTask((OffsetRange("east", "orders", 2, 5, 9),), {"east": properties}, settings)
+    with pytest.raises(ReadError) as stuck:
+        list(read_task(task))
+    assert str(stuck.value) == (
+        "No progress for kafkaConsumer.pollTimeoutMs=1200 ms: east/orders/2 range [5, 9) stuck "
+        "at position -1001. The cluster may be unreachable or the records may have been deleted."
+    )

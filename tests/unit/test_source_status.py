@@ -57,7 +57,7 @@ def test_reconciliations_that_change_what_is_read_are_logged_and_reported(
         assert status.observe(discovery.current(), {}, 0, 6) is None  # nothing changed
         del service.streams["payments"]
         service.inactive.add("west")
-        change = status.observe(discovery.current(), {("east", "orders", 1): 0}, 0, 7)
+        change = status.observe(discovery.current(), {("east", "orders", 1): 0}, 0, 7, left=3)
     assert change == {
         "seq": 2,
         "atMs": 100000,
@@ -66,6 +66,7 @@ def test_reconciliations_that_change_what_is_read_are_logged_and_reported(
         "topicsAdded": [],
         "topicsRemoved": ["east/payments-v1", "west/orders"],
         "partitionsEntered": 1,
+        "partitionsLeft": 3,
     }
     lines = _events(caplog, "reconciliation")
     assert [line["seq"] for line in lines] == [1, 2]
@@ -100,3 +101,17 @@ def test_commit_offsets_to_kafka_needs_a_group_id() -> None:
         parse_options({**BASE, "commitoffsetstokafka": "true"})
     parsed = parse_options({**BASE, "commitOffsetsToKafka": "true", "kafka.group.id": "billing"})
     assert parsed.commit_offsets_to_kafka is True
+
+
+def test_partitions_leaving_alone_are_a_change(caplog: pytest.LogCaptureFixture) -> None:
+    """A group's revocation changes what is read with the same topics: one change of its own."""
+    service = _Service([ORDERS])
+    discovery, _ = _discovery(service, streamids="orders", metadatadiscoveryintervalms="0")
+    status = SourceStatus("streamIds=orders", 1, wall=lambda: 100.0)
+    with caplog.at_level(logging.WARNING):
+        status.observe(discovery.current(), {}, 0, 5)
+        assert status.observe(discovery.current(), {}, 0, 6, left=0) is None
+        change = status.observe(discovery.current(), {}, 0, 7, left=2)
+    assert change is not None and change["seq"] == 2
+    assert (change["partitionsEntered"], change["partitionsLeft"]) == (0, 2)
+    assert [line["partitionsLeft"] for line in _events(caplog, "reconciliation")] == [0, 2]

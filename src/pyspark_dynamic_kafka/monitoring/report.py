@@ -71,6 +71,8 @@ def _describe(change: dict[str, Any]) -> str:
     ]
     if not parts and change.get("partitionsEntered"):
         parts.append(f"{change['partitionsEntered']} partitions added")
+    if not parts and change.get("partitionsLeft"):
+        parts.append(f"{change['partitionsLeft']} partitions left")
     return ", ".join(parts)
 
 

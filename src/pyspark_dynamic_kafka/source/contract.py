@@ -11,7 +11,8 @@ latest offsets (the offset JSON of :mod:`~pyspark_dynamic_kafka.source.checkpoin
         "assignment": {"east": ["orders"], "west": ["orders"]},
         "discovery": {"lastSuccessMs": 1700000000000, "consecutiveFailures": 0, "threshold": 1},
         "changes": [{"seq": 2, "atMs": ..., "clustersAdded": ["west"], "clustersRemoved": [],
-                     "topicsAdded": ["west/orders"], "topicsRemoved": [], "partitionsEntered": 3}],
+                     "topicsAdded": ["west/orders"], "topicsRemoved": [], "partitionsEntered": 3,
+                     "partitionsLeft": 0}],
         "planned": {"east": {"orders": 120}},
         "handoff": "/tmp/dynamic-kafka-handoff-..."}}            # assignment=group only
 

@@ -146,7 +146,7 @@ class MicroBatches:
         )
         previous = {**retention.resumed, **start.offsets}
         state = self.selection.select(driver, previous, assignment)
-        self._observe(state, assignment)
+        self._observe(state, assignment, len(previous.keys() - state.offsets.keys()))
         self.selection.submit(previous, assignment)
         driver.report(self.archive.switch_losses(start, previous, driver.lister, assignment))
         self.latest_offset = encode(SourceOffset(state.offsets))
@@ -162,11 +162,11 @@ class MicroBatches:
             return dict(start_offset)
         return encode(self.archive.live(admitted, retention.retained))
 
-    def _observe(self, state: Reconciled, assignment: Assignment) -> None:
+    def _observe(self, state: Reconciled, assignment: Assignment, left: int) -> None:
         discovery = self.driver.discovery
         if discovery is not None:
             self.status.observe(
-                assignment, state.entered, discovery.failures, discovery.last_success_ms
+                assignment, state.entered, discovery.failures, discovery.last_success_ms, left
             )
 
     def _within_target(

@@ -76,8 +76,13 @@ class SourceStatus:
         entered: Mapping[PartitionKey, int],
         failures: int,
         last_success_ms: int | None,
+        left: int = 0,
     ) -> dict[str, Any] | None:
-        """Record a reconciliation; log and return it when it changed what is read."""
+        """Record a reconciliation; log and return it when it changed what is read.
+
+        ``entered``: the partitions entering the offset; ``left``: how many partitions left it
+        (a group's revocation or hand-over, a removed topic's partitions).
+        """
         self._discovery = {
             "lastSuccessMs": last_success_ms,
             "consecutiveFailures": failures,
@@ -94,6 +99,7 @@ class SourceStatus:
             "topicsAdded": sorted(pairs_now - pairs_before),
             "topicsRemoved": sorted(pairs_before - pairs_now),
             "partitionsEntered": len(entered),
+            "partitionsLeft": left,
         }
         if not any(change.values()):
             return None

@@ -70,7 +70,8 @@ def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
     # The logs were as verbose as they get, and neither password is anywhere.
     logs = result.logs
     assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
-    assert "pyspark_dynamic_kafka.source.stream INFO" in logs  # the stream's driver-side Python
+    # the stream's driver-side Python (its first partitions entering)
+    assert "pyspark_dynamic_kafka.source.driver.cluster_view INFO" in logs
     assert "INFO MicroBatchExecution" in logs  # Spark's own log
     assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump
     assert len(result.progress) >= 2 and '"latestOffset"' in result.progress[-1]

@@ -79,7 +79,8 @@ def test_secret_sentinel_appears_nowhere(kafka_clusters: Any, tmp_path: Path) ->
     assert '"kafkaClustersCount": 1' in _between(logs, "METRICS <<", ">>")
     assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
     assert "'pyspark.sql.worker.plan_data_source_read']" in logs  # the batch planner too
-    assert "pyspark_dynamic_kafka.source.stream INFO" in logs  # the stream's driver-side Python
+    # the stream's driver-side Python (its first partitions entering)
+    assert "pyspark_dynamic_kafka.source.driver.cluster_view INFO" in logs
     assert "starts at offset" in logs
     assert "INFO MicroBatchExecution" in logs  # Spark's own log
     assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump (consumers)

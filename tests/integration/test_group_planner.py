@@ -29,7 +29,7 @@ class App:
         self.options = options
         self.assignment = Discovery(options).current()
         self.lister = OffsetLister(options)
-        self.planner = GroupPlanner(self.lister, 30000)
+        self.planner = GroupPlanner(self.lister)
         self.end: Offsets = {}
         self.read: list[tuple[PartitionKey, int, int]] = []
 

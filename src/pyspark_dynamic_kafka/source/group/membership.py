@@ -6,8 +6,9 @@ thread polls it only to keep the membership alive and to run the rebalance callb
 partitions it owns is what the driver plans micro-batches with.
 
 A partition the group takes away (revokes) is held back until the driver :meth:`~GroupMember.
-release`\\ s it: the driver first commits, through :meth:`~GroupMember.commit`, the end offset of
-the last micro-batch that read it, so the next owner starts exactly there. With the
+release`\\ s it: the driver first asks, through :meth:`~GroupMember.commit`, for the end offset of
+the last micro-batch that read it to be committed, and the member sends that commit before it hands
+the partition over, so the next owner starts exactly there. With the
 ``cooperative-sticky`` strategy (the default here) only the partitions that move are revoked; the
 others are read on without a pause.
 """
@@ -18,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -128,6 +129,7 @@ class GroupMember:
                     self.group,
                     message.error(),
                 )
+        self._serve()  # the commits asked before close(), while the member is still in the group
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = {(tp.topic, tp.partition) for tp in partitions}
@@ -234,58 +236,48 @@ class GroupMember:
             self._lock.notify_all()
 
     def _serve(self) -> None:
-        """Send the commits the driver asked for (on the poll thread: librdkafka's synchronous
-        commit does not return while another thread polls the consumer)."""
+        """Send the commits the driver asked for, oldest first (on the poll thread: librdkafka's
+        synchronous commit does not return while another thread polls the consumer)."""
         with self._lock:
             requests, self._requests = self._requests, []
         for request in requests:
             try:
                 answer = self._consumer.commit(offsets=request.offsets, asynchronous=False)
                 failed = [tp for tp in answer or () if tp.error is not None]
-                request.problem = "; ".join(
-                    f"{tp.topic}/{tp.partition}: {tp.error}" for tp in failed
-                )
+                problem = "; ".join(f"{tp.topic}/{tp.partition}: {tp.error}" for tp in failed)
             except KafkaException as exc:
-                request.problem = redact_secrets(str(exc), self.properties) or "failed"
-            request.done.set()
+                problem = redact_secrets(str(exc), self.properties) or "failed"
+            if problem:
+                request.on_failure(
+                    f"Cluster '{self.cluster_id}': could not commit the offsets of group "
+                    f"'{self.group}': {problem}. Check that the cluster is reachable."
+                )
 
-    def _commit_once(self, offsets: list[TopicPartition], timeout_s: float) -> str:
-        request = _Commit(offsets)
-        with self._lock:
-            if self._closing:
-                return "the member is closing"
-            self._requests.append(request)
-            self._lock.notify_all()
-        if not request.done.wait(timeout_s):
-            return "no answer in time"
-        return request.problem
-
-    def commit(self, offsets: Mapping[TopicPartitionKey, int], timeout_s: float) -> None:
-        """Commit ``offsets`` (next offset to read) as this member; returns once committed.
+    def commit(
+        self, offsets: Mapping[TopicPartitionKey, int], on_failure: Callable[[str], None]
+    ) -> None:
+        """Have the poll thread commit ``offsets`` (next offset to read) as this member, and
+        return at once: a micro-batch never waits for the group's round trip.
 
         Only partitions the member still holds are committed (another member owns the others).
-
-        Raises
-        ------
-        KafkaClientError
-            When the commit fails (retried until ``timeout_s`` is spent).
+        Commits are sent in the order asked, and all of them before a revoked partition is
+        handed over (:meth:`_on_revoke` serves them first) and before the member leaves
+        (:meth:`close`), so the next owner starts where this query's last commit says.
+        ``on_failure`` (called on the poll thread) gets the reason of a commit that failed.
         """
         held = self.held()
         wanted = [TopicPartition(t, p, int(o)) for (t, p), o in sorted(offsets.items())]
         wanted = [tp for tp in wanted if (tp.topic, tp.partition) in held]
         if not wanted:
             return
-        deadline = time.monotonic() + timeout_s
-        while True:
-            problem = self._commit_once(wanted, max(deadline - time.monotonic(), 0.1))
-            if not problem:
-                return
-            if time.monotonic() >= deadline or self._closing:
-                raise KafkaClientError(
-                    f"Cluster '{self.cluster_id}': could not commit the offsets of group "
-                    f"'{self.group}': {problem}. Check that the cluster is reachable."
+        with self._lock:
+            if self._closing:
+                on_failure(
+                    f"Cluster '{self.cluster_id}': the member of group '{self.group}' is closing"
                 )
-            time.sleep(0.2)
+                return
+            self._requests.append(_Commit(wanted, on_failure))
+            self._lock.notify_all()
 
     def close(self) -> None:
         """Leave the group (its partitions move to the other members at once) and close."""
@@ -302,13 +294,12 @@ class GroupMember:
         _log.info("Left group %r on %r", self.group, self.cluster_id)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Commit:
     """A commit the driver asked the poll thread for."""
 
     offsets: list[TopicPartition]
-    done: threading.Event = field(default_factory=threading.Event)
-    problem: str = ""
+    on_failure: Callable[[str], None]
 
 
 def _show(keys: Collection[TopicPartitionKey]) -> str:

@@ -22,12 +22,13 @@ ever move a partition this query holds forward.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
@@ -51,17 +52,15 @@ class GroupPlanner:
     ----------
     lister:
         The reader's listing clients (their admin clients read the group's offsets).
-    commit_timeout_ms:
-        Timeout of one commit (``kafkaAdmin.requestTimeoutMs``).
     """
 
-    def __init__(self, lister: OffsetLister, commit_timeout_ms: int) -> None:
+    def __init__(self, lister: OffsetLister) -> None:
         self._lister = lister
-        self._timeout_s = commit_timeout_ms / 1000
         self._members = GroupMembers()
         self._planned: dict[PartitionKey, int] = {}  # -> the plan it entered with
         self._plans: list[tuple[int, dict[PartitionKey, int]]] = []  # recent (index, end)
-        self._committed: dict[PartitionKey, int] = {}
+        self._committed: dict[PartitionKey, int] = {}  # asked for; failures come back:
+        self._failures: deque[tuple[str, dict[tuple[str, int], int]]] = deque()
         self._last_end: dict[PartitionKey, int] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -89,9 +88,9 @@ class GroupPlanner:
     ) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
         """The offsets of this query's partitions among ``available`` (every partition).
 
-        ``previous`` is the end of the last micro-batch Spark committed: it is committed to the
-        group first and revoked partitions are then handed over. Returns the offsets and the
-        partitions entering them (with their start).
+        ``previous`` is the end of the last micro-batch Spark committed: its commit to the group
+        is asked for first (without waiting for it) and revoked partitions are then handed over.
+        Returns the offsets and the partitions entering them (with their start).
         """
         with self._lock:
             self._commit({k: v for k, v in previous.items() if k in self._planned})
@@ -189,21 +188,28 @@ class GroupPlanner:
 
     # ------------------------------------------------------------------ commits
     def _commit(self, offsets: Mapping[PartitionKey, int]) -> None:
-        """Commit ``offsets`` of held partitions that move forward; a failure is logged."""
+        """Commit ``offsets`` of held partitions that move forward, without waiting: each member
+        sends its commits in order, before it hands a partition over or leaves. A commit that
+        fails is logged and asked again with the next micro-batch."""
+        while self._failures:  # failed commits: forget them, so that they are asked again
+            cluster_id, failed = self._failures.popleft()
+            for (t, p), o in failed.items():
+                if self._committed.get((cluster_id, t, p)) == o:
+                    del self._committed[(cluster_id, t, p)]
         for cluster_id, member in self._members.items():
             wanted = {
                 (t, p): o
                 for (c, t, p), o in offsets.items()
                 if c == cluster_id and o > self._committed.get((c, t, p), -1)
             }
-            if not wanted:
-                continue
-            try:
-                member.commit(wanted, self._timeout_s)
-            except KafkaClientError as exc:
-                _log.warning("%s The commit is retried with the next micro-batch.", exc)
-                continue
-            self._committed.update({(cluster_id, t, p): o for (t, p), o in wanted.items()})
+            if wanted:
+                self._committed.update({(cluster_id, t, p): o for (t, p), o in wanted.items()})
+                member.commit(wanted, functools.partial(self._failed, cluster_id, wanted))
+
+    def _failed(self, cluster_id: str, offsets: dict[tuple[str, int], int], reason: str) -> None:
+        # on a member's poll thread: never takes the planner's lock (the driver may hold it)
+        _log.warning("%s The commit is retried with the next micro-batch.", reason)
+        self._failures.append((cluster_id, offsets))
 
     def completed(self, end: Mapping[PartitionKey, int]) -> None:
         """A micro-batch that ended at ``end`` completed: commit its offsets now.

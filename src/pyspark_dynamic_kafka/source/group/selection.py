@@ -88,7 +88,7 @@ class GroupAssigned(PartitionSelection):
 
     def _group(self) -> GroupPlanner:
         if self._planner is None:
-            self._planner = GroupPlanner(self._lister, self._options.admin_timeout_ms)
+            self._planner = GroupPlanner(self._lister)
             stop_on_sigterm(self._planner)
         return self._planner
 

@@ -13,11 +13,14 @@ seconds counts; ``addBatch``, ``triggerExecution`` and ``latestOffset`` are the 
 progress reports of the micro-batches that read rows in that window.
 
 Sides: ``dynamic_kafka``; ``kafka`` (Spark's own source); ``python``: a trivial Python stream
-source without Kafka (:mod:`benchmarks.clock`, Spark's own cost per Python micro-batch), and in
-the variant cases ``dynamic_kafka`` with ``assignment=group``, with ``monitoring.attach``, over 3
-clusters (beside a union of three ``format("kafka")``), and both Kafka sides with and without
-``asyncProgressTrackingEnabled``. Flink's Dynamic Kafka Source is not a side here: the Flink peer
-(:mod:`benchmarks.peers.flink`) runs bounded jobs only.
+source without Kafka (:mod:`benchmarks.clock`, Spark's own cost per Python micro-batch);
+``flink``: Flink's ``DynamicKafkaSource`` on a local mini-cluster of parallelism 2
+(:mod:`benchmarks.peers.flink`), an unbounded job from the latest offsets whose sink notes each
+record's latency the same way (no micro-batches: its progress columns are empty); Flink's latency
+is the anchor to approach. The variant cases add ``dynamic_kafka`` with ``reader=python`` (the
+confluent-kafka reader; the other sides read with the compiled core when it is installed), with
+``assignment=group``, with ``monitoring.attach``, over 3 clusters (beside a union of three
+``format("kafka")``), and both Kafka sides with and without ``asyncProgressTrackingEnabled``.
 
 Targets (issue 21, on a quiet machine): at 1,000 records/s with the default trigger, p50 at most
 1.5x and p99 at most 2x ``kafka``'s; median ``addBatch`` at most 2x ``python``'s. Ratios are
@@ -45,22 +48,29 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 import pyspark
 from benchmarks import clock as clock_module
 from benchmarks.measure import load_average
+from benchmarks.peers.flink import FlinkPeer
 from benchmarks.peers.maven import spark_kafka_jars
 from benchmarks.spark_sides import Cluster, write_metadata
 from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing.kafka_jars import find_java
 
 TOPIC = "lat"
 PARTITIONS = 4
 #: name: (records per second, trigger seconds (0: as fast as possible), sides, clusters)
 CASES: dict[str, tuple[int, float, list[str], int]] = {
-    "1k-default": (1000, 0, ["dynamic_kafka", "kafka", "python"], 1),
+    "1k-default": (1000, 0, ["dynamic_kafka", "kafka", "python", "flink"], 1),
     "1k-1s": (1000, 1, ["dynamic_kafka", "kafka", "python"], 1),
-    "20k-default": (20000, 0, ["dynamic_kafka", "kafka", "python"], 1),
+    "20k-default": (20000, 0, ["dynamic_kafka", "kafka", "python", "flink"], 1),
     "20k-1s": (20000, 1, ["dynamic_kafka", "kafka", "python"], 1),
-    "1k-variants": (1000, 0, ["dynamic_kafka", "group", "monitoring", "kafka"], 1),
+    "1k-variants": (
+        1000,
+        0,
+        ["dynamic_kafka", "reader=python", "group", "monitoring", "kafka"],
+        1,
+    ),
     "1k-3-clusters": (1000, 0, ["dynamic_kafka", "union"], 3),
     "1k-async-progress": (1000, 0, ["dynamic_kafka", "dynamic_kafka+apt", "kafka", "kafka+apt"], 1),
 }
@@ -179,6 +189,7 @@ def _frames(spark: Any, workdir: Path, clusters: list[Cluster]) -> dict[str, Cal
         "dynamic_kafka": dynamic,
         "group": lambda: dynamic(**{"assignment": "group", "kafka.group.id": group}),
         "monitoring": dynamic,
+        "reader=python": lambda: dynamic(reader="python"),
         "kafka": lambda: kafka(clusters[0]),
         "union": union,
     }
@@ -272,6 +283,14 @@ def _run(
     )
 
 
+def _flink_side(flink: FlinkPeer, clusters: list[Cluster], warmup: float, seconds: float) -> Result:
+    nan = float("nan")
+    rows, p50, p99 = flink.latency(warmup, seconds, TOPIC, {c.name: c.bootstrap for c in clusters})
+    if not rows:
+        p50 = p99 = nan
+    return Result(p50, p99, nan, nan, nan, 0, rows / seconds)
+
+
 def _case(
     spark: Any,
     name: str,
@@ -279,6 +298,7 @@ def _case(
     workdir: Path,
     warmup: float,
     seconds: float,
+    flink: FlinkPeer | None = None,
 ) -> dict[str, Result]:
     rate, trigger, sides, count = CASES[name]
     used = clusters[:count]
@@ -293,6 +313,10 @@ def _case(
     producing = _Producing([c.bootstrap for c in used], rate)
     try:
         for side in sides:
+            if side == "flink":
+                if flink is not None:
+                    results[side] = _flink_side(flink, used, warmup, seconds)
+                continue
             base, apt = side.removesuffix("+apt"), side.endswith("+apt")
             sink = (name in FOREACH_CASES, apt)
             monitor = (
@@ -328,9 +352,12 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
     for ours, peer in [
         ("dynamic_kafka", "kafka"),
         ("dynamic_kafka", "union"),
+        ("reader=python", "kafka"),
         ("group", "kafka"),
         ("monitoring", "kafka"),
         ("dynamic_kafka+apt", "kafka+apt"),
+        ("dynamic_kafka", "flink"),
+        ("kafka", "flink"),
     ]:
         if ours in results and peer in results:
             a, b = results[ours], results[peer]
@@ -350,6 +377,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per side")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds before measuring")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--no-flink", action="store_true", help="leave Flink's side out")
     args = parser.parse_args()
     workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -374,11 +402,14 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(clock_module.ClockSource)
-        # warm the JVM and the Python workers up (the first queries of a session are slow)
-        _case(spark, "1k-default", clusters, workdir, 3.0, 4.0)
+        flink = None
+        if not args.no_flink and any("flink" in CASES[c][2] for c in args.cases):
+            flink = stack.enter_context(FlinkPeer(find_java(), workdir / "flink-latency.log"))
+        # warm the JVMs and the Python workers up (the first queries of a session are slow)
+        _case(spark, "1k-default", clusters, workdir, 3.0, 4.0, flink)
         for name in args.cases:
             load = load_average()
-            results[name] = _case(spark, name, clusters, workdir, args.warmup, args.seconds)
+            results[name] = _case(spark, name, clusters, workdir, args.warmup, args.seconds, flink)
             print(_report(name, results[name], load), flush=True)
         spark.stop()
     out = workdir / "latency.json"

@@ -3,7 +3,8 @@
 The JVM stays up for the whole benchmark (its JIT warms like Spark's); each :meth:`FlinkPeer.run`
 sends one request line and runs one bounded job on a fresh local mini-cluster (parallelism 2,
 discarding sink). The program reports its own window: first sink writer opened (tasks deployed)
-to last expected record received.
+to last expected record received. :meth:`FlinkPeer.latency` runs an unbounded job from the latest
+offsets for a while instead and reports the end-to-end latency its sink saw.
 """
 
 from __future__ import annotations
@@ -106,3 +107,23 @@ class FlinkPeer:
         self.process.stdin.flush()
         _, count, start_ms, end_ms = self._line().split()
         return int(count), int(start_ms) / 1000, int(end_ms) / 1000
+
+    def latency(
+        self, warmup: float, seconds: float, topic: str, bootstraps: dict[str, str]
+    ) -> tuple[int, float, float]:
+        """Read ``topic`` from the latest offsets for ``warmup + seconds``; the latency (now minus
+        the record's Kafka timestamp) of each record the sink saw in the last ``seconds``.
+
+        Returns
+        -------
+        tuple
+            (records seen in the window, p50 ms, p99 ms).
+        """
+        if self.process is None or self.process.stdin is None:
+            raise RuntimeError("the Flink peer is not running")
+        clusters = " ".join(f"{name}={servers}" for name, servers in bootstraps.items())
+        request = f"LATENCY {int(warmup * 1000)} {int(seconds * 1000)} {topic} {clusters}\n"
+        self.process.stdin.write(request)
+        self.process.stdin.flush()
+        _, count, p50, p99 = self._line().split()
+        return int(count), float(p50), float(p99)

@@ -3,8 +3,11 @@ package bench;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -14,6 +17,7 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.connector.sink2.Sink;
 import org.apache.flink.api.connector.sink2.SinkWriter;
 import org.apache.flink.api.connector.sink2.WriterInitContext;
+import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.connector.kafka.dynamic.metadata.ClusterMetadata;
 import org.apache.flink.connector.kafka.dynamic.metadata.KafkaMetadataService;
 import org.apache.flink.connector.kafka.dynamic.metadata.KafkaStream;
@@ -33,12 +37,21 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
  * {@code RESULT <records> <window start epoch ms> <window end epoch ms>}: the window runs from the
  * moment the first sink writer opens (tasks deployed, before any fetch) to the moment the last
  * expected record reached a sink, so mini-cluster start-up is not in it.
+ *
+ * <p>A request {@code LATENCY <warm-up ms> <measured ms> <topic> <cluster>=<bootstrap>...} runs an
+ * unbounded job from the latest offsets instead; its sink notes, for each record it sees during the
+ * measured window (after the warm-up), the time since the record's Kafka timestamp (CreateTime, set
+ * by the producer). The job is cancelled after the window and one line is printed:
+ * {@code RESULT <records> <p50 ms> <p99 ms>}.
  */
 public final class DynamicKafkaBench {
   static final AtomicLong COUNT = new AtomicLong();
   static final AtomicLong FIRST_OPEN = new AtomicLong();
   static final AtomicLong DONE_AT = new AtomicLong();
   static volatile long expected;
+  static volatile long windowStart;
+  static volatile long windowEnd;
+  static final List<Long> LATENCIES = Collections.synchronizedList(new ArrayList<>());
 
   /** The Kafka record as Spark's Kafka source exposes it: key, value, topic, partition, offset, timestamp. */
   public static final class Rec {
@@ -135,6 +148,62 @@ public final class DynamicKafkaBench {
     }
   }
 
+  /** Notes each record's latency (now minus its Kafka timestamp) during the measured window. */
+  static final class LatencySink implements Sink<Rec> {
+    @Override
+    public SinkWriter<Rec> createWriter(WriterInitContext context) {
+      return new SinkWriter<Rec>() {
+        @Override
+        public void write(Rec rec, Context ctx) {
+          long now = System.currentTimeMillis();
+          if (now >= windowStart && now <= windowEnd) {
+            LATENCIES.add(now - rec.timestamp);
+          }
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        @Override
+        public void close() {}
+      };
+    }
+  }
+
+  static void runLatency(long warmupMs, long measuredMs, String topic, Map<String, String> bootstraps)
+      throws Exception {
+    LATENCIES.clear();
+    windowStart = Long.MAX_VALUE;
+    windowEnd = Long.MAX_VALUE;
+    DynamicKafkaSource<Rec> source =
+        DynamicKafkaSource.<Rec>builder()
+            .setStreamIds(Set.of("bench"))
+            .setKafkaMetadataService(new StaticMetadata("bench", topic, bootstraps))
+            .setDeserializer(new RecordSchema())
+            .setStartingOffsets(OffsetsInitializer.latest())
+            .setGroupId("bench-flink-latency")
+            .build();
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2);
+    env.fromSource(source, WatermarkStrategy.noWatermarks(), "dynamic-kafka")
+        .sinkTo(new LatencySink())
+        .name("latency");
+    JobClient job = env.executeAsync("dynamic-kafka-latency");
+    long start = System.currentTimeMillis() + warmupMs;
+    windowStart = start;
+    windowEnd = start + measuredMs;
+    Thread.sleep(warmupMs + measuredMs);
+    job.cancel().get();
+    List<Long> seen;
+    synchronized (LATENCIES) {
+      seen = new ArrayList<>(LATENCIES);
+    }
+    Collections.sort(seen);
+    long p50 = seen.isEmpty() ? -1 : seen.get((int) Math.floor(0.50 * (seen.size() - 1)));
+    long p99 = seen.isEmpty() ? -1 : seen.get((int) Math.floor(0.99 * (seen.size() - 1)));
+    System.out.println("RESULT " + seen.size() + " " + p50 + " " + p99);
+    System.out.flush();
+  }
+
   static void runOnce(long want, String topic, Map<String, String> bootstraps) throws Exception {
     COUNT.set(0);
     FIRST_OPEN.set(0);
@@ -167,15 +236,21 @@ public final class DynamicKafkaBench {
     String line;
     while ((line = in.readLine()) != null) {
       String[] parts = line.trim().split("\\s+");
-      if (parts.length < 3) {
+      boolean latency = parts.length > 0 && parts[0].equals("LATENCY");
+      int first = latency ? 4 : 2;
+      if (parts.length <= first) {
         continue;
       }
       Map<String, String> bootstraps = new HashMap<>();
-      for (int i = 2; i < parts.length; i++) {
+      for (int i = first; i < parts.length; i++) {
         String[] kv = parts[i].split("=", 2);
         bootstraps.put(kv[0], kv[1]);
       }
-      runOnce(Long.parseLong(parts[0]), parts[1], bootstraps);
+      if (latency) {
+        runLatency(Long.parseLong(parts[1]), Long.parseLong(parts[2]), parts[3], bootstraps);
+      } else {
+        runOnce(Long.parseLong(parts[0]), parts[1], bootstraps);
+      }
     }
   }
 }

@@ -8,7 +8,8 @@ mod ffi;
 mod read;
 
 use arrow_pyarrow::ToPyArrow;
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -37,15 +38,84 @@ fn raise(failure: ReadFailure) -> PyErr {
     }
 }
 
+/// A librdkafka consumer that readers borrow one at a time, so that a pool can keep it connected
+/// across tasks (`close` destroys it; so does dropping it).
+#[pyclass(module = "pyspark_dynamic_kafka_core._core")]
+struct Consumer {
+    // None while a reader holds the consumer, and after close.
+    inner: Mutex<Option<ffi::Consumer>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+#[pymethods]
+impl Consumer {
+    #[new]
+    fn new(config: Vec<(String, String)>) -> PyResult<Self> {
+        let consumer = ffi::Consumer::new(&config).map_err(ClientError::new_err)?;
+        Ok(Consumer {
+            inner: Mutex::new(Some(consumer)),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Close the consumer (a reader holding it closes it when it finishes).
+    fn close(&self, py: Python<'_>) {
+        self.closed.store(true, Ordering::SeqCst);
+        let consumer = relock(&self.inner).take();
+        if let Some(consumer) = consumer {
+            py.detach(move || drop(consumer));
+        }
+    }
+
+    /// Whether no reader holds the consumer and it is not closed.
+    fn available(&self) -> bool {
+        relock(&self.inner).is_some()
+    }
+}
+
+impl Consumer {
+    /// Lend the librdkafka consumer to a reader; an error when another reader holds it.
+    fn lend(&self) -> PyResult<ffi::Consumer> {
+        relock(&self.inner).take().ok_or_else(|| {
+            ReadError::new_err(if self.closed.load(Ordering::SeqCst) {
+                "the consumer is closed"
+            } else {
+                "the consumer is in use by another reader"
+            })
+        })
+    }
+
+    /// Take the consumer back from a reader, or close it when it was closed meanwhile.
+    fn give_back(&self, py: Python<'_>, consumer: ffi::Consumer) {
+        if self.closed.load(Ordering::SeqCst) {
+            py.detach(move || drop(consumer));
+        } else {
+            *relock(&self.inner) = Some(consumer);
+        }
+    }
+}
+
+/// Where a reader's librdkafka consumer comes from.
+#[derive(FromPyObject)]
+enum Source {
+    /// A pooled consumer, lent for the reader's life.
+    Pooled(Py<Consumer>),
+    /// The full configuration of a consumer of the reader's own.
+    Config(Vec<(String, String)>),
+}
+
 /// Reads exact ranges of one cluster and yields pyarrow record batches.
 ///
-/// Parameters: the cluster id (the `cluster` column), the full librdkafka consumer configuration,
-/// the ranges as (topic, partition, start, end), the poll timeout, whether to emit `headers`,
-/// whether lost records fail, and the row and value-byte bounds of a batch.
+/// Parameters: the cluster id (the `cluster` column), a [`Consumer`] to borrow (given back,
+/// unassigned, when the reader finishes) or the full librdkafka consumer configuration of a
+/// consumer of its own (closed when it finishes), the ranges as (topic, partition, start, end),
+/// the poll timeout, whether to emit `headers`, whether lost records fail, and the row and
+/// value-byte bounds of a batch.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 struct Reader {
     // A pyclass must be Sync: the reader (Send, not Sync) is only reached through the lock.
     inner: Mutex<Option<ClusterReader>>,
+    home: Option<Py<Consumer>>,
 }
 
 #[pymethods]
@@ -54,8 +124,9 @@ impl Reader {
     #[pyo3(signature = (cluster, config, ranges, poll_timeout_ms, include_headers, fail_on_data_loss, max_rows=65536, max_bytes=33554432))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         cluster: String,
-        config: Vec<(String, String)>,
+        config: Source,
         ranges: Vec<(String, i32, i64, i64)>,
         poll_timeout_ms: u64,
         include_headers: bool,
@@ -68,7 +139,16 @@ impl Reader {
                 "max_rows and max_bytes must be positive",
             ));
         }
-        let consumer = ffi::Consumer::new(&config).map_err(ClientError::new_err)?;
+        let (consumer, home) = match config {
+            Source::Pooled(home) => {
+                let consumer = home.borrow(py).lend()?;
+                (consumer, Some(home))
+            }
+            Source::Config(config) => (
+                ffi::Consumer::new(&config).map_err(ClientError::new_err)?,
+                None,
+            ),
+        };
         let ranges = ranges
             .into_iter()
             .map(|(topic, partition, start, end)| Range {
@@ -89,6 +169,7 @@ impl Reader {
         let reader = ClusterReader::new(consumer, ranges, settings);
         Ok(Reader {
             inner: Mutex::new(Some(reader)),
+            home,
         })
     }
 
@@ -125,22 +206,28 @@ impl Reader {
             .unwrap_or_default()
     }
 
-    /// Unassign and close the consumer (also done when the reader is exhausted or dropped).
+    /// Unassign the consumer and give it back, or close it when it is the reader's own (also
+    /// done when the reader is exhausted or fails; a dropped reader closes its consumer).
     fn close(&self, py: Python<'_>) {
         let reader = self.lock().take();
-        if let Some(reader) = reader {
-            py.detach(move || drop(reader));
+        let Some(reader) = reader else { return };
+        let consumer = py.detach(move || reader.into_consumer());
+        match &self.home {
+            Some(home) => home.borrow(py).give_back(py, consumer),
+            None => py.detach(move || drop(consumer)),
         }
     }
 }
 
 impl Reader {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<ClusterReader>> {
-        // A panic while reading poisons the lock; the reader state is then dropped anyway.
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Option<ClusterReader>> {
+        relock(&self.inner)
     }
+}
+
+/// Lock, also after a panic poisoned the lock (the state is then dropped or closed anyway).
+fn relock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The Arrow schema of the batches (a pyarrow.Schema), with `headers` when `include_headers`.
@@ -163,6 +250,7 @@ fn librdkafka_version() -> String {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Consumer>()?;
     m.add_class::<Reader>()?;
     m.add_function(wrap_pyfunction!(schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(config_problem, m)?)?;

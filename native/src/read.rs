@@ -157,9 +157,10 @@ impl ClusterReader {
         }
     }
 
-    /// Leave the consumer with no assignment (it may be closed right after).
-    pub fn finish(&self) {
+    /// Leave the consumer with no assignment and hand it back (to a pool, or to be closed).
+    pub fn into_consumer(self) -> Consumer {
         let _ = self.consumer.unassign();
+        self.consumer
     }
 
     fn start(&mut self) -> Result<(), ReadFailure> {
@@ -172,10 +173,15 @@ impl ClusterReader {
             .map(|p| (p.range.topic.as_str(), p.range.partition, p.range.start))
             .collect();
         let parts: Vec<(&str, i32)> = assignment.iter().map(|(t, p, _)| (*t, *p)).collect();
+        // librdkafka keeps a partition's pause flag across unassign/assign: a pooled consumer
+        // that paused this partition at the end of an earlier range would never fetch it again.
+        // Resumed before the assignment, as the Python reader does: a resume right after it
+        // bumps the fetch version under the broker thread, which may then idle for its 1 s I/O
+        // timeout before fetching (a partition not known yet is skipped by the resume).
         let assigned = self
             .consumer
-            .assign(&assignment)
-            .and_then(|()| self.consumer.resume(&parts));
+            .resume(&parts)
+            .and_then(|()| self.consumer.assign(&assignment));
         assigned.map_err(|e| self.failed(&e))
     }
 
@@ -386,12 +392,6 @@ fn stuck_message<'a>(
          The cluster may be unreachable or the records may have been deleted.",
         parts.join("; ")
     )
-}
-
-impl Drop for ClusterReader {
-    fn drop(&mut self) {
-        self.finish();
-    }
 }
 
 #[cfg(test)]

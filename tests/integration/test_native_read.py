@@ -23,8 +23,9 @@ from tests.integration.helpers import delete_records, numbered, requires_kafka, 
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
-from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.source.executor.native import core, native_consumer
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
@@ -140,6 +141,36 @@ def test_no_progress_fails_with_the_stuck_message(kafka_clusters: Any, reader: s
         _read(_task(east, reader, ("orders", 0, 0, 10), poll_timeout_ms=1500))
     assert str(stuck.value).startswith("No progress for kafkaConsumer.pollTimeoutMs=1500 ms: ")
     assert "east/orders/0 range [0, 10) stuck at position 3." in str(stuck.value)
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_consecutive_tasks_reuse_the_pooled_consumer(kafka_clusters: Any, reader: str) -> None:
+    east = kafka_clusters("east")["east"]
+    east.create_topic("orders", partitions=2)
+    east.produce("orders", [(None, f"v{i}") for i in range(10)], partition=0)
+    east.produce("orders", [(None, f"w{i}") for i in range(10)], partition=1)
+    pool = consumer_pool()
+    # Like consecutive micro-batches: partition 0 is paused at the end of each range, then read
+    # again by the next task with the same consumer; partition 1 joins in the third.
+    batches = [
+        (("orders", 0, 0, 4),),
+        (("orders", 0, 4, 7),),
+        (("orders", 0, 7, 10), ("orders", 1, 2, 5)),
+    ]
+    seen: list[tuple[int, int]] = []
+    consumers = set()
+    for ranges in batches:
+        task = _task(east, reader, *ranges)
+        table = _read(task)
+        seen += zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
+        assert pool.idle_count() == 1
+        properties = task.properties[east.name]
+        factory = native_consumer if reader == "native" else confluent_consumer
+        consumer = pool.acquire(east.name, properties, 0, factory)
+        consumers.add(id(consumer))
+        pool.release(east.name, properties, consumer, True, 60_000, 0, factory)
+    assert sorted(seen) == [(0, o) for o in range(10)] + [(1, o) for o in range(2, 5)]
+    assert len(consumers) == 1
 
 
 # -- the differential test --------------------------------------------------------------------

@@ -13,9 +13,15 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OptionsError, ReadError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.pool import ConsumerPool, consumer_pool
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
-from pyspark_dynamic_kafka.source.executor.native import core, native_clusters, native_problem
+from pyspark_dynamic_kafka.source.executor.native import (
+    core,
+    native_clusters,
+    native_consumer,
+    native_problem,
+)
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
@@ -86,3 +92,50 @@ def test_no_answer_fails_with_the_stuck_message() -> None:
         "No progress for kafkaConsumer.pollTimeoutMs=1200 ms: east/orders/2 range [5, 9) stuck "
         "at position -1001. The cluster may be unreachable or the records may have been deleted."
     )
+
+
+@needs_core
+def test_pooled_native_consumers_are_reused_and_never_lent_twice() -> None:
+    module = core()
+    assert module is not None
+    pool = ConsumerPool()
+    props = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
+    first = pool.acquire("east", props, 0, native_consumer)
+    assert isinstance(first, module.Consumer)
+    reader = module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
+    assert not first.available()
+    with pytest.raises(module.ReadError, match="in use by another reader"):
+        module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
+    reader.close()  # unassigned and given back
+    assert first.available()
+    pool.release("east", props, first, True, 60_000, 0, native_consumer)
+    assert pool.acquire("east", props, 0, native_consumer) is first
+    # The Python reader's consumers are another kind: never handed out for a native one.
+    pool.release("east", props, first, True, 60_000, 0, native_consumer)
+    python = pool.acquire("east", props, 0)
+    assert not isinstance(python, module.Consumer)
+    pool.release("east", props, python, False, 60_000, 0)
+    pool.close_all()
+    assert not first.available()
+    with pytest.raises(module.ReadError, match="closed"):
+        module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
+
+
+@needs_core
+def test_read_task_pools_the_native_consumer_unless_reading_failed() -> None:
+    pool = consumer_pool()
+    pool.close_all()
+    settings = ReadSettings(1200, 60_000, frozenset({"east"}), native_clusters=frozenset({"east"}))
+    properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "pooled"})
+    empty = ReadTask((OffsetRange("east", "orders", 2, 5, 5),), {"east": properties}, settings)
+    assert list(read_task(empty)) == []
+    assert pool.idle_count() == 1
+    pooled = pool.acquire("east", properties, 0, native_consumer)
+    pool.release("east", properties, pooled, True, 60_000, 0, native_consumer)
+    assert list(read_task(empty)) == [] and pool.idle_count() == 1
+    assert pool.acquire("east", properties, 0, native_consumer) is pooled
+    pool.release("east", properties, pooled, True, 60_000, 0, native_consumer)
+    stuck = ReadTask((OffsetRange("east", "orders", 2, 5, 9),), {"east": properties}, settings)
+    with pytest.raises(ReadError, match="No progress"):
+        list(read_task(stuck))  # read with the pooled consumer, which is then closed
+    assert pool.idle_count() == 0 and not pooled.available()

@@ -6,6 +6,7 @@ core's only contract with that package.
 
 from pyspark_dynamic_kafka_core._core import (
     ClientError,
+    Consumer,
     DataLossError,
     Reader,
     ReadError,
@@ -16,6 +17,7 @@ from pyspark_dynamic_kafka_core._core import (
 
 __all__ = [
     "ClientError",
+    "Consumer",
     "DataLossError",
     "ReadError",
     "Reader",

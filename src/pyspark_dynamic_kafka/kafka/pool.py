@@ -1,17 +1,21 @@
-"""Consumers reused across tasks inside one Python worker, closed when idle or retired.
+"""Consumers reused across tasks inside one Python worker, closed when idle, retired or at exit.
 
 Spark reuses Python worker processes between tasks, so a module-level pool lets consecutive
 micro-batches read with an already-connected consumer. A daemon thread closes consumers idle for
 longer than their timeout, so a cluster that left the metadata keeps no connection open even if
-the worker never runs another task.
+the worker never runs another task. The pool holds confluent-kafka consumers and, through a
+factory of its own, the compiled core's (:mod:`~pyspark_dynamic_kafka.source.executor.native`):
+the factory is part of a consumer's key, so one kind is never handed out for the other.
+A consumer is handed to one task at a time: it leaves the pool while a task reads with it.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +27,9 @@ from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, redact_s
 __all__ = [
     "CONSUMER_DEFAULTS",
     "MAX_IDLE_PER_CLUSTER",
+    "ConsumerFactory",
     "ConsumerPool",
+    "confluent_consumer",
     "consumer_config",
     "consumer_pool",
 ]
@@ -70,18 +76,35 @@ def consumer_config(properties: Mapping[str, str]) -> dict[str, str]:
     return config
 
 
+#: Opens a consumer for a cluster id and its merged client properties; it raises
+#: :class:`~pyspark_dynamic_kafka.errors.KafkaClientError` naming the cluster when it cannot.
+ConsumerFactory = Callable[[str, Mapping[str, str]], Any]
+
+
+def confluent_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
+    """A confluent-kafka consumer (the Python reader's) for a cluster's merged properties."""
+    try:
+        return Consumer(consumer_config(properties))
+    except KafkaException as exc:
+        detail = redact_secrets(str(exc), properties)
+        raise KafkaClientError(
+            f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
+            "cluster's client properties in the metadata and the query's kafka.* options."
+        ) from None
+
+
 @dataclass
 class _Idle:
     consumer: Any
     cluster_id: str
-    key: tuple[str, Mapping[str, str]]
+    key: tuple[str, Mapping[str, str], ConsumerFactory]
     since: float
     timeout_s: float
     generation: int = 0
 
 
 class ConsumerPool:
-    """Idle consumers keyed by (cluster id, client properties, generation).
+    """Idle consumers keyed by (cluster id, client properties, factory, generation).
 
     The generation lets the driver retire every pooled consumer of a query: it bumps it when a
     topic was deleted or recreated under the query, which a consumer cannot reliably notice (an
@@ -93,26 +116,27 @@ class ConsumerPool:
         self._idle: list[_Idle] = []
         self._reaper: threading.Thread | None = None
 
-    def acquire(self, cluster_id: str, properties: Mapping[str, str], generation: int = 0) -> Any:
-        """Return an idle consumer for this cluster, properties and generation, or a new one.
+    def acquire(
+        self,
+        cluster_id: str,
+        properties: Mapping[str, str],
+        generation: int = 0,
+        factory: ConsumerFactory = confluent_consumer,
+    ) -> Any:
+        """Return an idle consumer for this cluster, properties, factory and generation, or a
+        new one from ``factory``; it leaves the pool until :meth:`release`.
 
-        Idle consumers of the same cluster and properties but another generation are closed.
+        Idle consumers of the same cluster, properties and factory but another generation are
+        closed.
         """
-        key = (cluster_id, properties)
+        key = (cluster_id, properties, factory)
         self._close_where(lambda e: e.key == key and e.generation != generation)
         with self._lock:
             for i, entry in enumerate(self._idle):
                 if entry.key == key and entry.generation == generation:
                     del self._idle[i]
                     return entry.consumer
-        try:
-            return Consumer(consumer_config(properties))
-        except KafkaException as exc:
-            detail = redact_secrets(str(exc), properties)
-            raise KafkaClientError(
-                f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
-                "cluster's client properties in the metadata and the query's kafka.* options."
-            ) from None
+        return factory(cluster_id, properties)
 
     def release(
         self,
@@ -122,15 +146,17 @@ class ConsumerPool:
         reusable: bool,
         timeout_ms: int,
         generation: int = 0,
+        factory: ConsumerFactory = confluent_consumer,
     ) -> None:
-        """Give a consumer back; it is closed instead when not reusable or no caching is wanted."""
+        """Give a consumer back (``factory`` is the one it was acquired with); it is closed
+        instead when not reusable or no caching is wanted."""
         if not reusable or timeout_ms <= 0:
             _close(consumer)
             return
         entry = _Idle(
             consumer,
             cluster_id,
-            (cluster_id, properties),
+            (cluster_id, properties, factory),
             time.monotonic(),
             timeout_ms / 1000,
             generation,
@@ -189,6 +215,8 @@ def _close(consumer: Any) -> None:
 
 
 _POOL = ConsumerPool()
+# Close pooled consumers when the interpreter exits normally (their connections, their threads).
+atexit.register(_POOL.close_all)
 
 
 def consumer_pool() -> ConsumerPool:

@@ -27,7 +27,7 @@ from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
-__all__ = ["READERS", "core", "native_clusters", "native_problem", "read_native"]
+__all__ = ["READERS", "core", "native_clusters", "native_consumer", "native_problem", "read_native"]
 
 _log = logging.getLogger(__name__)
 
@@ -93,20 +93,14 @@ def native_clusters(reader: str, properties: Mapping[str, Mapping[str, str]]) ->
     return frozenset(chosen)
 
 
-def read_native(
-    cluster_id: str,
-    properties: Mapping[str, str],
-    ranges: list[OffsetRange],
-    settings: ReadSettings,
-) -> Iterator[pa.RecordBatch]:
-    """Read one cluster's ranges with the compiled core: the Python reader's batches, exactly.
+def native_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
+    """A consumer of the compiled core for a cluster's merged properties (a
+    :data:`~pyspark_dynamic_kafka.kafka.pool.ConsumerFactory`: the pool keeps it across tasks).
 
     Raises
     ------
-    DataLossError
-        Records of a range are gone and ``failOnDataLoss`` is on.
     ReadError
-        No progress within the poll timeout, or the cluster answered with an error.
+        This Python worker has no compiled core.
     KafkaClientError
         librdkafka refused the client properties.
     """
@@ -118,20 +112,40 @@ def read_native(
         )
     config = consumer_config(properties)
     try:
-        reader = module.Reader(
-            cluster_id,
-            sorted(config.items()),
-            [(r.topic, r.partition, r.start, r.end) for r in ranges],
-            settings.poll_timeout_ms,
-            settings.include_headers,
-            settings.fail_on_data_loss,
-        )
+        return module.Consumer(sorted(config.items()))
     except module.ClientError as exc:
         detail = redact_secrets(str(exc), config)
         raise KafkaClientError(
             f"Cluster '{cluster_id}': could not create a consumer: {detail}. Check the "
             "cluster's client properties in the metadata and the query's kafka.* options."
         ) from None
+
+
+def read_native(
+    consumer: Any, cluster_id: str, ranges: list[OffsetRange], settings: ReadSettings
+) -> Iterator[pa.RecordBatch]:
+    """Read one cluster's ranges with a consumer of :func:`native_consumer`: the Python
+    reader's batches, exactly. The consumer is lent to the core's reader while it reads and is
+    unassigned when it is given back (also when reading fails or stops early).
+
+    Raises
+    ------
+    DataLossError
+        Records of a range are gone and ``failOnDataLoss`` is on.
+    ReadError
+        No progress within the poll timeout, or the cluster answered with an error.
+    """
+    module = core()
+    if module is None:  # the consumer came from the core
+        raise ReadError(f"Cluster '{cluster_id}': the compiled core is gone")
+    reader = module.Reader(
+        cluster_id,
+        consumer,
+        [(r.topic, r.partition, r.start, r.end) for r in ranges],
+        settings.poll_timeout_ms,
+        settings.include_headers,
+        settings.fail_on_data_loss,
+    )
     try:
         yield from _batches(module, reader)
     finally:

@@ -27,10 +27,10 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
-from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
-from pyspark_dynamic_kafka.source.executor.native import read_native
+from pyspark_dynamic_kafka.source.executor.native import native_consumer, read_native
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
@@ -51,21 +51,23 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     pool = consumer_pool()
     settings = task.settings
     pool.retire_clusters_except(settings.live_clusters)
+    generation = settings.generation
     with cyclic_gc_paused():  # every message is a GC-tracked object (see gcpause)
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
-            if cluster_id in settings.native_clusters:
-                yield from read_native(cluster_id, properties, ranges, settings)
-                continue
-            generation = settings.generation
-            consumer = pool.acquire(cluster_id, properties, generation)
+            native = cluster_id in settings.native_clusters
+            factory = native_consumer if native else confluent_consumer
+            consumer = pool.acquire(cluster_id, properties, generation, factory)
             reusable = False
             try:
-                yield from _read_cluster(consumer, cluster_id, ranges, settings)
+                read = read_native if native else _read_cluster
+                yield from read(consumer, cluster_id, ranges, settings)
                 reusable = True
             finally:
                 timeout_ms = settings.cache_timeout_ms
-                pool.release(cluster_id, properties, consumer, reusable, timeout_ms, generation)
+                pool.release(
+                    cluster_id, properties, consumer, reusable, timeout_ms, generation, factory
+                )
 
 
 def _read_cluster(

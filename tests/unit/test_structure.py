@@ -27,6 +27,7 @@ LAYERS = {
     "metadata": 2,
     "source": 3,
     "sink": 3,
+    "datasource": 4,
     "server": 4,
     "monitoring": 4,
     "testing": 5,
@@ -48,7 +49,6 @@ SOURCE_LAYERS = {
     "archive": 5,
     "batch": 6,
     "stream": 6,
-    "datasource": 7,
     "__init__": 8,
 }
 
@@ -56,6 +56,10 @@ SOURCE_LAYERS = {
 #: Sub-layers of ``sink/`` (by role), each importing only its own and lower ones.
 SINK_LAYERS = {
     "route": 0,
+    "config": 1,
+    "executor": 2,
+    "driver": 3,
+    "writer": 4,
     "__init__": 9,
 }
 

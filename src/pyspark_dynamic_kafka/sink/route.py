@@ -50,6 +50,11 @@ class WriteRoute:
         """The topic of rows without a ``topic`` value: the route's only topic, else ``None``."""
         return next(iter(self.topics)) if len(self.topics) == 1 else None
 
+    @property
+    def marker_topic(self) -> str:
+        """The topic whose partition 0 carries exactlyOnce progress markers: the first by name."""
+        return min(self.topics)
+
     def describe(self) -> str:
         """``stream 'orders' -> cluster 'east' (topics: 'orders')`` for messages."""
         topics = ", ".join(repr(t) for t in sorted(self.topics))

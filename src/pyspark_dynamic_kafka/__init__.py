@@ -24,7 +24,7 @@ _DATA_SOURCE_NAMES = ("DefaultSource", "DynamicKafkaDataSource")
 def __getattr__(name: str) -> Any:
     """``DefaultSource`` and ``DynamicKafkaDataSource``, imported (with pyspark) on first use."""
     if name in _DATA_SOURCE_NAMES:
-        from pyspark_dynamic_kafka.source.datasource import DynamicKafkaDataSource
+        from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 
         return DynamicKafkaDataSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,6 +30,8 @@ __all__ = [
     "OffsetsError",
     "OptionsError",
     "ReadError",
+    "WriteError",
+    "WriteRouteError",
 ]
 
 
@@ -121,6 +123,21 @@ class KafkaClientError(DynamicKafkaError):
 
 class ReadError(KafkaClientError):
     """An executor could not read an exact offset range."""
+
+
+class WriteError(KafkaClientError):
+    """An executor could not produce or commit the records of a write (the message names the
+    cluster and the topic, never a secret)."""
+
+
+class WriteRouteError(MetadataError, ValueError):
+    """Where a write goes cannot be decided: an unknown stream, an ambiguous write route (several
+    clusters and none marked ``write: true``), or a row whose ``topic`` is outside the route.
+
+    Not retryable: the metadata or the data must change.
+    """
+
+    retryable = False
 
 
 class ClusterUnreachableError(KafkaClientError):

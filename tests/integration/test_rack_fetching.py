@@ -32,8 +32,8 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.helpers import EstateFactory, wait_until
 
+from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.kafka.pool import consumer_config, consumer_pool
-from pyspark_dynamic_kafka.source.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 

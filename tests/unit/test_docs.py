@@ -10,7 +10,8 @@ import pytest
 from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
 from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
 from pyspark_dynamic_kafka.metadata.single_cluster import OPTIONS as SINGLE_CLUSTER_OPTIONS
-from pyspark_dynamic_kafka.optionspec import OptionSet, OptionSpec
+from pyspark_dynamic_kafka.optionspec import METADATA_SERVICE, OptionSet, OptionSpec
+from pyspark_dynamic_kafka.sink.config.options import SINK_OPTIONS
 from pyspark_dynamic_kafka.source.config.options import OPTIONS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -48,6 +49,14 @@ def test_every_option_has_a_row_with_its_default() -> None:
     for key, spec in OPTIONS.items():
         assert key in rows, f"README options table lacks {key}"
         _check_row(key, spec, rows[key])
+
+
+def test_every_sink_option_has_a_row_with_its_default() -> None:
+    rows = _rows()
+    for key, spec in SINK_OPTIONS.specs.items():
+        if key != METADATA_SERVICE:  # the source's row
+            assert key in rows, f"README sink options table lacks {key}"
+            _check_row(key, spec, rows[key])
 
 
 @pytest.mark.parametrize(

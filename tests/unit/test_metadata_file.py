@@ -274,7 +274,7 @@ ERRORS: dict[str, tuple[str, str, list[str]]] = {
         [
             "streams.orders[0].topic",
             "Did you mean 'topics'?",
-            "cluster, topics, startingOffsets",
+            "cluster, topics, startingOffsets, write",
             "streams.orders[0]: missing required key 'topics'",
         ],
     ),

@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+import pyspark_dynamic_kafka.sink as sink_package
 import pyspark_dynamic_kafka.source as source_package
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +44,13 @@ def test_the_readme_names_no_module_that_does_not_exist() -> None:
     assert sorted(stale) == []
 
 
-def test_the_source_map_names_every_module_of_source() -> None:
-    doc = source_package.__doc__ or ""
+@pytest.mark.parametrize(("name", "package"), [("source", source_package), ("sink", sink_package)])
+def test_the_package_map_names_every_module_of_its_package(name: str, package: object) -> None:
+    doc = package.__doc__ or ""
     missing = [
         str(path)
         for path in _modules()
-        if path.parts[0] == "source"
+        if path.parts[0] == name
         and f"pyspark_dynamic_kafka.{'.'.join(path.with_suffix('').parts)}`" not in doc
     ]
     assert missing == []

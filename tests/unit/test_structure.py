@@ -26,6 +26,8 @@ LAYERS = {
     "kafka": 1,
     "metadata": 2,
     "source": 3,
+    "sink": 3,
+    "datasource": 4,
     "server": 4,
     "monitoring": 4,
     "testing": 5,
@@ -47,8 +49,18 @@ SOURCE_LAYERS = {
     "archive": 5,
     "batch": 6,
     "stream": 6,
-    "datasource": 7,
     "__init__": 8,
+}
+
+
+#: Sub-layers of ``sink/`` (by role), each importing only its own and lower ones.
+SINK_LAYERS = {
+    "route": 0,
+    "config": 1,
+    "executor": 2,
+    "driver": 3,
+    "writer": 4,
+    "__init__": 9,
 }
 
 
@@ -140,24 +152,34 @@ def test_module_is_under_400_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) < 400
 
 
-def _source_part(module: str) -> str | None:
+def _part(module: str, package: str = "source") -> str | None:
     parts = module.split(".")
-    if parts[1:2] != ["source"]:
+    if parts[1:2] != [package]:
         return None
     return parts[2] if len(parts) > 2 else "__init__"
 
 
-def test_source_sub_layers_import_only_downwards() -> None:
+@pytest.mark.parametrize(("package", "layers"), [("source", SOURCE_LAYERS), ("sink", SINK_LAYERS)])
+def test_sub_layers_import_only_downwards(package: str, layers: dict[str, int]) -> None:
     graph = _graph()
-    parts = {_source_part(name) for name in graph} - {None}
-    assert parts == set(SOURCE_LAYERS), "a module of source/ is in no sub-layer"
+    parts = {_part(name, package) for name in graph} - {None}
+    assert parts == set(layers), f"a module of {package}/ is in no sub-layer"
     wrong = sorted(
         f"{name} imports {target}"
         for name, targets in graph.items()
-        if (part := _source_part(name)) is not None
+        if (part := _part(name, package)) is not None
         for target in targets
-        if (other := _source_part(target)) is not None
-        and SOURCE_LAYERS[other] > SOURCE_LAYERS[part]
+        if (other := _part(target, package)) is not None and layers[other] > layers[part]
+    )
+    assert wrong == []
+
+
+def test_source_and_sink_do_not_import_each_other() -> None:
+    wrong = sorted(
+        f"{name} imports {target}"
+        for name, targets in _graph().items()
+        for target in targets
+        if {_top(name), _top(target)} == {"source", "sink"}
     )
     assert wrong == []
 

@@ -3,7 +3,8 @@
 - :mod:`~pyspark_dynamic_kafka.metadata.model`: :class:`KafkaStream`, :class:`ClusterMetadata`.
 - :mod:`~pyspark_dynamic_kafka.metadata.service`: the :class:`KafkaMetadataService` protocol.
 - :mod:`~pyspark_dynamic_kafka.metadata.document`: the metadata document format (pure), its
-  fields checked by :mod:`~pyspark_dynamic_kafka.metadata.field_checks`.
+  ``streams`` entries parsed by :mod:`~pyspark_dynamic_kafka.metadata.entries` and its fields
+  checked by :mod:`~pyspark_dynamic_kafka.metadata.field_checks`.
 - :mod:`~pyspark_dynamic_kafka.metadata.file`: :class:`FileMetadataService` and file I/O.
 - :mod:`~pyspark_dynamic_kafka.metadata.memory`: :class:`InMemoryMetadataService`.
 - :mod:`~pyspark_dynamic_kafka.metadata.single_cluster`: :class:`SingleClusterMetadataService`.
@@ -14,9 +15,9 @@
 - :mod:`~pyspark_dynamic_kafka.metadata.edit`: edits shared by the command line and the server.
 - :mod:`~pyspark_dynamic_kafka.metadata.factory`: :func:`create_metadata_service`.
 
-Every name in the ``__all__`` of those modules (except the field checks and the HTTP plumbing:
-contract, client, transport, tokens) is importable from this package too; each is defined in one
-module only.
+Every name in the ``__all__`` of those modules (except the entries, the field checks and the
+HTTP plumbing: contract, client, transport, tokens) is importable from this package too; each is
+defined in one module only.
 """
 
 from pyspark_dynamic_kafka.metadata import (

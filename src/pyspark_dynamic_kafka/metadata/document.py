@@ -28,7 +28,10 @@ Rules:
   under ``clusters``), ``topics`` (a list of Kafka topic names) and optionally
   ``startingOffsets`` (``earliest``, ``latest`` or ``{timestamp: <epoch ms>}``): where the
   entry's topics start when a query first reads that cluster (kept as
-  :attr:`ClusterMetadata.starting_position`).
+  :attr:`ClusterMetadata.starting_position`), and ``write`` (``true`` or ``false``, default
+  ``false``): ``true`` marks the cluster the stream's writers produce to (kept as
+  :attr:`ClusterMetadata.write`; the sink's route, :mod:`pyspark_dynamic_kafka.sink.route`).
+  Entries are parsed by :mod:`~pyspark_dynamic_kafka.metadata.entries`.
 - Two entries of one stream naming the same cluster are **merged** (their topics are united); they
   may not give different ``startingOffsets``. An empty ``topics`` list or an empty list of entries
   is allowed (the stream then reads nothing there).
@@ -47,14 +50,12 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, redact
+from pyspark_dynamic_kafka.metadata.entries import StreamEntries, parse_streams
 from pyspark_dynamic_kafka.metadata.field_checks import (
     Problems,
-    check_id,
     child_path,
     collect_secrets,
     parse_clusters,
-    parse_starting,
-    parse_topics,
     render_value,
     safe_str,
     suggestion,
@@ -62,7 +63,6 @@ from pyspark_dynamic_kafka.metadata.field_checks import (
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, StartingPosition
 
 __all__ = [
-    "ENTRY_KEYS",
     "TOP_LEVEL_KEYS",
     "DuplicateKeyError",
     "ParsedMetadata",
@@ -75,8 +75,6 @@ __all__ = [
 
 #: Keys allowed at the top level of a metadata document.
 TOP_LEVEL_KEYS: tuple[str, ...] = ("clusters", "streams")
-#: Keys allowed in one entry of a stream.
-ENTRY_KEYS: tuple[str, ...] = ("cluster", "topics", "startingOffsets")
 
 
 class DuplicateKeyError(ValueError):
@@ -157,111 +155,6 @@ def _with_positions(
     return KafkaStream(stream.stream_id, clusters) if changed else stream
 
 
-class _StreamBuilder:
-    """Merges the entries of one stream by cluster."""
-
-    def __init__(self) -> None:
-        self.topics: dict[str, set[str]] = {}
-        self.starting: dict[str, tuple[StartingPosition, str]] = {}
-
-
-def _parse_entry(
-    entry: object,
-    path: str,
-    clusters: Mapping[str, object] | None,
-    builder: _StreamBuilder,
-    problems: Problems,
-) -> None:
-    if not isinstance(entry, Mapping):
-        problems.add(
-            path, f"must be a mapping with keys 'cluster' and 'topics', got {render_value(entry)}."
-        )
-        return
-    for key in entry:
-        if key not in ENTRY_KEYS:
-            problems.add(
-                child_path(path, key),
-                f"unknown key {safe_str(key)!r}.{suggestion(key, ENTRY_KEYS)} Allowed keys in a "
-                f"stream entry: {', '.join(ENTRY_KEYS)}.",
-            )
-    cluster_id: str | None = None
-    if "cluster" not in entry:
-        problems.add(
-            path, "missing required key 'cluster' (the id of a cluster listed under 'clusters')."
-        )
-    else:
-        raw = entry["cluster"]
-        cluster_path = child_path(path, "cluster")
-        if not isinstance(raw, str) or not raw.strip():
-            problems.add(
-                cluster_path,
-                f"must be the id of a cluster listed under 'clusters', got {render_value(raw)}.",
-            )
-        elif clusters is not None and raw not in clusters:
-            known = ", ".join(repr(c) for c in clusters) or "none"
-            problems.add(
-                cluster_path,
-                f"unknown cluster {raw!r}: it is not listed under 'clusters' (known: {known})."
-                f"{suggestion(raw, clusters)} Add it under 'clusters' or fix the name.",
-            )
-        else:
-            cluster_id = raw
-    topics: set[str] | None = None
-    if "topics" not in entry:
-        problems.add(path, "missing required key 'topics' (a list of topic names).")
-    else:
-        topics = parse_topics(entry["topics"], child_path(path, "topics"), problems)
-    starting: StartingPosition | None = None
-    if "startingOffsets" in entry:
-        starting_path = child_path(path, "startingOffsets")
-        starting = parse_starting(entry["startingOffsets"], starting_path, problems)
-        if starting is not None and cluster_id is not None:
-            previous = builder.starting.get(cluster_id)
-            if previous is not None and previous[0] != starting:
-                problems.add(
-                    starting_path,
-                    f"conflicts with {previous[1]} for the same cluster {cluster_id!r}: entries "
-                    "for one cluster are merged, so give startingOffsets once.",
-                )
-            else:
-                builder.starting[cluster_id] = (starting, starting_path)
-    if cluster_id is not None and topics is not None:
-        builder.topics.setdefault(cluster_id, set()).update(topics)
-
-
-def _parse_streams(
-    value: object, clusters: Mapping[str, object] | None, problems: Problems
-) -> dict[str, _StreamBuilder]:
-    if not isinstance(value, Mapping):
-        problems.add(
-            "streams",
-            f"must be a mapping of stream id to a list of entries, got {render_value(value)}.",
-        )
-        return {}
-    result: dict[str, _StreamBuilder] = {}
-    for stream_id, entries in value.items():
-        path = child_path("streams", stream_id)
-        valid_id = check_id(stream_id, path, "stream id", problems)
-        builder = _StreamBuilder()
-        if not isinstance(entries, list | tuple):
-            problems.add(
-                path,
-                "must be a list of entries (each with 'cluster' and 'topics'), got "
-                f"{render_value(entries)}; start each entry with '- cluster: ...'.",
-            )
-            continue
-        for index, entry in enumerate(entries):
-            _parse_entry(entry, f"{path}[{index}]", clusters, builder, problems)
-        if valid_id:
-            result[str(stream_id)] = builder
-    return result
-
-
-def _starting_of(builder: _StreamBuilder, cluster_id: str) -> StartingPosition | None:
-    entry = builder.starting.get(cluster_id)
-    return entry[0] if entry is not None else None
-
-
 def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
     problems = Problems()
     if data is None:
@@ -292,7 +185,7 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
         )
     else:
         clusters, checkable = parse_clusters(data["clusters"], problems)
-    builders: dict[str, _StreamBuilder] = {}
+    builders: dict[str, StreamEntries] = {}
     if "streams" not in data:
         problems.add(
             "",
@@ -300,7 +193,7 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
             "use 'streams: {}' for none).",
         )
     else:
-        builders = _parse_streams(data["streams"], clusters if checkable else None, problems)
+        builders = parse_streams(data["streams"], clusters if checkable else None, problems)
     secrets: set[str] = set()
     collect_secrets(data, secrets)
     messages = [redact(item, secrets) for item in problems.items]
@@ -314,7 +207,8 @@ def _parse(data: object) -> tuple[ParsedMetadata | None, list[str]]:
                 cid: ClusterMetadata(
                     frozenset(topics),
                     properties[cid],
-                    _starting_of(builder, cid),
+                    builder.starting_of(cid),
+                    write=cid in builder.write,
                 )
                 for cid, topics in builder.topics.items()
             },
@@ -393,6 +287,8 @@ def dump_metadata_document(parsed: ParsedMetadata) -> dict[str, Any]:
             position = parsed.starting_offsets.get((stream_id, cluster_id))
             if position is not None:
                 entry["startingOffsets"] = position.to_document()
+            if cluster.write:
+                entry["write"] = True
             entries.append(entry)
         streams[stream_id] = entries
     return {"clusters": clusters, "streams": streams}

@@ -170,7 +170,8 @@ def moved_entries(
     """A stream's entries with its topics on ``source`` moved to ``target``.
 
     The topics of every entry on ``source`` join those ``target`` already has (the target entry
-    keeps its ``startingOffsets``, else takes the source's) and the source entries go. The result
+    keeps its ``startingOffsets``, else takes the source's; ``write: true`` on the source moves
+    with the topics) and the source entries go. The result
     is not validated here: ``target`` must be an active cluster where it is applied.
 
     Raises
@@ -199,6 +200,8 @@ def moved_entries(
     starting = next((e["startingOffsets"] for e in moving if "startingOffsets" in e), None)
     if starting is not None and "startingOffsets" not in merged:
         merged["startingOffsets"] = copy.deepcopy(starting)
+    if any(e.get("write") is True for e in moving):  # the write route follows the topics
+        merged["write"] = True
     result: list[dict[str, Any]] = []
     placed = False
     for entry in entries:

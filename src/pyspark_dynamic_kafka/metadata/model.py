@@ -76,11 +76,15 @@ class ClusterMetadata:
     starting_position:
         Where these topics start when the query first reads this cluster (at query start or
         when the cluster appears through discovery); ``None`` leaves it to the query's options.
+    write:
+        Whether this cluster is the stream's write route (the entry's ``write: true``): where
+        the ``dynamic_kafka`` sink produces the stream's records.
     """
 
     topics: frozenset[str]
     properties: Mapping[str, str] = field(default_factory=FrozenProperties)
     starting_position: StartingPosition | None = None
+    write: bool = False
 
     def __post_init__(self) -> None:
         topics = self.topics
@@ -102,6 +106,10 @@ class ClusterMetadata:
             raise MetadataValidationError(
                 "ClusterMetadata.starting_position must be a StartingPosition or None, got "
                 f"{type(self.starting_position).__name__}"
+            )
+        if not isinstance(self.write, bool):
+            raise MetadataValidationError(
+                f"ClusterMetadata.write must be True or False, got {self.write!r}"
             )
 
     @property

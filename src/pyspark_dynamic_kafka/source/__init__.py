@@ -88,7 +88,7 @@ Hybrid reads (``archive/``, ``archive.path``):
 Spark's API (thin adapters):
 
 - :mod:`~pyspark_dynamic_kafka.source.stream`, :mod:`~pyspark_dynamic_kafka.source.batch`: the
-  stream and batch readers Spark calls.
-- :mod:`~pyspark_dynamic_kafka.source.datasource`: :class:`DynamicKafkaDataSource` (the
-  ``dynamic_kafka`` format): schema and readers.
+  stream and batch readers Spark calls; the ``dynamic_kafka`` format's class,
+  :class:`DynamicKafkaDataSource`, is :mod:`pyspark_dynamic_kafka.datasource` (above both the
+  source and the sink).
 """

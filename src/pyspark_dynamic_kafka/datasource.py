@@ -1,11 +1,21 @@
-"""The ``dynamic_kafka`` Spark data source: schema and readers, nothing else."""
+"""The ``dynamic_kafka`` Spark data source: its readers (:mod:`~pyspark_dynamic_kafka.source`) and
+writers (:mod:`~pyspark_dynamic_kafka.sink`), nothing else."""
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+from pyspark_dynamic_kafka.sink.writer import DynamicKafkaBatchWriter, DynamicKafkaStreamWriter
 from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
 from pyspark_dynamic_kafka.source.config.options import SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
@@ -15,7 +25,7 @@ __all__ = ["DynamicKafkaDataSource"]
 
 
 class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
-    """Reads logical Kafka streams that a metadata service maps to clusters and topics.
+    """Reads and writes logical Kafka streams that a metadata service maps to clusters and topics.
 
     Options are validated when the DataFrame is created (``load()``), so a typo fails at once;
     options valid for only one kind of read (``endingOffsets``: batch; ``latest`` as a start:
@@ -42,6 +52,29 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
         options = parse_options(self.options, mode="stream")
         _check_schema(schema, options)
         return DynamicKafkaStreamReader(options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """A writer for ``df.write``: the stream's write route, resolved now."""
+        _check_append(overwrite)
+        return DynamicKafkaBatchWriter(
+            parse_sink_options(self.options), schema, create_metadata_service
+        )
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """A writer for ``writeStream``; Spark asks for one before each micro-batch, which is when
+        the micro-batch's write route is resolved."""
+        _check_append(overwrite)
+        return DynamicKafkaStreamWriter(
+            parse_sink_options(self.options), schema, create_metadata_service
+        )
+
+
+def _check_append(overwrite: bool) -> None:
+    if overwrite:
+        raise OptionsError(
+            "Format dynamic_kafka only appends records: use mode('append') (outputMode "
+            "'append' or 'update' for streams); overwriting a Kafka topic is not possible."
+        )
 
 
 def _check_schema(schema: StructType, options: SourceOptions) -> None:

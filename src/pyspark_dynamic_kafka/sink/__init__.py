@@ -1,0 +1,22 @@
+"""The Spark data sink: write a logical stream to the cluster its metadata routes writes to.
+
+Every module, by role (sub-layers enforced by tests/unit/test_structure.py; this map by
+tests/unit/test_module_map.py):
+
+- :mod:`~pyspark_dynamic_kafka.sink.route`: metadata -> :class:`WriteRoute` (pure): the entry
+  marked ``write: true``, else the stream's only cluster, else "ambiguous write route".
+- :mod:`~pyspark_dynamic_kafka.sink.config.options`: every sink option declared once,
+  :class:`SinkOptions`.
+- :mod:`~pyspark_dynamic_kafka.sink.executor.task`: the driver -> executor contract,
+  :class:`WriteTask` (route, producer properties) and :class:`WriteReport` (what a task wrote).
+- :mod:`~pyspark_dynamic_kafka.sink.executor.produce`: one task's Arrow batches -> records,
+  flushed and checked before the task ends (atLeastOnce).
+- :mod:`~pyspark_dynamic_kafka.sink.executor.transaction`: exactlyOnce: one transaction per
+  task with a fixed ``transactional.id`` and a progress marker committed inside it.
+- :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the
+  metadata and resolve its route.
+- :mod:`~pyspark_dynamic_kafka.sink.writer`: the batch and stream writers Spark calls.
+
+The ``dynamic_kafka`` format's class is :mod:`pyspark_dynamic_kafka.datasource`, above this
+package and :mod:`pyspark_dynamic_kafka.source`.
+"""

@@ -1,0 +1,1 @@
+"""The sink's options, parsed once on the driver."""

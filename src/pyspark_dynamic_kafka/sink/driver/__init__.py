@@ -1,0 +1,1 @@
+"""The driver side of a write: the route of each batch."""

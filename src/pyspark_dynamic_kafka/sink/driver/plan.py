@@ -1,0 +1,81 @@
+"""When a batch starts, on the driver: read the metadata, resolve the route, build the task.
+
+Spark builds the writer (``DataSource.writer`` / ``streamWriter``) on the driver once per batch
+write and once before **each** micro-batch (verified: PySpark 4.3 calls ``streamWriter()`` in
+the driver's planning worker before every micro-batch's tasks, and again in the worker that runs
+``commit``), so a metadata change takes effect at the next micro-batch and never inside one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from pyspark_dynamic_kafka.events import log_event
+from pyspark_dynamic_kafka.kafka.config import merge_client_properties
+from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+from pyspark_dynamic_kafka.metadata.model import KafkaStream
+from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
+from pyspark_dynamic_kafka.sink.config.options import EXACTLY_ONCE, SinkOptions
+from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
+from pyspark_dynamic_kafka.sink.route import resolve_write_route
+
+__all__ = ["ServiceFactory", "plan_write"]
+
+_LOG = logging.getLogger(__name__)
+
+#: Creates the metadata service from its kind and its ``metadataService.*`` options.
+ServiceFactory = Callable[[str, Mapping[str, str]], KafkaMetadataService]
+
+
+def plan_write(
+    options: SinkOptions, service_factory: ServiceFactory = create_metadata_service
+) -> WriteTask:
+    """Resolve the stream's write route now and return the task every partition runs.
+
+    Raises
+    ------
+    MetadataError
+        When the service cannot answer.
+    WriteRouteError
+        When the stream is unknown or its route is ambiguous.
+    """
+    service = service_factory(options.metadata_service, options.metadata_options)
+    try:
+        streams = service.describe_streams([options.stream_id])
+    finally:
+        service.close()
+    route = resolve_write_route(streams, options.stream_id)
+    if options.topic is not None:
+        route.topic_of(options.topic)  # fail on the driver, before any task starts
+    log_event(
+        _LOG,
+        logging.INFO,
+        "write_route",
+        stream=route.stream_id,
+        cluster=route.cluster_id,
+        topics=sorted(route.topics),
+    )
+    exactly_once = options.delivery_guarantee == EXACTLY_ONCE
+    return WriteTask(
+        route,
+        kafka_properties=options.kafka_properties,
+        topic=options.topic,
+        flush_timeout_ms=options.flush_timeout_ms,
+        exactly_once=exactly_once,
+        sink_id=options.sink_id,
+        marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
+    )
+
+
+def _marker_clusters(options: SinkOptions, stream: KafkaStream) -> tuple[MarkerCluster, ...]:
+    """Every cluster of the stream with a topic: where a replayed micro-batch may be marked."""
+    return tuple(
+        MarkerCluster(
+            cluster_id,
+            merge_client_properties(options.kafka_properties, cluster.properties),
+            min(cluster.topics),
+        )
+        for cluster_id, cluster in sorted(stream.clusters.items())
+        if cluster.topics
+    )

@@ -1,0 +1,1 @@
+"""The executor side of a write: one task produces its rows."""

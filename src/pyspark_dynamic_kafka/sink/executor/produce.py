@@ -1,0 +1,145 @@
+"""One task's rows -> records on its route's cluster, acknowledged before the task ends.
+
+Columns are those of Spark's ``kafka`` sink: ``value`` (required), ``key``, ``topic``,
+``partition``, ``headers`` (``array<struct<key: string, value: binary>>``); others are ignored,
+as Spark's sink does. The producer is idempotent (no duplicate from librdkafka's own retries);
+the task flushes and fails, naming the cluster and the topic, when a record is not acknowledged,
+so a batch is written whole or its task retried (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from pyspark_dynamic_kafka.errors import WriteError
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
+
+__all__ = ["Deliveries", "failure", "produce_batches", "send_all"]
+
+_LOG = logging.getLogger(__name__)
+_POLL_S = 0.1
+
+
+class Deliveries:
+    """Counts acknowledged records and keeps the first failure."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+        self.bytes = 0
+        self.error: KafkaError | None = None
+        self.error_topic: str | None = None
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        topic = str(message.topic())
+        if error is not None:
+            if self.error is None:
+                self.error, self.error_topic = error, topic
+            return
+        self.rows[topic] = self.rows.get(topic, 0) + 1
+        self.bytes += len(message.value() or b"") + len(message.key() or b"")
+
+    def report(self, cluster_id: str, skipped: bool = False) -> WriteReport:
+        """The commit message of the task."""
+        return WriteReport(cluster_id, self.rows, self.bytes, skipped)
+
+
+def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
+    index = batch.schema.get_field_index(name)
+    return None if index < 0 else batch.column(index).to_pylist()
+
+
+def _rows(task: WriteTask, batch: pa.RecordBatch) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(topic, produce keyword arguments)`` of each row; every topic is checked first, so a
+    row outside the route fails the batch before any of its records is sent."""
+    values = _column(batch, "value")
+    if values is None:
+        raise WriteError("The rows have no 'value' column: it is required (binary or string).")
+    count = len(values)
+    keys = _column(batch, "key") or [None] * count
+    if task.topic is not None:
+        topics = [task.route.topic_of(task.topic)] * count
+    else:
+        given = _column(batch, "topic") or [None] * count
+        known = {t: task.route.topic_of(t) for t in set(given)}
+        topics = [known[t] for t in given]
+    partitions = _column(batch, "partition") or [None] * count
+    headers = _column(batch, "headers") or [None] * count
+    for i in range(count):
+        kwargs: dict[str, Any] = {"value": values[i], "key": keys[i]}
+        if partitions[i] is not None:
+            kwargs["partition"] = partitions[i]
+        if headers[i]:
+            kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+        yield topics[i], kwargs
+
+
+def _send(producer: Producer, topic: str, kwargs: dict[str, Any], on_delivery: Any) -> None:
+    while True:
+        try:
+            producer.produce(topic, on_delivery=on_delivery, **kwargs)
+            return
+        except BufferError:  # the local queue is full: serve deliveries, then retry
+            producer.poll(_POLL_S)
+
+
+def failure(task: WriteTask, what: str, topic: str | None, cause: object) -> WriteError:
+    """A :class:`WriteError` naming the route's cluster (and ``topic``), secrets masked."""
+    route = task.route
+    where = f"topic {topic!r} on cluster {route.cluster_id!r}" if topic else route.describe()
+    text = redact_secrets(f"{what} {where} (stream {route.stream_id!r}): {cause}", route.properties)
+    return WriteError(redact_secrets(text, task.kafka_properties))
+
+
+def send_all(task: WriteTask, producer: Producer, batches: Iterable[pa.RecordBatch]) -> Deliveries:
+    """Produce every row of ``batches`` with ``producer`` and flush it.
+
+    Raises
+    ------
+    WriteRouteError
+        When a row's ``topic`` is outside the route (nothing of that Arrow batch is sent).
+    WriteError
+        When a record cannot be sent or is not acknowledged within the flush timeout; the
+        message names the cluster and the topic, never a secret.
+    """
+    deliveries = Deliveries()
+    for batch in batches:
+        for topic, kwargs in list(_rows(task, batch)):
+            try:
+                _send(producer, topic, kwargs, deliveries)
+            except KafkaException as exc:
+                raise failure(task, "Cannot produce to", topic, exc) from None
+            if deliveries.error is not None:
+                break
+        producer.poll(0)
+        if deliveries.error is not None:
+            break
+    left = producer.flush(task.flush_timeout_ms / 1000.0)
+    if deliveries.error is not None:
+        raise failure(task, "A record was not written to", deliveries.error_topic, deliveries.error)
+    if left:
+        raise failure(
+            task,
+            f"{left} record(s) were not acknowledged within {task.flush_timeout_ms} ms "
+            "(kafkaProducer.flushTimeoutMs) by",
+            None,
+            "is the cluster reachable?",
+        )
+    return deliveries
+
+
+def produce_batches(task: WriteTask, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+    """atLeastOnce: produce every row of ``batches`` to ``task``'s route with an idempotent
+    producer and wait for the acknowledgements (the errors of :func:`send_all`)."""
+    try:
+        producer = Producer(task.producer_properties())
+    except KafkaException as exc:
+        raise failure(task, "Cannot create a producer for", None, exc) from None
+    deliveries = send_all(task, producer, batches)
+    _LOG.debug("wrote %s to cluster %r", deliveries.rows, task.route.cluster_id)
+    return deliveries.report(task.route.cluster_id)

@@ -1,0 +1,96 @@
+"""The driver -> executor contract of a write: :class:`WriteTask` in, :class:`WriteReport` out.
+
+A task is built on the driver when a batch starts, with the route resolved there, and pickled to
+every task (and retry) of that batch: executors never read metadata nor parse options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql.datasource import WriterCommitMessage
+
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
+from pyspark_dynamic_kafka.sink.route import WriteRoute
+
+__all__ = ["MarkerCluster", "WriteReport", "WriteTask"]
+
+
+@dataclass(frozen=True)
+class MarkerCluster:
+    """A cluster the stream lists, where exactlyOnce progress markers are looked up.
+
+    Parameters
+    ----------
+    cluster_id:
+        The cluster.
+    properties:
+        Its client properties (the query's ``kafka.*`` under the cluster's own).
+    topic:
+        The topic whose partition 0 carries the markers (the first of the stream's by name).
+    """
+
+    cluster_id: str
+    properties: FrozenProperties
+    topic: str
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    """What every task of one batch needs to produce its rows.
+
+    Parameters
+    ----------
+    route:
+        Where the batch goes (cluster, its properties, the stream's topics there).
+    kafka_properties:
+        The query's ``kafka.*`` producer properties; the cluster's own win over them.
+    topic:
+        The ``topic`` option (every row's topic), or ``None`` to read a ``topic`` column.
+    flush_timeout_ms:
+        How long the task waits for the cluster to acknowledge its records.
+    exactly_once:
+        Whether each task writes in one transaction with a progress marker.
+    sink_id:
+        exactlyOnce: the prefix of the transactional ids and progress groups.
+    marker_clusters:
+        exactlyOnce: every cluster of the stream, where a replay's markers are looked up.
+    """
+
+    route: WriteRoute
+    kafka_properties: FrozenProperties = field(default_factory=FrozenProperties)
+    topic: str | None = None
+    flush_timeout_ms: int = 120_000
+    exactly_once: bool = False
+    sink_id: str | None = None
+    marker_clusters: tuple[MarkerCluster, ...] = ()
+
+    def producer_properties(self) -> dict[str, str]:
+        """The producer's client properties: query-wide, the cluster's, then the sink's own."""
+        merged = dict(merge_client_properties(self.kafka_properties, self.route.properties))
+        merged["enable.idempotence"] = "true"
+        merged.setdefault("message.timeout.ms", str(self.flush_timeout_ms))
+        return merged
+
+
+@dataclass(frozen=True)
+class WriteReport(WriterCommitMessage):  # type: ignore[misc]
+    """What one task wrote: the commit message Spark hands the driver's ``commit``.
+
+    Parameters
+    ----------
+    cluster_id:
+        The cluster written to.
+    rows:
+        Topic to the number of records the cluster acknowledged.
+    bytes:
+        Key and value bytes of those records.
+    skipped:
+        exactlyOnce: the task wrote nothing because its rows of this micro-batch were already
+        committed (a retried task, a replayed micro-batch).
+    """
+
+    cluster_id: str
+    rows: dict[str, int]
+    bytes: int
+    skipped: bool = False

@@ -1,0 +1,153 @@
+"""exactlyOnce: one Kafka transaction per task, with a progress marker committed inside it.
+
+The transaction of Spark partition ``p`` of a write has the fixed ``transactional.id``
+``<sinkId>.<cluster>.<p>``: a retried or speculative attempt initialises it again, which fences
+the older attempt (it can no longer commit) and ends whatever the older one left open.
+
+The **progress marker** says "Spark partition p of micro-batch B is committed": an offset commit
+of the group ``<sinkId>.progress.<p>`` on partition 0 of the route's first topic, offset ``B``,
+metadata :data:`MARKER`, sent with ``send_offsets_to_transaction`` so it commits atomically with
+the records (KIP-98). After ``init_transactions`` (so that no older attempt can still commit),
+the task reads the marker on **every** cluster the stream lists (a replayed micro-batch may have
+been committed on a cluster the route has left since) and writes nothing when one says ``>= B``.
+
+A transaction never outlives its task: any error aborts it before the task fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from pyspark_dynamic_kafka.errors import WriteError
+from pyspark_dynamic_kafka.events import log_event
+from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.sink.executor.produce import failure, send_all
+from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport, WriteTask
+
+__all__ = ["MARKER", "committed_batch", "open_transaction", "produce_transaction"]
+
+_LOG = logging.getLogger(__name__)
+#: The metadata string of a progress marker's offset commit.
+MARKER = "dynamic_kafka.sink.batch"
+
+
+def transactional_id(task: WriteTask, partition: int) -> str:
+    """``<sinkId>.<cluster>.<partition>``: fixed for every attempt of one Spark partition."""
+    return f"{task.sink_id}.{task.route.cluster_id}.{partition}"
+
+
+def progress_group(task: WriteTask, partition: int) -> str:
+    """The group whose committed offset is Spark partition ``partition``'s progress marker."""
+    return f"{task.sink_id}.progress.{partition}"
+
+
+def _timeout_s(task: WriteTask) -> float:
+    return task.flush_timeout_ms / 1000.0
+
+
+def _marker_consumer(properties: dict[str, str], group: str) -> Consumer:
+    return Consumer(
+        {
+            **properties,
+            "group.id": group,
+            "enable.auto.commit": "false",
+            "isolation.level": "read_committed",  # committed() waits for pending txn offsets
+        }
+    )
+
+
+def committed_batch(task: WriteTask, cluster: MarkerCluster, partition: int) -> int | None:
+    """The last micro-batch whose Spark partition ``partition`` is committed on ``cluster``.
+
+    Raises
+    ------
+    WriteError
+        When the cluster does not answer (naming it; a replay cannot be checked, so the task
+        must not write).
+    """
+    consumer = _marker_consumer(dict(cluster.properties), progress_group(task, partition))
+    try:
+        found = consumer.committed([TopicPartition(cluster.topic, 0)], timeout=_timeout_s(task))
+    except KafkaException as exc:
+        text = redact_secrets(str(exc), cluster.properties)
+        raise WriteError(
+            f"Cannot read the sink's progress marker on cluster {cluster.cluster_id!r} (group "
+            f"{progress_group(task, partition)!r}): {text}. Every cluster the stream lists "
+            "must answer for exactlyOnce writes."
+        ) from None
+    finally:
+        consumer.close()
+    marker = found[0]
+    if marker.error is not None or marker.offset < 0 or marker.metadata != MARKER:
+        return None
+    return int(marker.offset)
+
+
+def open_transaction(task: WriteTask, partition: int) -> Producer:
+    """A producer with Spark partition ``partition``'s ``transactional.id``, initialised: an
+    older producer with that id is fenced and its open transaction ended."""
+    properties = task.producer_properties()
+    properties["transactional.id"] = transactional_id(task, partition)
+    properties.setdefault("transaction.timeout.ms", str(max(task.flush_timeout_ms, 60_000)))
+    try:
+        producer = Producer(properties)
+        producer.init_transactions(_timeout_s(task))
+    except KafkaException as exc:
+        raise failure(task, "Cannot start a transaction on", None, exc) from None
+    return producer
+
+
+def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) -> None:
+    marker = TopicPartition(task.route.marker_topic, 0, batch_id, metadata=MARKER)
+    consumer = _marker_consumer(dict(task.route.properties), progress_group(task, partition))
+    try:
+        metadata = consumer.consumer_group_metadata()
+        producer.send_offsets_to_transaction([marker], metadata, _timeout_s(task))
+    finally:
+        consumer.close()
+    producer.commit_transaction(_timeout_s(task))
+
+
+def produce_transaction(
+    task: WriteTask, batches: Iterable[pa.RecordBatch], batch_id: int, partition: int
+) -> WriteReport:
+    """exactlyOnce: write Spark partition ``partition`` of micro-batch ``batch_id`` in one
+    transaction with its progress marker, or nothing when a marker says it is committed.
+
+    Raises
+    ------
+    WriteRouteError, WriteError
+        As :func:`~pyspark_dynamic_kafka.sink.executor.produce.send_all`, after the transaction
+        was aborted; a fenced attempt fails with a :class:`WriteError`.
+    """
+    producer = open_transaction(task, partition)
+    for cluster in task.marker_clusters:
+        done = committed_batch(task, cluster, partition)
+        if done is not None and done >= batch_id:
+            log_event(
+                _LOG,
+                logging.INFO,
+                "write_skipped",
+                batch=batch_id,
+                partition=partition,
+                cluster=cluster.cluster_id,
+                committed=done,
+            )
+            return WriteReport(task.route.cluster_id, {}, 0, skipped=True)
+    producer.begin_transaction()
+    try:
+        deliveries = send_all(task, producer, batches)
+        _commit(task, producer, partition, batch_id)
+    except BaseException as exc:
+        # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
+        with contextlib.suppress(KafkaException):
+            producer.abort_transaction(_timeout_s(task))
+        if isinstance(exc, KafkaException):
+            raise failure(task, "Cannot commit the transaction on", None, exc) from None
+        raise
+    return deliveries.report(task.route.cluster_id)

@@ -1,0 +1,161 @@
+"""Spark's writer API adapted to the sink: ``df.write`` and ``writeStream`` to ``dynamic_kafka``.
+
+Both writers take Arrow batches (:class:`DataSourceArrowWriter`,
+:class:`DataSourceStreamArrowWriter`). The route is resolved when Spark builds the writer on the
+driver (once per batch write, once per micro-batch) and travels inside the pickled writer to
+every task, so all tasks and retries of a batch write to one cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.events import log_event
+from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
+from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
+from pyspark_dynamic_kafka.sink.executor.produce import produce_batches
+from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
+from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
+
+__all__ = ["DynamicKafkaBatchWriter", "DynamicKafkaStreamWriter", "check_columns"]
+
+_LOG = logging.getLogger(__name__)
+_HEADERS = ArrayType(
+    StructType().add("key", StringType()).add("value", BinaryType()), containsNull=True
+)
+_TEXT = (StringType(), BinaryType())
+_COLUMNS: dict[str, tuple[tuple[DataType, ...], str]] = {
+    "value": (_TEXT, "string or binary"),
+    "key": (_TEXT, "string or binary"),
+    "topic": ((StringType(),), "string"),
+    "partition": ((IntegerType(),), "int"),
+    "headers": ((_HEADERS,), "array<struct<key:string,value:binary>>"),
+}
+
+
+def _same(actual: DataType, expected: DataType) -> bool:
+    if isinstance(expected, ArrayType):  # nullability of the elements does not matter
+        return isinstance(actual, ArrayType) and _same(actual.elementType, expected.elementType)
+    if isinstance(expected, StructType):
+        return isinstance(actual, StructType) and [(f.name, f.dataType) for f in actual.fields] == [
+            (f.name, f.dataType) for f in expected.fields
+        ]
+    return actual == expected
+
+
+def check_columns(schema: StructType) -> None:
+    """Check the columns Spark's ``kafka`` sink defines: ``value`` required, each known column of
+    its type.
+
+    Raises
+    ------
+    OptionsError
+        Naming the column, its type and the expected one.
+    """
+    fields = {f.name.lower(): f for f in schema.fields}
+    if "value" not in fields:
+        raise OptionsError(
+            "Writes to format dynamic_kafka need a 'value' column (string or binary); got "
+            f"columns {', '.join(schema.fieldNames()) or 'none'}. Select or alias one as value."
+        )
+    for name, (types, shown) in _COLUMNS.items():
+        found = fields.get(name)
+        if found is not None and not any(_same(found.dataType, t) for t in types):
+            raise OptionsError(
+                f"Column {found.name!r} of a write to format dynamic_kafka must be {shown}, got "
+                f"{found.dataType.simpleString()}. Cast it (e.g. CAST({found.name} AS STRING))."
+            )
+
+
+def _plan(options: SinkOptions, schema: StructType, factory: ServiceFactory) -> WriteTask:
+    check_columns(schema)
+    return plan_write(options, factory)
+
+
+def _log_commit(messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+    reports = [m for m in messages if isinstance(m, WriteReport)]
+    rows: dict[str, int] = {}
+    for report in reports:
+        for topic, count in report.rows.items():
+            key = f"{report.cluster_id}/{topic}"
+            rows[key] = rows.get(key, 0) + count
+    skipped = sum(1 for report in reports if report.skipped)
+    log_event(_LOG, logging.INFO, "write_committed", batch=batch_id, rows=rows, skipped=skipped)
+
+
+def _task_position() -> tuple[int, int]:
+    """The micro-batch id and the Spark partition of the running task (executor side)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    batch = context.getLocalProperty("streaming.sql.batchId") if context else None
+    if context is None or batch is None:
+        raise OptionsError(
+            "deliveryGuarantee=exactlyOnce needs the micro-batch id, which only writeStream "
+            "tasks have: use it with writeStream (df.write is atLeastOnce)."
+        )
+    return int(batch), context.partitionId()
+
+
+class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """``df.write``: each task produces its rows to the route resolved when the write started."""
+
+    def __init__(self, options: SinkOptions, schema: StructType, factory: ServiceFactory) -> None:
+        if options.delivery_guarantee != AT_LEAST_ONCE:
+            raise OptionsError(
+                f"deliveryGuarantee={options.delivery_guarantee} is for writeStream only: a "
+                "df.write is atLeastOnce (remove the option)."
+            )
+        self.task = _plan(options, schema, factory)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """Produce one partition's rows; returns once the cluster acknowledged them all."""
+        return produce_batches(self.task, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Every task's records are already acknowledged: log what was written."""
+        _log_commit(messages, None)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Records of tasks that succeeded stay written (at least once)."""
+        log_event(_LOG, logging.WARNING, "write_aborted", batch=None)
+
+
+class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+    """``writeStream``: built by Spark before each micro-batch, so each micro-batch resolves its
+    own route and all its tasks write to that one cluster."""
+
+    def __init__(self, options: SinkOptions, schema: StructType, factory: ServiceFactory) -> None:
+        self.task = _plan(options, schema, factory)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
+        if self.task.exactly_once:
+            batch_id, partition = _task_position()
+            return produce_transaction(self.task, iterator, batch_id, partition)
+        return produce_batches(self.task, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Every task's records are already acknowledged: log what was written."""
+        _log_commit(messages, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records of tasks that succeeded stay written (at least once)."""
+        log_event(_LOG, logging.WARNING, "write_aborted", batch=batchId)

@@ -1,0 +1,69 @@
+"""A stand-alone streaming write for the sink's fault tests, in a Spark session of its own
+(``local[2,4]``: its tasks are retried, which the suite's ``local[2]`` session never does).
+
+Usage: python sink_app.py CONFIG_JSON, a file with ``input`` (a directory of text files, one
+micro-batch per file), ``checkpoint``, ``options`` (the sink's) and ``fail_dir``: the value of
+each row goes through a UDF that raises once for the values listed in ``fail_values`` (a marker
+file in ``fail_dir`` remembers the first attempt), so the task writing that row fails part-way
+through its transaction and is retried.
+
+The query runs with ``Trigger.AvailableNow`` until the input is written, then the app prints
+``ERROR <message or none>`` and exits 0 (the marker files say which failures happened).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from pyspark_dynamic_kafka.testing import local_spark_session
+
+
+def main() -> None:
+    config = json.loads(Path(sys.argv[1]).read_text())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = local_spark_session(
+        "sink-fault-app",
+        max_failures=4,
+        **{"spark.sql.execution.arrow.maxRecordsPerBatch": "50"},
+    )
+    fail_dir = Path(config["fail_dir"])
+    fail_values = set(config["fail_values"])
+
+    from pyspark.sql.functions import udf
+
+    @udf("string")  # type: ignore[misc]
+    def fail_once(value: str) -> str:
+        if value in fail_values:
+            marker = fail_dir / value
+            if not marker.exists():
+                marker.write_text("failed once")
+                raise RuntimeError(f"injected failure at row {value}")
+        return value
+
+    query = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", "1")
+        .load(config["input"])
+        .select(fail_once("value").alias("value"))
+        .selectExpr("value AS key", "value")
+        .repartition(2)
+        .writeStream.format("dynamic_kafka")
+        .options(**config["options"])
+        .option("checkpointLocation", config["checkpoint"])
+        .trigger(availableNow=True)
+        .start()
+    )
+    error = "none"
+    try:
+        query.awaitTermination()
+    except Exception as exc:  # the test reads it from the output
+        error = str(exc).replace("\n", " ")[:2000]
+    print(f"ERROR {error}", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""What the sink tests read back and write: every record of a topic (read_committed), the
+metadata with a ``write: true`` marker, and the sink's options."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+
+DEADLINE = 300.0
+
+
+@dataclass(frozen=True, order=True)
+class Record:
+    """One record as a test compares it."""
+
+    value: str
+    key: str | None
+    partition: int
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def read_topic(cluster: BaseKafkaCluster, topic: str) -> list[Record]:
+    """Every committed record of ``topic`` (``isolation.level=read_committed``), in offset order
+    per partition, read up to the end offsets of the moment the call starts."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "sink-test-reader",
+            "enable.auto.commit": "false",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=30)
+        partitions = sorted(metadata.topics[topic].partitions)
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in partitions
+        }
+        wanted = {p for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in wanted])
+        records: list[Record] = []
+        deadline = time.monotonic() + DEADLINE
+        positions = {p: 0 for p in wanted}
+        while any(positions[p] < ends[p] for p in wanted):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out reading {topic}: at {positions}, ends {ends}")
+            message = consumer.poll(0.5)
+            if message is None:
+                # Transaction markers take offsets: with read_committed the position may stop
+                # short of the end with nothing left to return.
+                for tp in consumer.position([TopicPartition(topic, p) for p in wanted]):
+                    positions[tp.partition] = max(positions[tp.partition], tp.offset)
+                continue
+            if message.error():
+                continue
+            positions[message.partition()] = message.offset() + 1
+            key = message.key()
+            records.append(
+                Record(
+                    (message.value() or b"").decode(),
+                    key.decode() if key is not None else None,
+                    message.partition(),
+                    tuple((k, v) for k, v in (message.headers() or [])),
+                )
+            )
+        return records
+    finally:
+        consumer.close()
+
+
+def write_routes(
+    path: Path,
+    clusters: Mapping[str, BaseKafkaCluster],
+    entries: Sequence[tuple[str, Sequence[str], bool]],
+    stream: str = "orders",
+) -> None:
+    """Write the metadata: stream ``stream`` with ``(cluster, topics, write)`` entries."""
+    document = {
+        "clusters": {n: {"bootstrap.servers": c.bootstrap_servers} for n, c in clusters.items()},
+        "streams": {
+            stream: [
+                {"cluster": name, "topics": list(topics), **({"write": True} if write else {})}
+                for name, topics, write in entries
+            ]
+        },
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(document))
+    os.replace(tmp, path)
+
+
+def sink_options(meta: Path, **extra: str) -> dict[str, str]:
+    """Options of a write of stream ``orders`` through the metadata file ``meta``."""
+    return {
+        "metadataService": "file",
+        "metadataService.path": str(meta),
+        "streamId": "orders",
+        **extra,
+    }

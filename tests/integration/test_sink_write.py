@@ -1,0 +1,179 @@
+"""The sink, atLeastOnce: ``df.write`` and ``writeStream`` to ``dynamic_kafka`` on real Kafka
+and real Spark, with exact record sets; the route follows the metadata between micro-batches."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.helpers import EstateFactory, wait_until
+from tests.integration.sink_records import Record, read_topic, sink_options, write_routes
+
+
+def _frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
+    return spark.createDataFrame(rows, schema)
+
+
+def _save(df: Any, options: dict[str, str]) -> None:
+    df.write.format("dynamic_kafka").options(**options).mode("append").save()
+
+
+def test_batch_write_puts_every_row_on_the_route(spark: Any, estate: EstateFactory) -> None:
+    setup = estate("east", "west", partitions=0)
+    for cluster in setup.clusters.values():
+        cluster.create_topic("orders", partitions=3)
+        cluster.create_topic("audit", partitions=1)
+    write_routes(
+        setup.meta,
+        setup.clusters,
+        [("east", ["orders"], False), ("west", ["orders", "audit"], True)],
+    )
+    rows = [
+        (f"k{i}", f"v{i}", "orders" if i % 4 else "audit", i % 3 if i % 4 else 0) for i in range(40)
+    ]
+    df = _frame(spark, rows, "key string, value string, topic string, partition int")
+    df = df.selectExpr(
+        "key",
+        "CAST(value AS BINARY) AS value",
+        "topic",
+        "partition",
+        "array(named_struct('key', 'id', 'value', CAST(key AS BINARY))) AS headers",
+    ).repartition(3)
+    _save(df, sink_options(setup.meta))
+
+    def expected(topic: str) -> list[Record]:
+        return sorted(Record(v, k, p, (("id", k.encode()),)) for k, v, t, p in rows if t == topic)
+
+    assert sorted(read_topic(setup["west"], "orders")) == expected("orders")
+    assert sorted(read_topic(setup["west"], "audit")) == expected("audit")
+    assert read_topic(setup["east"], "orders") == []
+    assert read_topic(setup["east"], "audit") == []
+
+
+def test_single_cluster_stream_needs_no_marker_and_keys_are_optional(
+    spark: Any, estate: EstateFactory
+) -> None:
+    setup = estate("east", partitions=2)  # metadata: orders -> east/orders, nothing marked
+    df = spark.range(25).selectExpr("CAST(id AS STRING) AS value")
+    _save(df, sink_options(setup.meta))
+    records = read_topic(setup["east"], "orders")
+    assert sorted(int(r.value) for r in records) == list(range(25))
+    assert {r.key for r in records} == {None}
+
+
+@pytest.mark.parametrize(
+    ("entries", "df_sql", "options", "message"),
+    [
+        (
+            [("east", ["orders"], False), ("west", ["orders"], False)],
+            "CAST(id AS STRING) AS value",
+            {},
+            "Ambiguous write route for stream 'orders': it is on clusters 'east', 'west'",
+        ),
+        (
+            [("east", ["orders"], True)],
+            "CAST(id AS STRING) AS value",
+            {"streamId": "refunds"},
+            "Unknown stream 'refunds'",
+        ),
+        (
+            [("east", ["orders"], True)],
+            "CAST(id AS STRING) AS value | IF(id = 7, 'payments', 'orders') AS topic",
+            {},
+            "A row's topic 'payments' is not in the write route stream 'orders' -> cluster "
+            "'east' (topics: 'orders')",
+        ),
+        (
+            [("east", ["orders"], True)],
+            "CAST(id AS STRING) AS value",
+            {"topic": "payments"},
+            "A row's topic 'payments' is not in the write route",
+        ),
+        (
+            [("east", ["orders"], True)],
+            "CAST(id AS STRING) AS key",
+            {},
+            "Writes to format dynamic_kafka need a 'value' column",
+        ),
+        (
+            [("east", ["orders"], True)],
+            "id AS value",
+            {},
+            "Column 'value' of a write to format dynamic_kafka must be string or binary, got "
+            "bigint",
+        ),
+    ],
+    ids=["ambiguous", "unknown-stream", "topic-column", "topic-option", "no-value", "bad-type"],
+)
+def test_bad_writes_fail_clearly_and_write_nothing(
+    spark: Any,
+    estate: EstateFactory,
+    entries: list[tuple[str, list[str], bool]],
+    df_sql: str,
+    options: dict[str, str],
+    message: str,
+) -> None:
+    setup = estate("east", "west")
+    write_routes(setup.meta, setup.clusters, entries)
+    df = spark.range(10).selectExpr(*[part.strip() for part in df_sql.split(" | ")]).coalesce(1)
+    with pytest.raises(Exception) as caught:
+        _save(df, sink_options(setup.meta, **options))
+    assert message in str(caught.value)
+    assert read_topic(setup["east"], "orders") == []
+    assert read_topic(setup["west"], "orders") == []
+
+
+def _batches(query: Any) -> int:
+    return sum(1 for p in query.recentProgress if p["numInputRows"] > 0)
+
+
+def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
+    spark: Any, estate: EstateFactory, tmp_path: Path
+) -> None:
+    setup = estate("east", "west", partitions=2)
+    write_routes(
+        setup.meta, setup.clusters, [("east", ["orders"], True), ("west", ["orders"], False)]
+    )
+    incoming, staging = tmp_path / "in", tmp_path / "staging"
+    incoming.mkdir()
+    staging.mkdir()
+
+    def drop(name: str, ids: range) -> None:
+        path = staging / name
+        path.write_text("".join(f"{i}\n" for i in ids))
+        shutil.move(path, incoming / name)  # whole files only: the file source lists the dir
+
+    query = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", "1")
+        .load(str(incoming))
+        .selectExpr("value AS key", "value")
+        .repartition(2)
+        .writeStream.format("dynamic_kafka")
+        .options(**sink_options(setup.meta))
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        drop("a.txt", range(0, 30))
+        wait_until(lambda: _batches(query) >= 1, what="the first micro-batch")
+        write_routes(
+            setup.meta, setup.clusters, [("east", ["orders"], False), ("west", ["orders"], True)]
+        )
+        drop("b.txt", range(30, 70))
+        wait_until(lambda: _batches(query) >= 2, what="the second micro-batch")
+        write_routes(
+            setup.meta, setup.clusters, [("east", ["orders"], True), ("west", ["orders"], False)]
+        )
+        drop("c.txt", range(70, 90))
+        wait_until(lambda: _batches(query) >= 3, what="the third micro-batch")
+    finally:
+        query.stop()
+    assert query.exception() is None
+    east = sorted(int(r.value) for r in read_topic(setup["east"], "orders"))
+    west = sorted(int(r.value) for r in read_topic(setup["west"], "orders"))
+    assert east == [*range(0, 30), *range(70, 90)]
+    assert west == list(range(30, 70))

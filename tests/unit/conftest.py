@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.source.config.options import Mode, parse_options
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 """The smallest valid source options: stream ``orders`` from a metadata file."""
@@ -85,6 +87,15 @@ def meta(tmp_path: Path, metadata_text: str) -> Path:
     path = tmp_path / "streams.yaml"
     path.write_text(metadata_text)
     return path
+
+
+def rejection(
+    options: Mapping[str, str], error: type[OptionsError] = OptionsError, mode: Mode = "stream"
+) -> str:
+    """The message of the ``error`` that parsing ``options`` raises (the test fails if none)."""
+    with pytest.raises(error) as info:
+        parse_options(options, mode=mode)
+    return str(info.value)
 
 
 def _not_scripted(kind: str) -> Callable[[TP], int]:

@@ -157,16 +157,13 @@ def _frames(spark: Any, workdir: Path, clusters: list[Cluster]) -> dict[str, Cal
     write_metadata(metadata, clusters, TOPIC)
 
     def dynamic(**options: str) -> Any:
-        reader = (
-            spark.readStream.format("dynamic_kafka")
-            .option("metadataService", "file")
-            .option("metadataService.path", str(metadata))
-            .option("streamIds", "bench")
-            .option("startingOffsets", "latest")
-        )
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        return reader.load()
+        source = {
+            "metadataService": "file",
+            "metadataService.path": str(metadata),
+            "streamIds": "bench",
+            "startingOffsets": "latest",
+        }
+        return spark.readStream.format("dynamic_kafka").options(**{**source, **options}).load()
 
     def kafka(cluster: Cluster) -> Any:
         return (

@@ -16,7 +16,7 @@ from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
-from pyspark_dynamic_kafka.source.driver.start_policy import start_rule
+from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
 from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
 
 Offsets = dict[PartitionKey, int]
@@ -29,15 +29,14 @@ class App:
         self.options = options
         self.assignment = Discovery(options).current()
         self.lister = OffsetLister(options)
-        self.planner = GroupPlanner(self.lister)
+        self.policy = StartPolicy.of(options)
+        self.planner = GroupPlanner(self.lister, self.policy)
         self.end: Offsets = {}
         self.read: list[tuple[PartitionKey, int, int]] = []
 
     def trigger(self) -> Offsets:
         """latestOffset(start=end of the last batch), then the batch runs and completes."""
-        available = reconcile(
-            self.assignment, self.end, self.lister, start_rule(self.options, batch=False)
-        ).offsets
+        available = reconcile(self.assignment, self.end, self.lister, self.policy.assigned).offsets
         offsets, _ = self.planner.plan(self.end, available, self.assignment)
         self.planner.planned(offsets)
         for key, stop in offsets.items():

@@ -2,8 +2,10 @@
 file it is written to), and one scripted Kafka admin.
 
 Import the constants and :class:`FakeAdmin` (``from tests.unit.conftest import BASE``); the
-fixtures ``document`` and ``meta`` are found by pytest. A module whose tests need another
-document overrides ``document``; ``meta`` then writes that one.
+fixtures ``document``, ``metadata_text`` and ``meta`` are found by pytest. A module whose tests
+need another document overrides ``document``; ``meta`` then writes that one. A test that needs the
+file's text as written (comments, layout: :data:`COMMENTED`) parametrizes ``metadata_text``
+indirectly, or a module overrides it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.source.config.options import Mode, parse_options
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}
 """The smallest valid source options: stream ``orders`` from a metadata file."""
@@ -34,6 +38,32 @@ DOCUMENT: dict[str, Any] = {
 """A metadata document: clusters east and west (nothing listens on either), stream ``orders`` on
 east."""
 
+COMMENTED = """\
+# Streams of the shop. Owner: platform team (do not reorder).
+clusters:
+  east:   # retiring in Q3
+    bootstrap.servers: "127.0.0.1:1"
+  west:
+    bootstrap.servers: '127.0.0.1:2'
+
+streams:
+  orders:
+    - cluster: east  # moves next
+      topics: [orders, orders-dlq]
+      startingOffsets: {timestamp: 1700000000000}
+  payments:
+    # payments read from both
+    - cluster: east
+      topics:
+        - payments-v1
+    - cluster: west   # since May
+      topics: [payments]
+  audit: [{cluster: east, topics: [audit]}]   # flow style
+# end of file
+"""
+"""A metadata file as people write them: comments, blank lines, both quote styles, block and flow
+sequences. Edits must keep every byte outside the entries they change."""
+
 TP = tuple[str, int]
 
 
@@ -44,11 +74,28 @@ def document() -> dict[str, Any]:
 
 
 @pytest.fixture
-def meta(tmp_path: Path, document: dict[str, Any]) -> Path:
-    """A metadata file holding :func:`document`."""
+def metadata_text(request: pytest.FixtureRequest, document: dict[str, Any]) -> str:
+    """The text :func:`meta` writes: :func:`document` as YAML, or the text a test passes through
+    ``@pytest.mark.parametrize("metadata_text", [...], indirect=True)``."""
+    text: str | None = getattr(request, "param", None)
+    return yaml.safe_dump(document) if text is None else text
+
+
+@pytest.fixture
+def meta(tmp_path: Path, metadata_text: str) -> Path:
+    """A metadata file ``streams.yaml`` holding :func:`metadata_text`."""
     path = tmp_path / "streams.yaml"
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(metadata_text)
     return path
+
+
+def rejection(
+    options: Mapping[str, str], error: type[OptionsError] = OptionsError, mode: Mode = "stream"
+) -> str:
+    """The message of the ``error`` that parsing ``options`` raises (the test fails if none)."""
+    with pytest.raises(error) as info:
+        parse_options(options, mode=mode)
+    return str(info.value)
 
 
 def _not_scripted(kind: str) -> Callable[[TP], int]:

@@ -9,12 +9,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.unit.conftest import DOCUMENT
+from tests.unit.conftest import COMMENTED, DOCUMENT
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.cli.location import MetadataLocation
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
+
+
+def move(
+    path: Path, stream: str = "orders", source: str = "east", target: str = "west"
+) -> list[str]:
+    """The arguments of ``dynamic-kafka move`` of ``stream`` in the metadata file ``path``."""
+    return ["move", stream, "--from", source, "--to", target, "--metadata", str(path)]
 
 
 @pytest.mark.parametrize("command", [[], ["validate"], ["describe"], ["move"], ["serve"]])
@@ -81,7 +88,7 @@ def test_validate_missing_and_broken_files(
 
 
 def test_move_in_a_file(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]) == 0
+    assert main(move(meta)) == 0
     out = capsys.readouterr().out
     assert "Moved stream 'orders' from 'east' to 'west'" in out
     assert "orders: west [orders]" in out
@@ -107,8 +114,7 @@ def test_move_errors_leave_the_file_alone(
 
 
 def test_token_options_need_a_url(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(meta)]
-    assert main([*argv, "--token-file", str(meta)]) == 1
+    assert main([*move(meta), "--token-file", str(meta)]) == 1
     assert "apply to a service URL" in capsys.readouterr().err
 
 
@@ -211,31 +217,7 @@ def test_data_source_is_still_found_by_spark_s_lookup() -> None:
         pyspark_dynamic_kafka.NoSuchThing  # noqa: B018
 
 
-COMMENTED = """\
-# Streams of the shop. Owner: platform team (do not reorder).
-clusters:
-  east:   # retiring in Q3
-    bootstrap.servers: "127.0.0.1:1"
-  west:
-    bootstrap.servers: '127.0.0.1:2'
-
-streams:
-  orders:
-    - cluster: east  # moves next
-      topics: [orders, orders-dlq]
-      startingOffsets: {timestamp: 1700000000000}
-  payments:
-    # payments read from both
-    - cluster: east
-      topics:
-        - payments-v1
-    - cluster: west   # since May
-      topics: [payments]
-  audit: [{cluster: east, topics: [audit]}]   # flow style
-# end of file
-"""
-
-
+@pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
 @pytest.mark.parametrize(
     ("stream", "before", "after"),
     [
@@ -265,25 +247,21 @@ streams:
     ],
 )
 def test_move_keeps_the_file_byte_identical_outside_the_changed_entries(
-    tmp_path: Path,
+    meta: Path,
     capsys: pytest.CaptureFixture[str],
     stream: str,
     before: list[str],
     after: list[str],
 ) -> None:
-    path = tmp_path / "streams.yaml"
-    path.write_text(COMMENTED)
-    argv = ["move", stream, "--from", "east", "--to", "west", "--metadata", str(path)]
-
-    assert main(argv) == 0
+    assert main(move(meta, stream)) == 0
     captured = capsys.readouterr()
     assert "warning" not in captured.err
-    text = path.read_text()
+    text = meta.read_text()
     old = "".join(before)
     assert COMMENTED.count(old) == 1
     assert text == COMMENTED.replace(old, "".join(after))
     expected = yaml.safe_load(COMMENTED)
-    assert set(load_metadata_file(path).streams[stream].clusters) == {"west"}
+    assert set(load_metadata_file(meta).streams[stream].clusters) == {"west"}
     assert yaml.safe_load(text)["clusters"] == expected["clusters"]
 
 
@@ -291,51 +269,60 @@ def test_move_of_a_json_file_keeps_its_layout(tmp_path: Path) -> None:
     path = tmp_path / "streams.json"
     text = json.dumps(DOCUMENT, indent=4) + "\n"
     path.write_text(text)
-    assert main(["move", "orders", "--from", "east", "--to", "west", "--metadata", str(path)]) == 0
+    assert main(move(path)) == 0
     assert path.read_text() == text.replace('"cluster": "east"', '"cluster": "west"')
 
 
+@pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
 def test_dry_run_prints_the_diff_and_changes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    meta: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "streams.yaml"
-    path.write_text(COMMENTED)
-    stat = path.stat()
-    argv = ["move", "orders", "--from", "east", "--to", "west", "--metadata", str(path)]
+    stat = meta.stat()
 
-    assert main([*argv, "--dry-run"]) == 0
+    assert main([*move(meta), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "Dry run" in out and "nothing written" in out
     assert "-    - cluster: east  # moves next\n+    - cluster: west  # moves next\n" in out
-    assert path.read_text() == COMMENTED
-    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
-    assert not (tmp_path / ".streams.yaml.lock").exists()
+    assert meta.read_text() == COMMENTED
+    assert (meta.stat().st_ino, meta.stat().st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
+    assert not (meta.parent / ".streams.yaml.lock").exists()
 
 
+FLOW = (
+    "clusters: {east: {bootstrap.servers: 'h:1'}, west: {bootstrap.servers: 'h:2'}}\n"
+    "streams: {s: [{cluster: east, topics: [a]}, {cluster: west, topics: [b]}]}  # c\n"
+)
+
+
+@pytest.mark.parametrize("metadata_text", [FLOW], indirect=True)
 def test_a_layout_not_edited_in_place_is_rewritten_and_said_so(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    meta: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two entries on a flow sequence cannot lose one in place: the whole file is written."""
-    path = tmp_path / "streams.yaml"
-    path.write_text(
-        "clusters: {east: {bootstrap.servers: 'h:1'}, west: {bootstrap.servers: 'h:2'}}\n"
-        "streams: {s: [{cluster: east, topics: [a]}, {cluster: west, topics: [b]}]}  # c\n"
-    )
-    assert main(["move", "s", "--from", "east", "--to", "west", "--metadata", str(path)]) == 0
+    assert main(move(meta, "s")) == 0
     assert "its comments are gone" in capsys.readouterr().err
-    assert load_metadata_file(path).streams["s"].clusters["west"].topics == frozenset({"a", "b"})
+    assert load_metadata_file(meta).streams["s"].clusters["west"].topics == frozenset({"a", "b"})
 
 
+@pytest.mark.parametrize(
+    ("metadata_text", "suggestion"),
+    [
+        (
+            "clusters:\n  east:\n    bootstrap.server: 127.0.0.1:1\n"
+            "streams:\n  orders: [{cluster: east, topics: [orders]}]\n",
+            "'bootstrap.server' is set: did you mean 'bootstrap.servers'?",
+        ),
+        (
+            "clusters:\n  east:\n    bootstrap.servers: 127.0.0.1:1\n"
+            "streams:\n  orders:\n    - cluster: east\n      topics: [orders]\n"
+            "      startingOffsets: earlist\n",
+            "got a string 'earlist'. Did you mean 'earliest'?",
+        ),
+    ],
+    indirect=["metadata_text"],
+)
 def test_validate_suggests_client_property_and_position_names(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    meta: Path, suggestion: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "streams.yaml"
-    path.write_text(
-        "clusters:\n  east:\n    bootstrap.server: 127.0.0.1:1\n"
-        "streams:\n  orders:\n    - cluster: east\n      topics: [orders]\n"
-        "      startingOffsets: earlist\n"
-    )
-    assert main(["validate", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert "'bootstrap.server' is set: did you mean 'bootstrap.servers'?" in err
-    assert "got a string 'earlist'. Did you mean 'earliest'?" in err
+    assert main(["validate", str(meta)]) == 1
+    assert suggestion in capsys.readouterr().err

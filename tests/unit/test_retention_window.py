@@ -1,4 +1,5 @@
-"""The retention window of removed clusters and topics (``removedClusterRetentionMs``): pure."""
+"""The retention window of removed clusters and topics (``removedClusterRetentionMs``), and the
+start policy's steps that come before any rule (retained, then group offsets): pure."""
 
 from __future__ import annotations
 
@@ -6,10 +7,17 @@ import json
 from typing import Any
 
 import pytest
+from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset, decode, encode
+from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.retention import retain
+from pyspark_dynamic_kafka.source.driver.start_policy import (
+    StartPolicy,
+    discovery_rule,
+    start_rule,
+)
 
 EAST = {("east", "orders", 0): 10, ("east", "orders", 1): 7}
 WEST = {("west", "orders", 0): 3}
@@ -109,3 +117,35 @@ def test_at_the_switch_pairs_left_are_kept_without_expiry() -> None:
     block = encode(SourceOffset(retained=step.retained))["retained"]
     assert json.dumps(block) == ('{"east": {"orders": {"offsets": {"0": 10, "1": 7}}}}')
     assert decode({"version": 1, "retained": block}).retained == step.retained
+
+
+# ---------------------------------------------------------------- the start policy's step 1
+def test_the_start_policy_resumes_retained_offsets_under_the_checkpoint_s() -> None:
+    """Step 1 of the precedence: a retained offset of a pair assigned again is where its
+    partition goes on (before any rule places it); the checkpoint's own offsets win over it."""
+    options = parse_options({**BASE, "removedclusterretentionms": "60000"})
+    policy = StartPolicy.of(options, clock=_clock(2_000))
+    retained = Retained(EAST | {("west", "orders", 0): 1}, {("east", "orders"): 1_000})
+    offsets, kept = policy.resume(
+        SourceOffset(WEST, retained), {("west", "orders"), ("east", "orders")}
+    )
+    assert offsets == EAST | WEST  # west/orders/0 reads on at 3, not at its retained 1
+    assert kept == Retained()
+    offsets, kept = policy.resume(SourceOffset(EAST | WEST), {("west", "orders")})
+    assert offsets == EAST | WEST and kept == Retained(EAST, {("east", "orders"): 2_000})
+
+
+def test_the_start_policy_is_the_stream_s_rules() -> None:
+    options = parse_options(BASE)
+    policy = StartPolicy.of(options)
+    assert policy.start == start_rule(options, batch=False) == policy.assigned
+    assert policy.discovered == discovery_rule(options)
+    assert policy.retention_ms == options.removed_cluster_retention_ms
+
+
+@pytest.mark.parametrize(("committed", "starts"), [(None, 40), (25, 25), (90, 90)])
+def test_a_newly_assigned_partition_starts_at_the_group_s_offset(
+    committed: int | None, starts: int
+) -> None:
+    """Step 2: the group's committed offset wins over where the rules placed it (40)."""
+    assert StartPolicy.group_start(40, committed) == starts

@@ -57,6 +57,10 @@ def _with_flags(message: str) -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Check a metadata file; list every problem (exit 1 when there is any).
+
+    Check a metadata file and list every problem with its path in the file.
+    """
     problems = validate_metadata_file(args.file)
     if problems:
         _stderr(f"{args.file}: {len(problems)} problem(s):")
@@ -73,6 +77,11 @@ def _location(args: argparse.Namespace) -> MetadataLocation:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    """Streams -> clusters -> topics -> partitions, offsets and lag.
+
+    Resolve streams to clusters, topics and partitions with their earliest and latest offsets
+    and, with --group, the group's committed offsets and lag.
+    """
     service = _location(args).service()
     try:
         ids = [s.strip() for s in args.streams.split(",") if s.strip()] if args.streams else None
@@ -92,6 +101,12 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _move(args: argparse.Namespace) -> int:
+    """Move a stream's topics from one cluster to another, in one atomic edit.
+
+    Move a stream's topics from cluster --from to cluster --to in one atomic edit: a file is
+    rewritten atomically (temp file + rename), its comments and formatting kept outside the
+    changed entries; a service is written with If-Match so that no concurrent edit is lost.
+    """
     location = _location(args)
     if args.check_drained:
         service = location.service()
@@ -124,6 +139,11 @@ def _move(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """Serve a metadata file over the HTTP contract (reference server).
+
+    Serve a metadata file over the HTTP metadata contract (v1). Writes need the token of
+    --token-file (read-only without it); reads are open unless --read-token-file is given.
+    """
     from pyspark_dynamic_kafka.server.run import serve  # starlette and uvicorn only when serving
 
     serve(
@@ -140,6 +160,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    """Draw a query's metrics (records/s, pending records per cluster) as PNG and HTML.
+
+    Draw the JSON lines that pyspark_dynamic_kafka.monitoring.attach(spark, path=...) wrote:
+    records read per second and records waiting per cluster over time, with the metadata
+    changes marked. Writes dynamic-kafka-report.png and .html.
+    """
     from pathlib import Path
 
     from pyspark_dynamic_kafka.monitoring.report import render_report  # matplotlib: only here
@@ -172,6 +198,24 @@ def _add_service_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    run: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """Declare the command ``run`` runs, from ``run`` itself: its name without the underscore,
+    its help (in ``dynamic-kafka --help``) the first line of its docstring without the full stop,
+    its description (in its own ``--help``) the rest of the docstring."""
+    summary, _, details = (run.__doc__ or "").partition("\n\n")
+    summary = summary.strip().removesuffix(".")
+    parser = commands.add_parser(
+        run.__name__.lstrip("_"),
+        help=summary[:1].lower() + summary[1:],
+        description=" ".join(details.split()),
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dynamic-kafka",
@@ -181,36 +225,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    validate = commands.add_parser(
-        "validate",
-        help="check a metadata file; list every problem (exit 1 when there is any)",
-        description="Check a metadata file and list every problem with its path in the file.",
-    )
+    validate = _command(commands, _validate)
     validate.add_argument("file", metavar="FILE", help="metadata file (.yaml, .yml, .json)")
-    validate.set_defaults(run=_validate)
 
-    describe = commands.add_parser(
-        "describe",
-        help="streams -> clusters -> topics -> partitions, offsets and lag",
-        description="Resolve streams to clusters, topics and partitions with their earliest and "
-        "latest offsets and, with --group, the group's committed offsets and lag.",
-    )
+    describe = _command(commands, _describe)
     _add_service_options(describe)
     which = describe.add_mutually_exclusive_group()
     which.add_argument("--streams", metavar="ID[,ID...]", help="comma-separated stream ids")
     which.add_argument("--pattern", metavar="REGEX", help="stream ids matching (re.search)")
     describe.add_argument("--group", metavar="GROUP", help="consumer group: committed offsets, lag")
     describe.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    describe.set_defaults(run=_describe)
 
-    move = commands.add_parser(
-        "move",
-        help="move a stream's topics from one cluster to another, in one atomic edit",
-        description="Move a stream's topics from cluster --from to cluster --to in one atomic "
-        "edit: a file is rewritten atomically (temp file + rename), its comments and "
-        "formatting kept outside the changed entries; a service is written with If-Match so "
-        "that no concurrent edit is lost.",
-    )
+    move = _command(commands, _move)
     move.add_argument("stream", metavar="STREAM", help="the stream id")
     move.add_argument(
         "--from", dest="source", required=True, metavar="CLUSTER", help="cluster it leaves"
@@ -231,15 +257,8 @@ def _parser() -> argparse.ArgumentParser:
         "and kafka.group.id=GROUP)",
     )
     _add_service_options(move)
-    move.set_defaults(run=_move)
 
-    serve = commands.add_parser(
-        "serve",
-        help="serve a metadata file over the HTTP contract (reference server)",
-        description="Serve a metadata file over the HTTP metadata contract (v1). Writes need "
-        "the token of --token-file (read-only without it); reads are open unless "
-        "--read-token-file is given.",
-    )
+    serve = _command(commands, _serve)
     serve.add_argument("--metadata", required=True, metavar="FILE", help="the metadata file")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
@@ -253,20 +272,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         help="log level (default info)",
     )
-    serve.set_defaults(run=_serve)
 
-    report = commands.add_parser(
-        "report",
-        help="draw a query's metrics (records/s, pending records per cluster) as PNG and HTML",
-        description="Draw the JSON lines that pyspark_dynamic_kafka.monitoring.attach(spark, "
-        "path=...) wrote: records read per second and records waiting per cluster over time, "
-        "with the metadata changes marked. Writes dynamic-kafka-report.png and .html.",
-    )
+    report = _command(commands, _report)
     report.add_argument("metrics", metavar="FILE", help="the JSON-lines metrics file")
     report.add_argument("--out", default=".", metavar="DIR", help="output directory (default .)")
     report.add_argument("--query", metavar="NAME|ID", help="the query (default: the last one)")
     report.add_argument("--title", help="title of the chart")
-    report.set_defaults(run=_report)
     return parser
 
 

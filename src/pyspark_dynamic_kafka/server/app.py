@@ -186,16 +186,22 @@ class _Api:
         representation: Callable[[ParsedMetadata], dict[str, Any] | None],
         remove: Edit,
         put: Callable[[ParsedMetadata, object, str], ParsedMetadata],
-    ) -> tuple[ParsedMetadata, ParsedMetadata] | None:
-        """DELETE (logged; ``None``) or PUT ``resource`` (the metadata before and after)."""
+        announce: Callable[[ParsedMetadata, bool], None],
+    ) -> Response:
+        """DELETE ``resource`` (204, logged), or PUT it: 201 when ``representation`` found none
+        before, 200 otherwise; ``announce`` logs the metadata after and whether it was created."""
         self._allow(request, write=True)
         if request.method == "DELETE":
             await self._write(request, resource, representation, remove)
             _log.info("%s removed.", resource[0].upper() + resource[1:])
-            return None
+            return Response(status_code=204)
         value = await _json_body(request)
         source = f"PUT {request.url.path}"
-        return await self._write(request, resource, representation, lambda p: put(p, value, source))
+        edit = await self._write(request, resource, representation, lambda p: put(p, value, source))
+        before, after = edit
+        created = representation(before) is None
+        announce(after, created)
+        return _json(request, representation(after) or {}, status=201 if created else 200)
 
     async def stream(self, request: Request) -> Response:
         stream_id: str = request.path_params["stream_id"]
@@ -204,21 +210,19 @@ class _Api:
             if body is None:
                 raise MetadataNotFoundError(f"Stream {stream_id!r} is not in the metadata.")
             return _json(request, body)
-        edited = await self._put_or_delete(
+
+        def announce(after: ParsedMetadata, created: bool) -> None:
+            verb = "created" if created else "replaced"
+            _log.info("Stream %r %s: %s.", stream_id, verb, _summary(after, stream_id))
+
+        return await self._put_or_delete(
             request,
             f"stream {stream_id!r}",
             lambda p: stream_body(p, stream_id),
             lambda p: remove_stream(p, stream_id),
             lambda p, entries, source: replace_stream(p, stream_id, entries, source),
+            announce,
         )
-        if edited is None:
-            return Response(status_code=204)
-        before, after = edited
-        created = stream_id not in before.streams
-        verb = "created" if created else "replaced"
-        _log.info("Stream %r %s: %s.", stream_id, verb, _summary(after, stream_id))
-        body = stream_body(after, stream_id) or {}
-        return _json(request, body, status=201 if created else 200)
 
     async def clusters(self, request: Request) -> Response:
         return _json(request, clusters_body(await self._read(request)))
@@ -231,19 +235,17 @@ class _Api:
         def representation(parsed: ParsedMetadata) -> dict[str, Any] | None:
             return cluster_body(parsed, cluster_id) if cluster_id in parsed.clusters else None
 
-        edited = await self._put_or_delete(
+        def announce(after: ParsedMetadata, created: bool) -> None:
+            _log.info("Cluster %r %s.", cluster_id, "added" if created else "replaced")
+
+        return await self._put_or_delete(
             request,
             f"cluster {cluster_id!r}",
             representation,
             lambda p: remove_cluster(p, cluster_id),
             lambda p, properties, source: put_cluster(p, cluster_id, properties, source),
+            announce,
         )
-        if edited is None:
-            return Response(status_code=204)
-        before, after = edited
-        created = cluster_id not in before.clusters
-        _log.info("Cluster %r %s.", cluster_id, "added" if created else "replaced")
-        return _json(request, cluster_body(after, cluster_id), status=201 if created else 200)
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:

@@ -39,7 +39,7 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
   clusters (:class:`Assignment`).
 - :mod:`~pyspark_dynamic_kafka.source.driver.listing`: partitions and offsets of each cluster.
 - :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`: where each partition starts (and
-  ends): the whole precedence, the rules and the one resolver.
+  ends): the whole precedence as one :class:`StartPolicy`, the rules and the one resolver.
 - :mod:`~pyspark_dynamic_kafka.source.driver.named_offsets`: what the offset JSON options name,
   checked against what the query reads when they apply.
 - :mod:`~pyspark_dynamic_kafka.source.driver.reconcile`: checkpointed offsets against what the

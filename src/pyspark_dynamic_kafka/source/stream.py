@@ -23,7 +23,7 @@ from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
-from pyspark_dynamic_kafka.source.driver.start_policy import start_rule
+from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.group.selection import partition_selection
@@ -50,11 +50,12 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         tuning = tuning or Tuning()
         self._options = options
         lister = OffsetLister(options)
+        policy = StartPolicy.of(options)
         self._batches = MicroBatches(
             ClusterView(options, lister, tuning.parallel_clusters),
-            partition_selection(options, lister),
+            partition_selection(options, lister, policy),
             archive_phase(options),
-            start_rule(options, batch=False),
+            policy,
             pause_gc=tuning.pause_gc,
         )
 

@@ -13,8 +13,7 @@ reader is built. Where a newly seen partition starts is
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,18 +33,13 @@ from pyspark_dynamic_kafka.source.driver.reconcile import (
     Reconciled,
     offsets_went_back,
 )
-from pyspark_dynamic_kafka.source.driver.retention import retain
-from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE, PositionRule
+from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE, StartPolicy
 from pyspark_dynamic_kafka.source.driver.status import SourceStatus
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
 __all__ = ["MicroBatches", "Tuning"]
 
 _log = logging.getLogger(__name__)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
@@ -75,11 +69,9 @@ class MicroBatches:
         Which partitions are read.
     archive:
         What comes before Kafka.
-    rule:
-        Where partitions start (:func:`~pyspark_dynamic_kafka.source.driver.start_policy.
-        start_rule`; ``archive`` puts its hand-over to Kafka first).
-    clock:
-        Epoch milliseconds (the retention window's).
+    policy:
+        Where partitions start (``archive`` puts its hand-over to Kafka in front of the
+        policy's start rule); ``selection`` asks the same policy.
     pause_gc:
         Whether planning runs with the cyclic garbage collector paused
         (:mod:`~pyspark_dynamic_kafka.source.executor.gcpause`; a knob for benchmarks).
@@ -90,16 +82,14 @@ class MicroBatches:
         driver: ClusterView,
         selection: PartitionSelection,
         archive: ArchivePhase,
-        rule: PositionRule,
-        clock: Callable[[], int] = _now_ms,
+        policy: StartPolicy,
         pause_gc: bool = True,
     ) -> None:
         options = driver.options
         self.driver = driver
         self.selection = selection
         self.archive = archive
-        self.rule = rule
-        self.clock = clock
+        self.policy = policy
         self.pause_gc = pause_gc
         self.admission = Admission(options)
         self.status = SourceStatus(
@@ -113,7 +103,9 @@ class MicroBatches:
     def initial(self) -> dict[str, Any]:
         """The first offset (cached: Spark may ask twice)."""
         if self._initial is None:
-            offsets = self.selection.initial(self.driver, self.archive.start_rule(self.rule))
+            offsets = self.selection.initial(
+                self.driver, self.archive.start_rule(self.policy.start)
+            )
             self._initial = encode(self.archive.initial(offsets))
         return self._initial
 
@@ -136,15 +128,9 @@ class MicroBatches:
             return self.latest_offset
         driver = self.driver
         assignment = driver.assignment()
-        retention = retain(
-            start.offsets,
-            start.retained,
-            {(c, t) for c, a in assignment.items() for t in a.topics},
-            driver.options.removed_cluster_retention_ms,
-            self.clock,
-            expiring=not start.in_archive,  # at the switch, pairs left are kept where Kafka starts
+        previous, retained = self.policy.resume(
+            start, {(c, t) for c, a in assignment.items() for t in a.topics}
         )
-        previous = {**retention.resumed, **start.offsets}
         state = self.selection.select(driver, previous, assignment)
         self._observe(state, assignment, len(previous.keys() - state.offsets.keys()))
         self.selection.submit(previous, assignment)
@@ -160,7 +146,7 @@ class MicroBatches:
         self.selection.planned(previous if admitted is None else admitted, admitted is not None)
         if admitted is None:
             return dict(start_offset)
-        return encode(self.archive.live(admitted, retention.retained))
+        return encode(self.archive.live(admitted, retained))
 
     def _observe(self, state: Reconciled, assignment: Assignment, left: int) -> None:
         discovery = self.driver.discovery

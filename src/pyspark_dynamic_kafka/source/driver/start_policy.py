@@ -1,13 +1,14 @@
 """Where a partition starts (and, for a batch read, ends): the one start policy.
 
 **The precedence.** A partition the query has not read yet starts at the first of these that
-applies (change where a new cluster, topic or partition starts here):
+applies (change where a new cluster, topic or partition starts here, and only here):
 
 1. its *retained* offset, when its cluster and topic were removed from the metadata within
    ``removedClusterRetentionMs`` or it is an archived partition of a hybrid read not assigned
-   until now (resumed before reconciliation: :mod:`~pyspark_dynamic_kafka.source.driver.retention`);
+   until now (:meth:`StartPolicy.resume`, before reconciliation; which offsets stay retained,
+   and for how long, is the bookkeeping of :mod:`~pyspark_dynamic_kafka.source.driver.retention`);
 2. with ``assignment=group``, the group's *committed offset* for a partition newly assigned
-   (:mod:`~pyspark_dynamic_kafka.source.group.planner`; this module's rule places the others);
+   (:meth:`StartPolicy.group_start`, which the group planner asks);
 3. with ``archive.path``, where the *archive* hands the partition over to Kafka: its largest
    archived offset + 1, or ``archive.switchTimestamp`` (:func:`archive_rule`);
 4. the position the *options* name for this very partition (JSON ``startingOffsets``, ...);
@@ -17,9 +18,14 @@ applies (change where a new cluster, topic or partition starts here):
 7. the *fallback*: ``discoveryStartingOffsets`` for a stream, ``earliest`` for a batch read.
 
 A stream's start uses all of them; a partition that appears while a stream runs skips 4 and 6
-(the options applied at the start only). The vocabulary (:class:`~pyspark_dynamic_kafka.position.
-Position`, ``NoMatch``, ``PositionSpec``) is in :mod:`pyspark_dynamic_kafka.position`; the options
-are parsed by :mod:`~pyspark_dynamic_kafka.source.config.position_options`.
+(the options applied at the start only) unless a group newly assigns it. The vocabulary
+(:class:`~pyspark_dynamic_kafka.position.Position`, ``NoMatch``, ``PositionSpec``) is in
+:mod:`pyspark_dynamic_kafka.position`; the options are parsed by
+:mod:`~pyspark_dynamic_kafka.source.config.position_options`.
+
+**The policy.** :class:`StartPolicy` composes the seven steps for a stream: the stream pipeline
+asks it what resumes (step 1) and which rule places the partitions reconciliation meets (steps 3
+to 7), the group planner asks it where a newly assigned partition starts (step 2).
 
 **Rules.** Steps 3 to 7 are one :class:`PositionRule`: :func:`start_rule` (a stream's initial
 offset, a batch read's start; :func:`archive_rule` puts step 3 in front), :func:`discovery_rule`
@@ -36,7 +42,8 @@ offset); when there is none the rule's ``NoMatch`` fails or takes the latest off
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from pyspark_dynamic_kafka.errors import OffsetsError
@@ -50,6 +57,7 @@ from pyspark_dynamic_kafka.position import (
     PositionKind,
     PositionSpec,
 )
+from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
 from pyspark_dynamic_kafka.source.driver.listing import (
@@ -57,11 +65,13 @@ from pyspark_dynamic_kafka.source.driver.listing import (
     TopicPartitionKey,
     read_committed,
 )
+from pyspark_dynamic_kafka.source.driver.retention import retain
 
 __all__ = [
     "LATEST_RULE",
     "SWITCH_TIMESTAMP",
     "PositionRule",
+    "StartPolicy",
     "archive_rule",
     "discovery_rule",
     "end_rule",
@@ -172,7 +182,71 @@ def archive_rule(
 LATEST_RULE = PositionRule(_NO_OPTION, LATEST_POSITION, NoMatch.LATEST, False)
 
 
-# ------------------------------------------------------------------------------- 2. resolver
+# ------------------------------------------------------------------------------- 2. policy
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class StartPolicy:
+    """The precedence of a stream, composed: where each partition it meets first starts.
+
+    Attributes
+    ----------
+    start:
+        Steps 3 to 7 at the stream's start (:func:`start_rule`; a hybrid read puts its
+        :func:`archive_rule` in front).
+    discovered:
+        Steps 5 and 7 for a partition that appears while the stream runs (:func:`discovery_rule`).
+    assigned:
+        Steps 4 to 7 for a partition a group newly assigns and has no committed offset of
+        (:func:`start_rule`).
+    retention_ms:
+        ``removedClusterRetentionMs`` (step 1).
+    clock:
+        Epoch milliseconds (step 1's window).
+    """
+
+    start: PositionRule
+    discovered: PositionRule
+    assigned: PositionRule
+    retention_ms: int
+    clock: Callable[[], int] = _now_ms
+
+    @classmethod
+    def of(cls, options: SourceOptions, clock: Callable[[], int] = _now_ms) -> StartPolicy:
+        """The policy of a stream with these options."""
+        start = start_rule(options, batch=False)
+        discovered = discovery_rule(options)
+        return cls(start, discovered, start, options.removed_cluster_retention_ms, clock)
+
+    def resume(
+        self, start: SourceOffset, assigned: Collection[tuple[str, str]]
+    ) -> tuple[dict[PartitionKey, int], Retained]:
+        """Step 1: the offsets read on from ``start`` (the checkpoint's, and the retained ones of
+        the (cluster, topic) pairs ``assigned`` again), and what stays retained.
+
+        A partition these offsets hold is not new: no later step places it. At a hybrid read's
+        switch to Kafka the pairs left are kept (without expiry) where Kafka starts.
+        """
+        retention = retain(
+            start.offsets,
+            start.retained,
+            assigned,
+            self.retention_ms,
+            self.clock,
+            expiring=not start.in_archive,
+        )
+        return {**retention.resumed, **start.offsets}, retention.retained
+
+    @staticmethod
+    def group_start(placed: int, committed: int | None) -> int:
+        """Step 2: where a partition a group newly assigns starts: the group's ``committed``
+        offset, else where :attr:`assigned` ``placed`` it."""
+        return placed if committed is None else committed
+
+
+# ------------------------------------------------------------------------------- 3. resolver
 def resolve_positions(
     lister: OffsetLister,
     cluster_id: str,

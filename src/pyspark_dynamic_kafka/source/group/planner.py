@@ -5,8 +5,9 @@ For every cluster of the subscription the reader is a member of ``kafka.group.id
 the offsets reconciliation found for *every* partition into the offsets of this query:
 
 - **Partitions it owns and planned before** continue from the checkpoint.
-- **A partition newly assigned** starts at the group's committed offset (at the start rule's
-  position when the group has none). When the checkpoint holds another offset for it (another
+- **A partition newly assigned** starts where the start policy says: at the group's committed
+  offset, else at its start rule's position (:meth:`~pyspark_dynamic_kafka.source.driver.
+  start_policy.StartPolicy.group_start`). When the checkpoint holds another offset for it (another
   member read it meanwhile) it sits out one micro-batch and then enters at the group's offset,
   so no range of a replayed micro-batch can cover what another member read.
 - **A revoked partition** is handed over once the micro-batch that read it is committed: the
@@ -32,6 +33,7 @@ from dataclasses import replace
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.driver.discovery import Assignment
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 from pyspark_dynamic_kafka.source.group.coordinator import HandoffWatcher
@@ -52,10 +54,14 @@ class GroupPlanner:
     ----------
     lister:
         The reader's listing clients (their admin clients read the group's offsets).
+    policy:
+        Where a newly assigned partition starts (:meth:`~pyspark_dynamic_kafka.source.driver.
+        start_policy.StartPolicy.group_start`).
     """
 
-    def __init__(self, lister: OffsetLister) -> None:
+    def __init__(self, lister: OffsetLister, policy: StartPolicy) -> None:
         self._lister = lister
+        self._policy = policy
         self._members = GroupMembers()
         self._planned: dict[PartitionKey, int] = {}  # -> the plan it entered with
         self._plans: list[tuple[int, dict[PartitionKey, int]]] = []  # recent (index, end)
@@ -116,7 +122,7 @@ class GroupPlanner:
                             previous[key],
                         )
                     continue
-                entered[key] = offsets[key] = available[key] if resumed is None else resumed
+                entered[key] = offsets[key] = self._policy.group_start(available[key], resumed)
                 _log.info(
                     "Partition %s/%s/%d starts at offset %d (%s)",
                     *key,

@@ -24,11 +24,7 @@ from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import Offsets, PartitionSelection
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
 from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
-from pyspark_dynamic_kafka.source.driver.start_policy import (
-    PositionRule,
-    discovery_rule,
-    start_rule,
-)
+from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, StartPolicy
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 from pyspark_dynamic_kafka.source.group.coordinator import stop_on_sigterm
 from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
@@ -51,12 +47,14 @@ class AllPartitions(PartitionSelection):
         Parsed source options.
     lister:
         The driver's listing clients (their admin clients commit with ``commitOffsetsToKafka``).
+    policy:
+        Where partitions start (its ``discovered`` rule: the ones appearing while it runs).
     """
 
-    def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
+    def __init__(self, options: SourceOptions, lister: OffsetLister, policy: StartPolicy) -> None:
         self._options = options
         self._lister = lister
-        self._discovered = discovery_rule(options)  # partitions appearing while it runs
+        self._discovered = policy.discovered
         self._commits: GroupCommits | None = None
 
     def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
@@ -77,18 +75,19 @@ class AllPartitions(PartitionSelection):
 class GroupAssigned(PartitionSelection):
     """The partitions Kafka's consumer group ``kafka.group.id`` (of ``options``) assigns to this
     query (``assignment=group``); the group's members, reading the group's offsets with the
-    admin clients of ``lister``, are created at first use."""
+    admin clients of ``lister``, are created at first use. A newly assigned partition starts
+    where ``policy`` says (the group's offset, else its ``assigned`` rule)."""
 
-    def __init__(self, options: SourceOptions, lister: OffsetLister) -> None:
+    def __init__(self, options: SourceOptions, lister: OffsetLister, policy: StartPolicy) -> None:
         self._options = options
         self._lister = lister
-        self._rule = start_rule(options, batch=False)  # newly assigned, no group offset
+        self._policy = policy
         self._planner: GroupPlanner | None = None
         self._batches = 0
 
     def _group(self) -> GroupPlanner:
         if self._planner is None:
-            self._planner = GroupPlanner(self._lister)
+            self._planner = GroupPlanner(self._lister, self._policy)
             stop_on_sigterm(self._planner)
         return self._planner
 
@@ -104,7 +103,8 @@ class GroupAssigned(PartitionSelection):
     def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
         # GroupPlanner.plan commits ``previous`` to the group first: nothing to submit
         group = self._group()  # newly assigned: where the group is, else at the start rule's
-        state = driver.reconcile(previous, self._rule, entering=False, assignment=assignment)
+        rule = self._policy.assigned
+        state = driver.reconcile(previous, rule, entering=False, assignment=assignment)
         state.offsets, state.entered = group.plan(previous, state.offsets, assignment)
         return state
 
@@ -149,13 +149,15 @@ class GroupAssigned(PartitionSelection):
 
 
 _SELECTIONS: Mapping[
-    AssignmentMode, Callable[[SourceOptions, OffsetLister], PartitionSelection]
+    AssignmentMode, Callable[[SourceOptions, OffsetLister, StartPolicy], PartitionSelection]
 ] = {
     AssignmentMode.ALL: AllPartitions,
     AssignmentMode.GROUP: GroupAssigned,
 }
 
 
-def partition_selection(options: SourceOptions, lister: OffsetLister) -> PartitionSelection:
-    """The selection option ``assignment`` names."""
-    return _SELECTIONS[options.assignment](options, lister)
+def partition_selection(
+    options: SourceOptions, lister: OffsetLister, policy: StartPolicy
+) -> PartitionSelection:
+    """The selection option ``assignment`` names, placing new partitions by ``policy``."""
+    return _SELECTIONS[options.assignment](options, lister, policy)

@@ -134,10 +134,10 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
 
 # -- the two readers of the executor read path ---------------------------------------------------
 #
-# Where the matrix runs: the executor-level read-path tests (test_read.py, test_native_read.py's
-# security/fallback tests) take the ``reader`` fixture and run once per reader: they hold every
-# semantic of a read (exact ranges, keys, headers, timestamps, markers, aborted records, data
-# loss, a deleted topic, the "stuck" message) and cost seconds each. The Spark
+# Where the matrix runs: the executor-level read-path tests (test_read.py, without Spark, and
+# test_native_security.py over TLS and SASL) take the ``reader`` fixture and run once per reader:
+# they hold every semantic of a read (exact ranges, keys, headers, timestamps, markers, aborted
+# records, data loss, a deleted topic, the "stuck" message) and cost seconds each. The Spark
 # tests run the option's default, reader=auto, which is the compiled core wherever it is
 # installed (make setup installs it): running each of them twice would add ~20 minutes to make
 # test for what the executor tests already show. DYNAMIC_KAFKA_TEST_READER=python (or native)

@@ -137,11 +137,11 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
 # Where the matrix runs: the executor-level read-path tests (test_read.py, without Spark, and
 # test_native_security.py over TLS and SASL) take the ``reader`` fixture and run once per reader:
 # they hold every semantic of a read (exact ranges, keys, headers, timestamps, markers, aborted
-# records, data loss, a deleted topic, the "stuck" message, the byte bound) and cost seconds
-# each (the matrix adds ~45 s to make test on a loaded machine). The Spark tests run the
-# option's default, reader=auto, which is the compiled core wherever it is installed (make setup
-# installs it): running each of them twice would add ~20 minutes to make test for what the
-# executor tests already show. DYNAMIC_KAFKA_TEST_READER=python (or native)
+# records, compaction gaps, data loss, a deleted topic, the "stuck" message, the byte bound) and
+# cost seconds each (the matrix adds about a minute to make test on a loaded machine). The Spark
+# tests run the option's default, reader=auto, which is the compiled core wherever it is
+# installed (make setup installs it): running each of them twice would add ~20 minutes to make
+# test for what the executor tests already show. DYNAMIC_KAFKA_TEST_READER=python (or native)
 # runs the whole suite on one reader: the executor tests on that one only, and every Spark query
 # built from helpers.source_options() with option reader=<it>.
 

@@ -1,7 +1,7 @@
 """The executor read path on a real broker, without Spark, on both readers (the ``reader``
 fixture: the Python reader, then the compiled core): exact ranges, keys, headers, timestamps,
-transaction markers and aborted records, data loss, a deleted topic, the poll timeout and its
-"stuck" message, the byte bound of a batch, consecutive ranges of one partition.
+transaction markers and aborted records, compaction gaps, data loss, a deleted topic, the poll
+timeout and its "stuck" message, the byte bound of a batch, consecutive ranges of a partition.
 
 These tests hold the read semantics both readers share; test_native_read.py holds what is the
 compiled core's own (its differential test against the Python reader, the fallback, TLS/SASL).
@@ -19,7 +19,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
-from tests.integration.helpers import delete_records, numbered, requires_kafka, transactions
+from tests.integration.compaction import compacted_topic
+from tests.integration.helpers import (
+    EstateFactory,
+    delete_records,
+    numbered,
+    requires_kafka,
+    transactions,
+)
 from tests.integration.read_tasks import make_task, read_table
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
@@ -119,6 +126,25 @@ def test_transaction_markers_and_aborted_records(kafka_clusters: Any, reader: st
     uncommitted = read_table(make_task(east, reader, ("tx", 0, 0, high)))
     assert uncommitted["offset"].to_pylist() == [0, 1, 2, 3, 4, 6, 7, 8]
     assert read_table(make_task(east, reader, ("tx", 0, 5, 6))).num_rows == 0
+
+
+@requires_kafka("Tansu does not compact topics")
+def test_compaction_gaps(estate: EstateFactory, reader: str) -> None:
+    # Offsets are not contiguous: ranges that start, end or lie wholly inside a gap end from
+    # the consumer's position, not by waiting for offsets that no longer exist.
+    setup, survivors = compacted_topic(estate)
+    east = setup["east"]
+
+    def read(start: int, end: int) -> dict[int, str]:
+        table = read_table(make_task(east, reader, ("orders", 0, start, end)))
+        values = [v.decode() for v in table["value"].to_pylist()]
+        return dict(zip(table["offset"].to_pylist(), values, strict=True))
+
+    assert read(0, 21) == survivors
+    assert read(0, 12) == {4: "u0", 9: "u1"}
+    assert read(6, 16) == {9: "u1", 14: "u2", 15: "k0-r3"}
+    assert read(10, 13) == {}
+    assert read(20, 21) == {20: "tail"}
 
 
 @requires_kafka("DeleteRecords")

@@ -87,10 +87,12 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # Side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
 # Flink's Dynamic Kafka Source, the Python Data Source floor): needs java and mvn; the peers' jars
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
-# benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka").
+# benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka");
+# benchmarks/memory.py: a task's peak RSS reading 0.5M -> 4M records, both readers.
 bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.prefetch
+	$(PY) -m benchmarks.memory
 	$(PY) -m benchmarks.hybrid
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.scale

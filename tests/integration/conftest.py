@@ -11,11 +11,18 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from tests.integration.helpers import Estate, EstateFactory, local_kafka_problem, produce
+from tests.integration.helpers import (
+    READER_ENV_VAR,
+    Estate,
+    EstateFactory,
+    local_kafka_problem,
+    produce,
+)
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 from tests.integration.worker_python import make_worker_python
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import (
     SparkConnectServer,
     SparkStandalone,
@@ -123,6 +130,34 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
     otherwise, which crashed librdkafka now and then)."""
     yield
     consumer_pool().close_all()
+
+
+# -- the two readers of the executor read path ---------------------------------------------------
+#
+# Where the matrix runs: the executor-level read-path tests (test_read.py, without Spark, and
+# test_native_security.py over TLS and SASL) take the ``reader`` fixture and run once per reader:
+# they hold every semantic of a read (exact ranges, keys, headers, timestamps, markers, aborted
+# records, compaction gaps, data loss, a deleted topic, the "stuck" message, the byte bound) and
+# cost seconds each (the matrix adds about a minute to make test on a loaded machine). The Spark
+# tests run the option's default, reader=auto, which is the compiled core wherever it is
+# installed (make setup installs it): running each of them twice would add ~20 minutes to make
+# test for what the executor tests already show. DYNAMIC_KAFKA_TEST_READER=python (or native)
+# runs the whole suite on one reader: the executor tests on that one only, and every Spark query
+# built from helpers.source_options() with option reader=<it>.
+
+
+@pytest.fixture(params=["python", "native"])
+def reader(request: pytest.FixtureRequest) -> str:
+    """The reader of an executor-level read-path test: ``"python"``, then ``"native"`` (the
+    compiled core; skipped, with the reason, when it is not installed or when
+    ``DYNAMIC_KAFKA_TEST_READER`` names the other one)."""
+    name: str = request.param
+    only = os.environ.get(READER_ENV_VAR, "").strip()
+    if only and only not in ("auto", name):
+        pytest.skip(f"{READER_ENV_VAR}={only}")
+    if name == "native" and core() is None:
+        pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
+    return name
 
 
 # -- Apache Kafka clusters of the run's own, with several brokers (broker faults, racks) ----------

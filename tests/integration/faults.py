@@ -17,9 +17,11 @@ import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tests.integration.helpers import DEADLINE, wait_until
+from tests.integration.helpers import DEADLINE, READER_ENV_VAR, wait_until
 
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.procfs import cmdline, descendants, parent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,3 +244,38 @@ def connected_to(pid: int, port: int) -> bool:
                 if remote_port == port and fields[3] == "01" and fields[9] in inodes:
                     return True
     return False
+
+
+# -- which reader read: the compiled core's extension module in a worker's memory map ---------
+
+_CORE_LIBRARY = "/pyspark_dynamic_kafka_core/_core"
+
+
+def native_expected() -> bool:
+    """Whether the suite's queries read with the compiled core: it is installed, and
+    ``DYNAMIC_KAFKA_TEST_READER`` does not pin the Python reader (reader=auto picks the core)."""
+    return core() is not None and os.environ.get(READER_ENV_VAR, "").strip() in (
+        "",
+        "auto",
+        "native",
+    )
+
+
+def loaded_core(pids: list[int]) -> list[int]:
+    """The processes among ``pids`` that have the compiled core loaded: a Python worker imports
+    it only to read a task's ranges natively (the Python reader never does), so a task worker
+    with it mapped read with it."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if _CORE_LIBRARY in Path(f"/proc/{pid}/maps").read_text(errors="replace"):
+                found.append(pid)
+    return found
+
+
+def reading_with_core(root: int, cluster: Any) -> bool:
+    """Whether a task worker below ``root`` is connected to a broker of ``cluster`` (reading
+    it now) with the compiled core loaded."""
+    ports = [int(address.rsplit(":", 1)[1]) for address in cluster.bootstrap_servers.split(",")]
+    workers = python_workers(root)
+    return bool(loaded_core([p for p in workers if any(connected_to(p, n) for n in ports)]))

@@ -24,6 +24,9 @@ import yaml
 from pyspark_dynamic_kafka.testing import BROKER_ENV_VAR, DEFAULT_BROKER, ENV_VAR, BaseKafkaCluster
 
 DEADLINE = 300.0
+READER_ENV_VAR = "DYNAMIC_KAFKA_TEST_READER"
+"""When set (``python``, ``native``, ``auto``), the option ``reader`` of every query built from
+:func:`source_options`, and the only reader the ``reader`` fixture runs."""
 """Seconds after which a wait fails: Spark starts slowly on a loaded two-core machine."""
 
 Row = tuple[str, str, int, int, str]  # cluster, topic, partition, offset, value
@@ -114,6 +117,8 @@ def source_options(metadata_path: Path, **extra: str) -> dict[str, str]:
         "metadataDiscoveryIntervalMs": "0",
         "kafkaConsumer.cacheTimeoutMs": "2000",
     }
+    if os.environ.get(READER_ENV_VAR, "").strip():
+        options["reader"] = os.environ[READER_ENV_VAR].strip()
     options.update(extra)
     return options
 

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.faults import fault_app, leaks, verbose_environment
+from tests.integration.faults import (
+    fault_app,
+    leaks,
+    loaded_core,
+    native_expected,
+    python_workers,
+    verbose_environment,
+)
 from tests.integration.helpers import (
     local_kafka_problem,
     numbered,
@@ -57,6 +64,9 @@ def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
     env = verbose_environment(tmp_path / "site")
     with fault_app(tmp_path / "app", options, env=env) as app:
         app.wait_rows(len(expected))
+        # reader=auto: the job's workers read with the compiled core when it is installed.
+        native = loaded_core(python_workers(app.process.pid))
+        assert bool(native) == native_expected(), native
         set_scram_password(east, "reader", new)  # from now on the old one is refused
         publish(new)
         expected += produce(east, "orders", numbered("b", 6), 2)

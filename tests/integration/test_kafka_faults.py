@@ -1,14 +1,17 @@
 """A real multi-broker fault under a running query: three Apache Kafka brokers, replication 3,
-one broker killed (SIGKILL) and restarted while records are produced and read.
+one broker killed (SIGKILL) and restarted while records are produced and read, by the compiled
+core under the default reader=auto when it is installed (seen in a reading worker's memory map).
 
 Skipped, with the reason, unless the run starts Apache Kafka brokers of its own.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
+from tests.integration.faults import native_expected, reading_with_core
 from tests.integration.helpers import DEADLINE, EstateFactory, memory_query, numbered, wait_until
 
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
@@ -83,6 +86,11 @@ def test_a_killed_and_restarted_broker_does_not_stop_the_query(
         producer.start()
         try:
             seen = read_more(0, "before the fault")
+            if native_expected():  # reader=auto reads with the compiled core where installed
+                wait_until(
+                    lambda: reading_with_core(os.getpid(), east),
+                    what="a Python worker reading east with the compiled core",
+                )
             east.kill_broker(1)  # a leader of a partition (leaders are spread over the brokers)
             seen = read_more(seen, "broker 1 down")
             east.start_broker(1)

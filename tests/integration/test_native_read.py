@@ -1,8 +1,10 @@
-"""The compiled core's read path against the Python reader, on a real broker, without Spark.
+"""What is the compiled core's own on the executor read path, on a real broker, without Spark:
+a differential test against the Python reader, and (test_native_security.py) TLS, SASL and the
+fallback.
 
-Every test reads through :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`, once with
-the cluster in ``ReadSettings.native_clusters`` (the compiled core) and once without (the Python
-reader); the differential test checks that both give identical Arrow tables.
+The read semantics both readers share (exact ranges, keys, headers, timestamps, markers, aborted
+records, data loss, a deleted topic, the "stuck" message) are test_read.py's,
+which runs each test on both readers.
 """
 
 from __future__ import annotations
@@ -13,164 +15,22 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyspark.sql.pandas.types import to_arrow_schema
-from tests.integration.helpers import delete_records, numbered, requires_kafka, transactions
+from tests.integration.helpers import EstateFactory, requires_kafka, write_metadata
+from tests.integration.read_tasks import READERS, make_task, read_table
 
-from pyspark_dynamic_kafka.errors import DataLossError, ReadError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
+from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
-from pyspark_dynamic_kafka.source.executor.native import core, native_consumer
-from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 pytestmark = [
     pytest.mark.usefixtures("empty_consumer_pool"),
     pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)"),
 ]
-
-READERS = ("python", "native")
-
-
-def _task(
-    cluster: Any,
-    reader: str,
-    *ranges: tuple[str, int, int, int],
-    poll_timeout_ms: int = 30_000,
-    fail_on_data_loss: bool = True,
-    include_headers: bool = False,
-    **props: str,
-) -> ReadTask:
-    native = frozenset({cluster.name}) if reader == "native" else frozenset()
-    settings = ReadSettings(
-        poll_timeout_ms,
-        60_000,
-        frozenset({cluster.name}),
-        fail_on_data_loss=fail_on_data_loss,
-        include_headers=include_headers,
-        native_clusters=native,
-    )
-    properties = FrozenProperties({"bootstrap.servers": cluster.bootstrap_servers, **props})
-    spans = tuple(OffsetRange(cluster.name, t, p, s, e) for t, p, s, e in ranges)
-    return pickle.loads(pickle.dumps(ReadTask(spans, {cluster.name: properties}, settings)))
-
-
-def _read(task: ReadTask) -> pa.Table:
-    schema = to_arrow_schema(spark_schema(task.settings.include_headers), timezone="UTC")
-    batches = list(read_task(task))
-    assert all(b.schema == schema for b in batches)
-    return pa.Table.from_batches(batches, schema=schema)
-
-
-@pytest.mark.parametrize("reader", READERS)
-def test_exact_ranges_keys_and_schema(kafka_clusters: Any, reader: str) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("orders", partitions=2)
-    east.produce("orders", [(f"k{i}", f"v{i}") for i in range(10)], partition=0)
-    east.produce("orders", [(None, f"w{i}") for i in range(10)], partition=1)
-
-    table = _read(_task(east, reader, ("orders", 0, 2, 7), ("orders", 1, 0, 3)))
-    got = sorted(zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True))
-    assert got == [(0, o) for o in range(2, 7)] + [(1, o) for o in range(3)]
-    rows = {(r["partition"], r["offset"]): r for r in table.to_pylist()}
-    assert rows[(0, 2)]["key"] == b"k2" and rows[(0, 2)]["value"] == b"v2"
-    assert rows[(1, 0)]["key"] is None and rows[(1, 0)]["value"] == b"w0"
-    assert {r["cluster"] for r in rows.values()} == {"east"}
-    assert {r["topic"] for r in rows.values()} == {"orders"}
-    assert {r["timestampType"] for r in rows.values()} == {0}  # CreateTime
-
-
-@requires_kafka("read_committed skipping aborted transactions")
-@pytest.mark.parametrize("reader", READERS)
-def test_transaction_markers_and_aborted_records(kafka_clusters: Any, reader: str) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("tx", partitions=1)
-    transactions(east, "tx", [(numbered("committed", 5), True), (numbered("aborted", 3), False)])
-    _, high = east.watermarks("tx")[0]
-    assert high == 10  # 5 records, a commit marker, 3 records, an abort marker
-
-    committed = {"isolation.level": "read_committed"}
-    values = _read(_task(east, reader, ("tx", 0, 0, 6), **committed))["value"].to_pylist()
-    assert values == [f"committed{i}".encode() for i in range(5)]
-    # The whole range under read_committed: the aborted records are skipped, and the read ends
-    # on the abort marker (offset 9) that never arrives as a record.
-    whole = _read(_task(east, reader, ("tx", 0, 0, high), **committed))
-    assert whole["offset"].to_pylist() == [0, 1, 2, 3, 4]
-    uncommitted = _read(_task(east, reader, ("tx", 0, 0, high)))
-    assert uncommitted["offset"].to_pylist() == [0, 1, 2, 3, 4, 6, 7, 8]
-    assert _read(_task(east, reader, ("tx", 0, 5, 6))).num_rows == 0
-
-
-@requires_kafka("DeleteRecords")
-@pytest.mark.parametrize("reader", READERS)
-def test_offsets_out_of_range_fail_or_resume(
-    kafka_clusters: Any, reader: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("orders", partitions=1)
-    east.produce("orders", [(None, f"v{i}") for i in range(20)], partition=0)
-    delete_records(east, "orders", {0: 12})
-
-    with pytest.raises(DataLossError) as failed:
-        _read(_task(east, reader, ("orders", 0, 5, 15)))
-    assert "Data loss: offsets [5, 15) of east/orders/0 cannot be read" in str(failed.value)
-    assert "failOnDataLoss=false" in str(failed.value)
-
-    with caplog.at_level(logging.WARNING):
-        table = _read(_task(east, reader, ("orders", 0, 5, 15), fail_on_data_loss=False))
-    assert table["offset"].to_pylist() == [12, 13, 14]
-    assert "offsets [5, 15) of east/orders/0" in caplog.text
-
-    gone = _read(_task(east, reader, ("orders", 0, 2, 10), fail_on_data_loss=False))
-    assert gone.num_rows == 0
-
-
-@pytest.mark.parametrize("reader", READERS)
-def test_no_progress_fails_with_the_stuck_message(kafka_clusters: Any, reader: str) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("orders", partitions=1)
-    east.produce("orders", [(None, f"v{i}") for i in range(3)], partition=0)
-    assert east.watermarks("orders")[0] == (0, 3)
-    # The range ends past what exists: the records never come.
-    with pytest.raises(ReadError) as stuck:
-        _read(_task(east, reader, ("orders", 0, 0, 10), poll_timeout_ms=1500))
-    assert str(stuck.value).startswith("No progress for kafkaConsumer.pollTimeoutMs=1500 ms: ")
-    assert "east/orders/0 range [0, 10) stuck at position 3." in str(stuck.value)
-
-
-@pytest.mark.parametrize("reader", READERS)
-def test_consecutive_tasks_reuse_the_pooled_consumer(kafka_clusters: Any, reader: str) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("orders", partitions=2)
-    east.produce("orders", [(None, f"v{i}") for i in range(10)], partition=0)
-    east.produce("orders", [(None, f"w{i}") for i in range(10)], partition=1)
-    pool = consumer_pool()
-    # Like consecutive micro-batches: partition 0 is paused at the end of each range, then read
-    # again by the next task with the same consumer; partition 1 joins in the third.
-    batches = [
-        (("orders", 0, 0, 4),),
-        (("orders", 0, 4, 7),),
-        (("orders", 0, 7, 10), ("orders", 1, 2, 5)),
-    ]
-    seen: list[tuple[int, int]] = []
-    consumers = set()
-    for ranges in batches:
-        task = _task(east, reader, *ranges)
-        table = _read(task)
-        seen += zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
-        assert pool.idle_count() == 1
-        properties = task.properties[east.name]
-        factory = native_consumer if reader == "native" else confluent_consumer
-        consumer = pool.acquire(east.name, properties, 0, factory)
-        consumers.add(id(consumer))
-        pool.release(east.name, properties, consumer, True, 60_000, 0, factory)
-    assert sorted(seen) == [(0, o) for o in range(10)] + [(1, o) for o in range(2, 5)]
-    assert len(consumers) == 1
 
 
 # -- the differential test --------------------------------------------------------------------
@@ -252,8 +112,8 @@ def test_both_readers_give_identical_tables(kafka_clusters: Any) -> None:
         start, end = sorted(round(c * high) for c in cut)
         props = {"isolation.level": isolation}
         tables = {
-            reader: _read(
-                _task(east, reader, (topic, 0, start, end), include_headers=headers, **props)
+            reader: read_table(
+                make_task(east, reader, (topic, 0, start, end), include_headers=headers, **props)
             )
             for reader in READERS
         }
@@ -262,3 +122,60 @@ def test_both_readers_give_identical_tables(kafka_clusters: Any) -> None:
         assert all(start <= o < end for o in offsets) and offsets == sorted(set(offsets))
 
     check()
+
+
+def test_every_codec_is_read_natively(kafka_clusters: Any) -> None:
+    # The differential test draws its codec among others; here each codec is read for sure.
+    east = kafka_clusters("east")["east"]
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        east.create_topic(codec, partitions=1)
+        records = [(f"k{i}", f"{codec}-{i}-" * 20) for i in range(200)]
+        config = {"compression.type": codec, "linger.ms": 50}
+        east.produce(codec, records, partition=0, config=config)
+        tables = {r: read_table(make_task(east, r, (codec, 0, 10, 190))) for r in READERS}
+        assert tables["native"]["offset"].to_pylist() == list(range(10, 190)), codec
+        expected = [v.encode() for _, v in records[10:190]]
+        assert tables["native"]["value"].to_pylist() == expected, codec
+        assert tables["native"].equals(tables["python"]), codec
+
+
+def test_a_cluster_the_core_cannot_serve_is_read_by_the_python_reader(
+    estate: EstateFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # west's client properties ask for OIDC token retrieval, which needs libcurl: the compiled
+    # core does not link it (librdkafka refuses the property), confluent-kafka's librdkafka
+    # does. Under reader=auto the driver plans west for the Python reader, logs it once with
+    # the reason, and east is still read by the core.
+    setup = estate("east", "west")
+    for name in ("east", "west"):
+        setup[name].produce("orders", [(None, f"{name}{i}") for i in range(5)], partition=0)
+    extra = {"west": {"sasl.oauthbearer.method": "oidc"}}
+    streams = {"orders": [("east", ["orders"]), ("west", ["orders"])]}
+    write_metadata(setup.meta, setup.clusters, streams, extra=extra)
+
+    with caplog.at_level(logging.INFO, logger="pyspark_dynamic_kafka"):
+        stream = DynamicKafkaDataSource(setup.options(reader="auto")).streamReader(
+            spark_schema(False)
+        )
+        try:
+            start = stream.initialOffset()
+            end = stream.latestOffset(start, stream.getDefaultReadLimit())
+            tasks = [pickle.loads(pickle.dumps(t)) for t in stream.partitions(start, end)]
+            tasks += [pickle.loads(pickle.dumps(t)) for t in stream.partitions(start, end)]
+            assert tasks and all(isinstance(t, ReadTask) for t in tasks)
+            assert {t.settings.native_clusters for t in tasks} == {frozenset({"east"})}
+            rows = {
+                (row["cluster"], row["value"].decode())
+                for task in tasks[: len(tasks) // 2]
+                for batch in stream.read(task)
+                for row in batch.to_pylist()
+            }
+        finally:
+            stream.stop()
+    assert rows == {(n, f"{n}{i}") for n in ("east", "west") for i in range(5)}
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reader=auto")]
+    assert lines == [
+        "reader=auto: cluster 'west' is read by the Python reader: librdkafka refused the client "
+        'properties: Configuration property "sasl.oauthbearer.method" not supported in this '
+        "build: OAuth/OIDC depends on libcurl and OpenSSL which were not available at build time"
+    ]

@@ -7,7 +7,8 @@ purpose, so that it can be caught running: each record is a batch of its own and
 fetch with ``kafka.max.partition.fetch.bytes=1`` and ``kafka.fetch.min.bytes`` at its maximum,
 so the broker answers each fetch with one record after ``kafka.fetch.wait.max.ms``. Consumers are
 not pooled (``kafkaConsumer.cacheTimeoutMs=0``), so the one Python worker connected to the broker
-is the one reading; it is found through ``/proc``.
+is the one reading; it is found through ``/proc``, where its memory map also shows which reader
+reads (the compiled core under the default reader=auto when it is installed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.faults import connected_to, fault_app, python_workers
+from tests.integration.faults import (
+    connected_to,
+    fault_app,
+    loaded_core,
+    native_expected,
+    python_workers,
+)
 from tests.integration.helpers import (
     numbered,
     requires_kafka,
@@ -62,6 +69,8 @@ def test_a_python_worker_killed_mid_task_is_retried(kafka_clusters: Any, tmp_pat
 
         wait_until(found, what="a Python worker reading from the broker")
         [victim] = reading
+        # reader=auto: the worker reads with the compiled core when it is installed.
+        assert loaded_core([victim]) == ([victim] if native_expected() else [])
         os.kill(victim, signal.SIGKILL)
         wait_until(lambda: not Path(f"/proc/{victim}").exists(), what="the worker to be gone")
         app.wait_rows(RECORDS)

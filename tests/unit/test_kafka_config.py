@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from pyspark_dynamic_kafka.testing import KafkaTestingError
+from pyspark_dynamic_kafka.testing.certificates import TlsStore
 from pyspark_dynamic_kafka.testing.errors import free_ports, log_tail
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import (
+    PLAIN_PASSWORD,
+    PLAIN_USER,
     RACK_AWARE_SELECTOR,
     BrokerAddress,
     broker_addresses,
@@ -222,3 +225,30 @@ def test_broker_addresses_take_two_or_three_ports_each() -> None:
 def test_a_cluster_without_scram_has_no_sasl_address() -> None:
     with pytest.raises(KafkaTestingError, match="started without scram=True"):
         _ = ApacheKafkaCluster("east").sasl_bootstrap_servers
+    with pytest.raises(KafkaTestingError, match="started without tls=True"):
+        _ = ApacheKafkaCluster("east").listener_servers("SASL_SSL")
+
+
+def test_tls_adds_ssl_and_sasl_ssl_listeners_with_plain_and_scram() -> None:
+    """Two more ports per node; the key store of every SSL listener, PLAIN's one user and
+    SCRAM on the SASL_SSL listener."""
+    [node] = broker_addresses([1, 2, 3, 4, 5], 1, sasl=True, tls=True)
+    assert node == BrokerAddress(1, 2, 3, 4, 5)
+    assert broker_addresses([1, 2, 3, 4], 1, sasl=False, tls=True) == [
+        BrokerAddress(1, 2, None, 3, 4)
+    ]
+    store = TlsStore(Path("/tls/broker.p12"), "store-password", Path("/tls/ca.pem"))
+    config = server_properties(0, [node], "/data/0", tls=store)
+    assert config["listener.security.protocol.map"] == (
+        "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
+        "SASL_SSL:SASL_SSL"
+    )
+    assert config["advertised.listeners"].endswith(",SSL://127.0.0.1:4,SASL_SSL://127.0.0.1:5")
+    assert config["ssl.keystore.location"] == "/tls/broker.p12"
+    assert config["ssl.keystore.password"] == config["ssl.key.password"] == "store-password"
+    assert config["listener.name.sasl_ssl.sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256"
+    assert (
+        f'user_{PLAIN_USER}="{PLAIN_PASSWORD}"'
+        in (config["listener.name.sasl_ssl.plain.sasl.jaas.config"])
+    )
+    assert config["inter.broker.listener.name"] == "PLAINTEXT"

@@ -38,8 +38,9 @@ tails, free ports, types and environment variables they are raised about), ``pro
 (records through a confluent-kafka producer), ``tcp`` (TCP checks), ``clients``, ``cluster``
 (:class:`BaseKafkaCluster`, what every kind of test cluster does), ``local``, ``external`` and
 ``kafka_cluster`` (the kinds; the latter with
-``kafka_config``, ``kafka_jars`` and ``kafka_process`` before it and ``kafka_cds``, its class
-archive, and ``scram``, the SASL users of a cluster started with ``scram=True``, after it),
+``certificates`` (the TLS key store of ``tls=True``), ``kafka_config``, ``kafka_jars`` and
+``kafka_process`` before it and ``kafka_cds``, its class archive, ``scram``, the SASL users of a
+cluster started with ``scram=True``, and ``tls``, the clients of its TLS listeners, after it),
 ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
 local SparkSession), ``procfs`` (processes through Linux ``/proc``: parents, children, command
 lines; how tests and benchmarks find Spark's JVM and Python workers) and Spark's own processes

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pyspark_dynamic_kafka.testing.certificates import TlsStore, make_tls_store
 from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.errors import (
     ClusterStartError,
@@ -28,6 +29,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     broker_addresses,
     check_layout,
     new_cluster_id,
+    ports_per_broker,
     render_properties,
     server_properties,
 )
@@ -66,16 +68,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         JVM flags of every node; :data:`~.kafka_config.DEFAULT_JVM_OPTIONS` by default.
     client_config:
         Extra librdkafka properties for the helpers' clients.
-    scram:
-        Also a SASL_PLAINTEXT client listener with SCRAM-SHA-256 on every broker
-        (:attr:`sasl_bootstrap_servers`); :mod:`~.scram` manages its users.
-
-    Examples
-    --------
-    >>> with ApacheKafkaCluster("east", brokers=3, racks=["a", "b", "b"]) as east:  # doctest: +SKIP
-    ...     east.create_topic("orders", partitions=2, replication_factor=3)
-    ...     east.produce("orders", [("k", "v")])
-    ...     east.kill_broker(1)
+    scram, tls:
+        Also, on every broker (:meth:`listener_servers`), a SASL_PLAINTEXT listener with
+        SCRAM-SHA-256 (users: :mod:`~.scram`); SSL and SASL_SSL ones (clients: :mod:`~.tls`).
     """
 
     multi_broker = True
@@ -92,11 +87,13 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS,
         client_config: Mapping[str, ConfigValue] | None = None,
         scram: bool = False,
+        tls: bool = False,
     ) -> None:
         super().__init__(name, client_config)
         self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
-        self.scram = scram
+        self.scram, self.tls = scram, tls
+        self.tls_store: TlsStore | None = None  # made at start
         self.startup_timeout = startup_timeout
         self.jvm_options = list(jvm_options)
         self._log_dir = None if log_dir is None else Path(log_dir)
@@ -117,9 +114,14 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     @property
     def sasl_bootstrap_servers(self) -> str:
         """Every broker's SASL_PLAINTEXT (SCRAM-SHA-256) listener, comma-separated."""
-        if not self.scram:
-            raise KafkaTestingError(f"cluster {self.name!r} was started without scram=True")
-        return ",".join(f"127.0.0.1:{b.address.sasl_port}" for b in self._started())
+        return self.listener_servers("SASL_PLAINTEXT")
+
+    def listener_servers(self, protocol: str) -> str:
+        """Every broker's client listener of ``protocol`` (``SSL``...), comma-separated."""
+        flag = {"SASL_PLAINTEXT": "scram", "SSL": "tls", "SASL_SSL": "tls"}.get(protocol)
+        if flag is not None and not getattr(self, flag):
+            raise KafkaTestingError(f"cluster {self.name!r} was started without {flag}=True")
+        return ",".join(f"127.0.0.1:{b.address.client_ports()[protocol]}" for b in self._started())
 
     @property
     def port(self) -> int:
@@ -305,14 +307,15 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self._root = root
         self.cluster_id = new_cluster_id()
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
-        ports = free_ports((3 if self.scram else 2) * self.broker_count)
-        addresses = broker_addresses(ports, self.broker_count, self.scram)
+        ports = free_ports(ports_per_broker(self.scram, self.tls) * self.broker_count)
+        addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls)
+        self.tls_store = make_tls_store(root, find_java()) if self.tls else None
         logs = self._log_dir or root
         logs.mkdir(parents=True, exist_ok=True)
         prefix = f"{self.name}-" if self._log_dir is not None else ""
         for i in range(self.broker_count):
             rack = None if self.racks is None else self.racks[i]
-            config = server_properties(i, addresses, str(root / f"data-{i}"), rack)
+            config = server_properties(i, addresses, str(root / f"data-{i}"), rack, self.tls_store)
             config_path = root / f"server-{i}.properties"
             config_path.write_text(render_properties(config))
             log_path = logs / f"{prefix}broker-{i}.log"

@@ -2,8 +2,9 @@
 
 Every broker of a test cluster is a combined KRaft controller and broker
 (``process.roles=broker,controller``) with a static voter set made of all brokers, listening on
-``127.0.0.1`` only, and optionally a SASL_PLAINTEXT client listener with SCRAM-SHA-256 (brokers
-and controllers keep talking over PLAINTEXT). Nothing here touches files or processes.
+``127.0.0.1`` only, optionally a SASL_PLAINTEXT client listener with SCRAM-SHA-256 and TLS client
+listeners, SSL and SASL_SSL (PLAIN and SCRAM-SHA-256); brokers and controllers keep talking over
+PLAINTEXT. Nothing here touches files or processes.
 """
 
 from __future__ import annotations
@@ -13,9 +14,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pyspark_dynamic_kafka.testing.certificates import TlsStore
+
 __all__ = [
     "DEFAULT_JVM_OPTIONS",
     "LOG4J2_PROPERTIES",
+    "PLAIN_PASSWORD",
+    "PLAIN_USER",
     "RACK_AWARE_SELECTOR",
     "SCRAM_MECHANISM",
     "STARTED_LINE",
@@ -23,6 +28,7 @@ __all__ = [
     "broker_addresses",
     "check_layout",
     "new_cluster_id",
+    "ports_per_broker",
     "render_properties",
     "server_properties",
 ]
@@ -32,6 +38,11 @@ RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 SCRAM_MECHANISM = "SCRAM-SHA-256"
 """The SASL mechanism of the optional SASL_PLAINTEXT listener."""
+
+PLAIN_USER = "plain-reader"
+"""The SASL PLAIN user of the SASL_SSL listener."""
+PLAIN_PASSWORD = "plain-reader-password"
+"""Its password (a throw-away test cluster's)."""
 
 STARTED_LINE = "Kafka Server started"
 """What ``kafka.server.KafkaRaftServer`` logs once the node serves clients."""
@@ -67,7 +78,7 @@ logger.request.level = WARN
 
 @dataclass(frozen=True)
 class BrokerAddress:
-    """The two loopback ports of one broker of a test cluster.
+    """The loopback ports of one broker of a test cluster.
 
     Parameters
     ----------
@@ -77,11 +88,21 @@ class BrokerAddress:
         The KRaft controller listener.
     sasl_port:
         The ``SASL_PLAINTEXT`` (SCRAM-SHA-256) client listener, ``None`` for none.
+    ssl_port, sasl_ssl_port:
+        The ``SSL`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256) client listeners, ``None`` for none.
     """
 
     port: int
     controller_port: int
     sasl_port: int | None = None
+    ssl_port: int | None = None
+    sasl_ssl_port: int | None = None
+
+    def client_ports(self) -> dict[str, int]:
+        """The port of each client listener, by its security protocol."""
+        ports = {"PLAINTEXT": self.port, "SASL_PLAINTEXT": self.sasl_port}
+        ports.update(SSL=self.ssl_port, SASL_SSL=self.sasl_ssl_port)
+        return {name: port for name, port in ports.items() if port is not None}
 
 
 def check_layout(brokers: int, racks: Sequence[str] | None) -> list[str] | None:
@@ -103,15 +124,26 @@ def check_layout(brokers: int, racks: Sequence[str] | None) -> list[str] | None:
     return None if racks is None else list(racks)
 
 
-def broker_addresses(ports: Sequence[int], brokers: int, sasl: bool) -> list[BrokerAddress]:
-    """The addresses of ``brokers`` nodes over free ``ports``: 2 per node, 3 with ``sasl``."""
-    per = 3 if sasl else 2
+def ports_per_broker(sasl: bool, tls: bool = False) -> int:
+    """The ports of one node: 2, one more with ``sasl``, two more with ``tls``."""
+    return 2 + sasl + 2 * tls
+
+
+def broker_addresses(
+    ports: Sequence[int], brokers: int, sasl: bool, tls: bool = False
+) -> list[BrokerAddress]:
+    """The addresses of ``brokers`` nodes over free ``ports`` (:func:`ports_per_broker` each)."""
+    per = ports_per_broker(sasl, tls)
     if len(ports) < per * brokers:
         raise ValueError(f"{brokers} broker(s) need {per * brokers} ports, got {len(ports)}")
-    return [
-        BrokerAddress(ports[per * i], ports[per * i + 1], ports[per * i + 2] if sasl else None)
-        for i in range(brokers)
-    ]
+    addresses = []
+    for i in range(brokers):
+        mine = iter(ports[per * i : per * (i + 1)])
+        port, controller = next(mine), next(mine)
+        sasl_port = next(mine) if sasl else None
+        ssl_port, sasl_ssl_port = (next(mine), next(mine)) if tls else (None, None)
+        addresses.append(BrokerAddress(port, controller, sasl_port, ssl_port, sasl_ssl_port))
+    return addresses
 
 
 def new_cluster_id() -> str:
@@ -131,6 +163,7 @@ def server_properties(
     brokers: Sequence[BrokerAddress],
     log_dir: str,
     rack: str | None = None,
+    tls: TlsStore | None = None,
 ) -> dict[str, str]:
     """``server.properties`` of one combined controller+broker node of a test cluster.
 
@@ -144,6 +177,9 @@ def server_properties(
         The node's data (and metadata log) directory.
     rack:
         ``broker.rack``; ``None`` leaves it unset.
+    tls:
+        The key store of the ``SSL`` and ``SASL_SSL`` listeners (the node's ``ssl_port`` and
+        ``sasl_ssl_port``); ``None`` for none.
 
     Returns
     -------
@@ -163,8 +199,8 @@ def server_properties(
         "PLAINTEXT": (me.port, "PLAINTEXT"),
         "CONTROLLER": (me.controller_port, "PLAINTEXT"),
     }
-    if me.sasl_port is not None:
-        listeners["SASL_PLAINTEXT"] = (me.sasl_port, "SASL_PLAINTEXT")
+    for name, port in me.client_ports().items():
+        listeners[name] = (port, name)
     addresses = {name: f"{name}://127.0.0.1:{port}" for name, (port, _) in listeners.items()}
     properties = {
         "process.roles": "broker,controller",
@@ -215,7 +251,27 @@ def server_properties(
         properties[f"listener.name.sasl_plaintext.{SCRAM_MECHANISM.lower()}.sasl.jaas.config"] = (
             login
         )
+    if tls is not None and me.ssl_port is not None:
+        properties.update(_tls_properties(tls))
     return properties
+
+
+def _tls_properties(store: TlsStore) -> dict[str, str]:
+    """Broker properties of the ``SSL`` and ``SASL_SSL`` listeners."""
+    plain = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'user_{PLAIN_USER}="{PLAIN_PASSWORD}";'
+    )
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    return {
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(store.keystore),
+        "ssl.keystore.password": store.password,
+        "ssl.key.password": store.password,
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": f"PLAIN,{SCRAM_MECHANISM}",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
+        f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": scram,
+    }
 
 
 def render_properties(properties: Mapping[str, str]) -> str:

@@ -1,0 +1,99 @@
+"""Reads over TLS and SASL on Apache Kafka, on both readers (the ``reader`` fixture), without
+Spark: the SSL listener (the broker's certificate and host name verified), SASL_SSL with PLAIN
+and with SCRAM-SHA-256, and SASL_PLAINTEXT with SCRAM-SHA-256, each an exact record set. The
+compiled core links OpenSSL (vendored) and librdkafka's own SASL PLAIN and SCRAM, so
+``reader=auto`` reads every one of these clusters natively (checked through the driver's
+decision, :func:`~pyspark_dynamic_kafka.source.executor.native.native_problem`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.integration.helpers import local_kafka_problem
+from tests.integration.read_tasks import make_task, read_table
+
+from pyspark_dynamic_kafka.errors import DynamicKafkaError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.source.executor.native import native_problem
+from pyspark_dynamic_kafka.testing import scram_client_properties, set_scram_password
+from pyspark_dynamic_kafka.testing.certificates import make_tls_store
+from pyspark_dynamic_kafka.testing.kafka_jars import find_java, tooling_problem
+from pyspark_dynamic_kafka.testing.tls import (
+    plain_client_properties,
+    sasl_ssl_scram_client_properties,
+    tls_client_properties,
+)
+
+pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
+
+
+def _secured(kafka_clusters: Any) -> Any:
+    """Cluster east with its SASL_PLAINTEXT, SSL and SASL_SSL listeners."""
+    problem = local_kafka_problem() or tooling_problem()
+    if problem is not None:
+        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
+    return kafka_clusters("east", scram=True, tls=True)["east"]
+
+
+def test_tls_and_sasl_listeners_give_the_exact_records(kafka_clusters: Any, reader: str) -> None:
+    east = _secured(kafka_clusters)
+    east.create_topic("orders", partitions=2)
+    east.produce("orders", [(f"k{i}", f"a{i}") for i in range(10)], partition=0)
+    east.produce("orders", [(None, f"b{i}") for i in range(6)], partition=1)
+    password = f"scram-{uuid.uuid4().hex}"
+    set_scram_password(east, "scram-reader", password)
+    listeners = {
+        "SSL": tls_client_properties(east),
+        "SASL_SSL PLAIN": plain_client_properties(east),
+        "SASL_SSL SCRAM-SHA-256": sasl_ssl_scram_client_properties(
+            east, "scram-reader", password, "SCRAM-SHA-256"
+        ),
+        "SASL_PLAINTEXT SCRAM-SHA-256": scram_client_properties(east, "scram-reader", password),
+    }
+    expected = [(0, o, f"a{o}") for o in range(2, 9)] + [(1, o, f"b{o}") for o in range(6)]
+    for listener, properties in listeners.items():
+        # Under reader=auto the driver plans each of them for the compiled core.
+        assert native_problem(FrozenProperties(properties)) is None, listener
+        task = make_task(
+            east, reader, ("orders", 0, 2, 9), ("orders", 1, 0, 6), properties=properties
+        )
+        table = read_table(task)
+        rows = zip(
+            table["partition"].to_pylist(),
+            table["offset"].to_pylist(),
+            [v.decode() for v in table["value"].to_pylist()],
+            strict=True,
+        )
+        assert sorted(rows) == expected, listener
+        assert table["key"].to_pylist()[:7] == [f"k{o}".encode() for o in range(2, 9)], listener
+
+
+def test_a_refused_password_or_an_untrusted_certificate_fails_the_read(
+    kafka_clusters: Any, reader: str, tmp_path: Path
+) -> None:
+    # The password never shows in the error; a broker certificate the client does not trust
+    # (checked against another self-signed certificate) fails too: the reads above verified it.
+    east = _secured(kafka_clusters)
+    east.create_topic("orders", partitions=1)
+    east.produce("orders", [(None, "a")], partition=0)
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    cases = {
+        "refused password": plain_client_properties(east, password=wrong),
+        "untrusted certificate": {
+            **tls_client_properties(east),
+            "ssl.ca.location": str(make_tls_store(tmp_path, find_java()).ca_location),
+        },
+    }
+    for case, properties in cases.items():
+        task = make_task(
+            east, reader, ("orders", 0, 0, 1), poll_timeout_ms=5_000, properties=properties
+        )
+        with pytest.raises(DynamicKafkaError) as failed:
+            read_table(task)
+        message = str(failed.value)
+        assert wrong not in message, case
+        assert "east/orders/0 range [0, 1)" in message or "'east'" in message, (case, message)

@@ -1,4 +1,4 @@
-"""pyspark-dynamic-kafka: read Kafka streams spread over many clusters from Spark.
+"""pyspark-dynamic-kafka: read and write Kafka streams spread over many clusters from Spark.
 
 Importing the package is enough for Spark to find the ``dynamic_kafka`` format (Spark registers
 the ``DefaultSource`` of every top-level ``pyspark_*`` module). ``DefaultSource`` is imported on

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from pyspark_dynamic_kafka.testing import local_spark_session
@@ -36,6 +37,8 @@ def main() -> None:
 
     @udf("string")  # type: ignore[misc]
     def fail_once(value: str) -> str:
+        # Slow rows: the writing task has sent records of earlier rows when a row fails.
+        time.sleep(0.005)
         if value in fail_values:
             marker = fail_dir / value
             if not marker.exists():
@@ -47,9 +50,9 @@ def main() -> None:
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", "1")
         .load(config["input"])
+        .repartition(2)  # before the UDF: it fails in the writing task, not in a map task
         .select(fail_once("value").alias("value"))
         .selectExpr("value AS key", "value")
-        .repartition(2)
         .writeStream.format("dynamic_kafka")
         .options(**config["options"])
         .option("checkpointLocation", config["checkpoint"])

@@ -27,15 +27,18 @@ class Record:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
-def read_topic(cluster: BaseKafkaCluster, topic: str) -> list[Record]:
-    """Every committed record of ``topic`` (``isolation.level=read_committed``), in offset order
-    per partition, read up to the end offsets of the moment the call starts."""
+def read_topic(
+    cluster: BaseKafkaCluster, topic: str, isolation: str = "read_committed"
+) -> list[Record]:
+    """Every committed record of ``topic`` (``isolation.level=read_committed``; or every record,
+    with ``read_uncommitted``), in offset order per partition, read up to the end offsets of the
+    moment the call starts."""
     consumer = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
             "group.id": "sink-test-reader",
             "enable.auto.commit": "false",
-            "isolation.level": "read_committed",
+            "isolation.level": isolation,
         }
     )
     try:

@@ -177,3 +177,25 @@ def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
     west = sorted(int(r.value) for r in read_topic(setup["west"], "orders"))
     assert east == [*range(0, 30), *range(70, 90)]
     assert west == list(range(30, 70))
+
+
+def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
+    spark: Any, tmp_path: Path
+) -> None:
+    meta = tmp_path / "streams.yaml"
+    secret = "hunter2-sink-secret"
+    meta.write_text(
+        "clusters:\n"
+        "  east:\n"
+        "    bootstrap.servers: 127.0.0.1:9\n"  # nothing listens on the discard port
+        f"    sasl.password: {secret}\n"
+        "streams:\n"
+        "  orders: [{cluster: east, topics: [orders], write: true}]\n"
+    )
+    df = spark.range(5).selectExpr("CAST(id AS STRING) AS value").coalesce(1)
+    with pytest.raises(Exception) as caught:
+        _save(df, sink_options(meta, **{"kafkaProducer.flushTimeoutMs": "3000"}))
+    text = str(caught.value)
+    assert "A record was not written to topic 'orders' on cluster 'east' (stream 'orders')" in text
+    assert "Message timed out" in text
+    assert secret not in text

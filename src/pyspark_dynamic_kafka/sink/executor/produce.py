@@ -24,6 +24,7 @@ __all__ = ["Deliveries", "failure", "produce_batches", "send_all"]
 
 _LOG = logging.getLogger(__name__)
 _POLL_S = 0.1
+_FLUSH_MARGIN_S = 10.0
 
 
 class Deliveries:
@@ -91,7 +92,9 @@ def _send(producer: Producer, topic: str, kwargs: dict[str, Any], on_delivery: A
 def failure(task: WriteTask, what: str, topic: str | None, cause: object) -> WriteError:
     """A :class:`WriteError` naming the route's cluster (and ``topic``), secrets masked."""
     route = task.route
-    where = f"topic {topic!r} on cluster {route.cluster_id!r}" if topic else route.describe()
+    where = f"cluster {route.cluster_id!r}"
+    if topic:
+        where = f"topic {topic!r} on {where}"
     text = redact_secrets(f"{what} {where} (stream {route.stream_id!r}): {cause}", route.properties)
     return WriteError(redact_secrets(text, task.kafka_properties))
 
@@ -119,7 +122,9 @@ def send_all(task: WriteTask, producer: Producer, batches: Iterable[pa.RecordBat
         producer.poll(0)
         if deliveries.error is not None:
             break
-    left = producer.flush(task.flush_timeout_ms / 1000.0)
+    # message.timeout.ms is the flush timeout: records fail (naming their topic) before the
+    # flush gives up, which it does only when librdkafka itself hangs.
+    left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
     if deliveries.error is not None:
         raise failure(task, "A record was not written to", deliveries.error_topic, deliveries.error)
     if left:

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterable
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.events import log_event
@@ -34,6 +35,14 @@ __all__ = ["MARKER", "committed_batch", "open_transaction", "produce_transaction
 _LOG = logging.getLogger(__name__)
 #: The metadata string of a progress marker's offset commit.
 MARKER = "dynamic_kafka.sink.batch"
+_RETRY_S = 0.2
+_COORDINATOR_MOVES = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
 
 
 def transactional_id(task: WriteTask, partition: int) -> str:
@@ -71,8 +80,22 @@ def committed_batch(task: WriteTask, cluster: MarkerCluster, partition: int) -> 
         must not write).
     """
     consumer = _marker_consumer(dict(cluster.properties), progress_group(task, partition))
+    deadline = time.monotonic() + _timeout_s(task)
     try:
-        found = consumer.committed([TopicPartition(cluster.topic, 0)], timeout=_timeout_s(task))
+        while True:
+            try:
+                found = consumer.committed(
+                    [TopicPartition(cluster.topic, 0)], timeout=_timeout_s(task)
+                )
+                break
+            except KafkaException as exc:
+                # NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...: the group's coordinator
+                # moves or loads (a fresh cluster creates __consumer_offsets); ask again.
+                error = exc.args[0]
+                again = error.retriable() or error.code() in _COORDINATOR_MOVES
+                if not again or time.monotonic() >= deadline:
+                    raise
+                time.sleep(_RETRY_S)
     except KafkaException as exc:
         text = redact_secrets(str(exc), cluster.properties)
         raise WriteError(

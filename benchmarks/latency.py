@@ -16,8 +16,11 @@ Sides: ``dynamic_kafka``; ``kafka`` (Spark's own source); ``python``: a trivial 
 source without Kafka (:mod:`benchmarks.clock`, Spark's own cost per Python micro-batch), and in
 the variant cases ``dynamic_kafka`` with ``assignment=group``, with ``monitoring.attach``, over 3
 clusters (beside a union of three ``format("kafka")``), and both Kafka sides with and without
-``asyncProgressTrackingEnabled``. Flink's Dynamic Kafka Source is not a side here: the Flink peer
-(:mod:`benchmarks.peers.flink`) runs bounded jobs only.
+``asyncProgressTrackingEnabled``; in the ``*-readers`` cases ``dynamic_kafka`` with
+``reader=native`` (pooled consumers), with ``reader=native`` and ``kafkaConsumer.cacheTimeoutMs=0``
+(``native-unpooled``: a new consumer per task) and with ``reader=python`` (``pyreader``).
+Flink's Dynamic Kafka Source is not a side here: the Flink peer (:mod:`benchmarks.peers.flink`)
+runs bounded jobs only.
 
 Targets (issue 21, on a quiet machine): at 1,000 records/s with the default trigger, p50 at most
 1.5x and p99 at most 2x ``kafka``'s; median ``addBatch`` at most 2x ``python``'s. Ratios are
@@ -63,6 +66,8 @@ CASES: dict[str, tuple[int, float, list[str], int]] = {
     "1k-variants": (1000, 0, ["dynamic_kafka", "group", "monitoring", "kafka"], 1),
     "1k-3-clusters": (1000, 0, ["dynamic_kafka", "union"], 3),
     "1k-async-progress": (1000, 0, ["dynamic_kafka", "dynamic_kafka+apt", "kafka", "kafka+apt"], 1),
+    "1k-readers": (1000, 0, ["native", "native-unpooled", "pyreader", "kafka"], 1),
+    "20k-readers": (20000, 0, ["native", "native-unpooled", "pyreader", "kafka"], 1),
 }
 
 #: Cases whose sides all write with ``foreach`` (async progress tracking refuses foreachBatch).
@@ -179,6 +184,11 @@ def _frames(spark: Any, workdir: Path, clusters: list[Cluster]) -> dict[str, Cal
         "dynamic_kafka": dynamic,
         "group": lambda: dynamic(**{"assignment": "group", "kafka.group.id": group}),
         "monitoring": dynamic,
+        "native": lambda: dynamic(reader="native"),
+        "native-unpooled": lambda: dynamic(
+            reader="native", **{"kafkaConsumer.cacheTimeoutMs": "0"}
+        ),
+        "pyreader": lambda: dynamic(reader="python"),
         "kafka": lambda: kafka(clusters[0]),
         "union": union,
     }
@@ -331,6 +341,10 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
         ("group", "kafka"),
         ("monitoring", "kafka"),
         ("dynamic_kafka+apt", "kafka+apt"),
+        ("native", "pyreader"),
+        ("native", "native-unpooled"),
+        ("native", "kafka"),
+        ("pyreader", "kafka"),
     ]:
         if ours in results and peer in results:
             a, b = results[ours], results[peer]
@@ -338,6 +352,12 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
     if "dynamic_kafka" in results and "python" in results:
         a, b = results["dynamic_kafka"], results["python"]
         ratios.append(f"dynamic_kafka/python addBatch {a.add_batch / b.add_batch:.2f}x")
+    if "native" in results and "pyreader" in results:
+        a, b = results["native"], results["pyreader"]
+        ratios.append(f"native/pyreader addBatch {a.add_batch / b.add_batch:.2f}x")
+    if "native" in results and "native-unpooled" in results:
+        a, b = results["native"], results["native-unpooled"]
+        ratios.append(f"native/native-unpooled addBatch {a.add_batch / b.add_batch:.2f}x")
     for side in ("dynamic_kafka", "kafka"):
         if side in results and f"{side}+apt" in results:
             a, b = results[f"{side}+apt"], results[side]

@@ -16,7 +16,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/pyspark-dynamic-kafka/native-target
 CORE_STAMP := $(VENV)/.core-installed
 CORE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml \
-	$(wildcard native/src/*.rs native/python/pyspark_dynamic_kafka_core/*)
+	$(wildcard native/src/*.rs native/src/*/*.rs native/python/pyspark_dynamic_kafka_core/*)
 CORE_BUILD := build/core-wheel
 SETUP := $(STAMP) $(if $(filter 1,$(NATIVE)),$(CORE_STAMP))
 
@@ -43,10 +43,16 @@ wheel: $(STAMP)
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
 	$(VENV)/bin/maturin build --quiet --release --locked -j 2 -m native/Cargo.toml -i $(PY) -o dist
 
+# With NATIVE=1 also the compiled core's Rust checks, in the shared CARGO_TARGET_DIR (warm: seconds).
 lint: $(SETUP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
+ifeq ($(NATIVE),1)
+	cd native && $(CARGO) fmt --check
+	cd native && $(CARGO) clippy --quiet --release --all-targets --locked -j 2 -- -D warnings
+	cd native && $(CARGO) test --quiet --release --locked -j 2
+endif
 
 unit: $(SETUP)
 	$(PY) -m pytest -q tests/unit

@@ -17,10 +17,12 @@ source without Kafka (:mod:`benchmarks.clock`, Spark's own cost per Python micro
 ``flink``: Flink's ``DynamicKafkaSource`` on a local mini-cluster of parallelism 2
 (:mod:`benchmarks.peers.flink`), an unbounded job from the latest offsets whose sink notes each
 record's latency the same way (no micro-batches: its progress columns are empty); Flink's latency
-is the anchor to approach. The variant cases add ``dynamic_kafka`` with ``reader=python`` (the
-confluent-kafka reader; the other sides read with the compiled core when it is installed), with
-``assignment=group``, with ``monitoring.attach``, over 3 clusters (beside a union of three
-``format("kafka")``), and both Kafka sides with and without ``asyncProgressTrackingEnabled``.
+is the anchor to approach. The variant cases add ``dynamic_kafka`` with ``assignment=group``, with
+``monitoring.attach``, over 3 clusters (beside a union of three ``format("kafka")``), and both
+Kafka sides with and without ``asyncProgressTrackingEnabled``; the ``*-readers`` cases
+``dynamic_kafka`` with ``reader=native`` (pooled consumers), with ``reader=native`` and
+``kafkaConsumer.cacheTimeoutMs=0`` (``native-unpooled``: a new consumer per task) and with
+``reader=python`` (``pyreader``).
 
 Targets (issue 21, on a quiet machine): at 1,000 records/s with the default trigger, p50 at most
 1.5x and p99 at most 2x ``kafka``'s; median ``addBatch`` at most 2x ``python``'s. Ratios are
@@ -65,14 +67,11 @@ CASES: dict[str, tuple[int, float, list[str], int]] = {
     "1k-1s": (1000, 1, ["dynamic_kafka", "kafka", "python"], 1),
     "20k-default": (20000, 0, ["dynamic_kafka", "kafka", "python", "flink"], 1),
     "20k-1s": (20000, 1, ["dynamic_kafka", "kafka", "python"], 1),
-    "1k-variants": (
-        1000,
-        0,
-        ["dynamic_kafka", "reader=python", "group", "monitoring", "kafka"],
-        1,
-    ),
+    "1k-variants": (1000, 0, ["dynamic_kafka", "group", "monitoring", "kafka"], 1),
     "1k-3-clusters": (1000, 0, ["dynamic_kafka", "union"], 3),
     "1k-async-progress": (1000, 0, ["dynamic_kafka", "dynamic_kafka+apt", "kafka", "kafka+apt"], 1),
+    "1k-readers": (1000, 0, ["native", "native-unpooled", "pyreader", "kafka"], 1),
+    "20k-readers": (20000, 0, ["native", "native-unpooled", "pyreader", "kafka"], 1),
 }
 
 #: Cases whose sides all write with ``foreach`` (async progress tracking refuses foreachBatch).
@@ -186,7 +185,11 @@ def _frames(spark: Any, workdir: Path, clusters: list[Cluster]) -> dict[str, Cal
         "dynamic_kafka": dynamic,
         "group": lambda: dynamic(**{"assignment": "group", "kafka.group.id": group}),
         "monitoring": dynamic,
-        "reader=python": lambda: dynamic(reader="python"),
+        "native": lambda: dynamic(reader="native"),
+        "native-unpooled": lambda: dynamic(
+            reader="native", **{"kafkaConsumer.cacheTimeoutMs": "0"}
+        ),
+        "pyreader": lambda: dynamic(reader="python"),
         "kafka": lambda: kafka(clusters[0]),
         "union": union,
     }
@@ -349,12 +352,15 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
     for ours, peer in [
         ("dynamic_kafka", "kafka"),
         ("dynamic_kafka", "union"),
-        ("reader=python", "kafka"),
         ("group", "kafka"),
         ("monitoring", "kafka"),
         ("dynamic_kafka+apt", "kafka+apt"),
         ("dynamic_kafka", "flink"),
         ("kafka", "flink"),
+        ("native", "pyreader"),
+        ("native", "native-unpooled"),
+        ("native", "kafka"),
+        ("pyreader", "kafka"),
     ]:
         if ours in results and peer in results:
             a, b = results[ours], results[peer]
@@ -362,6 +368,12 @@ def _report(name: str, results: dict[str, Result], load: float) -> str:
     if "dynamic_kafka" in results and "python" in results:
         a, b = results["dynamic_kafka"], results["python"]
         ratios.append(f"dynamic_kafka/python addBatch {a.add_batch / b.add_batch:.2f}x")
+    if "native" in results and "pyreader" in results:
+        a, b = results["native"], results["pyreader"]
+        ratios.append(f"native/pyreader addBatch {a.add_batch / b.add_batch:.2f}x")
+    if "native" in results and "native-unpooled" in results:
+        a, b = results["native"], results["native-unpooled"]
+        ratios.append(f"native/native-unpooled addBatch {a.add_batch / b.add_batch:.2f}x")
     for side in ("dynamic_kafka", "kafka"):
         if side in results and f"{side}+apt" in results:
             a, b = results[f"{side}+apt"], results[side]

@@ -52,6 +52,7 @@ from pyspark.sql import functions as F
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.monitoring.report import render_report
+from pyspark_dynamic_kafka.source.executor.native import core, native_problem
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
@@ -248,6 +249,24 @@ def wait_for(condition: Callable[[], bool], query: Any, what: str) -> None:
         time.sleep(0.5)
 
 
+def reader_lines(clusters: dict[str, Any]) -> list[str]:
+    """Which reader reads each cluster with the default ``reader=auto``, and why when it is the
+    Python reader (the driver's own per-cluster decision, on the properties the metadata gives
+    the cluster: :func:`write_metadata`'s)."""
+    module = core()
+    lines = []
+    for name, cluster in sorted(clusters.items()):
+        problem = native_problem({"bootstrap.servers": cluster.bootstrap_servers})
+        if problem is None and module is not None:
+            version = module.librdkafka_version()
+            lines.append(
+                f"reader for {name}: native (pyspark-dynamic-kafka-core, librdkafka {version})"
+            )
+        else:
+            lines.append(f"reader for {name}: python, because {problem}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="A live migration of stream orders, end to end.")
     parser.add_argument(
@@ -296,6 +315,8 @@ def migrate(
     """Run the pipeline while ``orders`` moves from east to west through the metadata service."""
     print(f"clusters: { {n: c.bootstrap_servers for n, c in clusters.items()} }")
     print(f"metadata service: {server.url} (orders -> east)")
+    for line in reader_lines(clusters):
+        print(line)
 
     metrics = workdir / "metrics.jsonl"
     monitor = attach(spark, path=metrics)  # one JSON line per micro-batch, per cluster

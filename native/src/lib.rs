@@ -116,6 +116,8 @@ struct Reader {
     // A pyclass must be Sync: the reader (Send, not Sync) is only reached through the lock.
     inner: Mutex<Option<ClusterReader>>,
     home: Option<Py<Consumer>>,
+    /// Warnings of a reader already closed (its last `__next__` closes it), until taken.
+    left: Mutex<Vec<String>>,
 }
 
 #[pymethods]
@@ -170,6 +172,7 @@ impl Reader {
         Ok(Reader {
             inner: Mutex::new(Some(reader)),
             home,
+            left: Mutex::new(Vec::new()),
         })
     }
 
@@ -200,17 +203,19 @@ impl Reader {
 
     /// Data-loss warnings (with fail_on_data_loss off) since the last call.
     fn take_warnings(&self) -> Vec<String> {
-        self.lock()
-            .as_mut()
-            .map(ClusterReader::take_warnings)
-            .unwrap_or_default()
+        let mut warnings = std::mem::take(&mut *relock(&self.left));
+        if let Some(reader) = self.lock().as_mut() {
+            warnings.extend(reader.take_warnings());
+        }
+        warnings
     }
 
     /// Unassign the consumer and give it back, or close it when it is the reader's own (also
     /// done when the reader is exhausted or fails; a dropped reader closes its consumer).
     fn close(&self, py: Python<'_>) {
         let reader = self.lock().take();
-        let Some(reader) = reader else { return };
+        let Some(mut reader) = reader else { return };
+        relock(&self.left).extend(reader.take_warnings());
         let consumer = py.detach(move || reader.into_consumer());
         match &self.home {
             Some(home) => home.borrow(py).give_back(py, consumer),

@@ -13,8 +13,12 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 
+mod loss;
+mod position;
+
 use crate::batch::{BatchBuilder, Record};
 use crate::ffi::{Consumer, Event, Message};
+use position::Pending;
 
 const CONSUME_BATCH: usize = 10_000;
 const CONSUME_TIMEOUT_MS: i32 = 200;
@@ -47,27 +51,6 @@ pub enum ReadFailure {
     DataLoss(String),
     /// Anything else: no progress, a client error.
     Read(String),
-}
-
-struct Pending {
-    range: Range,
-    next: i64,
-    /// The offset of the partition-EOF event seen last, unless a record came after it.
-    eof: Option<i64>,
-}
-
-impl Pending {
-    /// The consumer's position as it really is. librdkafka 2.12.1's batch consume
-    /// (`rd_kafka_q_serve_rkmessages`) also moves a partition's position past the offset of an
-    /// EOF *event*, to EOF + 1, though the record at EOF was not returned yet (checked here: 3
-    /// records, EOF at 3, position 4; confluent-kafka's librdkafka reports 3). Trusting it would
-    /// end a range one record early.
-    fn position(&self, reported: i64) -> i64 {
-        match self.eof {
-            Some(eof) if reported == eof + 1 => eof,
-            _ => reported,
-        }
-    }
 }
 
 /// Reads the ranges of one cluster; [`ClusterReader::next_batch`] yields bounded batches.
@@ -272,6 +255,7 @@ impl ClusterReader {
                     idx,
                     "the topic or partition no longer exists",
                     &message.error_text(),
+                    None,
                 )?;
                 self.done(idx)
             }
@@ -284,159 +268,5 @@ impl ClusterReader {
         self.consumer
             .pause(&[(p.range.topic.as_str(), p.range.partition)])
             .map_err(|e| self.failed(&e))
-    }
-
-    fn lost(&mut self, idx: usize, what: &str, error: &str) -> Result<(), ReadFailure> {
-        let p = &self.pending[idx];
-        let r = &p.range;
-        let place = format!("{}/{}/{}", self.settings.cluster, r.topic, r.partition);
-        let span = format!("[{}, {})", p.next, r.end);
-        if self.settings.fail_on_data_loss {
-            return Err(ReadFailure::DataLoss(format!(
-                "Data loss: offsets {span} of {place} cannot be read: {what} ({error}). \
-                 Set failOnDataLoss=false to skip records that are gone."
-            )));
-        }
-        self.warnings.push(format!(
-            "Data loss (failOnDataLoss=false): offsets {span} of {place}: {what}"
-        ));
-        Ok(())
-    }
-
-    fn out_of_range(&mut self, idx: usize, error: &str) -> Result<(), ReadFailure> {
-        self.lost(
-            idx,
-            "they are no longer available (retention, or the topic was recreated)",
-            error,
-        )?;
-        let (topic, partition) = {
-            let r = &self.pending[idx].range;
-            (r.topic.clone(), r.partition)
-        };
-        let (low, high) = self
-            .consumer
-            .watermarks(&topic, partition, WATERMARK_TIMEOUT_MS)
-            .map_err(|e| self.failed(&e))?;
-        let p = &mut self.pending[idx];
-        let resume = p.next.max(low);
-        if resume >= p.range.end.min(high) {
-            return self.done(idx);
-        }
-        p.next = resume;
-        // With auto.offset.reset=error librdkafka stops fetching the partition and refuses to
-        // seek it; assigning it again restarts its fetch and leaves the others as they are.
-        self.consumer
-            .incremental_unassign(&[(topic.as_str(), partition)])
-            .and_then(|()| {
-                self.consumer
-                    .incremental_assign(&[(topic.as_str(), partition, resume)])
-            })
-            .map_err(|e| self.failed(&e))
-    }
-
-    fn pending_parts(&self) -> Vec<(&str, i32)> {
-        self.pending
-            .iter()
-            .map(|p| (p.range.topic.as_str(), p.range.partition))
-            .collect()
-    }
-
-    fn finish_by_position(&mut self) -> Result<(), ReadFailure> {
-        let positions = self
-            .consumer
-            .positions(&self.pending_parts())
-            .map_err(|e| self.failed(&e))?;
-        let done: Vec<usize> = positions
-            .iter()
-            .enumerate()
-            .filter(|(i, pos)| self.pending[*i].position(**pos) >= self.pending[*i].range.end)
-            .map(|(i, _)| i)
-            .collect();
-        for idx in done.into_iter().rev() {
-            self.done(idx)?;
-        }
-        Ok(())
-    }
-
-    fn stuck_message(&self) -> String {
-        let positions = self
-            .consumer
-            .positions(&self.pending_parts())
-            .unwrap_or_else(|_| vec![-1001; self.pending.len()]);
-        stuck_message(
-            &self.settings.cluster,
-            self.settings.poll_timeout_ms,
-            self.pending
-                .iter()
-                .zip(positions)
-                .map(|(p, pos)| (&p.range, p.position(pos))),
-        )
-    }
-}
-
-fn stuck_message<'a>(
-    cluster: &str,
-    poll_timeout_ms: u64,
-    stuck: impl Iterator<Item = (&'a Range, i64)>,
-) -> String {
-    let parts: Vec<String> = stuck
-        .map(|(r, pos)| {
-            format!(
-                "{cluster}/{}/{} range [{}, {}) stuck at position {pos}",
-                r.topic, r.partition, r.start, r.end
-            )
-        })
-        .collect();
-    format!(
-        "No progress for kafkaConsumer.pollTimeoutMs={poll_timeout_ms} ms: {}. \
-         The cluster may be unreachable or the records may have been deleted.",
-        parts.join("; ")
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_position_one_past_an_eof_event_is_the_eof() {
-        let range = Range {
-            topic: "t".into(),
-            partition: 0,
-            start: 0,
-            end: 10,
-        };
-        let mut p = Pending {
-            range,
-            next: 3,
-            eof: None,
-        };
-        assert_eq!(p.position(4), 4);
-        p.eof = Some(3);
-        assert_eq!(p.position(4), 3);
-        assert_eq!(p.position(6), 6); // control records moved it further
-    }
-
-    #[test]
-    fn stuck_message_names_each_range_and_position() {
-        let r = Range {
-            topic: "orders".into(),
-            partition: 2,
-            start: 5,
-            end: 9,
-        };
-        let s = Range {
-            topic: "pay".into(),
-            partition: 0,
-            start: 0,
-            end: 1,
-        };
-        let text = stuck_message("east", 1500, [(&r, 7), (&s, -1001)].into_iter());
-        assert_eq!(
-            text,
-            "No progress for kafkaConsumer.pollTimeoutMs=1500 ms: east/orders/2 range [5, 9) \
-             stuck at position 7; east/pay/0 range [0, 1) stuck at position -1001. The cluster \
-             may be unreachable or the records may have been deleted."
-        );
     }
 }

@@ -139,3 +139,26 @@ def test_read_task_pools_the_native_consumer_unless_reading_failed() -> None:
     with pytest.raises(ReadError, match="No progress"):
         list(read_task(stuck))  # read with the pooled consumer, which is then closed
     assert pool.idle_count() == 0 and not pooled.available()
+
+
+@needs_core
+def test_native_problem_asks_librdkafka_once_per_properties_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = core()
+    assert module is not None
+    asked: list[object] = []
+    real = module.config_problem
+
+    def counting(config: object) -> str | None:
+        asked.append(config)
+        return real(config)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(module, "config_problem", counting)
+    unique = {**PLAIN, "client.id": f"cache-{id(asked)}"}
+    for _ in range(3):  # like three micro-batches' planning
+        assert native_clusters("auto", {"east": FrozenProperties(unique)}) == {"east"}
+    assert len(asked) == 1
+    refused = {**unique, "fetch.wait.max.ms": "soon"}
+    assert native_problem(refused) is not None and native_problem(refused) is not None
+    assert len(asked) == 2

@@ -9,6 +9,7 @@ LogAppendTime topics in ``tests/integration/test_kafka_semantics.py``.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pyarrow as pa
@@ -90,26 +91,38 @@ def test_out_of_range_fails_with_cluster_topic_partition_and_offsets() -> None:
     assert "failOnDataLoss=false" in str(info.value)
 
 
-def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset() -> None:
+def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     consumer = _Consumer(low=50, high=90)
     reader = _reader(consumer, 10, 60, fail=False)
-    reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
+    with caplog.at_level(logging.WARNING):
+        reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
     assert consumer.restarts == [("t", 0, 50)]
+    # Exactly the records lost: from the next offset to the earliest one still available.
+    (warning,) = [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
+    assert "offsets [12, 50) of east/t/0" in warning
     reader.accept([_message("t", 0, o) for o in range(50, 61)])
     assert not reader.pending
     offsets = reader.builder.flush()["offset"].to_pylist()
     assert offsets == [10, 11, *range(50, 60)]  # nothing twice, nothing past the end
 
 
-def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone() -> None:
+def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     consumer = _Consumer(low=80, high=90)
     reader = _reader(consumer, 10, 60, fail=False)
-    reader.accept([_out_of_range(10)])
+    with caplog.at_level(logging.WARNING):
+        reader.accept([_out_of_range(10)])
     assert not reader.pending and consumer.restarts == []
     recreated = _Consumer(low=0, high=5)  # the topic was recreated: offsets 10.. do not exist
     reader = _reader(recreated, 10, 60, fail=False)
-    reader.accept([_out_of_range(10)])
+    with caplog.at_level(logging.WARNING):
+        reader.accept([_out_of_range(10)])
     assert not reader.pending and recreated.restarts == []
+    warnings = [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
+    assert len(warnings) == 2 and all("offsets [10, 60) of east/t/0" in w for w in warnings)
 
 
 def test_partition_gone_while_reading() -> None:

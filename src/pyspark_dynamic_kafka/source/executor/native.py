@@ -35,6 +35,11 @@ _log = logging.getLogger(__name__)
 READERS = ("auto", "native", "python")
 #: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
 _LOGGED: set[tuple[str, str]] = set()
+#: :func:`native_problem`'s answer per properties value: planning asks at every micro-batch,
+#: and the answer for the same properties does not change within a process.
+_PROBLEMS: dict[tuple[tuple[str, str], ...], str | None] = {}
+#: The most answers kept (a long-running driver whose properties keep changing starts over).
+_MAX_PROBLEMS = 256
 
 
 def core() -> ModuleType | None:
@@ -46,7 +51,19 @@ def core() -> ModuleType | None:
 
 
 def native_problem(properties: Mapping[str, str]) -> str | None:
-    """Why the native reader cannot read a cluster with these client properties, or ``None``."""
+    """Why the native reader cannot read a cluster with these client properties, or ``None``
+    (asked of librdkafka once per properties value)."""
+    key = tuple(sorted(properties.items()))
+    if key in _PROBLEMS:
+        return _PROBLEMS[key]
+    problem = _problem(properties)
+    if len(_PROBLEMS) >= _MAX_PROBLEMS:
+        _PROBLEMS.clear()
+    _PROBLEMS[key] = problem
+    return problem
+
+
+def _problem(properties: Mapping[str, str]) -> str | None:
     module = core()
     if module is None:
         return "the compiled core (pyspark-dynamic-kafka-core) is not installed"

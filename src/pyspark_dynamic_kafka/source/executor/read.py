@@ -203,29 +203,46 @@ class _RangeReader:
     def _done(self, r: OffsetRange) -> None:
         _done(self.consumer, self.pending, r)
 
-    def _lost(self, r: OffsetRange, what: str, error: Any) -> None:
+    def _lost(self, r: OffsetRange, what: str, error: Any, upto: int | None = None) -> None:
+        """Fail, or warn that offsets [next, ``upto``) of ``r`` are gone (``upto``: its end)."""
         where = f"{self.cluster_id}/{r.topic}/{r.partition}"
-        span = f"[{self.next[(r.topic, r.partition)]}, {r.end})"
+        next_offset = self.next[(r.topic, r.partition)]
         if self.fail_on_data_loss:
             raise DataLossError(
-                f"Data loss: offsets {span} of {where} cannot be read: {what} ({error.str()}). "
-                "Set failOnDataLoss=false to skip records that are gone."
+                f"Data loss: offsets [{next_offset}, {r.end}) of {where} cannot be read: {what} "
+                f"({error.str()}). Set failOnDataLoss=false to skip records that are gone."
             )
+        span = f"[{next_offset}, {r.end if upto is None else upto})"
         _log.warning("Data loss (failOnDataLoss=false): offsets %s of %s: %s", span, where, what)
 
     def _out_of_range(self, r: OffsetRange, error: Any) -> None:
-        """The next offset of ``r`` is not on the cluster: fail, or resume where records are."""
+        """The next offset of ``r`` is not on the cluster: fail, or resume where records are.
+
+        The warning names exactly the records lost: from the next offset to the earliest one
+        still available, or to the range's end when none of the range is left.
+        """
         tp = (r.topic, r.partition)
-        self._lost(r, "they are no longer available (retention, or the topic was recreated)", error)
+        what = "they are no longer available (retention, or the topic was recreated)"
+        if self.fail_on_data_loss:
+            self._lost(r, what, error)
         low, high = self.consumer.get_watermark_offsets(
             TopicPartition(r.topic, r.partition), timeout=_WATERMARK_TIMEOUT_S, cached=False
         )
-        resume = max(self.next[tp], low)
-        if resume >= min(r.end, high):
+        resume = _resume_offset(self.next[tp], r.end, low, high)
+        self._lost(r, what, error, r.end if resume is None else resume)
+        if resume is None:
             self._done(r)
             return
         self.next[tp] = resume
         _refetch(self.consumer, r.topic, r.partition, resume)
+
+
+def _resume_offset(next_offset: int, end: int, low: int, high: int) -> int | None:
+    """Where reading resumes after offset ``next_offset`` of a range ending at ``end`` was out of
+    range, given the partition's watermarks: the earliest offset still available, or ``None``
+    when nothing of the range is left (every offset from ``next_offset`` to the end is lost)."""
+    resume = max(next_offset, low)
+    return None if resume >= min(end, high) else resume
 
 
 def _refetch(consumer: Any, topic: str, partition: int, offset: int) -> None:

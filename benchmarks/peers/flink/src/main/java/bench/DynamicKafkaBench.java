@@ -170,23 +170,40 @@ public final class DynamicKafkaBench {
     }
   }
 
+  /**
+   * A local environment of parallelism 2 reading the stream from {@code start} (to {@code end}
+   * when it is not null: a bounded job) into {@code sink}.
+   */
+  static StreamExecutionEnvironment job(
+      String topic,
+      Map<String, String> bootstraps,
+      OffsetsInitializer start,
+      OffsetsInitializer end,
+      Sink<Rec> sink) {
+    var builder =
+        DynamicKafkaSource.<Rec>builder()
+            .setStreamIds(Set.of("bench"))
+            .setKafkaMetadataService(new StaticMetadata("bench", topic, bootstraps))
+            .setDeserializer(new RecordSchema())
+            .setStartingOffsets(start)
+            .setGroupId(end == null ? "bench-flink-latency" : "bench-flink");
+    if (end != null) {
+      builder.setBounded(end);
+    }
+    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2);
+    env.fromSource(builder.build(), WatermarkStrategy.noWatermarks(), "dynamic-kafka")
+        .sinkTo(sink)
+        .name("sink");
+    return env;
+  }
+
   static void runLatency(long warmupMs, long measuredMs, String topic, Map<String, String> bootstraps)
       throws Exception {
     LATENCIES.clear();
     windowStart = Long.MAX_VALUE;
     windowEnd = Long.MAX_VALUE;
-    DynamicKafkaSource<Rec> source =
-        DynamicKafkaSource.<Rec>builder()
-            .setStreamIds(Set.of("bench"))
-            .setKafkaMetadataService(new StaticMetadata("bench", topic, bootstraps))
-            .setDeserializer(new RecordSchema())
-            .setStartingOffsets(OffsetsInitializer.latest())
-            .setGroupId("bench-flink-latency")
-            .build();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2);
-    env.fromSource(source, WatermarkStrategy.noWatermarks(), "dynamic-kafka")
-        .sinkTo(new LatencySink())
-        .name("latency");
+    StreamExecutionEnvironment env =
+        job(topic, bootstraps, OffsetsInitializer.latest(), null, new LatencySink());
     JobClient job = env.executeAsync("dynamic-kafka-latency");
     long start = System.currentTimeMillis() + warmupMs;
     windowStart = start;
@@ -209,19 +226,9 @@ public final class DynamicKafkaBench {
     FIRST_OPEN.set(0);
     DONE_AT.set(0);
     expected = want;
-    DynamicKafkaSource<Rec> source =
-        DynamicKafkaSource.<Rec>builder()
-            .setStreamIds(Set.of("bench"))
-            .setKafkaMetadataService(new StaticMetadata("bench", topic, bootstraps))
-            .setDeserializer(new RecordSchema())
-            .setStartingOffsets(OffsetsInitializer.earliest())
-            .setBounded(OffsetsInitializer.latest())
-            .setGroupId("bench-flink")
-            .build();
-    StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(2);
-    env.fromSource(source, WatermarkStrategy.noWatermarks(), "dynamic-kafka")
-        .sinkTo(new CountingSink())
-        .name("discard");
+    StreamExecutionEnvironment env =
+        job(topic, bootstraps, OffsetsInitializer.earliest(), OffsetsInitializer.latest(),
+            new CountingSink());
     env.execute("dynamic-kafka-bench");
     System.out.println(
         "RESULT " + COUNT.get() + " " + FIRST_OPEN.get() + " " + DONE_AT.get());

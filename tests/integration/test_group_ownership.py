@@ -60,15 +60,15 @@ def _until(app: App, condition: Any, what: str) -> None:
     wait_until(step, timeout=300, what=what)
 
 
-def test_two_planners_share_and_hand_over_exactly(estate: EstateFactory) -> None:
+def test_two_ownerships_share_and_hand_over_exactly(estate: EstateFactory) -> None:
     if on_tansu():
         pytest.skip("consumer group rebalancing is Apache Kafka's (Tansu: not checked)")
     setup = estate("east", partitions=4)
     east = setup["east"]
     options = parse_options(
         setup.options(
-            subscription="group",
-            **{"kafka.group.id": "planners", "kafka.session.timeout.ms": "10000"},
+            assignment="group",
+            **{"kafka.group.id": "owners", "kafka.session.timeout.ms": "10000"},
         )
     )
     produce(east, "orders", [f"a{i}" for i in range(40)], partitions=4)

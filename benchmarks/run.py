@@ -56,7 +56,7 @@ from benchmarks.spark_sides import (
 from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.driver.planning import plan_tasks
+from pyspark_dynamic_kafka.source.driver.task_packing import pack_tasks
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
@@ -83,7 +83,7 @@ def _tasks(shares: list[Share]) -> int:
         for p, end in ends.items()
     ]
     props = {f"c{i}": FrozenProperties({}) for i in range(len(shares))}
-    return len(plan_tasks(ranges, props, ReadSettings(0, 0, frozenset())))
+    return len(pack_tasks(ranges, props, ReadSettings(0, 0, frozenset())))
 
 
 def _flink_run(flink: FlinkPeer, total: int, topic: str, clusters: list[Cluster]) -> Run:

@@ -14,7 +14,7 @@ from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 from pyspark_dynamic_kafka.source.group.committer import OffsetCommitter
 from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
 
@@ -96,8 +96,8 @@ def test_a_clusters_own_group_id_wins_and_removed_clusters_get_their_last_positi
     commits = GroupCommits(options, OffsetCommitter("billing", 1000, commit=clusters))
     own = FrozenProperties({**PROPS["west"], "group.id": "west-billing"})
     both = {
-        "east": ClusterAssignment(PROPS["east"], frozenset({"o"})),
-        "west": ClusterAssignment(own, frozenset({"o"})),
+        "east": ClusterSubscription(PROPS["east"], frozenset({"o"})),
+        "west": ClusterSubscription(own, frozenset({"o"})),
     }
     commits.submit({("east", "o", 0): 3, ("west", "o", 0): 4}, both)
     assert commits.committer.flush(60)

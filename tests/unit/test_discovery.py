@@ -77,10 +77,10 @@ PAYMENTS = KafkaStream("payments", {"east": _cluster(1, "payments-v1", "orders")
 
 def test_streams_merge_per_cluster_and_topics_read_once() -> None:
     discovery, _ = _discovery(_Service([ORDERS, PAYMENTS]), streamids="orders,payments")
-    assignment = discovery.current()
-    assert set(assignment) == {"east", "west"}
-    assert assignment["east"].topics == {"orders", "payments-v1"}
-    assert assignment["west"].topics == {"orders"}
+    subscription = discovery.current()
+    assert set(subscription) == {"east", "west"}
+    assert subscription["east"].topics == {"orders", "payments-v1"}
+    assert subscription["west"].topics == {"orders"}
 
 
 def test_kafka_options_merge_under_cluster_properties() -> None:
@@ -203,9 +203,9 @@ def test_removed_stream_during_run_is_dropped_not_fatal() -> None:
 def test_secret_never_in_repr_of_assignment() -> None:
     stream = KafkaStream("s", {"east": _cluster(1, "t", **{"sasl.password": "s3cr3t-SENTINEL"})})
     discovery, _ = _discovery(_Service([stream]), streamids="s")
-    assignment: Any = discovery.current()
-    assert "s3cr3t-SENTINEL" not in repr(assignment)
-    assert assignment["east"].properties["sasl.password"] == "s3cr3t-SENTINEL"
+    subscription: Any = discovery.current()
+    assert "s3cr3t-SENTINEL" not in repr(subscription)
+    assert subscription["east"].properties["sasl.password"] == "s3cr3t-SENTINEL"
 
 
 def test_metadata_starting_positions_reach_the_assignment(caplog: pytest.LogCaptureFixture) -> None:
@@ -216,12 +216,12 @@ def test_metadata_starting_positions_reach_the_assignment(caplog: pytest.LogCapt
     plain = KafkaStream("c", {"west": _cluster(2, "z")})
     discovery, _ = _discovery(_Service([a, b, plain]), streamids="a,b,c")
     with caplog.at_level("WARNING"):
-        assignment = discovery.current()
-    east = assignment["east"]
+        subscription = discovery.current()
+    east = subscription["east"]
     assert east.starting_position("orders") == latest  # stream a comes first in id order
     assert east.starting_position("x") == latest
     assert east.starting_position("y") == stamp
-    assert assignment["west"].starting_position("z") is None
+    assert subscription["west"].starting_position("z") is None
     assert any("different startingOffsets" in r.getMessage() for r in caplog.records)
     assert hash(east) == hash(discovery.current()["east"])  # hashable, compares by value
 
@@ -230,6 +230,6 @@ def test_security_properties_reach_only_their_cluster() -> None:
     secure = {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": "pw"}
     stream = KafkaStream("s", {"east": _cluster(1, "t"), "west": _cluster(2, "t", **secure)})
     discovery, _ = _discovery(_Service([stream]), streamids="s")
-    assignment = discovery.current()
-    assert not any(k.startswith(("sasl.", "security.")) for k in assignment["east"].properties)
-    assert {k: assignment["west"].properties[k] for k in secure} == secure
+    subscription = discovery.current()
+    assert not any(k.startswith(("sasl.", "security.")) for k in subscription["east"].properties)
+    assert {k: subscription["west"].properties[k] for k in secure} == secure

@@ -6,7 +6,7 @@ from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.planning import task_properties
+from pyspark_dynamic_kafka.source.driver.task_packing import task_properties
 
 
 def test_isolation_level_and_group_id_reach_the_consumers() -> None:

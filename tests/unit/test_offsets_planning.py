@@ -11,8 +11,12 @@ import pytest
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
-from pyspark_dynamic_kafka.source.driver.planning import offset_ranges, plan_tasks, task_properties
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, offsets_went_back
+from pyspark_dynamic_kafka.source.driver.task_packing import (
+    offset_ranges,
+    pack_tasks,
+    task_properties,
+)
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 SETTINGS = ReadSettings(1000, 1000, frozenset({"east", "west"}))
@@ -44,7 +48,7 @@ def test_ranges_skip_new_and_backwards_partitions() -> None:
 def test_plan_packs_small_ranges_into_few_tasks() -> None:
     ranges = [OffsetRange("east", "t", p, 0, 10) for p in range(100)]
     props = {"east": FrozenProperties({"bootstrap.servers": "h:1"})}
-    tasks = plan_tasks(ranges, props, SETTINGS)
+    tasks = pack_tasks(ranges, props, SETTINGS)
     assert len(tasks) == 2
     assert sorted(r.partition for t in tasks for r in t.ranges) == list(range(100))
     assert all(len(t.ranges) == 50 for t in tasks)
@@ -57,7 +61,7 @@ def test_plan_splits_large_volume_and_balances() -> None:
         "east": FrozenProperties({"bootstrap.servers": "h:1"}),
         "west": FrozenProperties({"bootstrap.servers": "h:2", "sasl.password": "pw"}),
     }
-    tasks = plan_tasks(ranges, props, SETTINGS, target_records=1_000_000)
+    tasks = pack_tasks(ranges, props, SETTINGS, target_records=1_000_000)
     assert len(tasks) == 3
     task_of_west = [t for t in tasks if any(r.cluster == "west" for r in t.ranges)]
     assert len(task_of_west) == 1
@@ -68,7 +72,7 @@ def test_plan_splits_large_volume_and_balances() -> None:
 
 
 def test_plan_of_nothing_is_empty() -> None:
-    assert plan_tasks([], {}, SETTINGS) == []
+    assert pack_tasks([], {}, SETTINGS) == []
 
 
 def _covered(tasks: list[ReadTask]) -> dict[tuple[str, str, int], list[tuple[int, int]]]:
@@ -92,7 +96,7 @@ PROPS = {
 
 
 def test_min_partitions_splits_one_large_range() -> None:
-    tasks = plan_tasks([OffsetRange("east", "t", 0, 100, 200)], PROPS, SETTINGS, min_partitions=4)
+    tasks = pack_tasks([OffsetRange("east", "t", 0, 100, 200)], PROPS, SETTINGS, min_partitions=4)
     assert len(tasks) == 4
     assert sorted(sum(r.size for r in t.ranges) for t in tasks) == [25, 25, 25, 25]
     assert _contiguous(_covered(tasks)[("east", "t", 0)]) == (100, 200)
@@ -104,7 +108,7 @@ def test_max_records_per_partition_caps_every_task_and_merges_small_ranges() -> 
         OffsetRange("east", "t", 1, 10, 40),
         OffsetRange("west", "t", 0, 5, 25),
     ]
-    tasks = plan_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=40)
+    tasks = pack_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=40)
     assert len(tasks) == 3  # ceil(100 / 40)
     assert all(sum(r.size for r in t.ranges) <= 40 for t in tasks)
     covered = _covered(tasks)
@@ -119,13 +123,13 @@ def test_max_records_per_partition_caps_every_task_and_merges_small_ranges() -> 
 
 def test_splitting_options_never_make_a_task_per_tiny_range() -> None:
     ranges = [OffsetRange("east", "t", p, 0, 3) for p in range(200)]
-    tasks = plan_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=10_000, min_partitions=2)
+    tasks = pack_tasks(ranges, PROPS, SETTINGS, max_records_per_partition=10_000, min_partitions=2)
     assert len(tasks) == 2
     assert sum(len(t.ranges) for t in tasks) == 200
 
 
 def test_min_partitions_never_exceeds_the_records() -> None:
-    tasks = plan_tasks([OffsetRange("east", "t", 0, 0, 3)], PROPS, SETTINGS, min_partitions=10)
+    tasks = pack_tasks([OffsetRange("east", "t", 0, 0, 3)], PROPS, SETTINGS, min_partitions=10)
     assert len(tasks) == 3
 
 

@@ -23,7 +23,7 @@ from pyspark_dynamic_kafka.position import (
     PositionSpec,
 )
 from pyspark_dynamic_kafka.source.config.options import parse_options
-from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import (
     LATEST_RULE,
@@ -154,7 +154,7 @@ def _resolve(
     )
     lister = OffsetLister(parse_options(BASE), admins=lambda cluster_id, properties: admin)  # type: ignore[arg-type,return-value]
     props = FrozenProperties({"bootstrap.servers": "h:1", "isolation.level": "read_committed"})
-    cluster = ClusterAssignment(props, frozenset({"t"}), (("t", starting),) if starting else ())
+    cluster = ClusterSubscription(props, frozenset({"t"}), (("t", starting),) if starting else ())
     spec = PositionSpec({("east", t, p): v for (t, p), v in named.items()}, None, "")
     rule = PositionRule(spec, LATEST_POSITION, no_match)
     return resolve_positions(lister, "east", cluster, latest, rule, first_read), admin

@@ -28,7 +28,7 @@ from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.config.position_options import parse_timestamp
-from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 from pyspark_dynamic_kafka.source.driver.listing import ClusterSnapshot, OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, reconcile, report_losses
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
@@ -56,7 +56,7 @@ class _Lister(OffsetLister):
         self.electing: set[str] = set()  # clusters that answer "leader not available"
         self.stamps: dict[tuple[str, str, int], dict[int, int]] = {}
 
-    def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
+    def snapshot(self, cluster_id: str, cluster: ClusterSubscription) -> ClusterSnapshot:
         if cluster_id in self.down:
             raise KafkaClientError(f"Cluster '{cluster_id}': could not list topics")
         if cluster_id in self.electing:
@@ -72,7 +72,7 @@ class _Lister(OffsetLister):
         latest = {(t, p): have[t][p][1] for t, ps in partitions.items() for p in ps}
         return ClusterSnapshot(listing, latest)
 
-    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> FakeAdmin:  # type: ignore[override]
+    def admin(self, cluster_id: str, cluster: ClusterSubscription) -> FakeAdmin:  # type: ignore[override]
         have = self.topics.get(cluster_id, {})
         earliest = {(t, p): lo for t, ps in have.items() for p, (lo, _) in ps.items()}
         stamps = {(t, p): v for (c, t, p), v in self.stamps.items() if c == cluster_id}
@@ -81,9 +81,9 @@ class _Lister(OffsetLister):
         )
 
 
-def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterAssignment:
+def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterSubscription:
     positions = tuple((t, starting) for t in sorted(topics)) if starting else ()
-    return ClusterAssignment(
+    return ClusterSubscription(
         FrozenProperties({"bootstrap.servers": "h:1"}), frozenset(topics), positions
     )
 
@@ -131,12 +131,12 @@ def test_a_start_timestamp_without_record_fails_or_takes_the_latest_offset(
     lister.topics["east"] = {"orders": {0: (0, 10), 1: (0, 10)}}
     lister.stamps[("east", "orders", 0)] = {500: 4}
     rule = PositionRule(parse_timestamp("500", "startingTimestamp"), EARLIEST_POSITION, no_match)
-    assignment = {"east": _cluster("orders")}
+    subscription = {"east": _cluster("orders")}
     if no_match is NoMatch.ERROR:
         with pytest.raises(OffsetsError, match=r"east/orders/1 \(startingTimestamp 500\)"):
-            reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+            reconcile(subscription, {}, lister, rule)  # type: ignore[arg-type]
     else:
-        state = reconcile(assignment, {}, lister, rule)  # type: ignore[arg-type]
+        state = reconcile(subscription, {}, lister, rule)  # type: ignore[arg-type]
         assert state.entered == {("east", "orders", 0): 4, ("east", "orders", 1): 10}
 
 
@@ -146,15 +146,15 @@ def test_a_batch_read_fails_on_what_a_stream_keeps(strict: bool) -> None:
     lister.topics["east"] = {"orders": {0: (0, 10)}, "refunds": {0: (0, 9)}}
     lister.unavailable["east"] = {"refunds"}
     lister.down = {"west"}
-    for assignment, error in (
+    for subscription, error in (
         ({"east": _cluster("orders", "refunds")}, r"topic\(s\) \['refunds'\] with an error"),
         ({"west": _cluster("orders")}, "could not list topics"),
     ):
         if strict:
             with pytest.raises(KafkaClientError, match=error):
-                reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
+                reconcile(subscription, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
         else:
-            reconcile(assignment, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
+            reconcile(subscription, {}, lister, DISCOVERY_EARLIEST, strict)  # type: ignore[arg-type]
 
 
 def test_data_loss_is_classified_and_named() -> None:
@@ -237,9 +237,9 @@ def _down_west(lister: _Lister, seconds: float) -> str:
     """Reconcile east and west (down) ``seconds`` after the start; west's outcome."""
     lister.now = seconds
     previous = {("east", "orders", 0): 1, ("west", "orders", 0): 3}
-    assignment = {"east": _cluster("orders"), "west": _cluster("orders")}
+    subscription = {"east": _cluster("orders"), "west": _cluster("orders")}
     try:
-        state = reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+        state = reconcile(subscription, previous, lister, DISCOVERY_EARLIEST)
     except ClusterUnreachableError as exc:
         return str(exc)
     assert state.offsets == {("east", "orders", 0): 10, ("west", "orders", 0): 3}
@@ -355,13 +355,15 @@ def test_an_unreachable_cluster_is_given_up_without_a_secret_in_the_message() ->
         "sasl.username": "reader",
         "sasl.password": secret,
     }
-    assignment = {"east": ClusterAssignment(FrozenProperties(properties), frozenset({"orders"}))}
+    subscription = {
+        "east": ClusterSubscription(FrozenProperties(properties), frozenset({"orders"}))
+    }
     previous = {("east", "orders", 0): 7}
-    kept = reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+    kept = reconcile(subscription, previous, lister, DISCOVERY_EARLIEST)
     assert kept.offsets == previous
     now[0] = 1.0
     with pytest.raises(ClusterUnreachableError) as info:
-        reconcile(assignment, previous, lister, DISCOVERY_EARLIEST)
+        reconcile(subscription, previous, lister, DISCOVERY_EARLIEST)
     message = str(info.value)
     assert message.startswith(
         "Cluster 'east' could not be listed for 1.0 s, longer than unreachableClusterTimeoutMs=0"

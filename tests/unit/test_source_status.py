@@ -71,7 +71,7 @@ def test_reconciliations_that_change_what_is_read_are_logged_and_reported(
     lines = _events(caplog, "reconciliation")
     assert [line["seq"] for line in lines] == [1, 2]
     assert lines[0]["clustersAdded"] == ["east", "west"] and lines[1]["clusters"] == ["east"]
-    status.plan({("east", "orders", 0): 3, ("east", "orders", 1): 0}, {
+    status.planned({("east", "orders", 0): 3, ("east", "orders", 1): 0}, {
         ("east", "orders", 0): 10, ("east", "orders", 1): 4, ("east", "orders", 2): 9
     })  # fmt: skip
     report = status.report({"version": 1, "clusters": {"east": {"orders": {"0": 10}}}})

@@ -36,7 +36,7 @@ Executor (``executor/``):
 Driver, at each micro-batch or once for a batch read (``driver/``):
 
 - :mod:`~pyspark_dynamic_kafka.source.driver.discovery`: metadata -> which topics of which
-  clusters (:class:`Assignment`).
+  clusters (:class:`Subscription`).
 - :mod:`~pyspark_dynamic_kafka.source.driver.listing`: partitions and offsets of each cluster.
 - :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`: where each partition starts (and
   ends): the whole precedence as one :class:`StartPolicy`, the rules and the one resolver.
@@ -50,7 +50,7 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
   (``removedClusterRetentionMs``) and of archived partitions not assigned yet.
 - :mod:`~pyspark_dynamic_kafka.source.driver.admission`: admission control
   (``maxOffsetsPerTrigger``, ...).
-- :mod:`~pyspark_dynamic_kafka.source.driver.planning`: offset ranges packed into tasks.
+- :mod:`~pyspark_dynamic_kafka.source.driver.task_packing`: offset ranges packed into tasks.
 - :mod:`~pyspark_dynamic_kafka.source.driver.status`: what the stream reports for monitoring and
   its structured reconciliation log lines.
 - :mod:`~pyspark_dynamic_kafka.source.driver.modes`: the two seams of what differs between
@@ -71,7 +71,7 @@ Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
   (completed micro-batches the listener reports).
 - :mod:`~pyspark_dynamic_kafka.source.group.coordinator`: completed micro-batches as the
   listener reports them, and the stop (SIGTERM).
-- :mod:`~pyspark_dynamic_kafka.source.group.planner`: which partitions the group lets the query
+- :mod:`~pyspark_dynamic_kafka.source.group.ownership`: which partitions the group lets the query
   read, handovers, trimming of replayed micro-batches, commits.
 - :mod:`~pyspark_dynamic_kafka.source.group.selection`: the two partition selections
   (``assignment=all``, ``assignment=group``).

@@ -25,9 +25,9 @@ from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
-from pyspark_dynamic_kafka.source.driver.planning import new_group_id, plan_query_tasks
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
+from pyspark_dynamic_kafka.source.driver.task_packing import new_group_id, pack_query_tasks
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadTask
 
@@ -70,11 +70,11 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         discovery = Discovery(options)
         lister = OffsetLister(options)
         try:
-            assignment = discovery.current()
-            starts = reconcile(assignment, {}, lister, starting, strict=True)
+            subscription = discovery.current()
+            starts = reconcile(subscription, {}, lister, starting, strict=True)
             check_named_partitions([options.starting, options.ending], starts.offsets)
             ends: dict[PartitionKey, int] = {}
-            for cluster_id, cluster in assignment.items():
+            for cluster_id, cluster in subscription.items():
                 listed = {(t, p): o for (c, t, p), o in starts.latest.items() if c == cluster_id}
                 found = resolve_positions(lister, cluster_id, cluster, listed, ending, False)
                 ends.update({(cluster_id, t, p): o for (t, p), o in found.items()})
@@ -90,7 +90,7 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
             if start > end and archive is not None and archive.covers(key):
                 continue  # the archive reaches past the end: nothing of it from Kafka
             if start > end:
-                origin = starting.position(key, assignment[key[0]].starting_position(key[1]))
+                origin = starting.position(key, subscription[key[0]].starting_position(key[1]))
                 raise OffsetsError(
                     f"The start of {'/'.join(map(str, key))} (offset {start}, from "
                     f"{origin.origin}) is after its end (offset {end}, from "
@@ -98,8 +98,8 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
                 )
             if end > start:
                 ranges.append(OffsetRange(*key, start, end))
-        properties = {c: a.properties for c, a in assignment.items()}
-        tasks = plan_query_tasks(ranges, properties, options, new_group_id(options))
+        properties = {c: a.properties for c, a in subscription.items()}
+        tasks = pack_query_tasks(ranges, properties, options, new_group_id(options))
         _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
         return [*(archive.tasks(None, None) if archive is not None else []), *tasks]
 

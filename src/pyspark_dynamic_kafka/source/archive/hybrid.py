@@ -37,7 +37,7 @@ from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_pl
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, encode
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, NoArchive
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
@@ -146,7 +146,7 @@ class HybridArchive:
         start: SourceOffset,
         previous: Mapping[PartitionKey, int],
         lister: OffsetLister,
-        assignment: Assignment,
+        subscription: Subscription,
     ) -> list[Loss]:
         """At the switch (``start`` in the archive phase): partitions of ``previous`` (where Kafka
         starts) whose first live offset Kafka no longer has; logs the switch. Empty at any other
@@ -155,7 +155,7 @@ class HybridArchive:
         if cursor is None:
             return []
         losses = []
-        for cluster_id, cluster in assignment.items():
+        for cluster_id, cluster in subscription.items():
             wanted = [(t, p) for c, t, p in previous if c == cluster_id and t in cluster.topics]
             if not wanted:
                 continue

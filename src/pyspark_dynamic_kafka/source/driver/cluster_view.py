@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment, Discovery
+from pyspark_dynamic_kafka.source.driver.discovery import Discovery, Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import (
     MAX_PARALLEL_CLUSTERS,
@@ -48,14 +48,16 @@ class ClusterView:
         self._reported: set[Loss] = set()
         self._absent: dict[str, frozenset[str]] = {}
 
-    def assignment(self, refresh: bool = True) -> Assignment:
-        """The current assignment; ``refresh=False`` never re-reads metadata once it has some."""
+    def subscription(self, refresh: bool = True) -> Subscription:
+        """The current subscription; ``refresh=False`` never re-reads metadata once it has some."""
         if self.discovery is None:
             self.discovery = Discovery(self.options)
         snapshot = self.discovery.snapshot
-        assignment = snapshot if not refresh and snapshot is not None else self.discovery.current()
-        self.lister.retire_except(assignment)
-        return assignment
+        subscription = (
+            snapshot if not refresh and snapshot is not None else self.discovery.current()
+        )
+        self.lister.retire_except(subscription)
+        return subscription
 
     def report(self, losses: list[Loss]) -> None:
         """Fail on data loss, or (``failOnDataLoss=false``) log each loss once."""
@@ -66,17 +68,17 @@ class ClusterView:
         previous: Mapping[PartitionKey, int],
         rule: PositionRule,
         entering: bool = True,
-        assignment: Assignment | None = None,
+        subscription: Subscription | None = None,
     ) -> Reconciled:
         """List every assigned cluster, decide on data loss, log what changed.
 
         ``entering=False``: the partitions seen for the first time are not entering the offset
         (the AvailableNow target), so their positions are not logged as starting points.
-        ``assignment``: the one to reconcile with (default: the current metadata).
+        ``subscription``: the one to reconcile with (default: the current metadata).
         """
-        if assignment is None:
-            assignment = self.assignment()
-        state = reconcile(assignment, previous, self.lister, rule, parallel=self.parallel)
+        if subscription is None:
+            subscription = self.subscription()
+        state = reconcile(subscription, previous, self.lister, rule, parallel=self.parallel)
         self.report(state.losses)
         if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
             self.generation += 1

@@ -20,13 +20,13 @@ from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream, S
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
-__all__ = ["Assignment", "ClusterAssignment", "Discovery", "resolve_assignment"]
+__all__ = ["ClusterSubscription", "Discovery", "Subscription", "resolve_subscription"]
 
 _log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ClusterAssignment:
+class ClusterSubscription:
     """What the query reads from one cluster.
 
     Attributes
@@ -53,15 +53,15 @@ class ClusterAssignment:
 
 
 #: cluster id -> what is read there
-Assignment = Mapping[str, ClusterAssignment]
+Subscription = Mapping[str, ClusterSubscription]
 
 
-def resolve_assignment(
+def resolve_subscription(
     streams: Mapping[str, KafkaStream],
     is_active: Callable[[str], bool],
     kafka_properties: Mapping[str, str],
-) -> dict[str, ClusterAssignment]:
-    """Merge the subscribed streams into one assignment per active cluster.
+) -> dict[str, ClusterSubscription]:
+    """Merge the subscribed streams into one subscription (the topics read) per active cluster.
 
     A (cluster, topic) reachable through several streams is read once. When two streams give
     one cluster different properties, or one topic different starting positions, the stream first
@@ -89,7 +89,7 @@ def resolve_assignment(
             if cluster.starting_position is not None:
                 _merge_starting(starting.setdefault(cluster_id, {}), cluster_id, stream_id, cluster)
     return {
-        cluster_id: ClusterAssignment(
+        cluster_id: ClusterSubscription(
             merge_client_properties(kafka_properties, properties[cluster_id]),
             frozenset(topics[cluster_id]),
             tuple(sorted(starting.get(cluster_id, {}).items())),
@@ -140,7 +140,7 @@ class Discovery:
         self._clock = clock
         self._wall = wall
         self._service: KafkaMetadataService | None = None
-        self._snapshot: dict[str, ClusterAssignment] | None = None
+        self._snapshot: dict[str, ClusterSubscription] | None = None
         self._last_attempt: float | None = None
         self._failures = 0
         self._last_success_ms: int | None = None
@@ -156,8 +156,8 @@ class Discovery:
         return self._last_success_ms
 
     @property
-    def snapshot(self) -> Assignment | None:
-        """The last good assignment, if any."""
+    def snapshot(self) -> Subscription | None:
+        """The last good subscription, if any."""
         return self._snapshot
 
     def service(self) -> KafkaMetadataService:
@@ -176,8 +176,8 @@ class Discovery:
             return False
         return (self._clock() - self._last_attempt) * 1000.0 >= interval
 
-    def current(self) -> Assignment:
-        """Return the assignment, re-reading metadata first when the interval has elapsed.
+    def current(self) -> Subscription:
+        """Return the subscription, re-reading metadata first when the interval has elapsed.
 
         Raises
         ------
@@ -235,7 +235,7 @@ class Discovery:
             f"keeping the last good metadata: {exc}",
         )
 
-    def _resolve(self, first: bool) -> dict[str, ClusterAssignment]:
+    def _resolve(self, first: bool) -> dict[str, ClusterSubscription]:
         service = self.service()
         options = self._options
         if options.stream_ids is not None:
@@ -261,7 +261,7 @@ class Discovery:
                 for s in service.get_all_streams()
                 if pattern is not None and pattern.search(s.stream_id)
             }
-        return resolve_assignment(streams, service.is_cluster_active, options.kafka_properties)
+        return resolve_subscription(streams, service.is_cluster_active, options.kafka_properties)
 
     def close(self) -> None:
         """Close the metadata service."""

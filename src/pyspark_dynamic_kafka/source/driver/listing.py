@@ -21,7 +21,7 @@ from pyspark_dynamic_kafka.errors import ClusterUnreachableError, KafkaClientErr
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.position import PositionKind
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 
 __all__ = ["AdminFactory", "ClusterSnapshot", "OffsetLister", "TopicPartitionKey", "read_committed"]
 
@@ -85,7 +85,7 @@ class OffsetLister:
         self._properties: dict[str, Mapping[str, str]] = {}
         self._failing_since: dict[str, float] = {}
 
-    def admin(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterAdmin:
+    def admin(self, cluster_id: str, cluster: ClusterSubscription) -> ClusterAdmin:
         """The cluster's admin client (a new one when its properties changed)."""
         return self.admin_with(cluster_id, cluster.properties)
 
@@ -167,7 +167,7 @@ class OffsetLister:
         self._admins.clear()
         self._properties.clear()
 
-    def snapshot(self, cluster_id: str, cluster: ClusterAssignment) -> ClusterSnapshot:
+    def snapshot(self, cluster_id: str, cluster: ClusterSubscription) -> ClusterSnapshot:
         """List the cluster's assigned topics and their latest offsets.
 
         Raises

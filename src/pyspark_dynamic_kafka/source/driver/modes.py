@@ -19,7 +19,7 @@ from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
@@ -42,11 +42,13 @@ class PartitionSelection(Protocol):
         """The offsets a stream starts with, partitions placed by ``rule``."""
         ...
 
-    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
-        """Reconcile ``previous`` with ``assignment``: the offsets of the partitions read now."""
+    def select(
+        self, driver: ClusterView, previous: Offsets, subscription: Subscription
+    ) -> Reconciled:
+        """Reconcile ``previous`` with ``subscription``: the offsets of the partitions read now."""
         ...
 
-    def submit(self, previous: Offsets, assignment: Assignment) -> None:
+    def submit(self, previous: Offsets, subscription: Subscription) -> None:
         """Hand ``previous`` (the end of the last committed micro-batch) to Kafka, if asked."""
 
     def settle(
@@ -58,7 +60,7 @@ class PartitionSelection(Protocol):
     def planned(self, end: Offsets, batch: bool) -> None:
         """Record the offset ``latestOffset`` returns (``batch``: a new micro-batch)."""
 
-    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+    def trim(self, ranges: Sequence[OffsetRange], subscription: Subscription) -> list[OffsetRange]:
         """The parts of a micro-batch's ranges this query may read."""
         return list(ranges)
 
@@ -98,7 +100,11 @@ class ArchivePhase(Protocol):
         return None
 
     def switch_losses(
-        self, start: SourceOffset, previous: Offsets, lister: OffsetLister, assignment: Assignment
+        self,
+        start: SourceOffset,
+        previous: Offsets,
+        lister: OffsetLister,
+        subscription: Subscription,
     ) -> list[Loss]:
         """At the switch to Kafka, partitions whose first live offset is gone."""
         return []

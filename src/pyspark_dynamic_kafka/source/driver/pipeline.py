@@ -21,13 +21,8 @@ from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.driver.admission import Admission
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, PartitionSelection
-from pyspark_dynamic_kafka.source.driver.planning import (
-    new_group_id,
-    offset_ranges,
-    plan_query_tasks,
-)
 from pyspark_dynamic_kafka.source.driver.reconcile import (
     MAX_PARALLEL_CLUSTERS,
     Reconciled,
@@ -35,6 +30,11 @@ from pyspark_dynamic_kafka.source.driver.reconcile import (
 )
 from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE, StartPolicy
 from pyspark_dynamic_kafka.source.driver.status import SourceStatus
+from pyspark_dynamic_kafka.source.driver.task_packing import (
+    new_group_id,
+    offset_ranges,
+    pack_query_tasks,
+)
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
 __all__ = ["MicroBatches", "Tuning"]
@@ -127,14 +127,14 @@ class MicroBatches:
             self.latest_offset = encode(ahead)
             return self.latest_offset
         driver = self.driver
-        assignment = driver.assignment()
+        subscription = driver.subscription()
         previous, retained = self.policy.resume(
-            start, {(c, t) for c, a in assignment.items() for t in a.topics}
+            start, {(c, t) for c, a in subscription.items() for t in a.topics}
         )
-        state = self.selection.select(driver, previous, assignment)
-        self._observe(state, assignment, len(previous.keys() - state.offsets.keys()))
-        self.selection.submit(previous, assignment)
-        driver.report(self.archive.switch_losses(start, previous, driver.lister, assignment))
+        state = self.selection.select(driver, previous, subscription)
+        self._observe(state, subscription, len(previous.keys() - state.offsets.keys()))
+        self.selection.submit(previous, subscription)
+        driver.report(self.archive.switch_losses(start, previous, driver.lister, subscription))
         self.latest_offset = encode(SourceOffset(state.offsets))
         end = self._within_target(previous, state.offsets)
         begin = {
@@ -142,17 +142,17 @@ class MicroBatches:
         }
         admitted = self.admission.admit(limit, begin, end, self._target is not None)
         admitted = self.selection.settle(admitted, previous, end)
-        self.status.plan(begin, previous if admitted is None else admitted)
+        self.status.planned(begin, previous if admitted is None else admitted)
         self.selection.planned(previous if admitted is None else admitted, admitted is not None)
         if admitted is None:
             return dict(start_offset)
         return encode(self.archive.live(admitted, retained))
 
-    def _observe(self, state: Reconciled, assignment: Assignment, left: int) -> None:
+    def _observe(self, state: Reconciled, subscription: Subscription, left: int) -> None:
         discovery = self.driver.discovery
         if discovery is not None:
             self.status.observe(
-                assignment, state.entered, discovery.failures, discovery.last_success_ms, left
+                subscription, state.entered, discovery.failures, discovery.last_success_ms, left
             )
 
     def _within_target(
@@ -192,17 +192,17 @@ class MicroBatches:
         ranges = offset_ranges(begin, end.offsets, self.driver.rewound)
         if not ranges:
             return archived
-        assignment = self.driver.assignment(refresh=False)  # what latestOffset planned with
-        unreadable = sorted({r.cluster for r in ranges if r.cluster not in assignment})
+        subscription = self.driver.subscription(refresh=False)  # what latestOffset planned with
+        unreadable = sorted({r.cluster for r in ranges if r.cluster not in subscription})
         if unreadable:
             _log.warning(
                 "Clusters %s are no longer in the metadata; their pending ranges are not read.",
                 unreadable,
             )
-            ranges = [r for r in ranges if r.cluster in assignment]
-        ranges = self.selection.trim(ranges, assignment)
-        properties = {c: a.properties for c, a in assignment.items()}
-        tasks = plan_query_tasks(
+            ranges = [r for r in ranges if r.cluster in subscription]
+        ranges = self.selection.trim(ranges, subscription)
+        properties = {c: a.properties for c, a in subscription.items()}
+        tasks = pack_query_tasks(
             ranges, properties, self.driver.options, self._group_id, self.driver.generation
         )
         return [*archived, *tasks]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment, ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription, Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, resolve_positions
 
@@ -115,7 +115,7 @@ class Reconciled:
 
 
 def reconcile(
-    assignment: Assignment,
+    subscription: Subscription,
     previous: Mapping[PartitionKey, int],
     lister: OffsetLister,
     rule: PositionRule,
@@ -153,7 +153,7 @@ def reconcile(
     for key, offset in previous.items():
         by_cluster.setdefault(key[0], {})[key] = offset
 
-    def one(cluster_id: str, cluster: ClusterAssignment) -> Reconciled:
+    def one(cluster_id: str, cluster: ClusterSubscription) -> Reconciled:
         carried = {
             k: v for k, v in by_cluster.get(cluster_id, {}).items() if k[1] in cluster.topics
         }
@@ -174,7 +174,7 @@ def reconcile(
             return Reconciled(offsets=carried)
         return part
 
-    clusters = list(assignment.items())
+    clusters = list(subscription.items())
     if len(clusters) <= 1 or parallel <= 1:
         parts = [one(cluster_id, cluster) for cluster_id, cluster in clusters]
     else:  # the clusters' requests overlap: one cluster's round trips do not wait for another's
@@ -182,7 +182,7 @@ def reconcile(
             futures = [pool.submit(one, cluster_id, cluster) for cluster_id, cluster in clusters]
             parts = [future.result() for future in futures]
     result = Reconciled()
-    for part in parts:  # in the assignment's order, as when the clusters were listed one by one
+    for part in parts:  # in the subscription's order, as when the clusters were listed one by one
         result.offsets.update(part.offsets)
         result.entered.update(part.entered)
         result.latest.update(part.latest)
@@ -195,7 +195,7 @@ def reconcile(
 def _reconcile_cluster(
     result: Reconciled,
     cluster_id: str,
-    cluster: ClusterAssignment,
+    cluster: ClusterSubscription,
     carried: Mapping[PartitionKey, int],
     lister: OffsetLister,
     rule: PositionRule,

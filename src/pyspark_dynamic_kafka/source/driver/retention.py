@@ -18,7 +18,7 @@ The block (encoded and decoded by :mod:`~pyspark_dynamic_kafka.source.checkpoint
     "retained": {"east": {"orders": {"removedAtMs": 1732350000000, "offsets": {"0": 10}}},
                  "west": {"orders": {"offsets": {"0": 120}}}}
 
-Everything here is pure: the caller passes the assignment's (cluster, topic) pairs and the clock.
+Everything here is pure: the caller passes the subscription's (cluster, topic) pairs and the clock.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def retain(
     now_ms: Callable[[], int],
     expiring: bool = True,
 ) -> Retention:
-    """One step of the retention window, before the assignment is reconciled.
+    """One step of the retention window, before the subscription is reconciled.
 
     Parameters
     ----------
@@ -71,7 +71,7 @@ def retain(
     retained:
         What the last offset retained.
     assigned:
-        Every (cluster, topic) of the current assignment.
+        Every (cluster, topic) of the current subscription.
     retention_ms:
         ``removedClusterRetentionMs``; 0 retains no removed pair (and drops the removed pairs a
         checkpoint retained). Pairs kept without expiry stay whatever it is.

@@ -8,7 +8,7 @@ applies (change where a new cluster, topic or partition starts here, and only he
    until now (:meth:`StartPolicy.resume`, before reconciliation; which offsets stay retained,
    and for how long, is the bookkeeping of :mod:`~pyspark_dynamic_kafka.source.driver.retention`);
 2. with ``assignment=group``, the group's *committed offset* for a partition newly assigned
-   (:meth:`StartPolicy.group_start`, which the group planner asks);
+   (:meth:`StartPolicy.group_start`, which the group ownership asks);
 3. with ``archive.path``, where the *archive* hands the partition over to Kafka: its largest
    archived offset + 1, or ``archive.switchTimestamp`` (:func:`archive_rule`);
 4. the position the *options* name for this very partition (JSON ``startingOffsets``, ...);
@@ -25,7 +25,8 @@ A stream's start uses all of them; a partition that appears while a stream runs 
 
 **The policy.** :class:`StartPolicy` composes the seven steps for a stream: the stream pipeline
 asks it what resumes (step 1) and which rule places the partitions reconciliation meets (steps 3
-to 7), the group planner asks it where a newly assigned partition starts (step 2).
+to 7), the group's ownership (:mod:`~pyspark_dynamic_kafka.source.group.ownership`) asks it
+where a newly assigned partition starts (step 2).
 
 **Rules.** Steps 3 to 7 are one :class:`PositionRule`: :func:`start_rule` (a stream's initial
 offset, a batch read's start; :func:`archive_rule` puts step 3 in front), :func:`discovery_rule`
@@ -59,7 +60,7 @@ from pyspark_dynamic_kafka.position import (
 )
 from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.discovery import ClusterAssignment
+from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 from pyspark_dynamic_kafka.source.driver.listing import (
     OffsetLister,
     TopicPartitionKey,
@@ -250,7 +251,7 @@ class StartPolicy:
 def resolve_positions(
     lister: OffsetLister,
     cluster_id: str,
-    cluster: ClusterAssignment,
+    cluster: ClusterSubscription,
     latest: Mapping[TopicPartitionKey, int],
     rule: PositionRule,
     first_read: bool,

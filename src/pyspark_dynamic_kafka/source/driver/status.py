@@ -1,6 +1,6 @@
 """Driver side: what the stream reader tells monitoring, through Spark's progress reports.
 
-:class:`SourceStatus` follows assignment changes and discovery outcomes and builds the status
+:class:`SourceStatus` follows subscription changes and discovery outcomes and builds the status
 the stream reports beside its latest offsets, in the form
 :mod:`~pyspark_dynamic_kafka.source.contract` declares: ``changes`` holds the last few
 reconciliations that changed what is read (numbered by ``seq``), ``planned`` the offsets the
@@ -18,7 +18,7 @@ from typing import Any
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY, Status
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 
 __all__ = ["SourceStatus", "planned_offsets"]
 
@@ -41,12 +41,12 @@ def planned_offsets(
     return planned
 
 
-def _topics(assignment: Assignment) -> dict[str, list[str]]:
-    return {cluster: sorted(a.topics) for cluster, a in sorted(assignment.items())}
+def _topics(subscription: Subscription) -> dict[str, list[str]]:
+    return {cluster: sorted(a.topics) for cluster, a in sorted(subscription.items())}
 
 
 class SourceStatus:
-    """Follows assignment changes and discovery outcomes; builds the reported status.
+    """Follows subscription changes and discovery outcomes; builds the reported status.
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ class SourceStatus:
         self._subscription = subscription
         self._threshold = threshold
         self._wall = wall
-        self._assignment: dict[str, list[str]] = {}
+        self._read_topics: dict[str, list[str]] = {}  # cluster -> topics, as last observed
         self._changes: list[dict[str, Any]] = []
         self._seq = 0
         self._discovery: dict[str, Any] = {}
@@ -72,7 +72,7 @@ class SourceStatus:
 
     def observe(
         self,
-        assignment: Assignment,
+        subscription: Subscription,
         entered: Mapping[PartitionKey, int],
         failures: int,
         last_success_ms: int | None,
@@ -88,9 +88,9 @@ class SourceStatus:
             "consecutiveFailures": failures,
             "threshold": self._threshold,
         }
-        now = _topics(assignment)
-        before = self._assignment
-        self._assignment = now
+        now = _topics(subscription)
+        before = self._read_topics
+        self._read_topics = now
         pairs_now = {f"{c}/{t}" for c, ts in now.items() for t in ts}
         pairs_before = {f"{c}/{t}" for c, ts in before.items() for t in ts}
         change = {
@@ -116,7 +116,7 @@ class SourceStatus:
         )
         return record
 
-    def plan(self, begin: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]) -> None:
+    def planned(self, begin: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]) -> None:
         """Record the offsets the next micro-batch covers (``end`` is what ``latestOffset``
         returned)."""
         self._planned = planned_offsets(begin, end)
@@ -126,7 +126,7 @@ class SourceStatus:
         if latest is None:
             return None
         status: Status = {
-            "assignment": self._assignment,
+            "assignment": self._read_topics,
             "discovery": self._discovery,
             "changes": self._changes,
             "planned": self._planned,

@@ -1,6 +1,6 @@
 """The driver -> executor contract: what one Spark task carries to read its records.
 
-The driver plans (:mod:`~pyspark_dynamic_kafka.source.driver.planning`) and Spark pickles each
+The driver plans (:mod:`~pyspark_dynamic_kafka.source.driver.task_packing`) and Spark pickles each
 :class:`ReadTask` to an executor, where
 :func:`~pyspark_dynamic_kafka.source.executor.read.read_task` reads
 it. A task holds exact offset ranges, each range's cluster client properties and the few settings

@@ -3,7 +3,7 @@ them, and the end of the query.
 
 :class:`HandoffWatcher` takes the listener's reports in (:mod:`~pyspark_dynamic_kafka.source.
 group.handoff`) in a thread of its own and hands each completed micro-batch's end offset over
-(to :meth:`~pyspark_dynamic_kafka.source.group.planner.GroupPlanner.completed`, which commits
+(to :meth:`~pyspark_dynamic_kafka.source.group.ownership.GroupOwnership.completed`, which commits
 it); at a stop it waits, briefly, for the listener's word on the last one.
 :func:`stop_on_sigterm` runs that stop when Spark ends the source's process.
 """
@@ -91,8 +91,8 @@ class Stoppable(Protocol):
         """Commit what is due and leave the groups."""
 
 
-def stop_on_sigterm(planner: Stoppable) -> None:
-    """Shut ``planner`` down when the process gets SIGTERM, then exit.
+def stop_on_sigterm(ownership: Stoppable) -> None:
+    """Shut ``ownership`` down when the process gets SIGTERM, then exit.
 
     At a ``query.stop()`` Spark sends SIGTERM to the source's Python process (twice, a few
     milliseconds apart, on PySpark 4.3), whose default action ends it before anything else
@@ -105,7 +105,7 @@ def stop_on_sigterm(planner: Stoppable) -> None:
 
     def handle(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # Spark sends it twice: finish the first
-        planner.shutdown()
+        ownership.shutdown()
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, handle)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.group.committer import AdminSource, OffsetCommitter
 
 __all__ = ["GroupCommits"]
@@ -48,17 +48,17 @@ class GroupCommits:
         )
         self._properties: dict[str, FrozenProperties] = {}
 
-    def submit(self, position: Mapping[PartitionKey, int], assignment: Assignment) -> None:
+    def submit(self, position: Mapping[PartitionKey, int], subscription: Subscription) -> None:
         """Commit ``position`` (next offset of every partition) in the background.
 
-        A cluster no longer in ``assignment`` is committed with the properties it had while it
+        A cluster no longer in ``subscription`` is committed with the properties it had while it
         was; once ``position`` no longer holds it, it is forgotten.
         """
-        self._properties.update({c: a.properties for c, a in assignment.items()})
+        self._properties.update({c: a.properties for c, a in subscription.items()})
         by_cluster: dict[str, dict[tuple[str, int], int]] = {}
         for (cluster, topic, partition), offset in position.items():
             by_cluster.setdefault(cluster, {})[(topic, partition)] = offset
-        gone = {c for c in self._properties if c not in by_cluster and c not in assignment}
+        gone = {c for c in self._properties if c not in by_cluster and c not in subscription}
         for cluster in gone:
             del self._properties[cluster]
         self.committer.forget(gone)

@@ -5,7 +5,7 @@
   ``commitOffsetsToKafka`` the query's position is committed to ``kafka.group.id``
   (:mod:`~pyspark_dynamic_kafka.source.group.query_commits`).
 - :class:`GroupAssigned` (``assignment=group``): the partitions Kafka's consumer group assigns
-  to this query (:mod:`~pyspark_dynamic_kafka.source.group.planner`).
+  to this query (:mod:`~pyspark_dynamic_kafka.source.group.ownership`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import Offsets, PartitionSelection
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
@@ -27,7 +27,7 @@ from pyspark_dynamic_kafka.source.driver.reconcile import Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, StartPolicy
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 from pyspark_dynamic_kafka.source.group.coordinator import stop_on_sigterm
-from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
+from pyspark_dynamic_kafka.source.group.ownership import GroupOwnership
 from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
 
 __all__ = ["AllPartitions", "GroupAssigned", "partition_selection"]
@@ -62,14 +62,16 @@ class AllPartitions(PartitionSelection):
         check_named_partitions([driver.options.starting], offsets)
         return offsets
 
-    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
-        return driver.reconcile(previous, self._discovered, assignment=assignment)
+    def select(
+        self, driver: ClusterView, previous: Offsets, subscription: Subscription
+    ) -> Reconciled:
+        return driver.reconcile(previous, self._discovered, subscription=subscription)
 
-    def submit(self, previous: Offsets, assignment: Assignment) -> None:
+    def submit(self, previous: Offsets, subscription: Subscription) -> None:
         if self._options.commit_offsets_to_kafka:
             if self._commits is None:
                 self._commits = GroupCommits(self._options, admins=self._lister.admin_with)
-            self._commits.submit(previous, assignment)
+            self._commits.submit(previous, subscription)
 
 
 class GroupAssigned(PartitionSelection):
@@ -82,30 +84,32 @@ class GroupAssigned(PartitionSelection):
         self._options = options
         self._lister = lister
         self._policy = policy
-        self._planner: GroupPlanner | None = None
+        self._ownership: GroupOwnership | None = None
         self._batches = 0
 
-    def _group(self) -> GroupPlanner:
-        if self._planner is None:
-            self._planner = GroupPlanner(self._lister, self._policy)
-            stop_on_sigterm(self._planner)
-        return self._planner
+    def _group(self) -> GroupOwnership:
+        if self._ownership is None:
+            self._ownership = GroupOwnership(self._lister, self._policy)
+            stop_on_sigterm(self._ownership)
+        return self._ownership
 
     def initial(self, driver: ClusterView, rule: PositionRule) -> dict[PartitionKey, int]:
         group = self._group()  # the partitions it assigns, at its offsets where it has some
-        assignment = driver.assignment()
-        state = driver.reconcile({}, rule, entering=False, assignment=assignment)
+        subscription = driver.subscription()
+        state = driver.reconcile({}, rule, entering=False, subscription=subscription)
         check_named_partitions([driver.options.starting], state.offsets)  # all, not only owned
-        offsets = group.plan({}, state.offsets, assignment)[0]
+        offsets = group.owned_offsets({}, state.offsets, subscription)[0]
         group.planned(offsets)
         return offsets
 
-    def select(self, driver: ClusterView, previous: Offsets, assignment: Assignment) -> Reconciled:
-        # GroupPlanner.plan commits ``previous`` to the group first: nothing to submit
+    def select(
+        self, driver: ClusterView, previous: Offsets, subscription: Subscription
+    ) -> Reconciled:
+        # GroupOwnership.owned_offsets commits ``previous`` to the group first: nothing to submit
         group = self._group()  # newly assigned: where the group is, else at the start rule's
         rule = self._policy.assigned
-        state = driver.reconcile(previous, rule, entering=False, assignment=assignment)
-        state.offsets, state.entered = group.plan(previous, state.offsets, assignment)
+        state = driver.reconcile(previous, rule, entering=False, subscription=subscription)
+        state.offsets, state.entered = group.owned_offsets(previous, state.offsets, subscription)
         return state
 
     def settle(
@@ -128,13 +132,13 @@ class GroupAssigned(PartitionSelection):
                 UNHEARD_BATCHES,
             )
 
-    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+    def trim(self, ranges: Sequence[OffsetRange], subscription: Subscription) -> list[OffsetRange]:
         # a replayed micro-batch may hold partitions others read meanwhile
-        return self._group().trim(ranges, assignment)
+        return self._group().trim(ranges, subscription)
 
     def report(self, status: dict[str, Any]) -> None:
-        if self._planner is not None:  # where the listener reports completed micro-batches
-            status[STATUS_KEY]["handoff"] = self._planner.inbox.path
+        if self._ownership is not None:  # where the listener reports completed micro-batches
+            status[STATUS_KEY]["handoff"] = self._ownership.inbox.path
 
     def available_now(self) -> None:
         raise OptionsError(
@@ -144,8 +148,8 @@ class GroupAssigned(PartitionSelection):
         )
 
     def stop(self) -> None:
-        if self._planner is not None:
-            self._planner.shutdown()
+        if self._ownership is not None:
+            self._ownership.shutdown()
 
 
 _SELECTIONS: Mapping[

@@ -1,8 +1,9 @@
 """Driver side of ``assignment=group``: plan only the partitions Kafka's consumer group assigns.
 
 For every cluster of the subscription the reader is a member of ``kafka.group.id`` there
-(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMembers`). :class:`GroupPlanner` turns
-the offsets reconciliation found for *every* partition into the offsets of this query:
+(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMembers`).
+:class:`GroupOwnership` turns the offsets reconciliation found for *every* partition into the
+offsets of the partitions this query owns:
 
 - **Partitions it owns and planned before** continue from the checkpoint.
 - **A partition newly assigned** starts where the start policy says: at the group's committed
@@ -14,7 +15,7 @@ the offsets reconciliation found for *every* partition into the offsets of this 
   next ``latestOffset(start)`` commits ``start`` to the group, releases it and leaves it out.
 - **Completed micro-batches** reach the group as soon as the driver's listener reports them
   (:mod:`~pyspark_dynamic_kafka.source.group.coordinator`), at the latest at the next trigger;
-  so does the last one before a ``query.stop()``: :meth:`GroupPlanner.shutdown` waits for it,
+  so does the last one before a ``query.stop()``: :meth:`GroupOwnership.shutdown` waits for it,
   then leaves every group, so the partitions move at once.
 
 Commits go through the member (a group with members refuses the admin API's commits) and only
@@ -31,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.driver.discovery import Assignment
+from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
@@ -39,7 +40,7 @@ from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 from pyspark_dynamic_kafka.source.group.coordinator import HandoffWatcher
 from pyspark_dynamic_kafka.source.group.membership import GroupMembers
 
-__all__ = ["GroupPlanner"]
+__all__ = ["GroupOwnership"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ _log = logging.getLogger(__name__)
 _KEPT_PLANS = 32
 
 
-class GroupPlanner:
+class GroupOwnership:
     """The group members of one query and what they let it read.
 
     Parameters
@@ -74,10 +75,10 @@ class GroupPlanner:
         self.inbox = self._handoff.inbox
 
     # ------------------------------------------------------------------ membership
-    def sync(self, assignment: Assignment) -> None:
-        """Join the group on clusters added to ``assignment``, leave it on clusters removed."""
+    def sync(self, subscription: Subscription) -> None:
+        """Join the group on clusters added to ``subscription``, leave it on clusters removed."""
         with self._lock:
-            for cluster_id in self._members.sync(assignment):
+            for cluster_id in self._members.sync(subscription):
                 self._forget(cluster_id)
 
     def _forget(self, cluster_id: str) -> None:
@@ -86,11 +87,11 @@ class GroupPlanner:
             self._committed.pop(key, None)
 
     # ------------------------------------------------------------------ planning
-    def plan(
+    def owned_offsets(
         self,
         previous: Mapping[PartitionKey, int],
         available: Mapping[PartitionKey, int],
-        assignment: Assignment,
+        subscription: Subscription,
     ) -> tuple[dict[PartitionKey, int], dict[PartitionKey, int]]:
         """The offsets of this query's partitions among ``available`` (every partition).
 
@@ -100,13 +101,13 @@ class GroupPlanner:
         """
         with self._lock:
             self._commit({k: v for k, v in previous.items() if k in self._planned})
-            self.sync(assignment)  # after the commit: a removed cluster got its offsets
+            self.sync(subscription)  # after the commit: a removed cluster got its offsets
             for _, member in self._members.items():
                 member.release(member.revoking())
             owned = self._members.owned()
             offsets = {k: v for k, v in available.items() if k in owned and k in self._planned}
             acquired = sorted(k for k in available if k in owned and k not in self._planned)
-            group = self._group_offsets(acquired, assignment)
+            group = self._group_offsets(acquired, subscription)
             entered: dict[PartitionKey, int] = {}
             for key in acquired:
                 resumed = group.get(key)
@@ -141,7 +142,7 @@ class GroupPlanner:
             self._plans = [*self._plans, (index, dict(end))][-_KEPT_PLANS:]
             self._last_end = dict(end)
 
-    def trim(self, ranges: Sequence[OffsetRange], assignment: Assignment) -> list[OffsetRange]:
+    def trim(self, ranges: Sequence[OffsetRange], subscription: Subscription) -> list[OffsetRange]:
         """The parts of ``ranges`` this query may read.
 
         Ranges of a micro-batch it planned itself are kept. A micro-batch planned by an earlier
@@ -151,14 +152,14 @@ class GroupPlanner:
         with self._lock:
             if all((r.cluster, r.topic, r.partition) in self._planned for r in ranges):
                 return list(ranges)
-            self.sync(assignment)
+            self.sync(subscription)
             owned = self._members.owned()
             foreign = [
                 k
                 for k in ((r.cluster, r.topic, r.partition) for r in ranges)
                 if k not in self._planned and k in owned
             ]
-            group = self._group_offsets(foreign, assignment)
+            group = self._group_offsets(foreign, subscription)
             kept = []
             for r in ranges:
                 key = (r.cluster, r.topic, r.partition)
@@ -178,12 +179,12 @@ class GroupPlanner:
             return kept
 
     def _group_offsets(
-        self, keys: Sequence[PartitionKey], assignment: Assignment
+        self, keys: Sequence[PartitionKey], subscription: Subscription
     ) -> dict[PartitionKey, int]:
         result: dict[PartitionKey, int] = {}
         for cluster_id in sorted({k[0] for k in keys}):
             member = self._members.get(cluster_id)
-            cluster = assignment.get(cluster_id)
+            cluster = subscription.get(cluster_id)
             if member is None or cluster is None:
                 continue
             pairs = [(t, p) for c, t, p in keys if c == cluster_id]

@@ -1,4 +1,4 @@
-"""``assignment=group`` without Spark: two readers' group planners (two "apps") on one real
+"""``assignment=group`` without Spark: two readers' group ownerships (two "apps") on one real
 cluster, driven trigger by trigger as the stream reader drives them, so each handoff step is
 checked exactly: a revoked partition waits for its micro-batch's commit, the next owner starts
 at the committed offset, a stop hands everything over at once."""
@@ -17,28 +17,30 @@ from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
-from pyspark_dynamic_kafka.source.group.planner import GroupPlanner
+from pyspark_dynamic_kafka.source.group.ownership import GroupOwnership
 
 Offsets = dict[PartitionKey, int]
 
 
 class App:
-    """What a stream reader does with its planner at each trigger."""
+    """What a stream reader does with its group ownership at each trigger."""
 
     def __init__(self, options: Any) -> None:
         self.options = options
-        self.assignment = Discovery(options).current()
+        self.subscription = Discovery(options).current()
         self.lister = OffsetLister(options)
         self.policy = StartPolicy.of(options)
-        self.planner = GroupPlanner(self.lister, self.policy)
+        self.ownership = GroupOwnership(self.lister, self.policy)
         self.end: Offsets = {}
         self.read: list[tuple[PartitionKey, int, int]] = []
 
     def trigger(self) -> Offsets:
         """latestOffset(start=end of the last batch), then the batch runs and completes."""
-        available = reconcile(self.assignment, self.end, self.lister, self.policy.assigned).offsets
-        offsets, _ = self.planner.plan(self.end, available, self.assignment)
-        self.planner.planned(offsets)
+        available = reconcile(
+            self.subscription, self.end, self.lister, self.policy.assigned
+        ).offsets
+        offsets, _ = self.ownership.owned_offsets(self.end, available, self.subscription)
+        self.ownership.planned(offsets)
         for key, stop in offsets.items():
             if key in self.end and stop > self.end[key]:
                 self.read.append((key, self.end[key], stop))
@@ -58,7 +60,7 @@ def _until(app: App, condition: Any, what: str) -> None:
     wait_until(step, timeout=300, what=what)
 
 
-def test_two_planners_share_and_hand_over_exactly(estate: EstateFactory) -> None:
+def test_two_ownerships_share_and_hand_over_exactly(estate: EstateFactory) -> None:
     if on_tansu():
         pytest.skip("consumer group rebalancing is Apache Kafka's (Tansu: not checked)")
     setup = estate("east", partitions=4)
@@ -66,7 +68,7 @@ def test_two_planners_share_and_hand_over_exactly(estate: EstateFactory) -> None
     options = parse_options(
         setup.options(
             assignment="group",
-            **{"kafka.group.id": "planners", "kafka.session.timeout.ms": "10000"},
+            **{"kafka.group.id": "owners", "kafka.session.timeout.ms": "10000"},
         )
     )
     produce(east, "orders", [f"a{i}" for i in range(40)], partitions=4)
@@ -94,11 +96,11 @@ def test_two_planners_share_and_hand_over_exactly(estate: EstateFactory) -> None
     # The second app stops: its last batch is committed, it leaves, the first takes over.
     produce(east, "orders", [f"c{i}" for i in range(40)], partitions=4)
     second.trigger()
-    second.planner.completed(second.end)  # what the listener reports
-    second.planner.shutdown()
+    second.ownership.completed(second.end)  # what the listener reports
+    second.ownership.shutdown()
     _until(first, lambda: len(first.end) == 4, "the first app owning everything again")
     first.trigger()
-    first.planner.shutdown()
+    first.ownership.shutdown()
     assert first.end == {("east", "orders", p): 30 for p in range(4)}
 
     everything = [(("east", "orders", p), o) for p in range(4) for o in range(30)]

@@ -22,8 +22,8 @@ from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 __all__ = [
     "new_group_id",
     "offset_ranges",
-    "plan_query_tasks",
-    "plan_tasks",
+    "pack_query_tasks",
+    "pack_tasks",
     "task_properties",
 ]
 
@@ -74,7 +74,7 @@ def offset_ranges(
     return ranges
 
 
-def plan_tasks(
+def pack_tasks(
     ranges: Iterable[OffsetRange],
     properties: Mapping[str, FrozenProperties],
     settings: ReadSettings,
@@ -151,7 +151,7 @@ def new_group_id(options: SourceOptions) -> str:
     return f"{options.group_id_prefix}-{uuid.uuid4().hex}"
 
 
-def plan_query_tasks(
+def pack_query_tasks(
     ranges: Iterable[OffsetRange],
     properties: Mapping[str, Mapping[str, str]],
     options: SourceOptions,
@@ -183,7 +183,7 @@ def plan_query_tasks(
         generation=generation,
         native_clusters=native_clusters(options.reader, carried),
     )
-    return plan_tasks(
+    return pack_tasks(
         ranges,
         carried,
         settings,

@@ -61,7 +61,7 @@ def test_validate(billing: dict[str, Any], tmp_path: Path) -> None:
         "  clusters.east: missing required property 'bootstrap.servers'; add "
         "'bootstrap.servers: host:port[,host:port]' for this cluster.",
         "  streams.orders[0].x: unknown key 'x'. Allowed keys in a stream entry: cluster, "
-        "topics, startingOffsets.",
+        "topics, startingOffsets, write.",
         "  streams.orders[0].cluster: unknown cluster 'west': it is not listed under 'clusters' "
         "(known: 'east'). Did you mean 'east'? Add it under 'clusters' or fix the name.",
     ]

@@ -74,7 +74,10 @@ def test_a_cluster_down_when_a_commit_is_due_does_not_stop_the_query(
     group = f"billing-{uuid.uuid4().hex[:8]}"
     options = setup.options(
         **{"kafka.group.id": group, "commitOffsetsToKafka": "true",
-           "kafkaAdmin.requestTimeoutMs": "3000", "fetchOffset.numRetries": "0"}
+           "kafkaAdmin.requestTimeoutMs": "3000", "fetchOffset.numRetries": "0",
+           # west is down for as long as the steps below take on a loaded machine: the query
+           # must not give west up meanwhile (test_cluster_outage tests that timeout)
+           "unreachableClusterTimeoutMs": "-1"}
     )  # fmt: skip
     values = produce(setup["east"], "orders", numbered("e", 6), 2)
     values += produce(setup["west"], "orders", numbered("w", 4), 2)

@@ -3,8 +3,7 @@ with failOnDataLoss=false a topic recreated with fewer partitions (offsets went 
 vanished) is skipped to its earliest offsets and the query keeps reading.
 
 Records deleted under a range (retention, DeleteRecords) are reported exactly on both readers:
-with failOnDataLoss=false the warning names the offsets really lost, from the range's next
-offset to the earliest one still available, and reading resumes there.
+test_read.py::test_offsets_out_of_range_fail_or_resume.
 
 Removal through the metadata is never data loss: see test_streaming_core.py, whose topic and
 cluster removals run with the default failOnDataLoss=true.
@@ -13,7 +12,6 @@ cluster removals run with the default failOnDataLoss=true.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,19 +20,13 @@ from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
     MemoryQuery,
-    delete_records,
     memory_query,
     numbered,
     produce,
-    requires_kafka,
     wait_until,
 )
 
-from pyspark_dynamic_kafka.errors import DataLossError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.executor.native import core
-from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 #: The readers a task can use: the compiled core only where it is installed (make setup NATIVE=1).
@@ -88,44 +80,3 @@ def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
             what="the offset of the recreated topic",
         )
         assert query.query.isActive and query.query.exception() is None
-
-
-def _read_range(
-    cluster: BaseKafkaCluster, reader: str, start: int, end: int, fail: bool
-) -> list[int]:
-    """The offsets a task reads of ``orders``/0 [start, end) with ``reader``."""
-    name = cluster.name
-    settings = ReadSettings(
-        60_000,
-        0,  # no pooled consumer outlives the test
-        frozenset({name}),
-        fail_on_data_loss=fail,
-        native_clusters=frozenset({name}) if reader == "native" else frozenset(),
-    )
-    properties = FrozenProperties({"bootstrap.servers": cluster.bootstrap_servers})
-    task = ReadTask((OffsetRange(name, "orders", 0, start, end),), {name: properties}, settings)
-    return [o for batch in read_task(task) for o in batch["offset"].to_pylist()]
-
-
-@requires_kafka("DeleteRecords")
-@pytest.mark.parametrize("reader", READERS)
-def test_deleted_records_are_reported_exactly_on_both_readers(
-    kafka_clusters: Any, reader: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("orders", partitions=1)
-    east.produce("orders", [(None, f"v{i}") for i in range(250)], partition=0)
-    delete_records(east, "orders", {0: 150})  # records [0, 150) are gone
-
-    with pytest.raises(DataLossError) as failed:
-        _read_range(east, reader, 100, 200, fail=True)
-    assert "Data loss: offsets [100, 200) of east/orders/0 cannot be read" in str(failed.value)
-
-    with caplog.at_level(logging.WARNING):
-        offsets = _read_range(east, reader, 100, 200, fail=False)
-        gone = _read_range(east, reader, 20, 80, fail=False)  # nothing of it is left
-    assert offsets == list(range(150, 200)) and gone == []
-    warnings = [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
-    assert len(warnings) == 2, warnings
-    assert "offsets [100, 150) of east/orders/0: they are no longer available" in warnings[0]
-    assert "offsets [20, 80) of east/orders/0: they are no longer available" in warnings[1]

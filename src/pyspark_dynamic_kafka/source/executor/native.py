@@ -14,6 +14,7 @@ executor reads those clusters with :func:`read_native` (it never re-parses optio
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from collections.abc import Iterator, Mapping
@@ -35,11 +36,6 @@ _log = logging.getLogger(__name__)
 READERS = ("auto", "native", "python")
 #: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
 _LOGGED: set[tuple[str, str]] = set()
-#: :func:`native_problem`'s answer per properties value: planning asks at every micro-batch,
-#: and the answer for the same properties does not change within a process.
-_PROBLEMS: dict[tuple[tuple[str, str], ...], str | None] = {}
-#: The most answers kept (a long-running driver whose properties keep changing starts over).
-_MAX_PROBLEMS = 256
 
 
 def core() -> ModuleType | None:
@@ -53,17 +49,14 @@ def core() -> ModuleType | None:
 def native_problem(properties: Mapping[str, str]) -> str | None:
     """Why the native reader cannot read a cluster with these client properties, or ``None``
     (asked of librdkafka once per properties value)."""
-    key = tuple(sorted(properties.items()))
-    if key in _PROBLEMS:
-        return _PROBLEMS[key]
-    problem = _problem(properties)
-    if len(_PROBLEMS) >= _MAX_PROBLEMS:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = problem
-    return problem
+    return _problem(tuple(sorted(properties.items())))
 
 
-def _problem(properties: Mapping[str, str]) -> str | None:
+# planning asks at every micro-batch, and the answer for the same properties does not change
+# within a process: the last 256 answers are kept
+@functools.lru_cache(maxsize=256)
+def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
+    properties = dict(items)
     module = core()
     if module is None:
         return "the compiled core (pyspark-dynamic-kafka-core) is not installed"

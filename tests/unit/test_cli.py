@@ -326,3 +326,99 @@ def test_validate_suggests_client_property_and_position_names(
 ) -> None:
     assert main(["validate", str(meta)]) == 1
     assert suggestion in capsys.readouterr().err
+
+
+def write_move(path: Path, stream: str, source: str, target: str) -> list[str]:
+    """The arguments of ``dynamic-kafka move --write``: only the write marker moves."""
+    return ["move", stream, "--write", "--from", source, "--to", target, "--metadata", str(path)]
+
+
+@pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
+def test_move_write_flips_the_marker_and_keeps_every_other_byte(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """payments is on east and west, none marked (no write route): --write marks west, then
+    east; only the ``write`` lines change, comments and both entries stay."""
+    west = "    - cluster: west   # since May\n      topics: [payments]\n"
+    east = "    - cluster: east\n      topics:\n        - payments-v1\n"
+    assert main(write_move(meta, "payments", "east", "west")) == 0
+    out = capsys.readouterr()
+    assert out.out == (
+        f"Moved the writes of stream 'payments' from 'east' to 'west' in {meta}:\n"
+        "payments: east [payments-v1]; west [payments] (write)\n"
+    )
+    assert out.err == ""
+    assert meta.read_text() == COMMENTED.replace(west, west + "      write: true\n")
+    assert main(write_move(meta, "payments", "west", "east")) == 0
+    assert "payments: east [payments-v1] (write); west [payments]\n" in capsys.readouterr().out
+    assert meta.read_text() == COMMENTED.replace(east, east + "      write: true\n")
+    streams = load_metadata_file(meta).streams
+    assert {c: s.write for c, s in streams["payments"].clusters.items()} == {
+        "east": True,
+        "west": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["nope", "--from", "east", "--to", "west"],
+            "error: Stream 'nope' is not in the metadata (known streams: 'orders', 'payments', "
+            "'audit').\n",
+        ),
+        (
+            ["audit", "--from", "east", "--to", "west"],
+            "error: Stream 'audit' has no entry on cluster 'west', which its writes go to (it is "
+            "on: 'east'). Add an entry for the stream on 'west' first.\n",
+        ),
+        (
+            ["payments", "--from", "north", "--to", "west"],
+            "error: Stream 'payments' has no entry on cluster 'north', which its writes leave (it "
+            "is on: 'east', 'west'). Add an entry for the stream on 'north' first.\n",
+        ),
+        (
+            ["payments", "--from", "west", "--to", "west"],
+            "error: Cannot move the writes of stream 'payments' from cluster 'west' to itself: "
+            "name two different clusters.\n",
+        ),
+    ],
+)
+@pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
+def test_move_write_errors_name_the_stream_and_cluster_and_leave_the_file_alone(
+    meta: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["move", argv[0], "--write", *argv[1:], "--metadata", str(meta)]) == 1
+    assert capsys.readouterr() == ("", message)
+    assert meta.read_text() == COMMENTED
+
+
+@pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
+def test_move_write_refuses_a_source_that_is_not_written(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(write_move(meta, "payments", "east", "west")) == 0
+    capsys.readouterr()
+    marked = meta.read_text()
+    assert main(write_move(meta, "payments", "east", "west")) == 1
+    assert capsys.readouterr().err == (
+        "error: The writes of stream 'payments' go to cluster 'west', not 'east': move them "
+        "from 'west' (the cluster of its entry marked 'write: true').\n"
+    )
+    assert meta.read_text() == marked
+
+
+@pytest.mark.parametrize("metadata_text", [FLOW], indirect=True)
+def test_move_write_in_a_flow_sequence_and_its_dry_run(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*write_move(meta, "s", "east", "west"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "Dry run: moving the writes of stream 's' from 'east' to 'west' would change"
+    )
+    assert meta.read_text() == FLOW
+    assert main(write_move(meta, "s", "east", "west")) == 0
+    assert meta.read_text() == FLOW.replace(
+        "{cluster: west, topics: [b]}", '{"cluster": "west", "topics": ["b"], "write": true}'
+    )

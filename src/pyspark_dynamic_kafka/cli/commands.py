@@ -33,6 +33,7 @@ examples:
   dynamic-kafka describe --metadata https://metadata.example.com --pattern '^orders' --json
   dynamic-kafka move orders --from east --to west --metadata http://127.0.0.1:8080 \\
       --token-file token.txt
+  dynamic-kafka move orders --write --from east --to west --metadata streams.yaml
   dynamic-kafka serve --metadata streams.yaml --port 8080 --token-file token.txt
   dynamic-kafka report metrics.jsonl --out report/
 """
@@ -101,11 +102,13 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _move(args: argparse.Namespace) -> int:
-    """Move a stream's topics from one cluster to another, in one atomic edit.
+    """Move a stream's topics (or, with --write, its writes) from one cluster to another.
 
-    Move a stream's topics from cluster --from to cluster --to in one atomic edit: a file is
-    rewritten atomically (temp file + rename), its comments and formatting kept outside the
-    changed entries; a service is written with If-Match so that no concurrent edit is lost.
+    Move a stream's topics from cluster --from to cluster --to in one atomic edit, or with
+    --write only its write marker (writers produce to --to from their next micro-batch; readers
+    keep reading both clusters): a file is rewritten atomically (temp file + rename), its
+    comments and formatting kept outside the changed entries; a service is written with If-Match
+    so that no concurrent edit is lost.
     """
     location = _location(args)
     if args.check_drained:
@@ -116,19 +119,20 @@ def _move(args: argparse.Namespace) -> int:
             service.close()
         check_drained(stream, args.source, args.check_drained, args.timeout_ms, args.metadata)
         print(f"Group {args.check_drained!r} has drained {args.stream!r} on {args.source!r}.")
-    move = location.move(args.stream, args.source, args.target, dry_run=args.dry_run)
+    move = location.move(
+        args.stream, args.source, args.target, dry_run=args.dry_run, writes_only=args.write
+    )
+    what = f"the writes of stream {args.stream!r}" if args.write else f"stream {args.stream!r}"
     if args.dry_run:
         print(
-            f"Dry run: moving {args.stream!r} from {args.source!r} to {args.target!r} would "
+            f"Dry run: moving {what} from {args.source!r} to {args.target!r} would "
             f"change {args.metadata} so (nothing written):"
         )
         sys.stdout.write(move.diff)
         if not move.layout_kept:
             print("(the file would be rewritten whole: its comments and formatting are lost)")
         return 0
-    print(
-        f"Moved stream {args.stream!r} from {args.source!r} to {args.target!r} in {args.metadata}:"
-    )
+    print(f"Moved {what} from {args.source!r} to {args.target!r} in {args.metadata}:")
     render_streams(move.streams, Console())
     if not move.layout_kept:
         _stderr(
@@ -243,6 +247,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     move.add_argument(
         "--to", dest="target", required=True, metavar="CLUSTER", help="cluster it goes to"
+    )
+    move.add_argument(
+        "--write",
+        action="store_true",
+        help="move only the stream's write marker ('write: true'): both clusters stay listed, "
+        "writers produce to --to from their next micro-batch",
     )
     move.add_argument(
         "--dry-run",

@@ -16,6 +16,7 @@ from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadata
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.metadata.tokens import load_token
+from pyspark_dynamic_kafka.metadata.write_marker import flipped_entries
 
 __all__ = ["TOKEN_ENV", "MetadataLocation", "Move", "select_streams"]
 
@@ -96,28 +97,37 @@ class MetadataLocation:
             )
         return FileMetadataService(self.location)
 
-    def move(self, stream_id: str, source: str, target: str, dry_run: bool = False) -> Move:
-        """Move a stream's topics from cluster ``source`` to ``target`` in one atomic edit.
+    def move(
+        self,
+        stream_id: str,
+        source: str,
+        target: str,
+        dry_run: bool = False,
+        writes_only: bool = False,
+    ) -> Move:
+        """Move a stream's topics (with ``writes_only``, only its write marker) from cluster
+        ``source`` to ``target`` in one atomic edit.
 
         For a file: under the file's edit lock, written with temp file + rename, the file's
         comments and formatting kept outside the changed entries. For a URL: the stream is read
         and written back with ``If-Match`` (re-done if it changed in between). With ``dry_run``
         nothing is written: the answer says what would change.
         """
+        edit = flipped_entries if writes_only else moved_entries
         service = self.service()
         try:
             if isinstance(service, HttpMetadataService):
                 entries, _ = service.get_stream(stream_id)
                 if dry_run:
-                    moved = moved_entries(entries, stream_id, source, target)
+                    moved = edit(entries, stream_id, source, target)
                 else:
                     moved = service.update_stream(
-                        stream_id, lambda e: moved_entries(e, stream_id, source, target)
+                        stream_id, lambda e: edit(e, stream_id, source, target)
                     )
                 name = f"{self.location} stream {stream_id}"
                 diff = _diff(json.dumps(entries, indent=2), json.dumps(moved, indent=2), name)
                 return Move({} if dry_run else service.describe_streams([stream_id]), diff)
-            done = move_in_file(self.location, stream_id, source, target, write=not dry_run)
+            done = move_in_file(self.location, stream_id, source, target, not dry_run, writes_only)
             return Move(
                 {stream_id: done.parsed.streams[stream_id]},
                 _diff(done.before, done.after, self.location),

@@ -60,10 +60,11 @@ def render_report(report: Report, console: Console) -> None:
 
 
 def render_streams(streams: Mapping[str, KafkaStream], console: Console) -> None:
-    """Print each stream's clusters and topics (one line per cluster)."""
+    """Print each stream's clusters and topics on one line, ``(write)`` after the cluster
+    marked ``write: true``."""
     for stream_id, stream in streams.items():
         parts = [
-            f"{cid} [{', '.join(sorted(c.topics)) or 'no topics'}]"
+            f"{cid} [{', '.join(sorted(c.topics)) or 'no topics'}]{' (write)' if c.write else ''}"
             for cid, c in stream.clusters.items()
         ]
         line = f"{stream_id}: {'; '.join(parts) or 'no cluster'}"

@@ -31,6 +31,7 @@ from pyspark_dynamic_kafka.metadata.file import (
     write_metadata_text,
 )
 from pyspark_dynamic_kafka.metadata.text_edit import replace_entries
+from pyspark_dynamic_kafka.metadata.write_marker import flipped_entries
 
 try:  # POSIX; elsewhere edits of one file are not serialized between processes
     import fcntl
@@ -44,6 +45,7 @@ __all__ = [
     "metadata_file_lock",
     "move_in_file",
     "move_stream",
+    "move_writes",
     "moved_entries",
     "put_cluster",
     "remove_cluster",
@@ -233,6 +235,20 @@ def move_stream(parsed: ParsedMetadata, stream_id: str, source: str, target: str
     return replace_stream(parsed, stream_id, moved_entries(entries, stream_id, source, target))
 
 
+def move_writes(parsed: ParsedMetadata, stream_id: str, source: str, target: str) -> ParsedMetadata:
+    """Move a stream's write marker from cluster ``source`` to ``target`` (both listed).
+
+    Raises
+    ------
+    MetadataNotFoundError
+        When the stream is not in the metadata.
+    MetadataValidationError
+        As :func:`~pyspark_dynamic_kafka.metadata.write_marker.flipped_entries`.
+    """
+    entries = stream_entries(parsed, stream_id)
+    return replace_stream(parsed, stream_id, flipped_entries(entries, stream_id, source, target))
+
+
 @contextlib.contextmanager
 def metadata_file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the lock that serializes edits of one metadata file between processes.
@@ -290,11 +306,17 @@ class FileMove:
 
 
 def move_in_file(
-    path: str | os.PathLike[str], stream_id: str, source: str, target: str, write: bool = True
+    path: str | os.PathLike[str],
+    stream_id: str,
+    source: str,
+    target: str,
+    write: bool = True,
+    writes_only: bool = False,
 ) -> FileMove:
     """Move a stream from cluster ``source`` to ``target`` in a metadata file, keeping the rest
     of the file as it is (comments and formatting; see
     :mod:`~pyspark_dynamic_kafka.metadata.text_edit`), under the file's edit lock and atomically.
+    With ``writes_only`` only the stream's write marker moves (:func:`move_writes`).
 
     Where the text cannot be edited in place, the whole document is written (comments lost):
     ``layout_kept`` says which. With ``write=False`` nothing is written (a dry run).
@@ -302,7 +324,7 @@ def move_in_file(
     Raises
     ------
     MetadataNotFoundError, MetadataValidationError
-        As :func:`move_stream` does; nothing is written.
+        As :func:`move_stream` (or :func:`move_writes`) does; nothing is written.
     MetadataError
         When the file cannot be read or written.
     """
@@ -311,14 +333,17 @@ def move_in_file(
         raw_bytes = target_path.read_bytes()
         bom = "\ufeff" if raw_bytes.startswith(b"\xef\xbb\xbf") else ""
         before = raw_bytes.decode("utf-8-sig")
-        edited = move_stream(load_metadata_file(target_path), stream_id, source, target)
+        apply, entries_edit = (
+            (move_writes, flipped_entries) if writes_only else (move_stream, moved_entries)
+        )
+        edited = apply(load_metadata_file(target_path), stream_id, source, target)
         raw = read_metadata_document(target_path)
         after: str | None = None
         if isinstance(raw, dict) and isinstance(raw.get("streams"), dict):
             entries = raw["streams"].get(stream_id)
             if isinstance(entries, list):
                 expected = copy.deepcopy(raw)
-                expected["streams"][stream_id] = moved_entries(entries, stream_id, source, target)
+                expected["streams"][stream_id] = entries_edit(entries, stream_id, source, target)
                 as_parsed = parse_metadata_document(expected, os.fspath(path))
                 if dump_metadata_document(as_parsed) == dump_metadata_document(edited):
                     after = replace_entries(

@@ -5,6 +5,8 @@ drops comments and formatting. A move changes only a stream's entries; :func:`re
 edits just those in the file's text (YAML, or JSON, which YAML reads too):
 
 - one entry whose cluster alone changes: only that scalar is rewritten;
+- the same clusters in the same order (a write marker flipped): each changed entry is
+  rewritten in place, in its own style;
 - otherwise the first entry on either cluster is rewritten in place (in its own style, block or
   flow) and the other entries on them are deleted, lines and all (block sequences only).
 
@@ -69,6 +71,38 @@ def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
     return first, len(text) if last < 0 else last + 1
 
 
+def _marker_edit(
+    text: str, node: yaml.Node, old: Mapping[str, Any], new: Mapping[str, Any], as_json: bool
+) -> tuple[int, int, str]:
+    """The edit of one entry whose ``write`` key alone changes: in a block mapping just that
+    key's line (comments kept), else the entry rewritten in its own style."""
+    whole = (int(node.start_mark.index), _end(node), _render(new, node, text, as_json))
+    rest = {k: v for k, v in new.items() if k != "write"}
+    if (
+        as_json
+        or not isinstance(node, yaml.MappingNode)
+        or node.flow_style
+        or {k: v for k, v in old.items() if k != "write"} != rest
+    ):
+        return whole
+    key = next((k for k, _ in node.value if getattr(k, "value", None) == "write"), None)
+    value = _value(node, "write")
+    if key is None or value is None:  # no key yet: a line after the entry's last
+        if "write" not in new:
+            return whole
+        line_end = _line_span(text, _end(node), _end(node))[1]
+        indent = " " * int(node.start_mark.column)
+        prefix = "" if text[line_end - 1 : line_end] == "\n" else "\n"
+        return (line_end, line_end, f"{prefix}{indent}write: {json.dumps(new['write'])}\n")
+    if "write" in new:
+        span = (int(value.start_mark.index), int(value.end_mark.index))
+        return (*span, json.dumps(new["write"]))
+    start, end = _line_span(text, int(key.start_mark.index), int(value.end_mark.index))
+    if text[start : int(key.start_mark.index)].strip():
+        return whole  # "- write: true" opens the entry: rewrite it
+    return (start, end, "")
+
+
 def _edits(
     text: str,
     entries: yaml.SequenceNode,
@@ -77,10 +111,18 @@ def _edits(
     clusters: tuple[str, str],
     as_json: bool,
 ) -> list[tuple[int, int, str]] | None:
+    if len(entries.value) != len(before):
+        return None
+    if [e.get("cluster") for e in after] == [e.get("cluster") for e in before]:
+        return [  # the same entries (a write marker flipped): each changed one edited
+            _marker_edit(text, node, old, new, as_json)
+            for node, old, new in zip(entries.value, before, after, strict=True)
+            if old != new
+        ]
     touched = [i for i, e in enumerate(before) if e.get("cluster") in clusters]
     kept = [e for e in before if e.get("cluster") not in clusters]
     merged = [e for e in after if e.get("cluster") in clusters]
-    if not touched or len(merged) != 1 or len(entries.value) != len(before):
+    if not touched or len(merged) != 1:
         return None
     if [e for e in after if e.get("cluster") not in clusters] != kept:
         return None

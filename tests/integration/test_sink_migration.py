@@ -16,6 +16,7 @@ from tests.integration.helpers import EstateFactory, requires_kafka, wait_until
 from tests.integration.sink_records import Record, read_topic, sink_options, write_routes
 
 from pyspark_dynamic_kafka.cli import main
+from pyspark_dynamic_kafka.monitoring import attach
 
 pytestmark = requires_kafka("Kafka transactions (Tansu's are not what this test checks)")
 
@@ -82,6 +83,7 @@ def test_a_stream_written_exactly_once_follows_east_west_east_moves(
         return str(context.getLocalProperty("streaming.sql.batchId")).encode()
 
     checkpoint = tmp_path / "chk"
+    monitor = attach(spark, path=tmp_path / "metrics.jsonl")
     query = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", ROWS_PER_BATCH)
@@ -117,6 +119,9 @@ def test_a_stream_written_exactly_once_follows_east_west_east_moves(
             _phase(query, time.monotonic(), flips[-1][1])
     finally:
         query.stop()
+        # The listener bus is in order: once the query's end is taken in, so is every report.
+        wait_until(lambda: not monitor.listener.states(), what="the listener to see the end")
+        monitor.detach()
     assert query.exception() is None
 
     records = {name: read_topic(setup[name], "orders") for name in ("east", "west")}
@@ -172,3 +177,27 @@ def test_a_stream_written_exactly_once_follows_east_west_east_moves(
         for batch, written in by_batch.items():
             per_run[run_of[batch]] += [int(r.value) for _, r in written if r.key == key]
         assert max(per_run[0]) < min(per_run[1]) and max(per_run[1]) < min(per_run[2]), key
+
+    # The write metrics the listener took in: each micro-batch's exact rows, bytes and cluster.
+    assert monitor.path is not None
+    lines = [json.loads(line) for line in monitor.path.read_text().splitlines()]
+    reported = {line["writes"]["last"]["batchId"]: line["writes"] for line in lines}
+    assert set(range(last)) <= set(reported) <= set(range(last + 1))
+    for batch, writes in reported.items():
+        written = [r for _, r in by_batch[batch]]
+        size = sum(len(r.value) + len(r.key or "") for r in written)
+        assert writes["last"] == {
+            "batchId": batch,
+            "cluster": cluster_of[batch],
+            "rows": {"orders": ROWS_PER_BATCH},
+            "bytes": {"orders": size},
+            "tasks": 2,
+            "skipped": 0,
+            "transactionMs": writes["last"]["transactionMs"],
+        }
+        assert writes["last"]["transactionMs"] > 0
+    final = reported[max(reported)]
+    for name in ("east", "west"):
+        batches = [b for b in reported if cluster_of[b] == name]
+        assert final["clusters"][name]["rowsTotal"] == ROWS_PER_BATCH * len(batches)
+    assert (final["routeSwitches"], final["skippedReplays"]) == (2, 0)

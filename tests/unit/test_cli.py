@@ -359,37 +359,26 @@ def test_move_write_flips_the_marker_and_keeps_every_other_byte(
     }
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (
-            ["nope", "--from", "east", "--to", "west"],
-            "error: Stream 'nope' is not in the metadata (known streams: 'orders', 'payments', "
-            "'audit').\n",
-        ),
-        (
-            ["audit", "--from", "east", "--to", "west"],
-            "error: Stream 'audit' has no entry on cluster 'west', which its writes go to (it is "
-            "on: 'east'). Add an entry for the stream on 'west' first.\n",
-        ),
-        (
-            ["payments", "--from", "north", "--to", "west"],
-            "error: Stream 'payments' has no entry on cluster 'north', which its writes leave (it "
-            "is on: 'east', 'west'). Add an entry for the stream on 'north' first.\n",
-        ),
-        (
-            ["payments", "--from", "west", "--to", "west"],
-            "error: Cannot move the writes of stream 'payments' from cluster 'west' to itself: "
-            "name two different clusters.\n",
-        ),
-    ],
-)
+WRITE_ERRORS = {
+    "nope east west": "Stream 'nope' is not in the metadata (known streams: 'orders', "
+    "'payments', 'audit').",
+    "audit east west": "Stream 'audit' has no entry on cluster 'west', which its writes go to "
+    "(it is on: 'east'). Add an entry for the stream on 'west' first.",
+    "payments north west": "Stream 'payments' has no entry on cluster 'north', which its writes "
+    "leave (it is on: 'east', 'west'). Add an entry for the stream on 'north' first.",
+    "payments west west": "Cannot move the writes of stream 'payments' from cluster 'west' to "
+    "itself: name two different clusters.",
+}
+"""``move --write`` of ``STREAM SOURCE TARGET`` in :data:`COMMENTED` -> its error message."""
+
+
+@pytest.mark.parametrize(("argv", "message"), WRITE_ERRORS.items())
 @pytest.mark.parametrize("metadata_text", [COMMENTED], indirect=True)
 def test_move_write_errors_name_the_stream_and_cluster_and_leave_the_file_alone(
-    meta: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    meta: Path, capsys: pytest.CaptureFixture[str], argv: str, message: str
 ) -> None:
-    assert main(["move", argv[0], "--write", *argv[1:], "--metadata", str(meta)]) == 1
-    assert capsys.readouterr() == ("", message)
+    assert main(write_move(meta, *argv.split())) == 1
+    assert capsys.readouterr() == ("", f"error: {message}\n")
     assert meta.read_text() == COMMENTED
 
 

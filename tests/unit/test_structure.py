@@ -59,6 +59,7 @@ SINK_LAYERS = {
     "config": 1,
     "executor": 2,
     "driver": 3,
+    "metrics": 3,
     "writer": 4,
     "__init__": 9,
 }

@@ -120,7 +120,7 @@ def _move(args: argparse.Namespace) -> int:
         check_drained(stream, args.source, args.check_drained, args.timeout_ms, args.metadata)
         print(f"Group {args.check_drained!r} has drained {args.stream!r} on {args.source!r}.")
     move = location.move(
-        args.stream, args.source, args.target, dry_run=args.dry_run, writes_only=args.write
+        args.stream, args.source, args.target, dry_run=args.dry_run, writes=args.write
     )
     what = f"the writes of stream {args.stream!r}" if args.write else f"stream {args.stream!r}"
     if args.dry_run:

@@ -98,14 +98,9 @@ class MetadataLocation:
         return FileMetadataService(self.location)
 
     def move(
-        self,
-        stream_id: str,
-        source: str,
-        target: str,
-        dry_run: bool = False,
-        writes_only: bool = False,
+        self, stream_id: str, source: str, target: str, dry_run: bool = False, writes: bool = False
     ) -> Move:
-        """Move a stream's topics (with ``writes_only``, only its write marker) from cluster
+        """Move a stream's topics (with ``writes``, only its write marker) from cluster
         ``source`` to ``target`` in one atomic edit.
 
         For a file: under the file's edit lock, written with temp file + rename, the file's
@@ -113,7 +108,7 @@ class MetadataLocation:
         and written back with ``If-Match`` (re-done if it changed in between). With ``dry_run``
         nothing is written: the answer says what would change.
         """
-        edit = flipped_entries if writes_only else moved_entries
+        edit = flipped_entries if writes else moved_entries
         service = self.service()
         try:
             if isinstance(service, HttpMetadataService):
@@ -127,7 +122,9 @@ class MetadataLocation:
                 name = f"{self.location} stream {stream_id}"
                 diff = _diff(json.dumps(entries, indent=2), json.dumps(moved, indent=2), name)
                 return Move({} if dry_run else service.describe_streams([stream_id]), diff)
-            done = move_in_file(self.location, stream_id, source, target, not dry_run, writes_only)
+            done = move_in_file(
+                self.location, stream_id, source, target, write=not dry_run, writes_only=writes
+            )
             return Move(
                 {stream_id: done.parsed.streams[stream_id]},
                 _diff(done.before, done.after, self.location),

@@ -45,7 +45,6 @@ __all__ = [
     "metadata_file_lock",
     "move_in_file",
     "move_stream",
-    "move_writes",
     "moved_entries",
     "put_cluster",
     "remove_cluster",
@@ -215,8 +214,12 @@ def moved_entries(
     return result
 
 
-def move_stream(parsed: ParsedMetadata, stream_id: str, source: str, target: str) -> ParsedMetadata:
-    """Move a stream's topics from cluster ``source`` to cluster ``target`` in one edit.
+def move_stream(
+    parsed: ParsedMetadata, stream_id: str, source: str, target: str, writes_only: bool = False
+) -> ParsedMetadata:
+    """Move a stream's topics from cluster ``source`` to cluster ``target`` in one edit; with
+    ``writes_only``, only its write marker (both clusters stay listed, see
+    :func:`~pyspark_dynamic_kafka.metadata.write_marker.flipped_entries`).
 
     Raises
     ------
@@ -224,7 +227,7 @@ def move_stream(parsed: ParsedMetadata, stream_id: str, source: str, target: str
         When the stream is not in the metadata.
     MetadataValidationError
         When ``target`` is not an active cluster, ``source`` equals it, or the stream has no
-        entry on ``source``.
+        entry on ``source`` (with ``writes_only``: on either, or its writes go elsewhere).
     """
     entries = stream_entries(parsed, stream_id)
     if target not in parsed.clusters:
@@ -232,21 +235,8 @@ def move_stream(parsed: ParsedMetadata, stream_id: str, source: str, target: str
             f"Cannot move stream {stream_id!r} to cluster {target!r}: it is not in the metadata "
             f"(known clusters: {_known(parsed.clusters)}). Add the cluster first."
         )
-    return replace_stream(parsed, stream_id, moved_entries(entries, stream_id, source, target))
-
-
-def move_writes(parsed: ParsedMetadata, stream_id: str, source: str, target: str) -> ParsedMetadata:
-    """Move a stream's write marker from cluster ``source`` to ``target`` (both listed).
-
-    Raises
-    ------
-    MetadataNotFoundError
-        When the stream is not in the metadata.
-    MetadataValidationError
-        As :func:`~pyspark_dynamic_kafka.metadata.write_marker.flipped_entries`.
-    """
-    entries = stream_entries(parsed, stream_id)
-    return replace_stream(parsed, stream_id, flipped_entries(entries, stream_id, source, target))
+    edit = flipped_entries if writes_only else moved_entries
+    return replace_stream(parsed, stream_id, edit(entries, stream_id, source, target))
 
 
 @contextlib.contextmanager
@@ -310,13 +300,14 @@ def move_in_file(
     stream_id: str,
     source: str,
     target: str,
+    *,
     write: bool = True,
     writes_only: bool = False,
 ) -> FileMove:
     """Move a stream from cluster ``source`` to ``target`` in a metadata file, keeping the rest
     of the file as it is (comments and formatting; see
     :mod:`~pyspark_dynamic_kafka.metadata.text_edit`), under the file's edit lock and atomically.
-    With ``writes_only`` only the stream's write marker moves (:func:`move_writes`).
+    With ``writes_only`` only the stream's write marker moves.
 
     Where the text cannot be edited in place, the whole document is written (comments lost):
     ``layout_kept`` says which. With ``write=False`` nothing is written (a dry run).
@@ -324,7 +315,7 @@ def move_in_file(
     Raises
     ------
     MetadataNotFoundError, MetadataValidationError
-        As :func:`move_stream` (or :func:`move_writes`) does; nothing is written.
+        As :func:`move_stream` does; nothing is written.
     MetadataError
         When the file cannot be read or written.
     """
@@ -333,10 +324,10 @@ def move_in_file(
         raw_bytes = target_path.read_bytes()
         bom = "\ufeff" if raw_bytes.startswith(b"\xef\xbb\xbf") else ""
         before = raw_bytes.decode("utf-8-sig")
-        apply, entries_edit = (
-            (move_writes, flipped_entries) if writes_only else (move_stream, moved_entries)
+        entries_edit = flipped_entries if writes_only else moved_entries
+        edited = move_stream(
+            load_metadata_file(target_path), stream_id, source, target, writes_only
         )
-        edited = apply(load_metadata_file(target_path), stream_id, source, target)
         raw = read_metadata_document(target_path)
         after: str | None = None
         if isinstance(raw, dict) and isinstance(raw.get("streams"), dict):

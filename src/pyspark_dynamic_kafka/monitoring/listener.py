@@ -20,8 +20,14 @@ from typing import Any
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics, batch_metrics
+from pyspark_dynamic_kafka.monitoring.progress import (
+    BatchMetrics,
+    batch_end,
+    batch_metrics,
+    query_label,
+)
 from pyspark_dynamic_kafka.monitoring.state import QueryState
+from pyspark_dynamic_kafka.sink.metrics import forget_query, take_batch
 from pyspark_dynamic_kafka.source.contract import write_completed, write_terminated
 
 __all__ = ["DynamicKafkaListener"]
@@ -61,31 +67,41 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
                     s.seen_seq,
                     s.reconciliations,
                     s.last,
+                    s.writes.copy(),
                 )
                 for s in self._states.values()
             ]
 
     def record(self, progress: dict[str, Any]) -> BatchMetrics | None:
-        """Take one progress report (as JSON) in; what :meth:`onQueryProgress` does."""
-        metrics = batch_metrics(progress)
-        if metrics is None:
-            return None
+        """Take one progress report (as JSON) in; what :meth:`onQueryProgress` does.
+
+        Returns the metrics of the query's ``dynamic_kafka`` sources (``None`` without one); the
+        write of its ``dynamic_kafka`` sink, if any, is taken in too
+        (:func:`~pyspark_dynamic_kafka.sink.metrics.take_batch`).
+        """
         query_id, run_id = str(progress.get("id")), str(progress.get("runId"))
-        for directory, end in metrics.handoffs:
-            write_completed(directory, metrics.batch_id, end)
+        metrics = batch_metrics(progress)
+        write = take_batch(query_id, int(progress.get("batchId", -1)))  # the sink's
+        if metrics is None and write is None:
+            return None
+        batch_id = int(progress.get("batchId", -1))
+        for directory, end in metrics.handoffs if metrics is not None else ():
+            write_completed(directory, batch_id, end)
             with self._lock:
                 self._handoffs.setdefault(query_id, set()).add(directory)
         with self._lock:
             state = self._states.get(query_id)
             if state is None or state.run_id != run_id:
-                state = self._states[query_id] = QueryState(metrics.query, run_id)
-            fresh = state.update(metrics)
+                state = self._states[query_id] = QueryState(query_label(progress), run_id)
+            fresh = state.update(metrics) if metrics is not None else []
+            if write is not None:
+                state.writes.add(write, batch_end(progress))
             line = state.line(fresh)
             if self._file is not None:
                 self._file.write(json.dumps(line) + "\n")
                 self._file.flush()
         for change in fresh:
-            log_event(_log, logging.INFO, "reconciliation", query=metrics.query, **change)
+            log_event(_log, logging.INFO, "reconciliation", query=state.query, **change)
         return metrics
 
     def onQueryStarted(self, event: Any) -> None:
@@ -108,6 +124,7 @@ class DynamicKafkaListener(StreamingQueryListener):  # type: ignore[misc]
             directories = self._handoffs.pop(str(event.id), set())
         for directory in directories:
             write_terminated(directory)
+        forget_query(str(event.id))
 
     def close(self) -> None:
         """Close the JSON-lines file."""

@@ -26,6 +26,7 @@ __all__ = [
     "OBSERVATION",
     "BatchMetrics",
     "TopicMetrics",
+    "batch_end",
     "batch_metrics",
     "query_label",
 ]
@@ -169,6 +170,13 @@ def _source_topics(
     }
 
 
+def batch_end(progress: Mapping[str, Any]) -> float:
+    """When the reported micro-batch ended (epoch seconds): its start plus its duration."""
+    started = _epoch(progress.get("timestamp")) or 0.0
+    duration = (progress.get("durationMs") or {}).get("triggerExecution", 0)
+    return started + float(duration) / 1000.0
+
+
 def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
     """The metrics of the ``dynamic_kafka`` sources of ``progress`` (a progress report as JSON),
     or ``None`` when the query has none.
@@ -204,13 +212,11 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
             clusters.update(cluster for cluster, _ in per_topic)
     if not found:
         return None
-    started = _epoch(progress.get("timestamp")) or 0.0
-    duration = (progress.get("durationMs") or {}).get("triggerExecution", 0)
     observed = (progress.get("observedMetrics") or {}).get(OBSERVATION) or {}
     return BatchMetrics(
         query=query_label(progress),
         batch_id=int(progress.get("batchId", -1)),
-        time=started + float(duration) / 1000.0,
+        time=batch_end(progress),
         input_rows=rows,
         topics=dict(sorted(topics.items())),
         clusters=tuple(sorted(clusters)),

@@ -87,6 +87,32 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "End of the last micro-batch minus its largest record timestamp (Flink's "
         "currentEmitEventTimeLag); only for queries that call observe_event_time.",
     ),
+    "dynamic_kafka_written_records": (
+        "counter",
+        _TOPIC,
+        "Records the query's dynamic_kafka sink wrote to the topic on the cluster (acknowledged; "
+        "exactlyOnce: committed).",
+    ),
+    "dynamic_kafka_written_bytes": (
+        "counter",
+        _TOPIC,
+        "Key and value bytes of those records.",
+    ),
+    "dynamic_kafka_write_route_switches": (
+        "counter",
+        _QUERY,
+        "Micro-batches the sink wrote to another cluster than the micro-batch before them.",
+    ),
+    "dynamic_kafka_write_skipped_replays": (
+        "counter",
+        _QUERY,
+        "exactlyOnce tasks that wrote nothing because their rows were already committed.",
+    ),
+    "dynamic_kafka_write_transaction_seconds": (
+        "counter",
+        _QUERY,
+        "exactlyOnce: seconds the sink's tasks spent in their transactions, added up.",
+    ),
 }
 
 
@@ -118,6 +144,7 @@ class StateCollector(Collector):
         families = {name: _family(name) for name in METRICS}
         now = self._clock()
         for state in self._states():
+            _add_writes(families, state)
             metrics = state.last
             if metrics is None:
                 continue
@@ -159,6 +186,25 @@ class StateCollector(Collector):
                     [query], metrics.time - metrics.max_event_time
                 )
         yield from families.values()
+
+
+def _add_writes(families: dict[str, Any], state: QueryState) -> None:
+    """The series of what the query's ``dynamic_kafka`` sink wrote (none when it has none)."""
+    writes = state.writes
+    if not writes.batches:
+        return
+    for (cluster, topic), count in writes.rows.items():
+        labels = [state.query, cluster, topic]
+        families["dynamic_kafka_written_records"].add_metric(labels, count)
+        families["dynamic_kafka_written_bytes"].add_metric(
+            labels, writes.bytes.get((cluster, topic), 0)
+        )
+    query = [state.query]
+    families["dynamic_kafka_write_route_switches"].add_metric(query, writes.route_switches)
+    families["dynamic_kafka_write_skipped_replays"].add_metric(query, writes.skipped_replays)
+    families["dynamic_kafka_write_transaction_seconds"].add_metric(
+        query, writes.transaction_ms / 1000.0
+    )
 
 
 def serve(collector: StateCollector, port: int, host: str) -> tuple[Any, Any, int]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.monitoring.progress import BatchMetrics
+from pyspark_dynamic_kafka.monitoring.writes import WriteTotals
 
 __all__ = ["QueryState"]
 
@@ -13,7 +14,8 @@ __all__ = ["QueryState"]
 @dataclass
 class QueryState:
     """Running totals of one query: records per (cluster, topic), when each cluster last gave
-    records, the reconciliations already seen, and the last :class:`BatchMetrics`.
+    records, the reconciliations already seen, the last :class:`BatchMetrics` (of its
+    ``dynamic_kafka`` sources) and what its ``dynamic_kafka`` sink wrote.
 
     Attributes
     ----------
@@ -30,6 +32,7 @@ class QueryState:
     seen_seq: int = 0
     reconciliations: int = 0
     last: BatchMetrics | None = None
+    writes: WriteTotals = field(default_factory=WriteTotals)
 
     def update(self, metrics: BatchMetrics) -> list[dict[str, Any]]:
         """Take one report in; return the reconciliations not seen before.
@@ -68,7 +71,15 @@ class QueryState:
         """The JSON line of the last report (``fresh``: its new reconciliations)."""
         metrics = self.last
         if metrics is None:
-            return {}
+            if self.writes.last is None:
+                return {}
+            return {  # a query that only writes with dynamic_kafka
+                "time": round(self.writes.time, 3),
+                "query": self.query,
+                "runId": self.run_id,
+                "batchId": self.writes.last.batch_id,
+                "writes": self.writes.to_json(),
+            }
         clusters: dict[str, dict[str, Any]] = {}
         for cluster in self.clusters(metrics):
             clusters[cluster] = {
@@ -102,4 +113,4 @@ class QueryState:
             "discovery": metrics.discovery,
             "reconciliations": fresh,
             "currentEmitEventTimeLagSeconds": None if lag is None else round(lag, 3),
-        }
+        } | ({"writes": self.writes.to_json()} if self.writes.batches else {})

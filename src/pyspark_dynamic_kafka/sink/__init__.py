@@ -15,6 +15,8 @@ tests/unit/test_module_map.py):
   task with a fixed ``transactional.id`` and a progress marker committed inside it.
 - :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the
   metadata and resolve its route.
+- :mod:`~pyspark_dynamic_kafka.sink.metrics`: what a micro-batch wrote (:class:`BatchWrite`),
+  handed from ``commit`` to the monitoring listener.
 - :mod:`~pyspark_dynamic_kafka.sink.writer`: the batch and stream writers Spark calls.
 
 The ``dynamic_kafka`` format's class is :mod:`pyspark_dynamic_kafka.datasource`, above this

@@ -9,7 +9,9 @@ every task, so all tasks and retries of a batch write to one cluster.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -31,8 +33,9 @@ from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
 from pyspark_dynamic_kafka.sink.executor.produce import produce_batches
-from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
+from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
+from pyspark_dynamic_kafka.sink.metrics import query_of, record_batch, summarize
 
 __all__ = ["DynamicKafkaBatchWriter", "DynamicKafkaStreamWriter", "check_columns"]
 
@@ -90,28 +93,32 @@ def _plan(options: SinkOptions, schema: StructType, factory: ServiceFactory) -> 
 
 
 def _log_commit(messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
-    reports = [m for m in messages if isinstance(m, WriteReport)]
-    rows: dict[str, int] = {}
-    for report in reports:
-        for topic, count in report.rows.items():
-            key = f"{report.cluster_id}/{topic}"
-            rows[key] = rows.get(key, 0) + count
-    skipped = sum(1 for report in reports if report.skipped)
-    log_event(_LOG, logging.INFO, "write_committed", batch=batch_id, rows=rows, skipped=skipped)
+    """Log what the batch wrote and, for a streaming query, hand it to the monitoring listener
+    (:mod:`~pyspark_dynamic_kafka.sink.metrics`)."""
+    write = summarize(-1 if batch_id is None else batch_id, messages)
+    rows = {f"{write.cluster_id}/{topic}": count for topic, count in write.rows.items()}
+    log_event(
+        _LOG, logging.INFO, "write_committed", batch=batch_id, rows=rows, skipped=write.skipped
+    )
+    query_id = query_of(messages)
+    if batch_id is not None and query_id is not None:
+        try:
+            record_batch(query_id, write)
+        except OSError as exc:  # metrics must never fail a committed batch
+            _LOG.warning("Could not record the write metrics of batch %s: %s", batch_id, exc)
 
 
-def _task_position() -> tuple[int, int]:
-    """The micro-batch id and the Spark partition of the running task (executor side)."""
+def _task_position() -> tuple[int | None, int, str | None]:
+    """The micro-batch id, the Spark partition and the streaming query of the running task
+    (executor side); no micro-batch nor query outside ``writeStream``."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    batch = context.getLocalProperty("streaming.sql.batchId") if context else None
-    if context is None or batch is None:
-        raise OptionsError(
-            "deliveryGuarantee=exactlyOnce needs the micro-batch id, which only writeStream "
-            "tasks have: use it with writeStream (df.write is atLeastOnce)."
-        )
-    return int(batch), context.partitionId()
+    if context is None:
+        return None, 0, None
+    batch = context.getLocalProperty("streaming.sql.batchId")
+    query = context.getLocalProperty("sql.streaming.queryId")
+    return None if batch is None else int(batch), context.partitionId(), query or None
 
 
 class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -147,10 +154,18 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
-        if self.task.exactly_once:
-            batch_id, partition = _task_position()
-            return produce_transaction(self.task, iterator, batch_id, partition)
-        return produce_batches(self.task, iterator)
+        batch_id, partition, query_id = _task_position()
+        if not self.task.exactly_once:
+            return replace(produce_batches(self.task, iterator), query_id=query_id)
+        if batch_id is None:
+            raise OptionsError(
+                "deliveryGuarantee=exactlyOnce needs the micro-batch id, which only writeStream "
+                "tasks have: use it with writeStream (df.write is atLeastOnce)."
+            )
+        started = time.monotonic()
+        report = produce_transaction(self.task, iterator, batch_id, partition)
+        elapsed = round((time.monotonic() - started) * 1000)
+        return replace(report, query_id=query_id, transaction_ms=elapsed)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Every task's records are already acknowledged: log what was written."""

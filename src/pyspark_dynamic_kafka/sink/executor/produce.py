@@ -33,6 +33,7 @@ class Deliveries:
     def __init__(self) -> None:
         self.rows: dict[str, int] = {}
         self.bytes = 0
+        self.topic_bytes: dict[str, int] = {}
         self.error: KafkaError | None = None
         self.error_topic: str | None = None
 
@@ -43,11 +44,13 @@ class Deliveries:
                 self.error, self.error_topic = error, topic
             return
         self.rows[topic] = self.rows.get(topic, 0) + 1
-        self.bytes += len(message.value() or b"") + len(message.key() or b"")
+        size = len(message.value() or b"") + len(message.key() or b"")
+        self.bytes += size
+        self.topic_bytes[topic] = self.topic_bytes.get(topic, 0) + size
 
     def report(self, cluster_id: str, skipped: bool = False) -> WriteReport:
         """The commit message of the task."""
-        return WriteReport(cluster_id, self.rows, self.bytes, skipped)
+        return WriteReport(cluster_id, self.rows, self.bytes, skipped, self.topic_bytes)
 
 
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:

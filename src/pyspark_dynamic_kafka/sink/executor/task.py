@@ -88,9 +88,18 @@ class WriteReport(WriterCommitMessage):  # type: ignore[misc]
     skipped:
         exactlyOnce: the task wrote nothing because its rows of this micro-batch were already
         committed (a retried task, a replayed micro-batch).
+    topic_bytes:
+        ``bytes`` per topic.
+    query_id:
+        The streaming query of the task (``None`` for a ``df.write``), for the write metrics.
+    transaction_ms:
+        exactlyOnce: milliseconds from opening the transaction to its commit (or the skip).
     """
 
     cluster_id: str
     rows: dict[str, int]
     bytes: int
     skipped: bool = False
+    topic_bytes: dict[str, int] = field(default_factory=dict)
+    query_id: str | None = None
+    transaction_ms: int = 0

@@ -154,7 +154,7 @@ def test_describe_unreachable_cluster_is_reported_and_exits_1(
     assert "error: cluster west: Cluster 'west' (127.0.0.1:1)" in result.stderr
 
 
-def test_rejected_write_leaves_served_metadata_unchanged(
+def test_rejected_writes_change_nothing_and_move_write_flips_the_marker(
     cli_server: MetadataServer, tmp_path: Path
 ) -> None:
     before_file = cli_server.metadata.read_bytes()
@@ -180,6 +180,25 @@ def test_rejected_write_leaves_served_metadata_unchanged(
     assert cli_server.metadata.read_bytes() == before_file
     read_only = run_cli([*move, "--token-file", str(tmp_path / "read-token")])
     assert read_only.returncode == 1 and "HTTP 403" in read_only.stderr
+
+    # orders is on east and west, none marked: move --write marks west (If-Match); the same
+    # flip again is refused, the writes no longer going to east.
+    flip = ["move", "orders", "--write", "--from", "east", "--to", "west"]
+    flip += ["--metadata", cli_server.url, "--token-file", token]
+    moved = run_cli(flip)
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout.startswith(
+        f"Moved the writes of stream 'orders' from 'east' to 'west' in {cli_server.url}:\n"
+    )
+    assert "west [orders] (write)" in moved.stdout and "east [orders] (write)" not in moved.stdout
+    served = yaml.safe_load(cli_server.metadata.read_text())["streams"]["orders"]
+    assert {e["cluster"]: e.get("write") for e in served} == {"east": None, "west": True}
+    again = run_cli(flip)
+    assert again.returncode == 1
+    assert again.stderr == (
+        "error: The writes of stream 'orders' go to cluster 'west', not 'east': move them from "
+        "'west' (the cluster of its entry marked 'write: true').\n"
+    )
     log = cli_server.log_text()
     assert TOKEN not in log and READ_TOKEN not in log
 

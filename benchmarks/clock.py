@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-
-from pyspark_dynamic_kafka.source.executor.arrow import ARROW_SCHEMA, SPARK_SCHEMA
+from benchmarks.floor import BenchSource, source_batch, task_shares
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 _VALUE = bytes(range(100))
 
@@ -31,21 +29,11 @@ class _Slice(InputPartition):  # type: ignore[misc]
 
 
 def _batch(s: _Slice) -> pa.RecordBatch:
-    n = s.end - s.first
     offsets = pa.array(range(s.first, s.end), pa.int64())
     micros = pc.add(pc.divide(pc.cast(offsets, pa.float64()), s.rate / 1e6), s.t0 * 1e6)
     stamps = pc.cast(pc.cast(pc.floor(micros), pa.int64()), pa.timestamp("us", tz="UTC"))
-    columns = [
-        pa.nulls(n, pa.binary()),
-        pa.array([_VALUE] * n, pa.binary()),
-        pa.repeat(pa.scalar("clock", pa.string()), n),
-        pa.repeat(pa.scalar(0, pa.int32()), n),
-        offsets,
-        stamps,
-        pa.repeat(pa.scalar(0, pa.int32()), n),
-        pa.repeat(pa.scalar("clock", pa.string()), n),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    values = pa.array([_VALUE] * (s.end - s.first), pa.binary())
+    return source_batch(values, offsets, stamps, "clock")
 
 
 class ClockStreamReader(DataSourceStreamReader):  # type: ignore[misc]
@@ -65,11 +53,8 @@ class ClockStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return self._now()
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Slice]:
-        first, last = start["n"], end["n"]
-        share, extra = divmod(last - first, self.tasks)
-        slices, at = [], first
-        for i in range(self.tasks):
-            count = share + (1 if i < extra else 0)
+        slices, at = [], start["n"]
+        for count in task_shares(end["n"] - start["n"], self.tasks):
             if count:
                 slices.append(_Slice(at, at + count, self.t0, self.rate))
             at += count
@@ -78,17 +63,10 @@ class ClockStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def read(self, partition: _Slice) -> Iterator[pa.RecordBatch]:
         yield _batch(partition)
 
-    def commit(self, end: dict[str, int]) -> None:
-        pass
 
+class ClockSource(BenchSource):
+    reader = ClockStreamReader
 
-class ClockSource(DataSource):  # type: ignore[misc]
     @classmethod
     def name(cls) -> str:
         return "bench_clock"
-
-    def schema(self) -> Any:
-        return SPARK_SCHEMA
-
-    def streamReader(self, schema: Any) -> ClockStreamReader:
-        return ClockStreamReader(dict(self.options))

@@ -21,6 +21,24 @@ from pyspark_dynamic_kafka.source.executor.arrow import ARROW_SCHEMA, SPARK_SCHE
 BATCH_ROWS = 65536
 
 
+def source_batch(
+    values: pa.Array, offsets: pa.Array, stamps: pa.Array, name: str
+) -> pa.RecordBatch:
+    """``values`` at ``offsets`` in ``dynamic_kafka``'s schema: no keys, partition 0 of topic
+    ``name`` on cluster ``name``, CreateTime ``stamps`` (``bench_clock``'s batches too)."""
+    n = len(offsets)
+    label = pa.repeat(pa.scalar(name, pa.string()), n)
+    zeros = pa.repeat(pa.scalar(0, pa.int32()), n)
+    columns = [pa.nulls(n, pa.binary()), values, label, zeros, offsets, stamps, zeros, label]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def task_shares(rows: int, tasks: int) -> list[int]:
+    """``rows`` split over ``tasks`` tasks as evenly as can be (the first ones take the extra)."""
+    share, extra = divmod(rows, tasks)
+    return [share + (1 if i < extra else 0) for i in range(tasks)]
+
+
 def _batch(size: int) -> pa.RecordBatch:
     """One full batch, built with a few vectorised calls (each task builds its own: the module
     travels to the workers by value, so nothing survives between tasks)."""
@@ -32,17 +50,7 @@ def _batch(size: int) -> pa.RecordBatch:
     )
     offsets = pa.array(range(n), pa.int64())
     stamps = pc.add(offsets, 1_700_000_000_000_000).cast(pa.timestamp("us", tz="UTC"))
-    columns = [
-        pa.nulls(n, pa.binary()),
-        values,
-        pa.repeat(pa.scalar("bench", pa.string()), n),
-        pa.repeat(pa.scalar(0, pa.int32()), n),
-        offsets,
-        stamps,
-        pa.repeat(pa.scalar(0, pa.int32()), n),
-        pa.repeat(pa.scalar("bench", pa.string()), n),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
+    return source_batch(values, offsets, stamps, "bench")
 
 
 class _Slice(InputPartition):  # type: ignore[misc]
@@ -65,9 +73,7 @@ class FloorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         return {"n": self.rows}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Slice]:
-        total = end["n"] - start["n"]
-        share, extra = divmod(total, self.tasks)
-        counts = [share + (1 if i < extra else 0) for i in range(self.tasks)]
+        counts = task_shares(end["n"] - start["n"], self.tasks)
         return [_Slice(c, self.size) for c in counts if c]
 
     def read(self, partition: _Slice) -> Iterator[pa.RecordBatch]:
@@ -77,17 +83,23 @@ class FloorStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             yield batch if left >= BATCH_ROWS else batch.slice(0, left)
             left -= BATCH_ROWS
 
-    def commit(self, end: dict[str, int]) -> None:
-        pass
 
+class BenchSource(DataSource):  # type: ignore[misc]
+    """A stream source with ``dynamic_kafka``'s schema whose reader is ``reader`` (given the
+    query's options); a subclass names the format."""
 
-class FloorSource(DataSource):  # type: ignore[misc]
-    @classmethod
-    def name(cls) -> str:
-        return "bench_floor"
+    reader: type[DataSourceStreamReader]
 
     def schema(self) -> Any:
         return SPARK_SCHEMA
 
-    def streamReader(self, schema: Any) -> FloorStreamReader:
-        return FloorStreamReader(dict(self.options))
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return self.reader(dict(self.options))
+
+
+class FloorSource(BenchSource):
+    reader = FloorStreamReader
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_floor"

@@ -49,6 +49,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import pyspark
 from benchmarks import clock as clock_module
+from benchmarks import floor as floor_module
 from benchmarks.measure import load_average
 from benchmarks.peers.flink import FlinkPeer
 from benchmarks.peers.maven import spark_kafka_jars
@@ -392,6 +393,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
     cloudpickle.register_pickle_by_value(clock_module)
+    cloudpickle.register_pickle_by_value(floor_module)  # bench_clock builds on it
     count = max(CASES[c][3] for c in args.cases)
     results: dict[str, dict[str, Result]] = {}
     with ExitStack() as stack:

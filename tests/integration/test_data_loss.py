@@ -16,15 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.integration.helpers import (
-    DEADLINE,
-    EstateFactory,
-    MemoryQuery,
-    memory_query,
-    numbered,
-    produce,
-    wait_until,
-)
+from tests.integration import helpers
 
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
@@ -35,25 +27,25 @@ READERS = ["python", *(["native"] if core() is not None else [])]
 
 @contextlib.contextmanager
 def _read_then_delete(
-    spark: Any, estate: EstateFactory, partitions: int, values: list[str], **options: str
-) -> Iterator[tuple[BaseKafkaCluster, MemoryQuery, list[str]]]:
+    spark: Any, estate: helpers.EstateFactory, partitions: int, values: list[str], **options: str
+) -> Iterator[tuple[BaseKafkaCluster, helpers.MemoryQuery, list[str]]]:
     """A query on east that read ``values``, then its topic deleted."""
     setup = estate("east", partitions=partitions)
     east = setup["east"]
-    expected = produce(east, "orders", values, partitions)
-    with memory_query(spark, setup.options(**options), "loss") as query:
+    expected = helpers.produce(east, "orders", values, partitions)
+    with helpers.memory_query(spark, setup.options(**options), "loss") as query:
         query.expect(expected)
         east.delete_topic("orders")
         yield east, query, expected
 
 
 def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
-    spark: Any, estate: EstateFactory
+    spark: Any, estate: helpers.EstateFactory
 ) -> None:
     # The topic is deleted while the metadata still lists it.
-    with _read_then_delete(spark, estate, 2, numbered("x", 10)) as (_, query, _):
+    with _read_then_delete(spark, estate, 2, helpers.numbered("x", 10)) as (_, query, _):
         with pytest.raises(Exception) as info:
-            query.query.awaitTermination(DEADLINE)
+            query.query.awaitTermination(helpers.DEADLINE)
         message = str(info.value)
         assert "DataLossError" in message and "Data loss" in message
         for partition in (0, 1):  # deleted, or already recreated empty by the broker
@@ -63,19 +55,19 @@ def test_deleted_topic_fails_the_query_naming_partitions_and_offsets(
 
 
 def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
-    spark: Any, estate: EstateFactory
+    spark: Any, estate: helpers.EstateFactory
 ) -> None:
     # Partitions 0 and 1 come back with fewer records (their offsets go back from 4 to 2);
     # partition 2 vanishes. Everything the new topic holds is read, from its earliest offset.
     options = {"failOnDataLoss": "false"}
-    with _read_then_delete(spark, estate, 3, numbered("a", 12), **options) as deleted:
+    with _read_then_delete(spark, estate, 3, helpers.numbered("a", 12), **options) as deleted:
         east, query, expected = deleted
         east.create_topic("orders", partitions=2)
-        expected += produce(east, "orders", numbered("b", 4), 2)
+        expected += helpers.produce(east, "orders", helpers.numbered("b", 4), 2)
         query.expect(expected)
-        expected += produce(east, "orders", numbered("c", 6), 2)
+        expected += helpers.produce(east, "orders", helpers.numbered("c", 6), 2)
         query.expect(expected)
-        wait_until(
+        helpers.wait_until(
             lambda: query.offsets()["clusters"]["east"]["orders"] == {"0": 5, "1": 5},
             what="the offset of the recreated topic",
         )

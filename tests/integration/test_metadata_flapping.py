@@ -18,16 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import (
-    DEADLINE,
-    MemoryQuery,
-    memory_query,
-    numbered,
-    produce,
-    source_options,
-    wait_until,
-    write_metadata,
-)
+from tests.integration import helpers
 from tests.integration.metadata_server import MetadataServer
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
@@ -40,7 +31,7 @@ ROUTES: Sequence[tuple[str, ...]] = (("east", "west"), ("west",), ("west",))
 would start again from ``discoveryStartingOffsets``)."""
 
 
-def _discovery_failures(query: MemoryQuery) -> int | None:
+def _discovery_failures(query: helpers.MemoryQuery) -> int | None:
     """Consecutive discovery failures at the query's last progress report, if any."""
     progress = query.query.lastProgress
     if not progress:
@@ -69,14 +60,18 @@ class _Stream:
 
     def route(self, *names: str) -> None:
         """Map the stream to the topic on the clusters ``names`` (atomic rewrite)."""
-        write_metadata(self.meta, self.clusters, {"orders": [(n, [self.topic]) for n in names]})
+        helpers.write_metadata(
+            self.meta, self.clusters, {"orders": [(n, [self.topic]) for n in names]}
+        )
 
     def produce(self, names: Sequence[str], prefix: str) -> list[str]:
         """3 records on each of the clusters ``names``, ``<prefix><cluster>-<i>``."""
         return [
             value
             for name in names
-            for value in produce(self.clusters[name], self.topic, numbered(f"{prefix}{name}-", 3))
+            for value in helpers.produce(
+                self.clusters[name], self.topic, helpers.numbered(f"{prefix}{name}-", 3)
+            )
         ]
 
 
@@ -90,7 +85,7 @@ def _stream(clusters: dict[str, BaseKafkaCluster], tmp_path: Path, topic: str) -
 
 
 def _flap(
-    query: MemoryQuery,
+    query: helpers.MemoryQuery,
     stream: _Stream,
     expected: list[str],
     fail: Callable[[], None],
@@ -104,13 +99,15 @@ def _flap(
         # Down: the query reads on with its last good metadata, counting failed discoveries.
         expected += stream.produce(route, f"down{cycle}-")
         query.expect(expected)
-        wait_until(lambda: (_discovery_failures(query) or 0) >= 1, what="a failed discovery")
+        helpers.wait_until(
+            lambda: (_discovery_failures(query) or 0) >= 1, what="a failed discovery"
+        )
         mend(after)
         route = after
         # Back: the metadata changed meanwhile is followed.
         expected += stream.produce(route, f"up{cycle}-")
         query.expect(expected)
-        wait_until(lambda: _discovery_failures(query) == 0, what="a successful discovery")
+        helpers.wait_until(lambda: _discovery_failures(query) == 0, what="a successful discovery")
     assert query.query.isActive and query.query.exception() is None
     return expected
 
@@ -138,14 +135,14 @@ def test_http_metadata_server_killed_and_restarted_again_and_again(
         process, server.process = server.process, None
         assert process is not None
         process.kill()
-        process.wait(DEADLINE)
+        process.wait(helpers.DEADLINE)
 
     def restart(route: Sequence[str]) -> None:
         stream.route(*route)  # changed while the server was down
         server.start()
 
     expected = stream.produce(["east"], "a")
-    with memory_query(spark, options, "flap") as query:
+    with helpers.memory_query(spark, options, "flap") as query:
         query.expect(expected)
         _flap(query, stream, expected, kill, restart)
     assert server.log_text().count("Started server process") == 4
@@ -161,19 +158,19 @@ def test_half_written_metadata_file_again_and_again(
         stream.meta.write_bytes(good[: len(good) // 2])  # in place: a writer that died halfway
 
     def options(threshold: str) -> dict[str, str]:
-        return source_options(
+        return helpers.source_options(
             stream.meta, streamIds="orders", metadataDiscoveryFailureThreshold=threshold
         )
 
     expected = stream.produce(["east"], "a")
-    with memory_query(spark, options(TOLERANT), "flap") as query:
+    with helpers.memory_query(spark, options(TOLERANT), "flap") as query:
         query.expect(expected)
         _flap(query, stream, expected, half_write, lambda route: stream.route(*route))
 
     # Beyond the threshold: a clear failure. A new query reads west (the stream's only cluster
     # now) from the earliest offsets, then its metadata file is left half-written.
     on_west = sorted(v for v in expected if "west-" in v)
-    with memory_query(spark, options("2"), "flap") as query:
+    with helpers.memory_query(spark, options("2"), "flap") as query:
         query.expect(on_west)
         half_write()
         message = query.failure()

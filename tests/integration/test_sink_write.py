@@ -63,42 +63,43 @@ def test_single_cluster_stream_needs_no_marker_and_keys_are_optional(
     assert {r.key for r in records} == {None}
 
 
+#: The metadata of most bad writes: orders on east alone, marked as the write route.
+EAST_ONLY = [("east", ["orders"], True)]
+#: Their rows: the id as a string value (``|`` separates the select expressions).
+ID_VALUE = "CAST(id AS STRING) AS value"
+
+
 @pytest.mark.parametrize(
     ("entries", "df_sql", "options", "message"),
     [
         (
             [("east", ["orders"], False), ("west", ["orders"], False)],
-            "CAST(id AS STRING) AS value",
+            ID_VALUE,
             {},
             "Ambiguous write route for stream 'orders': it is on clusters 'east', 'west'",
         ),
+        (EAST_ONLY, ID_VALUE, {"streamId": "refunds"}, "Unknown stream 'refunds'"),
         (
-            [("east", ["orders"], True)],
-            "CAST(id AS STRING) AS value",
-            {"streamId": "refunds"},
-            "Unknown stream 'refunds'",
-        ),
-        (
-            [("east", ["orders"], True)],
-            "CAST(id AS STRING) AS value | IF(id = 7, 'payments', 'orders') AS topic",
+            EAST_ONLY,
+            f"{ID_VALUE} | IF(id = 7, 'payments', 'orders') AS topic",
             {},
             "A row's topic 'payments' is not in the write route stream 'orders' -> cluster "
             "'east' (topics: 'orders')",
         ),
         (
-            [("east", ["orders"], True)],
-            "CAST(id AS STRING) AS value",
+            EAST_ONLY,
+            ID_VALUE,
             {"topic": "payments"},
             "A row's topic 'payments' is not in the write route",
         ),
         (
-            [("east", ["orders"], True)],
+            EAST_ONLY,
             "CAST(id AS STRING) AS key",
             {},
             "Writes to format dynamic_kafka need a 'value' column",
         ),
         (
-            [("east", ["orders"], True)],
+            EAST_ONLY,
             "id AS value",
             {},
             "Column 'value' of a write to format dynamic_kafka must be string or binary, got "

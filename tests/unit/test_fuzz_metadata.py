@@ -26,16 +26,8 @@ from tests.unit.fuzz_support import (
     secrets_still_secret,
 )
 
+from pyspark_dynamic_kafka import metadata
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
-from pyspark_dynamic_kafka.metadata import (
-    ParsedMetadata,
-    dump_metadata_document,
-    load_metadata_file,
-    parse_metadata_document,
-    validate_metadata_document,
-    validate_metadata_file,
-    write_metadata_file,
-)
 
 SOURCE = "fuzz/streams.yaml"
 # A problem starts with its path: "(top level)", "clusters...", "streams..." or an unknown
@@ -65,20 +57,20 @@ def test_any_decoded_document_is_parsed_or_refused_with_paths(
 ) -> None:
     broken = corrupt(document, data)
     try:
-        parsed = parse_metadata_document(broken, SOURCE)
+        parsed = metadata.parse_metadata_document(broken, SOURCE)
     except MetadataValidationError as error:
         _check_problems(error)
-        assert validate_metadata_document(broken, SOURCE) == list(error.problems)
+        assert metadata.validate_metadata_document(broken, SOURCE) == list(error.problems)
     else:
-        assert isinstance(parsed, ParsedMetadata)
-        assert validate_metadata_document(broken, SOURCE) == []
+        assert isinstance(parsed, metadata.ParsedMetadata)
+        assert metadata.validate_metadata_document(broken, SOURCE) == []
         assert_no_secret(repr(parsed))
 
 
 @given(document=st.one_of(broken_values, st.none()))
 def test_any_value_is_parsed_or_refused_with_paths(document: object) -> None:
     with pytest.raises(MetadataValidationError) as caught:
-        parse_metadata_document(document, SOURCE)
+        metadata.parse_metadata_document(document, SOURCE)
     _check_problems(caught.value)
 
 
@@ -89,16 +81,16 @@ def _file(directory: Path, suffix: str) -> Path:
 @given(document=valid_documents(), suffix=st.sampled_from([".yaml", ".yml", ".json"]))
 def test_valid_documents_round_trip(files: Path, document: dict[str, Any], suffix: str) -> None:
     # document -> model -> document
-    parsed = parse_metadata_document(document, SOURCE)
-    dumped = dump_metadata_document(parsed)
+    parsed = metadata.parse_metadata_document(document, SOURCE)
+    dumped = metadata.dump_metadata_document(parsed)
     assert dumped == normalized(document)
-    assert parse_metadata_document(dumped, SOURCE) == parsed
+    assert metadata.parse_metadata_document(dumped, SOURCE) == parsed
     assert_no_secret(repr(parsed))
     # model -> file -> model
     path = _file(files, suffix)
-    write_metadata_file(path, parsed)
-    assert load_metadata_file(path) == parsed
-    assert validate_metadata_file(path) == []
+    metadata.write_metadata_file(path, parsed)
+    assert metadata.load_metadata_file(path) == parsed
+    assert metadata.validate_metadata_file(path) == []
     path.unlink()
 
 
@@ -169,7 +161,7 @@ def test_any_file_is_loaded_or_refused_naming_the_file(
     path.write_bytes(raw)
     text = raw.decode("utf-8", errors="replace")
     try:
-        parsed = load_metadata_file(path)
+        parsed = metadata.load_metadata_file(path)
     except MetadataError as error:
         message = str(error)
         assert str(path) in message, message
@@ -177,10 +169,10 @@ def test_any_file_is_loaded_or_refused_naming_the_file(
             assert all(_PATH.match(p) for p in error.problems), error.problems
         if secrets_still_secret(text):
             assert_no_secret(message)
-        problems = validate_metadata_file(path)
+        problems = metadata.validate_metadata_file(path)
         assert problems, "validate_metadata_file found nothing in a file load refused"
     else:
-        assert isinstance(parsed, ParsedMetadata)
-        assert validate_metadata_file(path) == []
+        assert isinstance(parsed, metadata.ParsedMetadata)
+        assert metadata.validate_metadata_file(path) == []
         assert_no_secret(repr(parsed))
     path.unlink()

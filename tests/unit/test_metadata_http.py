@@ -28,15 +28,7 @@ from starlette.testclient import TestClient
 from tests.unit.conftest import DOCUMENT as ORDERS_DOCUMENT
 from tests.unit.conftest import SECRET
 
-from pyspark_dynamic_kafka.errors import (
-    DiscoveryError,
-    MetadataAccessError,
-    MetadataConflictError,
-    MetadataError,
-    MetadataNotFoundError,
-    MetadataValidationError,
-    OptionsError,
-)
+from pyspark_dynamic_kafka import errors
 from pyspark_dynamic_kafka.metadata.edit import moved_entries
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.http import STATUS_REUSE_SECONDS, HttpMetadataService
@@ -224,7 +216,7 @@ def test_5xx_timeouts_and_malformed_bodies_are_tolerated_up_to_the_threshold(
     ):
         transport.override = failure
         assert discovery.current() == good  # the last good metadata
-    with pytest.raises(DiscoveryError) as info:
+    with pytest.raises(errors.DiscoveryError) as info:
         discovery.current()
     message = str(info.value)
     assert "metadataDiscoveryFailureThreshold=3" in message
@@ -252,7 +244,7 @@ def test_401_and_403_fail_at_once_even_with_a_snapshot(
     )
     discovery.current()
     transport.override = _answer(status, b'{"message": "no", "problems": []}')
-    with pytest.raises(MetadataAccessError) as info:
+    with pytest.raises(errors.MetadataAccessError) as info:
         discovery.current()
     assert f"HTTP {status}" in str(info.value)
     assert "token" in str(info.value)
@@ -260,9 +252,9 @@ def test_401_and_403_fail_at_once_even_with_a_snapshot(
 
 def test_wrong_token_is_refused_clearly(meta: Path) -> None:
     transport = AppTransport(create_app(meta, read_token=TOKEN))
-    with pytest.raises(MetadataAccessError, match=r"HTTP 401.*no token was sent"):
+    with pytest.raises(errors.MetadataAccessError, match=r"HTTP 401.*no token was sent"):
         HttpMetadataService(URL, transport=transport).get_all_streams()
-    with pytest.raises(MetadataAccessError, match=r"HTTP 401.*wrong"):
+    with pytest.raises(errors.MetadataAccessError, match=r"HTTP 401.*wrong"):
         HttpMetadataService(URL, "nope", transport=transport).get_all_streams()
 
 
@@ -270,7 +262,7 @@ def test_malformed_bodies_name_every_problem(transport: AppTransport) -> None:
     service = _service(transport)
     bad = b'{"clusters": {"east": {}}, "streams": {"orders": [{"cluster": "west", "topics": 1}]}}'
     transport.override = _answer(200, bad)
-    with pytest.raises(MetadataValidationError) as info:
+    with pytest.raises(errors.MetadataValidationError) as info:
         service.get_all_streams()
     message = str(info.value)
     assert f"{URL}/v1/streams" in message
@@ -278,16 +270,16 @@ def test_malformed_bodies_name_every_problem(transport: AppTransport) -> None:
     assert "streams.orders[0].cluster: unknown cluster 'west'" in message
     assert "streams.orders[0].topics: must be a list" in message
     transport.override = _answer(200, b"<html>")
-    with pytest.raises(MetadataValidationError, match=r"not JSON"):
+    with pytest.raises(errors.MetadataValidationError, match=r"not JSON"):
         service.get_all_streams()
     transport.override = _answer(200, b'{"clusterId": "east"}')
-    with pytest.raises(MetadataValidationError, match=r"active: must be true or false"):
+    with pytest.raises(errors.MetadataValidationError, match=r"active: must be true or false"):
         service.is_cluster_active("east")
 
 
 def test_a_304_without_a_cached_answer_is_an_error(transport: AppTransport) -> None:
     transport.override = _answer(304)
-    with pytest.raises(MetadataError, match=r"HTTP 304"):
+    with pytest.raises(errors.MetadataError, match=r"HTTP 304"):
         _service(transport).get_all_streams()
 
 
@@ -301,15 +293,15 @@ def test_the_token_is_never_logged_shown_or_echoed(
     service = _service(transport)
     service.get_all_streams()
     service.get_all_streams()
-    errors = []
+    messages = []
     echo = f'{{"message": "bad token {TOKEN}", "problems": []}}'.encode()
     for failure in (_answer(401, echo), _answer(500, echo), _raise(OSError(f"x {TOKEN}"))):
         transport.override = failure
-        with pytest.raises(MetadataError) as info:
+        with pytest.raises(errors.MetadataError) as info:
             service.get_all_streams()
-        errors.append(str(info.value))
-    assert all("******" in e for e in errors)
-    for text in [caplog.text, repr(service), repr(service._client), *errors]:
+        messages.append(str(info.value))
+    assert all("******" in e for e in messages)
+    for text in [caplog.text, repr(service), repr(service._client), *messages]:
         assert TOKEN not in text
     request_repr = repr(HttpRequest("GET", URL, {"Authorization": TOKEN}, None, 1.0, None))
     assert TOKEN not in request_repr
@@ -359,11 +351,11 @@ def test_update_stream_redoes_the_edit_when_the_stream_changed_in_between(
 
 def test_write_errors(transport: AppTransport) -> None:
     service = _service(transport)
-    with pytest.raises(MetadataNotFoundError, match=r"HTTP 404"):
+    with pytest.raises(errors.MetadataNotFoundError, match=r"HTTP 404"):
         service.get_stream("nope")
-    with pytest.raises(MetadataValidationError, match=r"streams.orders\[0\].cluster"):
+    with pytest.raises(errors.MetadataValidationError, match=r"streams.orders\[0\].cluster"):
         service.put_stream("orders", [{"cluster": "north", "topics": []}])
-    with pytest.raises(MetadataConflictError, match=r"read it again"):
+    with pytest.raises(errors.MetadataConflictError, match=r"read it again"):
         service.put_stream("orders", [], if_match='"stale"')
 
 
@@ -397,12 +389,12 @@ def test_factory_builds_the_http_service_from_options(tmp_path: Path) -> None:
     ],
 )
 def test_factory_rejects_bad_http_options(options: dict[str, str], match: str) -> None:
-    with pytest.raises(OptionsError, match=match):
+    with pytest.raises(errors.OptionsError, match=match):
         create_metadata_service("http", options)
 
 
 def test_token_in_bad_options_is_not_shown() -> None:
-    with pytest.raises(OptionsError) as info:
+    with pytest.raises(errors.OptionsError) as info:
         create_metadata_service("http", {"url": "http://x", "token": f"{TOKEN}\nX-Evil: 1"})
     assert TOKEN not in str(info.value)
 
@@ -450,15 +442,15 @@ def test_no_answer_within_the_timeout_is_a_discovery_failure() -> None:
         listener.listen(1)  # accepts connections, never answers
         port = listener.getsockname()[1]
         service = HttpMetadataService(f"http://127.0.0.1:{port}", timeout_ms=300)
-        with pytest.raises(MetadataError, match=r"no answer within 300 ms.*timeoutMs"):
+        with pytest.raises(errors.MetadataError, match=r"no answer within 300 ms.*timeoutMs"):
             service.get_all_streams()
 
 
 def test_refused_connection_is_a_discovery_failure() -> None:
     service = HttpMetadataService(f"http://127.0.0.1:{_free_port()}", timeout_ms=2000)
-    with pytest.raises(MetadataError, match=r"could not get an answer.*running") as info:
+    with pytest.raises(errors.MetadataError, match=r"could not get an answer.*running") as info:
         service.get_all_streams()
-    assert not isinstance(info.value, OptionsError)
+    assert not isinstance(info.value, errors.OptionsError)
 
 
 def test_redirects_are_not_followed(run_server: Callable[..., str]) -> None:
@@ -466,7 +458,7 @@ def test_redirects_are_not_followed(run_server: Callable[..., str]) -> None:
         return RedirectResponse("http://elsewhere.invalid/v1/streams", status_code=307)
 
     url = run_server(Starlette(routes=[Route("/v1/streams", redirect)]))
-    with pytest.raises(MetadataError, match=r"HTTP 307"):
+    with pytest.raises(errors.MetadataError, match=r"HTTP 307"):
         HttpMetadataService(url, TOKEN).get_all_streams()
 
 
@@ -475,7 +467,7 @@ def test_over_real_http_with_etags(run_server: Callable[..., str], meta: Path) -
     service = HttpMetadataService(url, TOKEN)
     first = service.describe_streams(["orders"])
     assert service.describe_streams(["orders"]) == first
-    with pytest.raises(MetadataAccessError):
+    with pytest.raises(errors.MetadataAccessError):
         HttpMetadataService(url, "wrong-token").get_all_streams()
 
 
@@ -501,7 +493,7 @@ def test_tls_is_verified_and_a_private_ca_can_be_given(
 ) -> None:
     cert, key = certificate
     url = run_server(create_app(meta), ssl_certfile=str(cert), ssl_keyfile=str(key))
-    with pytest.raises(MetadataError, match=r"certificate verification failed.*caFile"):
+    with pytest.raises(errors.MetadataError, match=r"certificate verification failed.*caFile"):
         HttpMetadataService(url).get_all_streams()
     trusted = HttpMetadataService(url, ca_file=str(cert))
     assert {s.stream_id for s in trusted.get_all_streams()} == {"orders", "payments"}

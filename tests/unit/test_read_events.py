@@ -82,6 +82,17 @@ def _out_of_range(offset: int) -> Message:
     return _message("t", 0, offset, KafkaError(KafkaError._AUTO_OFFSET_RESET, "out of range"))
 
 
+def _accept_without_fail(
+    consumer: _Consumer, messages: list[Message], caplog: pytest.LogCaptureFixture
+) -> tuple[_RangeReader, list[str]]:
+    """A failOnDataLoss=false reader of east/t/0 [10, 60) after ``messages``, and every data
+    loss warning logged so far."""
+    reader = _reader(consumer, 10, 60, fail=False)
+    with caplog.at_level(logging.WARNING):
+        reader.accept(messages)
+    return reader, [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
+
+
 def test_out_of_range_fails_with_cluster_topic_partition_and_offsets() -> None:
     reader = _reader(_Consumer(low=50, high=90), 10, 60, fail=True)
     reader.accept([_message("t", 0, 10), _message("t", 0, 11)])
@@ -95,12 +106,10 @@ def test_out_of_range_without_fail_resumes_at_the_earliest_available_offset(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     consumer = _Consumer(low=50, high=90)
-    reader = _reader(consumer, 10, 60, fail=False)
-    with caplog.at_level(logging.WARNING):
-        reader.accept([_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)])
+    messages = [_message("t", 0, 10), _message("t", 0, 11), _out_of_range(12)]
+    reader, (warning,) = _accept_without_fail(consumer, messages, caplog)
     assert consumer.restarts == [("t", 0, 50)]
     # Exactly the records lost: from the next offset to the earliest one still available.
-    (warning,) = [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
     assert "offsets [12, 50) of east/t/0" in warning
     reader.accept([_message("t", 0, o) for o in range(50, 61)])
     assert not reader.pending
@@ -112,16 +121,11 @@ def test_out_of_range_without_fail_ends_a_range_that_is_entirely_gone(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     consumer = _Consumer(low=80, high=90)
-    reader = _reader(consumer, 10, 60, fail=False)
-    with caplog.at_level(logging.WARNING):
-        reader.accept([_out_of_range(10)])
+    reader, _ = _accept_without_fail(consumer, [_out_of_range(10)], caplog)
     assert not reader.pending and consumer.restarts == []
     recreated = _Consumer(low=0, high=5)  # the topic was recreated: offsets 10.. do not exist
-    reader = _reader(recreated, 10, 60, fail=False)
-    with caplog.at_level(logging.WARNING):
-        reader.accept([_out_of_range(10)])
+    reader, warnings = _accept_without_fail(recreated, [_out_of_range(10)], caplog)
     assert not reader.pending and recreated.restarts == []
-    warnings = [r.getMessage() for r in caplog.records if "Data loss" in r.getMessage()]
     assert len(warnings) == 2 and all("offsets [10, 60) of east/t/0" in w for w in warnings)
 
 

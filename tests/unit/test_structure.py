@@ -7,7 +7,7 @@ functions and ``TYPE_CHECKING`` blocks), so a cycle hidden behind a lazy import 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -110,6 +110,16 @@ def _top(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _imports_where(wrong: Callable[[str, str], bool]) -> list[str]:
+    """Every ``importer imports imported`` of the package for which ``wrong`` holds, sorted."""
+    return sorted(
+        f"{name} imports {target}"
+        for name, targets in _graph().items()
+        for target in targets
+        if wrong(name, target)
+    )
+
+
 def test_no_import_cycle() -> None:
     graph = _graph()
     # A package's __init__ re-exporting its submodules is not a cycle through the package.
@@ -139,13 +149,12 @@ def test_no_import_cycle() -> None:
 
 
 def test_layers_import_only_downwards() -> None:
-    wrong = sorted(
-        f"{name} imports {target}"
-        for name, targets in _graph().items()
-        for target in targets
-        if LAYERS.get(_top(target), 0) > LAYERS.get(_top(name), 99)
+    assert (
+        _imports_where(
+            lambda name, target: LAYERS.get(_top(target), 0) > LAYERS.get(_top(name), 99)
+        )
+        == []
     )
-    assert wrong == []
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
@@ -162,38 +171,31 @@ def _part(module: str, package: str = "source") -> str | None:
 
 @pytest.mark.parametrize(("package", "layers"), [("source", SOURCE_LAYERS), ("sink", SINK_LAYERS)])
 def test_sub_layers_import_only_downwards(package: str, layers: dict[str, int]) -> None:
-    graph = _graph()
-    parts = {_part(name, package) for name in graph} - {None}
+    parts = {_part(name, package) for name in _graph()} - {None}
     assert parts == set(layers), f"a module of {package}/ is in no sub-layer"
-    wrong = sorted(
-        f"{name} imports {target}"
-        for name, targets in graph.items()
-        if (part := _part(name, package)) is not None
-        for target in targets
-        if (other := _part(target, package)) is not None and layers[other] > layers[part]
-    )
-    assert wrong == []
+
+    def upwards(name: str, target: str) -> bool:
+        part, other = _part(name, package), _part(target, package)
+        return part is not None and other is not None and layers[other] > layers[part]
+
+    assert _imports_where(upwards) == []
 
 
 def test_source_and_sink_do_not_import_each_other() -> None:
-    wrong = sorted(
-        f"{name} imports {target}"
-        for name, targets in _graph().items()
-        for target in targets
-        if {_top(name), _top(target)} == {"source", "sink"}
+    assert (
+        _imports_where(lambda name, target: {_top(name), _top(target)} == {"source", "sink"}) == []
     )
-    assert wrong == []
 
 
 def test_monitoring_reads_the_source_through_its_contract_only() -> None:
-    wrong = sorted(
-        f"{name} imports {target}"
-        for name, targets in _graph().items()
-        if _top(name) == "monitoring"
-        for target in targets
-        if _top(target) == "source" and target != f"{PACKAGE}.source.contract"
-    )
-    assert wrong == []
+    def around_the_contract(name: str, target: str) -> bool:
+        return (
+            _top(name) == "monitoring"
+            and _top(target) == "source"
+            and target != f"{PACKAGE}.source.contract"
+        )
+
+    assert _imports_where(around_the_contract) == []
 
 
 def test_test_modules_have_unique_basenames() -> None:

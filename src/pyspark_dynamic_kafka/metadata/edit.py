@@ -61,6 +61,15 @@ def _known(names: Mapping[str, object]) -> str:
     return ", ".join(repr(n) for n in names) or "none"
 
 
+def _require(names: Mapping[str, object], kind: str, name: str) -> None:
+    """Raise :class:`MetadataNotFoundError` unless ``name`` is one of ``names`` (streams or
+    clusters, as ``kind`` says)."""
+    if name not in names:
+        raise MetadataNotFoundError(
+            f"{kind.capitalize()} {name!r} is not in the metadata (known {kind}s: {_known(names)})."
+        )
+
+
 _REMOVED = object()
 
 
@@ -84,11 +93,7 @@ def stream_entries(parsed: ParsedMetadata, stream_id: str) -> list[dict[str, Any
     MetadataNotFoundError
         When the stream is not in the metadata.
     """
-    if stream_id not in parsed.streams:
-        raise MetadataNotFoundError(
-            f"Stream {stream_id!r} is not in the metadata (known streams: "
-            f"{_known(parsed.streams)})."
-        )
+    _require(parsed.streams, "stream", stream_id)
     entries: list[dict[str, Any]] = dump_metadata_document(parsed)["streams"][stream_id]
     return entries
 
@@ -115,7 +120,7 @@ def remove_stream(parsed: ParsedMetadata, stream_id: str) -> ParsedMetadata:
     MetadataNotFoundError
         When the stream is not in the metadata.
     """
-    stream_entries(parsed, stream_id)
+    _require(parsed.streams, "stream", stream_id)
     return _with(parsed, "streams", stream_id, _REMOVED)
 
 
@@ -142,11 +147,7 @@ def remove_cluster(parsed: ParsedMetadata, cluster_id: str) -> ParsedMetadata:
     MetadataValidationError
         When a stream still has topics on it.
     """
-    if cluster_id not in parsed.clusters:
-        raise MetadataNotFoundError(
-            f"Cluster {cluster_id!r} is not in the metadata (known clusters: "
-            f"{_known(parsed.clusters)})."
-        )
+    _require(parsed.clusters, "cluster", cluster_id)
     users = sorted(sid for sid, s in parsed.streams.items() if cluster_id in s.clusters)
     if users:
         raise MetadataValidationError(

@@ -19,25 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pyspark_dynamic_kafka import optionspec
 from pyspark_dynamic_kafka.errors import MetadataConflictError, MetadataValidationError
-from pyspark_dynamic_kafka.metadata.contract import (
-    STREAMS_PATH,
-    cluster_path,
-    parse_cluster_status,
-    stream_path,
-)
+from pyspark_dynamic_kafka.metadata import contract
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metadata_document
 from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS, MetadataHttpClient
 from pyspark_dynamic_kafka.metadata.http_transport import Transport
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
-from pyspark_dynamic_kafka.optionspec import (
-    OptionSpec,
-    integer,
-    optional_text,
-    raw,
-    service_options,
-    text,
-)
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "OPTIONS", "STATUS_REUSE_SECONDS", "HttpMetadataService"]
 
@@ -52,33 +40,33 @@ Entries = list[dict[str, Any]]
 
 #: The options of ``metadataService=http``, named after the arguments of
 #: :class:`HttpMetadataService`.
-OPTIONS = service_options(
+OPTIONS = optionspec.service_options(
     "http",
-    OptionSpec(
+    optionspec.OptionSpec(
         "url",
-        text,
+        optionspec.text,
         None,
         "Base URL of the service, e.g. https://metadata.example.com (the client adds /v1/...).",
         required=True,
         attr="url",
     ),
-    OptionSpec(
+    optionspec.OptionSpec(
         "token",
-        raw,
+        optionspec.raw,
         None,
         "Bearer token sent as Authorization: Bearer ...; never logged, masked in messages.",
         attr="token",
     ),
-    OptionSpec(
+    optionspec.OptionSpec(
         "timeoutMs",
-        integer(1),
+        optionspec.integer(1),
         str(DEFAULT_TIMEOUT_MS),
         "Timeout of one request, in milliseconds (a positive number).",
         attr="timeout_ms",
     ),
-    OptionSpec(
+    optionspec.OptionSpec(
         "caFile",
-        optional_text,
+        optionspec.optional_text,
         None,
         "PEM file of a private CA (https only); TLS certificates are always verified.",
         attr="ca_file",
@@ -148,7 +136,7 @@ class HttpMetadataService:
     # ------------------------------------------------------------------ reads
     def _streams(self, stream_ids: list[str] | None) -> ParsedMetadata:
         query = [("id", sid) for sid in stream_ids or []]
-        parsed = self._client.get_cached(STREAMS_PATH, parse_metadata_document, query)
+        parsed = self._client.get_cached(contract.STREAMS_PATH, parse_metadata_document, query)
         self._recent = (self._clock(), frozenset(parsed.clusters), stream_ids is None)
         return parsed
 
@@ -183,8 +171,8 @@ class HttpMetadataService:
             if complete:
                 return False
         return self._client.get_cached(
-            cluster_path(cluster_id),
-            lambda body, source: parse_cluster_status(body, cluster_id, source),
+            contract.cluster_path(cluster_id),
+            lambda body, source: contract.parse_cluster_status(body, cluster_id, source),
         )
 
     def close(self) -> None:
@@ -203,7 +191,7 @@ class HttpMetadataService:
         MetadataNotFoundError
             When the service does not know the stream.
         """
-        path = stream_path(stream_id)
+        path = contract.stream_path(stream_id)
         response = self._client.request("GET", path)
         if response.status != 200:
             raise self._client.fail("GET", path, response)
@@ -229,7 +217,7 @@ class HttpMetadataService:
         MetadataAccessError
             When the token is missing or not allowed to write.
         """
-        path = stream_path(stream_id)
+        path = contract.stream_path(stream_id)
         headers = {"If-Match": if_match} if if_match else {}
         response = self._client.request("PUT", path, body=entries, headers=headers)
         if response.status not in (200, 201):

@@ -105,7 +105,10 @@ class MetadataHttpClient:
         PEM file of the CA that signed the service's certificate (``https`` only); the system's
         CAs otherwise. Certificates and host names are always verified.
     transport:
-        What sends a request; :func:`urllib_transport` by default.
+        What sends a request; ``None`` for :func:`urllib_transport`.
+
+    The defaults of these arguments are those of
+    :class:`~pyspark_dynamic_kafka.metadata.http.HttpMetadataService`, the client's one user.
 
     Raises
     ------
@@ -117,10 +120,10 @@ class MetadataHttpClient:
         self,
         url: str,
         *,
-        token: str | None = None,
-        timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        ca_file: str | None = None,
-        transport: Transport | None = None,
+        token: str | None,
+        timeout_ms: int,
+        ca_file: str | None,
+        transport: Transport | None,
     ) -> None:
         self._base = _check_url(url)
         self._token = check_token(token)

@@ -14,12 +14,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
 
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 

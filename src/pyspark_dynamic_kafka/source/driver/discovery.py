@@ -7,12 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyspark_dynamic_kafka.errors import (
-    DiscoveryError,
-    DynamicKafkaError,
-    MetadataError,
-    OptionsError,
-)
+from pyspark_dynamic_kafka import errors
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
@@ -188,7 +183,7 @@ class Discovery:
             self._last_attempt = self._clock()
             self._discover()
         if self._snapshot is None:  # pragma: no cover - _discover raises instead
-            raise DiscoveryError("No metadata snapshot is available.")
+            raise errors.DiscoveryError("No metadata snapshot is available.")
         return self._snapshot
 
     def _discover(self) -> None:
@@ -196,7 +191,7 @@ class Discovery:
         try:
             snapshot = self._resolve(first)
         except Exception as exc:  # a user's service may raise anything
-            if isinstance(exc, DynamicKafkaError) and not exc.retryable:
+            if isinstance(exc, errors.DynamicKafkaError) and not exc.retryable:
                 raise  # bad options, refused credentials: a retry cannot help
             self._on_failure(exc, first)
             return
@@ -213,13 +208,13 @@ class Discovery:
 
     def _on_failure(self, exc: BaseException, first: bool) -> None:
         if first:
-            if isinstance(exc, MetadataError):
+            if isinstance(exc, errors.MetadataError):
                 raise exc
-            raise MetadataError(f"Metadata discovery failed at query start: {exc}") from exc
+            raise errors.MetadataError(f"Metadata discovery failed at query start: {exc}") from exc
         self._failures += 1
         threshold = self._options.discovery_failure_threshold
         if self._failures > threshold:
-            raise DiscoveryError(
+            raise errors.DiscoveryError(
                 f"Metadata discovery failed {self._failures} times in a row (threshold "
                 f"metadataDiscoveryFailureThreshold={threshold}); last error: {exc}. Fix the "
                 "metadata service, then restart the query from its checkpoint."
@@ -243,7 +238,7 @@ class Discovery:
             missing = [sid for sid in options.stream_ids if sid not in streams]
             if missing and first:
                 known = sorted(s.stream_id for s in service.get_all_streams())
-                raise OptionsError(
+                raise errors.OptionsError(
                     f"Option 'streamIds' names unknown stream id(s) {', '.join(missing)} "
                     f"(value {','.join(options.stream_ids)!r}). Known stream ids: "
                     f"{', '.join(known) or 'none'}."

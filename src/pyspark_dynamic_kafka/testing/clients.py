@@ -35,6 +35,11 @@ _CLIENT_DEFAULTS: dict[str, ConfigValue] = {
     "socket.connection.setup.timeout.ms": 5000,
 }
 
+#: Seconds one high-watermark request may take before it is asked again by a new client: a
+#: request to a partition leader that was just killed waits out its whole timeout, while a new
+#: client's metadata names the new leader.
+_WATERMARK_ATTEMPT_SECONDS = 5.0
+
 
 class KafkaClients(ABC):
     """Admin and consumer access to a cluster whose address a subclass provides.
@@ -297,7 +302,8 @@ class KafkaClients(ABC):
             with self._consumer() as consumer:
                 for p in expected:
                     _, high = consumer.get_watermark_offsets(
-                        TopicPartition(topic, p), timeout=max(seconds_left(deadline), 1.0)
+                        TopicPartition(topic, p),
+                        timeout=min(max(seconds_left(deadline), 1.0), _WATERMARK_ATTEMPT_SECONDS),
                     )
                     seen[p] = high
             return all(seen[p] >= end for p, end in expected.items())
@@ -307,8 +313,8 @@ class KafkaClients(ABC):
         except KafkaTestingError as exc:
             raise ProduceError(
                 f"cluster {self.name!r}, topic {topic!r}: the high watermarks {seen} do not "
-                f"cover every produced record {dict(expected)}; records in multi-record "
-                "batches stay hidden on Tansu until a later batch lands"
+                f"cover every produced record {dict(expected)} (on Tansu, records in "
+                "multi-record batches stay hidden until a later batch lands)"
             ) from exc
 
     # -- readiness -------------------------------------------------------------------------------

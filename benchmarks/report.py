@@ -21,7 +21,7 @@ TARGETS = {
 PROTOTYPE = "native"
 
 
-def _side(name: str, run: Run) -> str:
+def side(name: str, run: Run) -> str:
     return f"{name} {run.rps:,.0f} rows/s {run.us_per_record:.2f} us/rec ({run.split()})"
 
 
@@ -44,7 +44,7 @@ def _prototype(runs: dict[str, Run]) -> dict[str, tuple[float, float]]:
 
 def round_line(case: str, rnd: int, runs: dict[str, Run], load: float) -> str:
     label = f"{case} round {rnd}" + (" (warm-up, not counted)" if rnd == 0 else "")
-    sides = "\n    ".join(_side(n, r) for n, r in runs.items())
+    sides = "\n    ".join(side(n, r) for n, r in runs.items())
     ratio = ", ".join(f"/{p} {r:.2f}x rows/s {c:.2f}x CPU" for p, (r, c) in ratios(runs).items())
     line = f"{label}, load {load:.1f}:\n    {sides}\n    ours{ratio.replace(', /', '; /')}"
     for p, (r, c) in _prototype(runs).items():
@@ -70,11 +70,11 @@ def summary(case: str, rounds: list[dict[str, Run]]) -> str:
         lines.append(f"  {name:14} median {rps:>12,.0f} rows/s {cpu:6.2f} us/record")
     named = [("ours", [ratios(r) for r in rounds]), (PROTOTYPE, [_prototype(r) for r in rounds])]
     for label, per_round in named:
-        lines.extend(_ratio_lines(label, per_round))
+        lines.extend(ratio_lines(label, per_round))
     return "\n".join(lines)
 
 
-def _ratio_lines(label: str, per_round: list[dict[str, tuple[float, float]]]) -> list[str]:
+def ratio_lines(label: str, per_round: list[dict[str, tuple[float, float]]]) -> list[str]:
     lines = []
     for peer in per_round[0]:
         rps = [r[peer][0] for r in per_round]

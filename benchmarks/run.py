@@ -94,7 +94,7 @@ def _flink_run(flink: FlinkPeer, total: int, topic: str, clusters: list[Cluster]
     return Run(rows, end - start, sampler.between("flink", start, end))
 
 
-def _load(started: dict[str, Any], case: str, records: int, size: int) -> dict[str, Any]:
+def load(started: dict[str, Any], case: str, records: int, size: int) -> dict[str, Any]:
     """Create the case's topic on its clusters and load the records; the case's sides."""
     broker, count, partitions = CASES[case]
     names = list(started[broker])[:count]
@@ -177,7 +177,7 @@ def main() -> None:
             kind: stack.enter_context(start_clusters([f"{kind}{i}" for i in range(n)], broker=kind))
             for kind, n in counts.items()
         }
-        data = {case: _load(started, case, args.records, args.size) for case in args.cases}
+        data = {case: load(started, case, args.records, args.size) for case in args.cases}
         flink = None
         if not args.no_flink and "kafka" in kinds:
             flink = stack.enter_context(FlinkPeer(find_java(), workdir / "flink.log"))

@@ -62,18 +62,18 @@ def write_metadata(path: Path, clusters: Sequence[Cluster], topic: str) -> None:
     os.replace(tmp, path)
 
 
-def dynamic_kafka(spark: Any, metadata: Path, reader: str = "python") -> Any:
+def dynamic_kafka(spark: Any, metadata: Path, reader: str | None = "python") -> Any:
     """``dynamic_kafka`` with the given ``reader`` (``python``: side ``dynamic_kafka``;
-    ``native``: the compiled core, side ``native``)."""
-    return (
+    ``native``: the compiled core, side ``native``; None: no ``reader`` option, for trees that
+    predate it, see :mod:`.trees`)."""
+    frame = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")
         .option("metadataService.path", str(metadata))
         .option("streamIds", "bench")
         .option("startingOffsets", "earliest")
-        .option("reader", reader)
-        .load()
     )
+    return (frame if reader is None else frame.option("reader", reader)).load()
 
 
 def kafka(spark: Any, cluster: Cluster, topic: str) -> Any:

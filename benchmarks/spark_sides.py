@@ -120,10 +120,17 @@ def _window(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
     return rows, start, end
 
 
-def measure(spark_jvm: int, frame: Callable[[], Any], total: int, timeout: float = 900.0) -> Run:
-    """Start a noop-sink query on ``frame()``, wait until it read ``total`` rows, price it."""
+def measure(
+    spark_jvm: int,
+    frame: Callable[[], Any],
+    total: int,
+    timeout: float = 900.0,
+    sink: Callable[[Any], Any] = lambda df: df.writeStream.format("noop"),
+) -> Run:
+    """Start a query on ``frame()`` writing to ``sink(frame)`` (a ``DataStreamWriter``; default
+    the noop sink), wait until it read ``total`` rows, price it."""
     with CpuSampler({"spark": spark_jvm}) as sampler:
-        query = frame().writeStream.format("noop").start()
+        query = sink(frame()).start()
         try:
             deadline = time.monotonic() + timeout
             while (read := sum(int(p["numInputRows"]) for p in query.recentProgress)) < total:

@@ -96,7 +96,8 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka");
 # benchmarks/memory.py: a task's peak RSS reading 0.5M -> 4M records, both readers.
 # benchmarks/trees.py: this tree against BENCH_OLD_REV (the tree before the source/ redesign),
-# each in a Spark session of its own, same data, interleaved rounds.
+# each in a Spark session of its own, same data, interleaved rounds; benchmarks/sink.py: the
+# sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink.
 BENCH_OLD_REV ?= dc7d380
 bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.run
@@ -107,6 +108,7 @@ bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.scale
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.trees --rev $(BENCH_OLD_REV)
+	$(PY) -m benchmarks.sink
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

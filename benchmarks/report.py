@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Mapping
 from typing import Any
@@ -11,6 +12,8 @@ from benchmarks.spark_sides import Run
 OURS = "dynamic_kafka"
 #: (rows/s ratio at least, CPU ratio at most); None: no target, shown for reading.
 Target = tuple[float | None, float | None]
+#: ``(ours, peer)`` pairs whose ratios ours / peer are printed.
+Pairs = list[tuple[str, str]]
 #: ``{peer: target}`` of ``dynamic_kafka`` / peer.
 TARGETS: dict[str, Target] = {
     "kafka": (0.8, 1.5),
@@ -114,7 +117,7 @@ def as_json(results: dict[str, list[dict[str, Run]]]) -> dict[str, Any]:
     }
 
 
-def pair_lines(runs: dict[str, Run], pairs: list[tuple[str, str]]) -> list[str]:
+def pair_lines(runs: dict[str, Run], pairs: Pairs) -> list[str]:
     """One line per side, then ``ours/peer`` rows/s and CPU ratios for every pair that ran."""
     lines = [side(n, r) for n, r in runs.items()]
     for ours, peer in pairs:
@@ -126,7 +129,7 @@ def pair_lines(runs: dict[str, Run], pairs: list[tuple[str, str]]) -> list[str]:
 
 def pair_summary(
     rounds: list[dict[str, Run]],
-    pairs: list[tuple[str, str]],
+    pairs: Pairs,
     targets: Mapping[str, Target] | None = None,
 ) -> list[str]:
     """Each side's median rows/s and CPU, then every pair's ratios per round and their median;
@@ -137,3 +140,18 @@ def pair_summary(
         per_round = [{peer: ratios(r, ours)[peer]} for r in rounds]
         lines += ratio_lines(ours, per_round, {peer: target})
     return lines
+
+
+def parser(doc: str | None, records: int) -> argparse.ArgumentParser:
+    """A side-by-side benchmark's command line: ``--records``, ``--size`` and ``--rounds``."""
+    made = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    made.add_argument("--records", type=int, default=records)
+    made.add_argument("--size", type=int, default=100)
+    made.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    return made
+
+
+def print_round(what: str, rnd: int, load: float, runs: dict[str, Run], pairs: Pairs) -> None:
+    """One round's sides and ratios; round 0 is the warm-up."""
+    label = f"{what} round {rnd}" + (" (warm-up, not counted)" if not rnd else "")
+    print(f"{label}, load {load:.1f}:\n    " + "\n    ".join(pair_lines(runs, pairs)), flush=True)

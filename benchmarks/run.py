@@ -22,7 +22,6 @@ Run with ``make bench``; options: ``--records N --size B --rounds R --cases ...`
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -151,10 +150,7 @@ def _sides(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    parser = report.parser(__doc__, 2_000_000)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink out")
     parser.add_argument(

@@ -23,7 +23,6 @@ their medians. ``python -m benchmarks.sink``; ``--records N --size B --rounds R`
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import uuid
@@ -135,10 +134,7 @@ def _prepare(spark: Any, path: Path, records: int, size: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    parser = report.parser(__doc__, 2_000_000)
     args = parser.parse_args()
     workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench")) / "sink"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -160,9 +156,7 @@ def main() -> None:
             runs = {name: runs[name] for name in sides}
             if rnd:
                 results.append(runs)
-            label = f"write round {rnd}" + (" (warm-up, not counted)" if not rnd else "")
-            lines = report.pair_lines(runs, PAIRS)
-            print(f"{label}, load {load:.1f}:\n    " + "\n    ".join(lines), flush=True)
+            report.print_round("write", rnd, load, runs, PAIRS)
         spark.stop()
     print(f"\nwrite, {len(results)} rounds, load average now {load_average():.1f}:")
     print("\n".join(report.pair_summary(results, PAIRS, TARGETS)))

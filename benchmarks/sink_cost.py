@@ -18,7 +18,6 @@ included). Rounds interleaved, order reversed every other round, after a warm-up
 
 from __future__ import annotations
 
-import argparse
 import resource
 import time
 import uuid
@@ -101,10 +100,7 @@ WAYS: dict[str, Callable[[WriteTask, list[pa.RecordBatch]], object]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    parser = report.parser(__doc__, 1_000_000)
     args = parser.parse_args()
     batches = _batches(args.records, args.size)
     results: list[dict[str, Run]] = []
@@ -126,9 +122,7 @@ def main() -> None:
             runs = {name: runs[name] for name in WAYS}
             if rnd:
                 results.append(runs)
-            label = f"sink cost round {rnd}" + (" (warm-up, not counted)" if not rnd else "")
-            lines = report.pair_lines(runs, PAIRS)
-            print(f"{label}, load {load:.1f}:\n    " + "\n    ".join(lines), flush=True)
+            report.print_round("sink cost", rnd, load, runs, PAIRS)
     print(f"\nsink cost, {len(results)} rounds, load average now {load_average():.1f}:")
     print("\n".join(report.pair_summary(results, PAIRS)))
 

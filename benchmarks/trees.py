@@ -20,7 +20,6 @@ new / old per round and their medians are printed.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -107,11 +106,8 @@ class Side:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser = report.parser(__doc__, 2_000_000)
     parser.add_argument("--rev", default="dc7d380", help="the old tree's revision")
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
     kafka_cases = [c for c in CASES if c.startswith("kafka")]
     parser.add_argument("--cases", nargs="+", default=["kafka-1x8"], choices=kafka_cases)
     args = parser.parse_args()
@@ -141,9 +137,7 @@ def main() -> None:
                 runs = {n: runs[n] for n in SIDES}
                 if rnd:
                     results[case].append(runs)
-                label = f"{case} round {rnd}" + (" (warm-up, not counted)" if not rnd else "")
-                lines = report.pair_lines(runs, PAIRS)
-                print(f"{label}, load {load_now:.1f}:\n    " + "\n    ".join(lines), flush=True)
+                report.print_round(case, rnd, load_now, runs, PAIRS)
 
     print(f"\nrev {args.rev} (old) against the tree on disk; load average now {load_average():.1f}")
     for case, rounds in results.items():

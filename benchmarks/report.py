@@ -1,4 +1,4 @@
-"""Per-round lines, ratios ours / peer and their medians, and the targets."""
+"""Per-round lines, ratios ours / peer and their medians, targets, the shared command line."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ partitions on one Apache Kafka broker, five ways:
 * ``bare``: ``to_pylist`` of the columns and one ``Producer.produce(topic, value, key)`` a row,
   same producer properties, no delivery callback, then ``flush``;
 * ``counted``: ``bare`` with a delivery callback that only counts;
-* ``deliveries``: ``bare`` with the product's delivery callback (:class:`Deliveries`).
+* ``deliveries``: ``bare`` with the product's delivery callback (:class:`Deliveries`);
+* ``keywords``: ``deliveries`` with ``value`` and ``key`` passed as a keyword dict, as the product.
 
 The window is the loop plus the flush; CPU is this process's ``getrusage`` (librdkafka's threads
 included). Rounds interleaved, order reversed every other round, after a warm-up round; ratios of
@@ -36,7 +37,12 @@ from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing import start_clusters
 
-PAIRS = [("product", "bare"), ("product", "counted"), ("product", "deliveries")]
+PAIRS = [
+    ("product", "bare"),
+    ("product", "counted"),
+    ("product", "deliveries"),
+    ("product", "keywords"),
+]
 BATCH = 10_000
 
 
@@ -57,7 +63,9 @@ def _batches(records: int, size: int) -> list[pa.RecordBatch]:
     ]
 
 
-def _bare(task: WriteTask, batches: list[pa.RecordBatch], callback: Any) -> None:
+def _bare(
+    task: WriteTask, batches: list[pa.RecordBatch], callback: Any, keywords: bool = False
+) -> None:
     producer = Producer(task.producer_properties())
     topic = next(iter(task.route.topics))
     extra = {} if callback is None else {"on_delivery": callback}
@@ -66,7 +74,11 @@ def _bare(task: WriteTask, batches: list[pa.RecordBatch], callback: Any) -> None
         for key, value in zip(keys, values, strict=True):
             while True:
                 try:
-                    producer.produce(topic, value, key, **extra)
+                    if keywords:  # as the product calls it: a keyword dict a row
+                        row = {"value": value, "key": key}
+                        producer.produce(topic, **extra, **row)
+                    else:
+                        producer.produce(topic, value, key, **extra)
                     break
                 except BufferError:
                     producer.poll(0.1)
@@ -96,6 +108,7 @@ WAYS: dict[str, Callable[[WriteTask, list[pa.RecordBatch]], object]] = {
     "bare": lambda task, batches: _bare(task, batches, None),
     "counted": lambda task, batches: _bare(task, batches, _counter()),
     "deliveries": lambda task, batches: _bare(task, batches, produce.Deliveries()),
+    "keywords": lambda task, batches: _bare(task, batches, produce.Deliveries(), keywords=True),
 }
 
 

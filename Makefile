@@ -95,6 +95,10 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
 # benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka");
 # benchmarks/memory.py: a task's peak RSS reading 0.5M -> 4M records, both readers.
+# benchmarks/trees.py: this tree against BENCH_OLD_REV (the tree before the source/ redesign),
+# each in a Spark session of its own, same data, interleaved rounds; benchmarks/sink.py: the
+# sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink.
+BENCH_OLD_REV ?= dc7d380
 bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.prefetch
@@ -103,6 +107,8 @@ bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.monitoring
 	$(PY) -m benchmarks.scale
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.trees --rev $(BENCH_OLD_REV)
+	$(PY) -m benchmarks.sink
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

@@ -22,7 +22,6 @@ Run with ``make bench``; options: ``--records N --size B --rounds R --cases ...`
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -94,7 +93,7 @@ def _flink_run(flink: FlinkPeer, total: int, topic: str, clusters: list[Cluster]
     return Run(rows, end - start, sampler.between("flink", start, end))
 
 
-def _load(started: dict[str, Any], case: str, records: int, size: int) -> dict[str, Any]:
+def load(started: dict[str, Any], case: str, records: int, size: int) -> dict[str, Any]:
     """Create the case's topic on its clusters and load the records; the case's sides."""
     broker, count, partitions = CASES[case]
     names = list(started[broker])[:count]
@@ -151,10 +150,7 @@ def _sides(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--records", type=int, default=2_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3, help="measured rounds (median)")
+    parser = report.parser(__doc__, 2_000_000)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink out")
     parser.add_argument(
@@ -177,7 +173,7 @@ def main() -> None:
             kind: stack.enter_context(start_clusters([f"{kind}{i}" for i in range(n)], broker=kind))
             for kind, n in counts.items()
         }
-        data = {case: _load(started, case, args.records, args.size) for case in args.cases}
+        data = {case: load(started, case, args.records, args.size) for case in args.cases}
         flink = None
         if not args.no_flink and "kafka" in kinds:
             flink = stack.enter_context(FlinkPeer(find_java(), workdir / "flink.log"))

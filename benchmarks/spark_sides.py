@@ -62,18 +62,18 @@ def write_metadata(path: Path, clusters: Sequence[Cluster], topic: str) -> None:
     os.replace(tmp, path)
 
 
-def dynamic_kafka(spark: Any, metadata: Path, reader: str = "python") -> Any:
+def dynamic_kafka(spark: Any, metadata: Path, reader: str | None = "python") -> Any:
     """``dynamic_kafka`` with the given ``reader`` (``python``: side ``dynamic_kafka``;
-    ``native``: the compiled core, side ``native``)."""
-    return (
+    ``native``: the compiled core, side ``native``; None: no ``reader`` option, for trees that
+    predate it, see :mod:`.trees`)."""
+    frame = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")
         .option("metadataService.path", str(metadata))
         .option("streamIds", "bench")
         .option("startingOffsets", "earliest")
-        .option("reader", reader)
-        .load()
     )
+    return (frame if reader is None else frame.option("reader", reader)).load()
 
 
 def kafka(spark: Any, cluster: Cluster, topic: str) -> Any:
@@ -120,10 +120,17 @@ def _window(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
     return rows, start, end
 
 
-def measure(spark_jvm: int, frame: Callable[[], Any], total: int, timeout: float = 900.0) -> Run:
-    """Start a noop-sink query on ``frame()``, wait until it read ``total`` rows, price it."""
+def measure(
+    spark_jvm: int,
+    frame: Callable[[], Any],
+    total: int,
+    timeout: float = 900.0,
+    sink: Callable[[Any], Any] = lambda df: df.writeStream.format("noop"),
+) -> Run:
+    """Start a query on ``frame()`` writing to ``sink(frame)`` (a ``DataStreamWriter``; default
+    the noop sink), wait until it read ``total`` rows, price it."""
     with CpuSampler({"spark": spark_jvm}) as sampler:
-        query = frame().writeStream.format("noop").start()
+        query = sink(frame()).start()
         try:
             deadline = time.monotonic() + timeout
             while (read := sum(int(p["numInputRows"]) for p in query.recentProgress)) < total:

@@ -1,0 +1,166 @@
+"""The write side: ``dynamic_kafka``'s sink beside Spark's ``format("kafka")`` sink, in one run.
+
+One Apache Kafka cluster; the same rows for every side (default 2,000,000: ``key`` the id as a
+string, ``value`` ``--size`` bytes), prepared once as Parquet in 2 files (2 tasks on the
+``local[2]`` session) and read by every side; each write goes to a fresh topic of 8 partitions
+that is deleted afterwards. Sides, all on one warm SparkSession, each side with its own producer
+defaults:
+
+* ``kafka``: ``writeStream.format("kafka")`` (Spark's sink, at-least-once);
+* ``dynamic_kafka``: ``writeStream.format("dynamic_kafka")``, ``deliveryGuarantee=atLeastOnce``;
+* ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce`` (one transaction per task);
+* ``kafka_batch`` and ``dynamic_kafka_batch``: ``df.write`` of the same Parquet to each sink.
+
+A streaming side is one micro-batch (a new query on the Parquet directory) priced as in
+:func:`benchmarks.spark_sides.measure`: its ``addBatch`` span (reads the Parquet and writes every
+row, each task waiting for its acknowledgements) and the CPU of the Spark JVM and its Python
+workers. A batch side is the wall-clock span of ``save()`` and the same CPU. After every write
+the topic's end offsets are checked: exactly the rows for the at-least-once sides; for
+``exactly_once`` the rows plus at most one transaction marker per task and partition. A warm-up
+round, then ``--rounds`` rounds interleaved, order reversed every other round; ratios per round and
+their medians. ``python -m benchmarks.sink``; ``--records N --size B --rounds R``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyspark
+from benchmarks import report
+from benchmarks.measure import CpuSampler, load_average, spark_jvm
+from benchmarks.peers.maven import spark_kafka_jars
+from benchmarks.spark_sides import Cluster, Run, measure, write_metadata
+
+from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+
+PARTITIONS = 8
+TASKS = 2
+PAIRS = [
+    ("dynamic_kafka", "kafka"),
+    ("exactly_once", "kafka"),
+    ("exactly_once", "dynamic_kafka"),
+    ("dynamic_kafka_batch", "kafka_batch"),
+]
+#: Issue 23's target for atLeastOnce: rows/s >= 1.0x, CPU <= 1.0x of Spark's sink.
+TARGETS: dict[str, report.Target] = {
+    "dynamic_kafka/kafka": (1.0, 1.0),
+    "dynamic_kafka_batch/kafka_batch": (1.0, 1.0),
+}
+
+
+class Writes:
+    """Every side's write of the prepared rows to a fresh topic of one cluster."""
+
+    def __init__(self, spark: Any, cluster: Any, rows: Path, total: int, workdir: Path) -> None:
+        self.spark, self.cluster, self.rows, self.total = spark, cluster, rows, total
+        self.workdir = workdir
+        self.schema = spark.read.parquet(str(rows)).schema
+        self.jvm = spark_jvm()
+
+    def _topic(self) -> tuple[str, Path]:
+        """A fresh topic and a metadata file that maps stream ``bench`` to it."""
+        topic = f"w{uuid.uuid4().hex[:12]}"
+        self.cluster.create_topic(topic, partitions=PARTITIONS)
+        metadata = self.workdir / f"{topic}.yaml"
+        write_metadata(metadata, [Cluster("w", self.cluster.bootstrap_servers)], topic)
+        return topic, metadata
+
+    def _options(self, sink: str, topic: str, metadata: Path) -> dict[str, str]:
+        if sink == "kafka":
+            return {"kafka.bootstrap.servers": self.cluster.bootstrap_servers, "topic": topic}
+        options = {
+            "metadataService": "file",
+            "metadataService.path": str(metadata),
+            "streamId": "bench",
+        }
+        if sink == "exactly_once":
+            options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
+        return options
+
+    def _check(self, name: str, topic: str) -> None:
+        """The topic holds the rows (exactlyOnce: plus its transactions' commit markers)."""
+        ends = sum(high for _, high in self.cluster.watermarks(topic).values())
+        markers = TASKS * PARTITIONS if name == "exactly_once" else 0
+        if not self.total <= ends <= self.total + markers:
+            raise SystemExit(f"{name} left {ends} offsets in {topic}, expected {self.total}")
+        self.cluster.delete_topic(topic)
+
+    def stream(self, name: str) -> Run:
+        topic, metadata = self._topic()
+        options = self._options(name, topic, metadata)
+        checkpoint = str(self.workdir / f"{topic}.checkpoint")
+        fmt = "kafka" if name == "kafka" else "dynamic_kafka"
+
+        def sink(frame: Any) -> Any:
+            writer = frame.writeStream.format(fmt).option("checkpointLocation", checkpoint)
+            return writer.options(**options).trigger(availableNow=True)
+
+        frame = self.spark.readStream.schema(self.schema).parquet
+        run = measure(self.jvm, lambda: frame(str(self.rows)), self.total, sink=sink)
+        self._check(name, topic)
+        return run
+
+    def batch(self, sink: str) -> Run:
+        topic, metadata = self._topic()
+        frame = self.spark.read.parquet(str(self.rows)).write.format(sink)
+        with CpuSampler({"spark": self.jvm}) as sampler:
+            start = time.time()
+            frame.options(**self._options(sink, topic, metadata)).mode("append").save()
+            end = time.time()
+        self._check(f"{sink}_batch", topic)
+        return Run(self.total, end - start, sampler.between("spark", start, end))
+
+    def sides(self) -> dict[str, Callable[[], Run]]:
+        return {
+            "kafka": lambda: self.stream("kafka"),
+            "dynamic_kafka": lambda: self.stream("dynamic_kafka"),
+            "exactly_once": lambda: self.stream("exactly_once"),
+            "kafka_batch": lambda: self.batch("kafka"),
+            "dynamic_kafka_batch": lambda: self.batch("dynamic_kafka"),
+        }
+
+
+def _prepare(spark: Any, path: Path, records: int, size: int) -> None:
+    """``records`` rows (``key`` the id, ``value`` ``size`` bytes) as Parquet in TASKS files."""
+    filler = "x" * max(size - 12, 0)
+    value = f"CAST(concat(lpad(CAST(id AS STRING), 12, '0'), '{filler}') AS BINARY) AS value"
+    frame = spark.range(records, numPartitions=TASKS).selectExpr("CAST(id AS STRING) AS key", value)
+    frame.write.mode("overwrite").parquet(str(path))
+
+
+def main() -> None:
+    parser = report.parser(__doc__, 2_000_000)
+    args = parser.parse_args()
+    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench")) / "sink"
+    workdir.mkdir(parents=True, exist_ok=True)
+    jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
+    with start_clusters(["w"], broker="kafka") as started:
+        spark = local_spark_session(
+            "dynamic-kafka-sink-bench",
+            **{"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))},
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        rows = workdir / "rows.parquet"
+        _prepare(spark, rows, args.records, args.size)
+        sides = Writes(spark, started["w"], rows, args.records, workdir).sides()
+        results: list[dict[str, Run]] = []
+        for rnd in range(args.rounds + 1):
+            names = list(sides) if rnd % 2 else list(reversed(sides))
+            load = load_average()
+            runs = {name: sides[name]() for name in names}
+            runs = {name: runs[name] for name in sides}
+            if rnd:
+                results.append(runs)
+            report.print_round("write", rnd, load, runs, PAIRS)
+        spark.stop()
+    print(f"\nwrite, {len(results)} rounds, load average now {load_average():.1f}:")
+    print("\n".join(report.pair_summary(results, PAIRS, TARGETS)))
+
+
+if __name__ == "__main__":
+    main()

@@ -66,14 +66,15 @@ def dynamic_kafka(spark: Any, metadata: Path, reader: str | None = "python") -> 
     """``dynamic_kafka`` with the given ``reader`` (``python``: side ``dynamic_kafka``;
     ``native``: the compiled core, side ``native``; None: no ``reader`` option, for trees that
     predate it, see :mod:`.trees`)."""
-    frame = (
-        spark.readStream.format("dynamic_kafka")
-        .option("metadataService", "file")
-        .option("metadataService.path", str(metadata))
-        .option("streamIds", "bench")
-        .option("startingOffsets", "earliest")
-    )
-    return (frame if reader is None else frame.option("reader", reader)).load()
+    options = {
+        "metadataService": "file",
+        "metadataService.path": str(metadata),
+        "streamIds": "bench",
+        "startingOffsets": "earliest",
+    }
+    if reader is not None:
+        options["reader"] = reader
+    return spark.readStream.format("dynamic_kafka").options(**options).load()
 
 
 def kafka(spark: Any, cluster: Cluster, topic: str) -> Any:

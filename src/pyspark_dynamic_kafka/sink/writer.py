@@ -9,6 +9,7 @@ every task, so all tasks and retries of a batch write to one cluster.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
-from pyspark_dynamic_kafka.sink.executor.produce import produce_batches
+from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 
@@ -100,18 +101,23 @@ def _log_commit(messages: Sequence[WriterCommitMessage | None], batch_id: int | 
     log_event(_LOG, logging.INFO, "write_committed", batch=batch_id, rows=rows, skipped=skipped)
 
 
-def _task_position() -> tuple[int, int]:
-    """The micro-batch id and the Spark partition of the running task (executor side)."""
+def _task_position() -> tuple[int | None, int]:
+    """The micro-batch id (``None`` outside a micro-batch) and the Spark partition of the
+    running task (executor side)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    batch = context.getLocalProperty("streaming.sql.batchId") if context else None
-    if context is None or batch is None:
-        raise OptionsError(
-            "deliveryGuarantee=exactlyOnce needs the micro-batch id, which only writeStream "
-            "tasks have: use it with writeStream (df.write is atLeastOnce)."
-        )
-    return int(batch), context.partitionId()
+    if context is None:
+        raise OptionsError("The dynamic_kafka writer runs only inside a Spark task.")
+    batch = context.getLocalProperty("streaming.sql.batchId")
+    return (None if batch is None else int(batch)), context.partitionId()
+
+
+def _stamp(task: WriteTask, batch: object, partition: int) -> Stamp | None:
+    """The task's dedupe headers with ``dedupeHeaders=true`` (which needs ``sinkId``)."""
+    if not task.dedupe_headers or task.sink_id is None:
+        return None
+    return Stamp(task.sink_id, str(batch), partition)
 
 
 class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -124,10 +130,15 @@ class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
                 "df.write is atLeastOnce (remove the option)."
             )
         self.task = _plan(options, schema, factory)
+        #: The ``dynamic_kafka.batch`` header of this write's records: one id per df.write.
+        self.write_id = f"write-{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows; returns once the cluster acknowledged them all."""
-        return produce_batches(self.task, iterator)
+        stamp = None
+        if self.task.dedupe_headers:
+            stamp = _stamp(self.task, self.write_id, _task_position()[1])
+        return produce_batches(self.task, iterator, stamp)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every task's records are already acknowledged: log what was written."""
@@ -147,10 +158,18 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
+        if not (self.task.exactly_once or self.task.dedupe_headers):
+            return produce_batches(self.task, iterator)
+        batch_id, partition = _task_position()
+        if batch_id is None:
+            raise OptionsError(
+                "The micro-batch id is missing from the task (Spark sets it on writeStream "
+                "tasks): deliveryGuarantee=exactlyOnce and dedupeHeaders need it."
+            )
+        stamp = _stamp(self.task, batch_id, partition)
         if self.task.exactly_once:
-            batch_id, partition = _task_position()
-            return produce_transaction(self.task, iterator, batch_id, partition)
-        return produce_batches(self.task, iterator)
+            return produce_transaction(self.task, iterator, batch_id, partition, stamp)
+        return produce_batches(self.task, iterator, stamp)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Every task's records are already acknowledged: log what was written."""

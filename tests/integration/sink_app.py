@@ -9,6 +9,11 @@ through its transaction and is retried.
 
 The query runs with ``Trigger.AvailableNow`` until the input is written, then the app prints
 ``ERROR <message or none>`` and exits 0 (the marker files say which failures happened).
+
+With ``hang_after_commit`` (``{"batch": B, "signal": PATH}``) the query writes through a
+subclass of the sink whose driver-side ``commit`` of micro-batch B writes PATH and then blocks:
+B's tasks have committed their transactions, Spark has not recorded B in its commit log, and
+the test kills the driver there (the app exits by itself after ``DEADLINE`` otherwise).
 """
 
 from __future__ import annotations
@@ -18,8 +23,39 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from pyspark_dynamic_kafka.testing import local_spark_session
+
+DEADLINE = 600.0
+
+
+def hanging_format(spark: Any, batch: int, signal: str) -> str:
+    """Register a sink whose ``commit`` of micro-batch ``batch`` signals, then blocks; its name."""
+    from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
+    from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+    from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+    from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
+
+    class HangingWriter(DynamicKafkaStreamWriter):  # type: ignore[misc]
+        def commit(self, messages: Any, batchId: int) -> None:
+            super().commit(messages, batchId)
+            if batchId == batch:
+                Path(signal).write_text(f"batch {batchId} committed by its tasks")
+                time.sleep(DEADLINE)  # the test kills the driver meanwhile
+                os._exit(3)
+
+    class HangingSource(DynamicKafkaDataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "dynamic_kafka_hanging"
+
+        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+            options = parse_sink_options(self.options)
+            return HangingWriter(options, schema, create_metadata_service)
+
+    spark.dataSource.register(HangingSource)
+    return HangingSource.name()
 
 
 def main() -> None:
@@ -46,6 +82,10 @@ def main() -> None:
                 raise RuntimeError(f"injected failure at row {value}")
         return value
 
+    sink = "dynamic_kafka"
+    if "hang_after_commit" in config:
+        hang = config["hang_after_commit"]
+        sink = hanging_format(spark, int(hang["batch"]), hang["signal"])
     query = (
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", "1")
@@ -53,7 +93,7 @@ def main() -> None:
         .repartition(2)  # before the UDF: it fails in the writing task, not in a map task
         .select(fail_once("value").alias("value"))
         .selectExpr("value AS key", "value")
-        .writeStream.format("dynamic_kafka")
+        .writeStream.format(sink)
         .options(**config["options"])
         .option("checkpointLocation", config["checkpoint"])
         .trigger(availableNow=True)

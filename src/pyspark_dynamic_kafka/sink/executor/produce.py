@@ -14,6 +14,7 @@ batch, so a reader drops a retried attempt's copies by keeping one record per st
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -143,6 +144,25 @@ def failure(task: WriteTask, what: str, topic: str | None, cause: object) -> Wri
     return WriteError(redact_secrets(text, task.kafka_properties))
 
 
+@contextlib.contextmanager
+def _producing(task: WriteTask, topic: str | None) -> Iterator[None]:
+    """Turn the producer's errors into a :class:`WriteError` naming the cluster (and ``topic``).
+
+    A fatal error (a transactional producer fenced by a newer attempt) raised while
+    confluent-kafka serves delivery callbacks surfaces as a ``SystemError`` ("returned a result
+    with an exception set") whose cause is the ``KafkaException``: that one is named.
+    """
+    try:
+        yield
+    except KafkaException as exc:
+        raise failure(task, "Cannot produce to", topic, exc) from None
+    except SystemError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if not isinstance(cause, KafkaException):
+            raise
+        raise failure(task, "Cannot produce to", topic, cause) from None
+
+
 def send_all(
     task: WriteTask,
     producer: Producer,
@@ -166,18 +186,18 @@ def send_all(
         rows = list(_rows(task, batch, stamp, sequence))
         sequence += len(rows)
         for topic, kwargs in rows:
-            try:
+            with _producing(task, topic):
                 _send(producer, topic, kwargs, deliveries)
-            except KafkaException as exc:
-                raise failure(task, "Cannot produce to", topic, exc) from None
             if deliveries.error is not None:
                 break
-        producer.poll(0)
+        with _producing(task, None):
+            producer.poll(0)
         if deliveries.error is not None:
             break
     # message.timeout.ms is the flush timeout: records fail (naming their topic) before the
     # flush gives up, which it does only when librdkafka itself hangs.
-    left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
+    with _producing(task, None):
+        left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
     if deliveries.error is not None:
         raise failure(task, "A record was not written to", deliveries.error_topic, deliveries.error)
     if left:

@@ -22,6 +22,7 @@ from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 DEADLINE = 300.0
 APP = Path(__file__).with_name("sink_app.py")
+_EPOCH_S = 1_700_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -120,13 +121,17 @@ def sink_options(meta: Path, **extra: str) -> dict[str, str]:
 
 def drop_files(incoming: Path, staging: Path, sizes: list[int], first: int = 0) -> list[int]:
     """One text file per micro-batch with consecutive ids from ``first``; returns every id.
-    Files ``f<NNN>.txt`` are numbered from ``first`` on, moved in whole (the file source lists
-    the directory)."""
+
+    Files are moved in whole (the file source lists the directory). The file source takes them
+    in modification-time order, and files written in one millisecond tie (then its order is
+    arbitrary): each file's time is its first id in seconds past a fixed instant.
+    """
     ids: list[int] = []
     for size in sizes:
         batch = list(range(first + len(ids), first + len(ids) + size))
         path = staging / f"f{batch[0]:06d}.txt"
         path.write_text("".join(f"{i}\n" for i in batch))
+        os.utime(path, (_EPOCH_S + batch[0], _EPOCH_S + batch[0]))
         shutil.move(path, incoming / path.name)
         ids += batch
     return ids

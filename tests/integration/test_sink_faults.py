@@ -141,18 +141,16 @@ def test_retries_and_a_driver_killed_before_spark_recorded_a_committed_batch(
     if guarantee == "exactlyOnce":
         assert _values(east) == first  # the replay of micro-batch 1 was skipped on east
         assert _values(west) == last
-        # The retried tasks aborted transactions with records in them: only read_uncommitted
-        # readers see those.
-        everything = read_topic(setup["east"], "orders", "read_uncommitted")
-        assert len(everything) > len(first)
-        assert set(_values(everything)) == set(first)
+        # read_uncommitted readers see the same: the failing attempts had sent nothing yet (the
+        # task-level tests below show aborted records).
+        assert set(_values(read_topic(setup["east"], "orders", "read_uncommitted"))) == set(first)
     else:
-        # Nothing lost; the copies come from the retried tasks (micro-batches 0 and 1 on east)
-        # and the replay of micro-batch 1 (on west), and the stamps remove them.
+        # Nothing lost; the copies come from the replay of micro-batch 1 (on west) and any
+        # records a failing attempt sent before it failed (on east); the stamps remove them.
         values, repeated = _deduped(east + west)
         assert values == first + last
-        assert len(east) > len(first)
-        assert repeated == {"0", "1"}
+        assert "1" in repeated
+        assert repeated <= {"0", "1"}
         assert {_stamp(r)[1] for r in west} == {"1", "2"}
         assert set(_values(east)) == set(first)
         assert set(_values(west)) == set(range(600, 1500)) | set(last)

@@ -103,7 +103,7 @@ def main() -> None:
     try:
         query.awaitTermination()
     except Exception as exc:  # the test reads it from the output
-        error = str(exc).replace("\n", " ")[:2000]
+        error = str(exc).replace("\n", " ")[:20000]
     print(f"ERROR {error}", flush=True)
     spark.stop()
 

@@ -144,8 +144,9 @@ def app_command(tmp_path: Path, config: dict[str, Any]) -> list[str]:
     return [sys.executable, str(APP), str(path)]
 
 
-def run_sink_app(tmp_path: Path, config: dict[str, Any]) -> str:
-    """Run ``sink_app.py`` to its end; the query's error (``"none"`` when it ended well)."""
+def run_sink_app(tmp_path: Path, config: dict[str, Any], logs: list[str] | None = None) -> str:
+    """Run ``sink_app.py`` to its end; the query's error (``"none"`` when it ended well). Its
+    standard error (Spark's log) is appended to ``logs`` when given."""
     done = subprocess.run(
         app_command(tmp_path, config),
         capture_output=True,
@@ -153,6 +154,21 @@ def run_sink_app(tmp_path: Path, config: dict[str, Any]) -> str:
         timeout=DEADLINE * 2,
         check=True,
     )
+    if logs is not None:
+        logs.append(done.stderr)
     lines = [line for line in done.stdout.splitlines() if line.startswith("ERROR ")]
     assert lines, done.stdout[-2000:] + done.stderr[-4000:]
     return lines[-1].removeprefix("ERROR ")
+
+
+def write_dead_route(path: Path, secret: str) -> None:
+    """Metadata routing stream ``orders`` to cluster east on a port nothing listens on (the
+    discard port), with ``secret`` as east's ``sasl.password``."""
+    path.write_text(
+        "clusters:\n"
+        "  east:\n"
+        "    bootstrap.servers: 127.0.0.1:9\n"
+        f"    sasl.password: {secret}\n"
+        "streams:\n"
+        "  orders: [{cluster: east, topics: [orders], write: true}]\n"
+    )

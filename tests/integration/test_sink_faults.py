@@ -36,6 +36,7 @@ from tests.integration.sink_records import (
     read_topic,
     run_sink_app,
     sink_options,
+    write_dead_route,
     write_routes,
 )
 
@@ -286,3 +287,33 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
     again = produce_transaction(task, [_batch(["n0", "n1"])], batch_id=5, partition=0)
     assert (again.rows, again.skipped) == ({}, True)
     assert sorted(r.value for r in read_topic(setup["east"], "orders")) == ["n0", "n1"]
+
+
+def test_a_cluster_down_fails_the_query_after_its_retries_naming_it(tmp_path: Path) -> None:
+    secret = "hunter2-sink-retry-secret"
+    meta = tmp_path / "streams.yaml"
+    write_dead_route(meta, secret)
+    incoming, staging = tmp_path / "in", tmp_path / "staging"
+    for folder in (incoming, staging, tmp_path / "fails"):
+        folder.mkdir()
+    drop_files(incoming, staging, [20])
+    options = sink_options(
+        meta,
+        deliveryGuarantee="exactlyOnce",
+        sinkId="orders-writer",
+        **{"kafkaProducer.flushTimeoutMs": "2000"},
+    )
+    config = {
+        "input": str(incoming),
+        "checkpoint": str(tmp_path / "chk"),
+        "fail_dir": str(tmp_path / "fails"),
+        "fail_values": [],
+        "options": options,
+    }
+    logs: list[str] = []
+    error = run_sink_app(tmp_path, config, logs)
+    assert "Cannot start a transaction on cluster 'east' (stream 'orders')" in error
+    assert "failed 4 times" in logs[0]  # local[2,4]: every attempt of the task failed
+    assert secret not in error
+    assert secret not in logs[0]
+    assert not any((tmp_path / "chk" / "commits").glob("[0-9]*"))

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 from tests.integration.helpers import EstateFactory, wait_until
-from tests.integration.sink_records import Record, read_topic, sink_options, write_routes
+from tests.integration.sink_records import (
+    Record,
+    read_topic,
+    sink_options,
+    write_dead_route,
+    write_routes,
+)
 
 
 def _frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
@@ -184,14 +190,7 @@ def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
 ) -> None:
     meta = tmp_path / "streams.yaml"
     secret = "hunter2-sink-secret"
-    meta.write_text(
-        "clusters:\n"
-        "  east:\n"
-        "    bootstrap.servers: 127.0.0.1:9\n"  # nothing listens on the discard port
-        f"    sasl.password: {secret}\n"
-        "streams:\n"
-        "  orders: [{cluster: east, topics: [orders], write: true}]\n"
-    )
+    write_dead_route(meta, secret)
     df = spark.range(5).selectExpr("CAST(id AS STRING) AS value").coalesce(1)
     with pytest.raises(Exception) as caught:
         _save(df, sink_options(meta, **{"kafkaProducer.flushTimeoutMs": "3000"}))

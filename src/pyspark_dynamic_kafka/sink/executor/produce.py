@@ -43,18 +43,9 @@ STAMP_HEADERS = (
 
 @dataclass(frozen=True)
 class Stamp:
-    """What identifies a task's records across its attempts: the dedupe headers but the
-    sequence.
-
-    Parameters
-    ----------
-    sink_id:
-        The ``sinkId`` option.
-    batch:
-        The micro-batch id, or a ``df.write``'s id (drawn once on the driver).
-    partition:
-        The Spark partition of the task.
-    """
+    """What identifies a task's records across its attempts: its dedupe headers, less the row's
+    sequence (``sink_id`` the ``sinkId`` option, ``batch`` the micro-batch id or a ``df.write``'s
+    id drawn once on the driver, ``partition`` the task's Spark partition)."""
 
     sink_id: str
     batch: str

@@ -17,6 +17,8 @@ from tests.integration.sink_records import (
     write_routes,
 )
 
+from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
+
 
 def _frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
     return spark.createDataFrame(rows, schema)
@@ -198,3 +200,23 @@ def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
     assert "A record was not written to topic 'orders' on cluster 'east' (stream 'orders')" in text
     assert "Message timed out" in text
     assert secret not in text
+
+
+def test_batch_write_stamps_dedupe_headers_with_one_write_id(
+    spark: Any, estate: EstateFactory
+) -> None:
+    setup = estate("east", partitions=2)
+    df = spark.range(30).selectExpr("CAST(id AS STRING) AS value").repartition(3)
+    _save(df, sink_options(setup.meta, sinkId="batch-writer", dedupeHeaders="true"))
+    records = read_topic(setup["east"], "orders")
+    assert sorted(int(r.value) for r in records) == list(range(30))
+    stamps = [tuple(v.decode() for _, v in r.headers) for r in records]
+    assert {[k for k, _ in r.headers] == list(STAMP_HEADERS) for r in records} == {True}
+    assert {s[0] for s in stamps} == {"batch-writer"}
+    (write_id,) = {s[1] for s in stamps}  # one id for the whole df.write
+    assert write_id.startswith("write-")
+    assert {s[2] for s in stamps} == {"0", "1", "2"}
+    by_partition: dict[str, list[int]] = {}
+    for stamp in stamps:
+        by_partition.setdefault(stamp[2], []).append(int(stamp[3]))
+    assert all(sorted(seq) == list(range(len(seq))) for seq in by_partition.values())

@@ -2,10 +2,16 @@
 (``local[2,4]``: its tasks are retried, which the suite's ``local[2]`` session never does).
 
 Usage: python sink_app.py CONFIG_JSON, a file with ``input`` (a directory of text files, one
-micro-batch per file), ``checkpoint``, ``options`` (the sink's) and ``fail_dir``: the value of
-each row goes through a UDF that raises once for the values listed in ``fail_values`` (a marker
-file in ``fail_dir`` remembers the first attempt), so the task writing that row fails part-way
-through its transaction and is retried.
+micro-batch per file), ``checkpoint``, ``options`` (the sink's), ``fail_dir`` and
+``fail_values``. The query writes through :func:`faulty_format`, the sink with two test hooks:
+
+- the first attempt of the task whose rows hold a value of ``fail_values`` waits until the
+  records it has produced so far are on the cluster (in its open transaction, exactlyOnce),
+  then fails (a marker file in ``fail_dir`` remembers the attempt), and the task is retried;
+- with ``hang_after_commit`` (``{"batch": B, "signal": PATH}``), the driver-side ``commit`` of
+  micro-batch B writes PATH and then blocks: B's tasks have committed, Spark has not recorded B
+  in its commit log, and the test kills the driver there (the app exits by itself after
+  ``DEADLINE`` otherwise).
 
 The query runs with ``Trigger.AvailableNow`` until the input is written, then the app prints
 ``ERROR <message or none>`` and exits 0 (the marker files say which failures happened).
@@ -17,9 +23,86 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pyspark_dynamic_kafka.testing import local_spark_session
+
+DEADLINE = 600.0
+
+
+def wait_on_cluster(properties: dict[str, str], topic: str, values: set[str]) -> None:
+    """Poll ``topic`` (read_uncommitted) until every one of ``values`` is on it."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": properties["bootstrap.servers"],
+            "group.id": "sink-app-fault",
+            "enable.auto.commit": "false",
+            "isolation.level": "read_uncommitted",
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        missing, deadline = set(values), time.monotonic() + DEADLINE
+        while missing:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(missing)} records never reached {topic}")
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                missing.discard((message.value() or b"").decode())
+    finally:
+        consumer.close()
+
+
+def faulty_format(spark: Any, config: dict[str, Any]) -> str:
+    """Register the sink with the test hooks of ``config``; returns its format name."""
+    from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
+    from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+    from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+    from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
+
+    fail_dir, fail_values = Path(config["fail_dir"]), set(config["fail_values"])
+    hang = config.get("hang_after_commit") or {"batch": -1, "signal": ""}
+
+    class FaultyWriter(DynamicKafkaStreamWriter):  # type: ignore[misc]
+        def write(self, iterator: Iterator[Any]) -> Any:
+            return super().write(self._failing(iterator))
+
+        def _failing(self, batches: Iterator[Any]) -> Iterator[Any]:
+            sent: set[str] = set()
+            for batch in batches:
+                values = [str(v) for v in batch.column("value").to_pylist()]
+                hits = [v for v in values if v in fail_values and not (fail_dir / v).exists()]
+                if hits:
+                    route = self.task.route
+                    wait_on_cluster(dict(route.properties), route.marker_topic, sent)
+                    (fail_dir / hits[0]).write_text(f"failed once after {len(sent)} records")
+                    raise RuntimeError(f"injected failure at row {hits[0]}")
+                sent.update(values)
+                yield batch
+
+        def commit(self, messages: Any, batchId: int) -> None:
+            super().commit(messages, batchId)
+            if batchId == int(hang["batch"]):
+                Path(hang["signal"]).write_text(f"batch {batchId} committed by its tasks")
+                time.sleep(DEADLINE)  # the test kills the driver meanwhile
+                os._exit(3)
+
+    class FaultySource(DynamicKafkaDataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return "dynamic_kafka_faulty"
+
+        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+            options = parse_sink_options(self.options)
+            return FaultyWriter(options, schema, create_metadata_service)
+
+    spark.dataSource.register(FaultySource)
+    return FaultySource.name()
 
 
 def main() -> None:
@@ -30,30 +113,13 @@ def main() -> None:
         max_failures=4,
         **{"spark.sql.execution.arrow.maxRecordsPerBatch": "50"},
     )
-    fail_dir = Path(config["fail_dir"])
-    fail_values = set(config["fail_values"])
-
-    from pyspark.sql.functions import udf
-
-    @udf("string")  # type: ignore[misc]
-    def fail_once(value: str) -> str:
-        # Slow rows: the writing task has sent records of earlier rows when a row fails.
-        time.sleep(0.005)
-        if value in fail_values:
-            marker = fail_dir / value
-            if not marker.exists():
-                marker.write_text("failed once")
-                raise RuntimeError(f"injected failure at row {value}")
-        return value
-
     query = (
         spark.readStream.format("text")
         .option("maxFilesPerTrigger", "1")
         .load(config["input"])
-        .repartition(2)  # before the UDF: it fails in the writing task, not in a map task
-        .select(fail_once("value").alias("value"))
+        .repartition(2)
         .selectExpr("value AS key", "value")
-        .writeStream.format("dynamic_kafka")
+        .writeStream.format(faulty_format(spark, config))
         .options(**config["options"])
         .option("checkpointLocation", config["checkpoint"])
         .trigger(availableNow=True)
@@ -63,7 +129,7 @@ def main() -> None:
     try:
         query.awaitTermination()
     except Exception as exc:  # the test reads it from the output
-        error = str(exc).replace("\n", " ")[:2000]
+        error = str(exc).replace("\n", " ")[:20000]
     print(f"ERROR {error}", flush=True)
     spark.stop()
 

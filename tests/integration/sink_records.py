@@ -1,13 +1,19 @@
 """What the sink tests read back and write: every record of a topic (read_committed), the
-metadata with a ``write: true`` marker, and the sink's options."""
+metadata with a ``write: true`` marker, the sink's options, and the input and runs of
+``sink_app.py`` (a streaming write in a Spark session of its own)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -15,6 +21,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 DEADLINE = 300.0
+APP = Path(__file__).with_name("sink_app.py")
+_EPOCH_S = 1_700_000_000
 
 
 @dataclass(frozen=True, order=True)
@@ -109,3 +117,58 @@ def sink_options(meta: Path, **extra: str) -> dict[str, str]:
         "streamId": "orders",
         **extra,
     }
+
+
+def drop_files(incoming: Path, staging: Path, sizes: list[int], first: int = 0) -> list[int]:
+    """One text file per micro-batch with consecutive ids from ``first``; returns every id.
+
+    Files are moved in whole (the file source lists the directory). The file source takes them
+    in modification-time order, and files written in one millisecond tie (then its order is
+    arbitrary): each file's time is its first id in seconds past a fixed instant.
+    """
+    ids: list[int] = []
+    for size in sizes:
+        batch = list(range(first + len(ids), first + len(ids) + size))
+        path = staging / f"f{batch[0]:06d}.txt"
+        path.write_text("".join(f"{i}\n" for i in batch))
+        os.utime(path, (_EPOCH_S + batch[0], _EPOCH_S + batch[0]))
+        shutil.move(path, incoming / path.name)
+        ids += batch
+    return ids
+
+
+def app_command(tmp_path: Path, config: dict[str, Any]) -> list[str]:
+    """The command that runs ``sink_app.py`` with ``config`` (written to a new file)."""
+    path = tmp_path / f"app{len(list(tmp_path.glob('app*.json')))}.json"
+    path.write_text(json.dumps(config))
+    return [sys.executable, str(APP), str(path)]
+
+
+def run_sink_app(tmp_path: Path, config: dict[str, Any], logs: list[str] | None = None) -> str:
+    """Run ``sink_app.py`` to its end; the query's error (``"none"`` when it ended well). Its
+    standard error (Spark's log) is appended to ``logs`` when given."""
+    done = subprocess.run(
+        app_command(tmp_path, config),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE * 2,
+        check=True,
+    )
+    if logs is not None:
+        logs.append(done.stderr)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("ERROR ")]
+    assert lines, done.stdout[-2000:] + done.stderr[-4000:]
+    return lines[-1].removeprefix("ERROR ")
+
+
+def write_dead_route(path: Path, secret: str) -> None:
+    """Metadata routing stream ``orders`` to cluster east on a port nothing listens on (the
+    discard port), with ``secret`` as east's ``sasl.password``."""
+    path.write_text(
+        "clusters:\n"
+        "  east:\n"
+        "    bootstrap.servers: 127.0.0.1:9\n"
+        f"    sasl.password: {secret}\n"
+        "streams:\n"
+        "  orders: [{cluster: east, topics: [orders], write: true}]\n"
+    )

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 from tests.integration.helpers import EstateFactory, wait_until
-from tests.integration.sink_records import Record, read_topic, sink_options, write_routes
+from tests.integration.sink_records import (
+    Record,
+    read_topic,
+    sink_options,
+    write_dead_route,
+    write_routes,
+)
+
+from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 
 
 def _frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
@@ -185,14 +193,7 @@ def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
 ) -> None:
     meta = tmp_path / "streams.yaml"
     secret = "hunter2-sink-secret"
-    meta.write_text(
-        "clusters:\n"
-        "  east:\n"
-        "    bootstrap.servers: 127.0.0.1:9\n"  # nothing listens on the discard port
-        f"    sasl.password: {secret}\n"
-        "streams:\n"
-        "  orders: [{cluster: east, topics: [orders], write: true}]\n"
-    )
+    write_dead_route(meta, secret)
     df = spark.range(5).selectExpr("CAST(id AS STRING) AS value").coalesce(1)
     with pytest.raises(Exception) as caught:
         _save(df, sink_options(meta, **{"kafkaProducer.flushTimeoutMs": "3000"}))
@@ -200,3 +201,23 @@ def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
     assert "A record was not written to topic 'orders' on cluster 'east' (stream 'orders')" in text
     assert "Message timed out" in text
     assert secret not in text
+
+
+def test_batch_write_stamps_dedupe_headers_with_one_write_id(
+    spark: Any, estate: EstateFactory
+) -> None:
+    setup = estate("east", partitions=2)
+    df = spark.range(30).selectExpr("CAST(id AS STRING) AS value").repartition(3)
+    _save(df, sink_options(setup.meta, sinkId="batch-writer", dedupeHeaders="true"))
+    records = read_topic(setup["east"], "orders")
+    assert sorted(int(r.value) for r in records) == list(range(30))
+    stamps = [tuple(v.decode() for _, v in r.headers) for r in records]
+    assert {[k for k, _ in r.headers] == list(STAMP_HEADERS) for r in records} == {True}
+    assert {s[0] for s in stamps} == {"batch-writer"}
+    (write_id,) = {s[1] for s in stamps}  # one id for the whole df.write
+    assert write_id.startswith("write-")
+    assert {s[2] for s in stamps} == {"0", "1", "2"}
+    by_partition: dict[str, list[int]] = {}
+    for stamp in stamps:
+        by_partition.setdefault(stamp[2], []).append(int(stamp[3]))
+    assert all(sorted(seq) == list(range(len(seq))) for seq in by_partition.values())

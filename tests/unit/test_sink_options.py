@@ -18,6 +18,7 @@ from pyspark_dynamic_kafka.metadata.memory import InMemoryMetadataService
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
 from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
 from pyspark_dynamic_kafka.sink.driver.plan import plan_write
+from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS, Stamp
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.sink.writer import check_columns
@@ -160,3 +161,26 @@ def test_exactly_once_needs_a_sink_id_and_lists_every_cluster_for_markers() -> N
         ("west", "orders"),
     ]
     assert task.route.marker_topic == "orders"
+
+
+def test_dedupe_headers_need_a_sink_id_and_travel_with_the_task() -> None:
+    with pytest.raises(OptionsError, match="Option 'sinkId' is required with dedupeHeaders"):
+        parse_sink_options({**BASE, "dedupeHeaders": "true"})
+    with pytest.raises(OptionsError, match="Invalid value 'yes' for option 'dedupeHeaders'"):
+        parse_sink_options({**BASE, "dedupeheaders": "yes", "sinkId": "w1"})
+    assert not parse_sink_options(BASE).dedupe_headers
+    options = parse_sink_options({**BASE, "dedupeheaders": "TRUE", "sinkId": "w1"})
+    east = ClusterMetadata(frozenset({"orders"}), {"bootstrap.servers": "e:1"})
+    service = InMemoryMetadataService([KafkaStream("orders", {"east": east})])
+    task = plan_write(options, lambda kind, opts: service)
+    assert (task.dedupe_headers, task.sink_id, task.exactly_once) == (True, "w1", False)
+
+
+def test_a_stamp_names_sink_batch_partition_and_sequence() -> None:
+    assert Stamp("w1", "7", 3).headers(41) == [
+        ("dynamic_kafka.sink", b"w1"),
+        ("dynamic_kafka.batch", b"7"),
+        ("dynamic_kafka.partition", b"3"),
+        ("dynamic_kafka.sequence", b"41"),
+    ]
+    assert [k for k, _ in Stamp("w1", "7", 3).headers(0)] == list(STAMP_HEADERS)

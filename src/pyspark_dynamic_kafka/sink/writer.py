@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -32,7 +33,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
-from pyspark_dynamic_kafka.sink.executor.produce import produce_batches
+from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 from pyspark_dynamic_kafka.sink.metrics import query_of, record_batch, summarize
@@ -121,6 +122,13 @@ def _task_position() -> tuple[int | None, int, str | None]:
     return None if batch is None else int(batch), context.partitionId(), query or None
 
 
+def _stamp(task: WriteTask, batch: object, partition: int) -> Stamp | None:
+    """The task's dedupe headers with ``dedupeHeaders=true`` (which needs ``sinkId``)."""
+    if not task.dedupe_headers or task.sink_id is None:
+        return None
+    return Stamp(task.sink_id, str(batch), partition)
+
+
 class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
     """``df.write``: each task produces its rows to the route resolved when the write started."""
 
@@ -131,10 +139,15 @@ class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
                 "df.write is atLeastOnce (remove the option)."
             )
         self.task = _plan(options, schema, factory)
+        #: The ``dynamic_kafka.batch`` header of this write's records: one id per df.write.
+        self.write_id = f"write-{uuid.uuid4().hex}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows; returns once the cluster acknowledged them all."""
-        return produce_batches(self.task, iterator)
+        stamp = None
+        if self.task.dedupe_headers:
+            stamp = _stamp(self.task, self.write_id, _task_position()[1])
+        return produce_batches(self.task, iterator, stamp)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every task's records are already acknowledged: log what was written."""
@@ -155,15 +168,18 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
         batch_id, partition, query_id = _task_position()
-        if not self.task.exactly_once:
+        if not (self.task.exactly_once or self.task.dedupe_headers):
             return replace(produce_batches(self.task, iterator), query_id=query_id)
         if batch_id is None:
             raise OptionsError(
-                "deliveryGuarantee=exactlyOnce needs the micro-batch id, which only writeStream "
-                "tasks have: use it with writeStream (df.write is atLeastOnce)."
+                "The micro-batch id is missing from the task (Spark sets it on writeStream "
+                "tasks): deliveryGuarantee=exactlyOnce and dedupeHeaders need it."
             )
+        stamp = _stamp(self.task, batch_id, partition)
+        if not self.task.exactly_once:
+            return replace(produce_batches(self.task, iterator, stamp), query_id=query_id)
         started = time.monotonic()
-        report = produce_transaction(self.task, iterator, batch_id, partition)
+        report = produce_transaction(self.task, iterator, batch_id, partition, stamp)
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

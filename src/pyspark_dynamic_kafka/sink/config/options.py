@@ -17,6 +17,7 @@ from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     OptionSet,
     OptionSpec,
+    boolean,
     choice,
     integer,
     nonempty,
@@ -73,6 +74,9 @@ class SinkOptions:
     kafka_properties:
         The ``kafka.*`` producer properties (prefix removed); a cluster's own properties from
         the metadata win over them.
+    dedupe_headers:
+        Whether every record carries the headers that identify it (sink id, batch, Spark
+        partition, sequence), so a reader can drop atLeastOnce's retried copies.
     """
 
     metadata_service: str
@@ -83,6 +87,7 @@ class SinkOptions:
     flush_timeout_ms: int
     metadata_options: FrozenProperties
     kafka_properties: FrozenProperties
+    dedupe_headers: bool = False
 
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
@@ -137,6 +142,17 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "How long a task waits for the cluster to acknowledge its records before failing.",
         attr="flush_timeout_ms",
     ),
+    OptionSpec(
+        "dedupeHeaders",
+        boolean,
+        "false",
+        "`true`: every record carries the headers `dynamic_kafka.sink` (sinkId), "
+        "`dynamic_kafka.batch` (micro-batch id; a df.write's own id), `dynamic_kafka.partition` "
+        "(Spark partition) and `dynamic_kafka.sequence` (the row's index in it), equal on every "
+        "attempt of a deterministic batch, so readers can drop atLeastOnce's retried copies. "
+        "Needs sinkId.",
+        attr="dedupe_headers",
+    ),
 )
 
 #: The declared sink options, parsed together.
@@ -169,6 +185,11 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise OptionsError(
             "Option 'sinkId' is required with deliveryGuarantee=exactlyOnce: name this writer "
             "(e.g. 'orders-writer'), and keep the name when the query restarts."
+        )
+    if parsed["dedupeHeaders"] and parsed["sinkId"] is None:
+        raise OptionsError(
+            "Option 'sinkId' is required with dedupeHeaders=true: the header dynamic_kafka.sink "
+            "carries it (e.g. 'orders-writer'); keep it when the query restarts."
         )
     return SinkOptions(
         **parsed.fields,

@@ -65,6 +65,7 @@ def plan_write(
         exactly_once=exactly_once,
         sink_id=options.sink_id,
         marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
+        dedupe_headers=options.dedupe_headers,
     )
 
 

@@ -5,12 +5,19 @@ Columns are those of Spark's ``kafka`` sink: ``value`` (required), ``key``, ``to
 as Spark's sink does. The producer is idempotent (no duplicate from librdkafka's own retries);
 the task flushes and fails, naming the cluster and the topic, when a record is not acknowledged,
 so a batch is written whole or its task retried (at least once).
+
+With ``dedupeHeaders=true`` each record also carries a :class:`Stamp`: the headers
+``dynamic_kafka.sink``, ``dynamic_kafka.batch``, ``dynamic_kafka.partition`` and
+``dynamic_kafka.sequence`` (decimal text, UTF-8), equal on every attempt of a deterministic
+batch, so a reader drops a retried attempt's copies by keeping one record per stamp.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -20,11 +27,34 @@ from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 
-__all__ = ["Deliveries", "failure", "produce_batches", "send_all"]
+__all__ = ["STAMP_HEADERS", "Deliveries", "Stamp", "failure", "produce_batches", "send_all"]
 
 _LOG = logging.getLogger(__name__)
 _POLL_S = 0.1
 _FLUSH_MARGIN_S = 10.0
+#: The dedupe headers' keys, in the order a record carries them (after its own headers).
+STAMP_HEADERS = (
+    "dynamic_kafka.sink",
+    "dynamic_kafka.batch",
+    "dynamic_kafka.partition",
+    "dynamic_kafka.sequence",
+)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What identifies a task's records across its attempts: its dedupe headers, less the row's
+    sequence (``sink_id`` the ``sinkId`` option, ``batch`` the micro-batch id or a ``df.write``'s
+    id drawn once on the driver, ``partition`` the task's Spark partition)."""
+
+    sink_id: str
+    batch: str
+    partition: int
+
+    def headers(self, sequence: int) -> list[tuple[str, bytes]]:
+        """The dedupe headers of the task's ``sequence``-th row (from 0)."""
+        values = (self.sink_id, self.batch, str(self.partition), str(sequence))
+        return [(k, v.encode()) for k, v in zip(STAMP_HEADERS, values, strict=True)]
 
 
 class Deliveries:
@@ -58,9 +88,12 @@ def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
     return None if index < 0 else batch.column(index).to_pylist()
 
 
-def _rows(task: WriteTask, batch: pa.RecordBatch) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(topic, produce keyword arguments)`` of each row; every topic is checked first, so a
-    row outside the route fails the batch before any of its records is sent."""
+def _rows(
+    task: WriteTask, batch: pa.RecordBatch, stamp: Stamp | None, first: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(topic, produce keyword arguments)`` of each row (the ``first``-th of the task first);
+    every topic is checked first, so a row outside the route fails the batch before any of its
+    records is sent."""
     values = _column(batch, "value")
     if values is None:
         raise WriteError("The rows have no 'value' column: it is required (binary or string).")
@@ -78,8 +111,11 @@ def _rows(task: WriteTask, batch: pa.RecordBatch) -> Iterator[tuple[str, dict[st
         kwargs: dict[str, Any] = {"value": values[i], "key": keys[i]}
         if partitions[i] is not None:
             kwargs["partition"] = partitions[i]
-        if headers[i]:
-            kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+        own = [(h["key"], h["value"]) for h in headers[i] or ()]
+        if stamp is not None:
+            own += stamp.headers(first + i)
+        if own:
+            kwargs["headers"] = own
         yield topics[i], kwargs
 
 
@@ -102,8 +138,33 @@ def failure(task: WriteTask, what: str, topic: str | None, cause: object) -> Wri
     return WriteError(redact_secrets(text, task.kafka_properties))
 
 
-def send_all(task: WriteTask, producer: Producer, batches: Iterable[pa.RecordBatch]) -> Deliveries:
-    """Produce every row of ``batches`` with ``producer`` and flush it.
+@contextlib.contextmanager
+def _producing(task: WriteTask, topic: str | None) -> Iterator[None]:
+    """Turn the producer's errors into a :class:`WriteError` naming the cluster (and ``topic``).
+
+    A fatal error (a transactional producer fenced by a newer attempt) raised while
+    confluent-kafka serves delivery callbacks surfaces as a ``SystemError`` ("returned a result
+    with an exception set") whose cause is the ``KafkaException``: that one is named.
+    """
+    try:
+        yield
+    except KafkaException as exc:
+        raise failure(task, "Cannot produce to", topic, exc) from None
+    except SystemError as exc:
+        cause = exc.__cause__ or exc.__context__
+        if not isinstance(cause, KafkaException):
+            raise
+        raise failure(task, "Cannot produce to", topic, cause) from None
+
+
+def send_all(
+    task: WriteTask,
+    producer: Producer,
+    batches: Iterable[pa.RecordBatch],
+    stamp: Stamp | None = None,
+) -> Deliveries:
+    """Produce every row of ``batches`` with ``producer`` (with ``stamp``'s headers, if any)
+    and flush it.
 
     Raises
     ------
@@ -114,20 +175,23 @@ def send_all(task: WriteTask, producer: Producer, batches: Iterable[pa.RecordBat
         message names the cluster and the topic, never a secret.
     """
     deliveries = Deliveries()
+    sequence = 0
     for batch in batches:
-        for topic, kwargs in list(_rows(task, batch)):
-            try:
+        rows = list(_rows(task, batch, stamp, sequence))
+        sequence += len(rows)
+        for topic, kwargs in rows:
+            with _producing(task, topic):
                 _send(producer, topic, kwargs, deliveries)
-            except KafkaException as exc:
-                raise failure(task, "Cannot produce to", topic, exc) from None
             if deliveries.error is not None:
                 break
-        producer.poll(0)
+        with _producing(task, None):
+            producer.poll(0)
         if deliveries.error is not None:
             break
     # message.timeout.ms is the flush timeout: records fail (naming their topic) before the
     # flush gives up, which it does only when librdkafka itself hangs.
-    left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
+    with _producing(task, None):
+        left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
     if deliveries.error is not None:
         raise failure(task, "A record was not written to", deliveries.error_topic, deliveries.error)
     if left:
@@ -141,13 +205,16 @@ def send_all(task: WriteTask, producer: Producer, batches: Iterable[pa.RecordBat
     return deliveries
 
 
-def produce_batches(task: WriteTask, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+def produce_batches(
+    task: WriteTask, batches: Iterable[pa.RecordBatch], stamp: Stamp | None = None
+) -> WriteReport:
     """atLeastOnce: produce every row of ``batches`` to ``task``'s route with an idempotent
-    producer and wait for the acknowledgements (the errors of :func:`send_all`)."""
+    producer (with ``stamp``'s headers, if any) and wait for the acknowledgements (the errors
+    of :func:`send_all`)."""
     try:
         producer = Producer(task.producer_properties())
     except KafkaException as exc:
         raise failure(task, "Cannot create a producer for", None, exc) from None
-    deliveries = send_all(task, producer, batches)
+    deliveries = send_all(task, producer, batches, stamp)
     _LOG.debug("wrote %s to cluster %r", deliveries.rows, task.route.cluster_id)
     return deliveries.report(task.route.cluster_id)

@@ -55,6 +55,9 @@ class WriteTask:
         exactlyOnce: the prefix of the transactional ids and progress groups.
     marker_clusters:
         exactlyOnce: every cluster of the stream, where a replay's markers are looked up.
+    dedupe_headers:
+        Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
+        headers (sink id, batch, Spark partition, sequence).
     """
 
     route: WriteRoute
@@ -64,6 +67,7 @@ class WriteTask:
     exactly_once: bool = False
     sink_id: str | None = None
     marker_clusters: tuple[MarkerCluster, ...] = ()
+    dedupe_headers: bool = False
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own."""

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
-from pyspark_dynamic_kafka.sink.executor.produce import failure, send_all
+from pyspark_dynamic_kafka.sink.executor.produce import Stamp, failure, send_all
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport, WriteTask
 
 __all__ = ["MARKER", "committed_batch", "open_transaction", "produce_transaction"]
@@ -137,10 +137,15 @@ def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) 
 
 
 def produce_transaction(
-    task: WriteTask, batches: Iterable[pa.RecordBatch], batch_id: int, partition: int
+    task: WriteTask,
+    batches: Iterable[pa.RecordBatch],
+    batch_id: int,
+    partition: int,
+    stamp: Stamp | None = None,
 ) -> WriteReport:
     """exactlyOnce: write Spark partition ``partition`` of micro-batch ``batch_id`` in one
-    transaction with its progress marker, or nothing when a marker says it is committed.
+    transaction with its progress marker (and ``stamp``'s headers, if any), or nothing when a
+    marker says it is committed.
 
     Raises
     ------
@@ -164,7 +169,7 @@ def produce_transaction(
             return WriteReport(task.route.cluster_id, {}, 0, skipped=True)
     producer.begin_transaction()
     try:
-        deliveries = send_all(task, producer, batches)
+        deliveries = send_all(task, producer, batches, stamp)
         _commit(task, producer, partition, batch_id)
     except BaseException as exc:
         # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.

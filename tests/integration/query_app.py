@@ -28,17 +28,17 @@ def _read_records(query: Any) -> bool:
     return any(p["numInputRows"] > 0 for p in query.recentProgress)
 
 
-def main() -> None:
-    metadata, checkpoint, output, stream_ids, mode = sys.argv[1:6]
-    extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit, which set the master
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.appName("dynamic-kafka-query-app").getOrCreate()
-        print("APP", spark.sparkContext.applicationId, flush=True)
-    else:
-        spark = local_spark_session("dynamic-kafka-query-app")
+def parquet_query(
+    spark: Any,
+    metadata: str,
+    checkpoint: str,
+    output: str,
+    stream_ids: str,
+    extra: dict[str, str],
+) -> Any:
+    """The job's query, not started: stream ``stream_ids`` of ``metadata`` (source options
+    ``extra`` added) to Parquet files in ``output``, checkpointed in ``checkpoint``; a test
+    drains a killed job's checkpoint with it in its own session."""
     df = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")
@@ -50,8 +50,25 @@ def main() -> None:
         .load()
         .selectExpr("cluster", "topic", "partition", "offset", "cast(value as string) as value")
     )
-    writer = df.writeStream.format("parquet").option("path", output)
-    writer = writer.option("checkpointLocation", checkpoint)
+    return (
+        df.writeStream.format("parquet")
+        .option("path", output)
+        .option("checkpointLocation", checkpoint)
+    )
+
+
+def main() -> None:
+    metadata, checkpoint, output, stream_ids, mode = sys.argv[1:6]
+    extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit, which set the master
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("dynamic-kafka-query-app").getOrCreate()
+        print("APP", spark.sparkContext.applicationId, flush=True)
+    else:
+        spark = local_spark_session("dynamic-kafka-query-app")
+    writer = parquet_query(spark, metadata, checkpoint, output, stream_ids, extra)
     if mode == "drain":
         writer.trigger(availableNow=True).start().awaitTermination()
     else:

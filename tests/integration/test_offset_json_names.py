@@ -10,12 +10,13 @@ read still works, and a restarted stream ignores its starting options, as Spark'
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.integration.helpers import (
-    EstateFactory,
+    Estate,
     batch_read,
     keyed_rows,
     numbered,
@@ -23,6 +24,8 @@ from tests.integration.helpers import (
     start_memory_query,
     wait_until,
 )
+
+from pyspark_dynamic_kafka.testing import open_clusters
 
 STAMP = 1_000  # a timestamp before every record
 
@@ -76,13 +79,17 @@ BATCH_ONLY = [
 ]
 
 
-@pytest.fixture
-def orders(estate: EstateFactory) -> Any:
-    """Stream orders: topic orders on east, 2 partitions, 10 records on each."""
-    setup = estate("east", partitions=2)
-    for partition in (0, 1):
-        produce(setup["east"], "orders", numbered(f"p{partition}-", 10), first=partition)
-    return setup
+@pytest.fixture(scope="module")
+def orders(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Estate]:
+    """Stream orders: topic orders on east, 2 partitions, 10 records on each; one estate for the
+    module (every test reads it as it is; the restart test maps the stream in a file of its own)."""
+    with open_clusters(["east"]) as clusters:
+        setup = Estate(clusters, tmp_path_factory.mktemp("offset-json") / "streams.yaml")
+        clusters["east"].create_topic("orders", partitions=2)
+        setup.route("east")
+        for partition in (0, 1):
+            produce(clusters["east"], "orders", numbered(f"p{partition}-", 10), first=partition)
+        yield setup
 
 
 @pytest.mark.parametrize(("option", "spec", "says"), CASES + BATCH_ONLY)
@@ -117,7 +124,9 @@ def test_a_json_naming_some_partitions_read_still_works_and_a_restart_ignores_it
     """startingOffsets names partition 0 only (1 takes the fallback); restarted after topic
     orders left the stream for topic payments, the query resumes from its checkpoint."""
     east = orders["east"]
-    options = orders.options(startingOffsets=json.dumps({"east": {"orders": {"0": 5}}}))
+    mine = Estate(orders.clusters, tmp_path / "streams.yaml")  # the module's file stays as it is
+    mine.route("east")
+    options = mine.options(startingOffsets=json.dumps({"east": {"orders": {"0": 5}}}))
     rows = keyed_rows(batch_read(spark, options))
     assert [r[4] for r in rows] == numbered("p0-", 5, 5) + numbered("p1-", 10)
 
@@ -146,7 +155,7 @@ def test_a_json_naming_some_partitions_read_still_works_and_a_restart_ignores_it
 
     east.create_topic("payments", partitions=1)
     produce(east, "payments", ["pay0", "pay1"])
-    orders.write({"orders": [("east", ["payments"])]})
+    mine.write({"orders": [("east", ["payments"])]})
     again = start(processingTime="200 milliseconds")
     try:
         wait_until(

@@ -20,7 +20,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
-from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.archive.read import read_planned
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
@@ -28,8 +28,7 @@ from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partit
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
 from pyspark_dynamic_kafka.source.driver.task_packing import new_group_id, pack_query_tasks
-from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadTask
+from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 
 __all__ = ["DynamicKafkaBatchReader"]
 
@@ -105,11 +104,8 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches (nothing for Spark's empty partition)."""
-        if isinstance(partition, ArchiveTask):
-            return read_archive(partition)
-        if not isinstance(partition, ReadTask):
-            return iter(())
-        return read_task(partition)
+        batches = read_planned(partition)
+        return iter(()) if batches is None else batches
 
 
 def _end(key: PartitionKey, end: int, latest: int, option: str) -> int:

@@ -18,14 +18,12 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
-from pyspark_dynamic_kafka.source.archive.read import ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.archive.read import read_planned
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
-from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.group.selection import partition_selection
 
 __all__ = ["DynamicKafkaStreamReader"]
@@ -123,8 +121,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches."""
-        if isinstance(partition, ArchiveTask):
-            return read_archive(partition)
-        if not isinstance(partition, ReadTask):
+        batches = read_planned(partition)
+        if batches is None:
             raise TypeError(f"unexpected input partition {partition!r}")
-        return read_task(partition)
+        return batches

@@ -22,8 +22,10 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
-__all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
+__all__ = ["ArchiveRead", "ArchiveTask", "read_archive", "read_planned"]
 
 _BATCH_ROWS = 65536
 
@@ -66,6 +68,16 @@ class ArchiveTask(InputPartition):  # type: ignore[misc]
         shown = ", ".join(f.relative for f in self.files[:3])
         more = f", +{len(self.files) - 3} more" if len(self.files) > 3 else ""
         return f"ArchiveTask({shown}{more})"
+
+
+def read_planned(partition: object) -> Iterator[pa.RecordBatch] | None:
+    """Read a task the source planned: an archive task's files, or a Kafka task's ranges;
+    ``None`` for any other partition (the adapter decides what that means)."""
+    if isinstance(partition, ArchiveTask):
+        return read_archive(partition)
+    if isinstance(partition, ReadTask):
+        return read_task(partition)
+    return None
 
 
 def read_archive(task: ArchiveTask) -> Iterator[pa.RecordBatch]:

@@ -87,8 +87,8 @@ def writer(spark: SparkSession, metadata_url: str, checkpoint: Path, broker: str
             " / 1e6)) AS value",
             f"CAST(value % {PARTITIONS} AS INT) AS partition",
         )
-        # No .queryName(): Spark hands it to the sink as option 'queryname', which it refuses.
         .writeStream.format("dynamic_kafka")
+        .queryName("orders-writer")
         .option("metadataService", "http")
         .option("metadataService.url", metadata_url)
         .option("metadataService.token", TOKEN)

@@ -35,6 +35,7 @@ def test_options_parse_with_defaults_and_any_case() -> None:
             "deliveryguarantee": "ATLEASTONCE",
             "kafka.linger.ms": "20",
             "checkpointLocation": "/chk",
+            "queryName": "orders-writer",  # Spark hands .queryName(...) to the sink as an option
         }
     )
     assert options.stream_id == "orders"

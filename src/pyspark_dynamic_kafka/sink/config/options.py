@@ -42,8 +42,9 @@ AT_LEAST_ONCE = "atLeastOnce"
 EXACTLY_ONCE = "exactlyOnce"
 #: The guarantees, in their canonical spelling.
 GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE)
-#: Options Spark itself hands every sink (not the sink's to check).
-_SPARK_KEYS = frozenset({"checkpointlocation", "path"})
+#: Options Spark itself hands a sink (not the sink's to check): ``queryName`` comes with a
+#: ``writeStream`` given ``.queryName(...)``.
+_SPARK_KEYS = frozenset({"checkpointlocation", "path", "queryname"})
 
 
 def guarantee(value: str) -> str:

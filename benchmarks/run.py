@@ -192,11 +192,11 @@ def main() -> None:
                 names = list(sides[case]) if rnd % 2 else list(reversed(sides[case]))
                 if not rnd:  # round 0 warms the JVMs and the Python workers up; raw needs none
                     names.remove("raw")
-                load = load_average()
+                load_now = load_average()
                 runs = {name: sides[case][name]() for name in names}
                 if rnd:
                     results[case].append(runs)
-                print(report.round_line(case, rnd, runs, load), flush=True)
+                print(report.round_line(case, rnd, runs, load_now), flush=True)
         spark.stop()
 
     print(

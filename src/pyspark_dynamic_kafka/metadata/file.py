@@ -8,17 +8,15 @@ and column but never quote the file's text.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import stat
-import tempfile
 from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
 from pyspark_dynamic_kafka.kafka.config import redact
 from pyspark_dynamic_kafka.metadata.document import (
@@ -257,36 +255,13 @@ def write_metadata_text(path: str | os.PathLike[str], text: str) -> None:
     MetadataError
         When the file cannot be written.
     """
-    source = os.fspath(path)
-    target = Path(path)
-    directory = target.parent
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        replace_text(path, text, durable=True)
     except OSError as exc:
         raise MetadataError(
-            f"Cannot write metadata file {source}: {exc.strerror or exc}. Check that the "
-            "directory exists and is writable."
+            f"Cannot write metadata file {os.fspath(path)}: {exc.strerror or exc}. Check that the "
+            "directory exists and is writable; the previous file, if any, is unchanged."
         ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp_name, stat.S_IMODE(os.stat(target).st_mode))
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise MetadataError(
-            f"Cannot write metadata file {source}: {exc.strerror or exc}. The previous file, if "
-            "any, is unchanged."
-        ) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_directory(directory)
 
 
 def _yaml_text(document: dict[str, Any]) -> str:
@@ -301,19 +276,6 @@ def _yaml_text(document: dict[str, Any]) -> str:
             continue
         return text
     return text  # pragma: no cover - the escaped form always reads back
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Persist the rename (best effort: not every platform can open a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class FileMetadataService:

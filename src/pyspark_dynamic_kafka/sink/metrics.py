@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport
 
 __all__ = [
@@ -144,9 +145,7 @@ def record_batch(query_id: str, write: BatchWrite, kept: int = KEPT) -> Path:
     directory = _directory(query_id)
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = directory / f"{_PREFIX}{write.batch_id}.json"
-    tmp = directory / f".{path.name}.tmp"
-    tmp.write_text(json.dumps(write.to_json()))
-    os.replace(tmp, path)
+    replace_text(path, json.dumps(write.to_json()))
     for old in directory.glob(f"{_PREFIX}*.json"):
         number = old.name.removeprefix(_PREFIX).removesuffix(".json")
         if number.lstrip("-").isdigit() and int(number) <= write.batch_id - kept:

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
+from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import decode
@@ -78,9 +78,7 @@ def offsets_of(document: Mapping[str, Any] | None) -> dict[PartitionKey, int]:
 def _write(directory: Path, name: str, text: str) -> None:
     """Write ``directory/name`` atomically; a directory gone (reader ended) is no error."""
     with contextlib.suppress(OSError):
-        temporary = directory / f".{name}.tmp"
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, directory / name)
+        replace_text(directory / name, text)
 
 
 def write_completed(directory: str, batch_id: int, end_offset: Mapping[str, Any]) -> None:

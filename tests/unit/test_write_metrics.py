@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from tests.unit.test_monitoring_metrics import _scrape
 
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
+from pyspark_dynamic_kafka.monitoring.report import load_timeline, render_report
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport
 from pyspark_dynamic_kafka.sink.metrics import (
     BatchWrite,
@@ -153,6 +155,16 @@ def test_listener_follows_a_query_that_only_writes(private_tmp: Path) -> None:
             "last": writes[3].to_json(),
         },
     }
+    timeline = load_timeline(path.read_text().splitlines())
+    assert timeline.action == "written"
+    assert timeline.records == {"east": [120, 0, 0, 120], "west": [0, 120, 60, 0]}
+    assert timeline.pending == {"east": [120, 120, 120, 240], "west": [0, 120, 180, 180]}
+    assert timeline.events == [(10.0, "writes moved to west"), (30.0, "writes moved to east")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. matplotlib's "No artists with labels"
+        png, page = render_report(path, private_tmp / "report")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "writes moved to west" in page.read_text() and "records written" in page.read_text()
     record_batch("q-w", BatchWrite(5, "east"))
     listener.onQueryTerminated(type("Event", (), {"id": "q-w"})())
     assert _scrape(listener, T0).get("dynamic_kafka_written_records_total", {}) == {}

@@ -2,7 +2,10 @@
 
 Two panels share one time axis (seconds since the first micro-batch): records read per second
 per cluster, and records waiting to be read per cluster; each reconciliation that changed the
-clusters or topics read is a labelled vertical line on both. Written as a PNG (matplotlib) and
+clusters or topics read is a labelled vertical line on both. A query that reads no
+``dynamic_kafka`` source but writes to one is drawn from its sink's metrics instead: records
+written per second per cluster, records written so far per cluster, and a line where the write
+route moved. Written as a PNG (matplotlib) and
 a self-contained HTML page (the PNG inlined, the reconciliations and a per-cluster summary as
 tables).
 """
@@ -38,6 +41,9 @@ class Timeline:
         (seconds, label) of each reconciliation.
     clusters_count:
         ``kafkaClustersCount`` per line.
+    action:
+        ``"read"``, or ``"written"`` for a query that only writes: ``records`` then counts the
+        records written per line and ``pending`` the records written so far.
     """
 
     query: str = ""
@@ -47,6 +53,7 @@ class Timeline:
     pending: dict[str, list[int]] = field(default_factory=dict)
     events: list[tuple[float, str]] = field(default_factory=list)
     clusters_count: list[int] = field(default_factory=list)
+    action: str = "read"
 
     def rates(self, cluster: str) -> tuple[list[float], list[float]]:
         """Records per second of ``cluster`` between consecutive micro-batches, at their ends
@@ -99,6 +106,8 @@ def load_timeline(lines: Iterable[str], query: str | None = None) -> Timeline:
         raise DynamicKafkaError(f"No metrics of query {query!r} in the file: nothing to draw.")
     timeline = Timeline(query=str(query), start=float(records[0]["time"]))
     clusters = sorted({c for r in records for c in r.get("clusters", {})})
+    if not clusters and any("writes" in r for r in records):
+        return _writes(timeline, records)
     timeline.records = {c: [] for c in clusters}
     timeline.pending = {c: [] for c in clusters}
     for record in records:
@@ -116,6 +125,55 @@ def load_timeline(lines: Iterable[str], query: str | None = None) -> Timeline:
     return timeline
 
 
+def _writes(timeline: Timeline, records: list[dict[str, Any]]) -> Timeline:
+    """The timeline of a query that only writes, from the ``writes`` object of its lines."""
+    timeline.action = "written"
+    totals = [r.get("writes", {}).get("clusters", {}) for r in records]
+    clusters = sorted({c for line in totals for c in line})
+    route = None
+    for record, line in zip(records, totals, strict=True):
+        at = float(record["time"]) - timeline.start
+        timeline.times.append(at)
+        timeline.clusters_count.append(int(record.get("kafkaClustersCount", 0)))
+        for cluster in clusters:
+            total = int(line.get(cluster, {}).get("rowsTotal", 0))
+            so_far = timeline.pending.setdefault(cluster, [])
+            timeline.records.setdefault(cluster, []).append(total - (so_far[-1] if so_far else 0))
+            so_far.append(total)
+        cluster = record.get("writes", {}).get("cluster")
+        if cluster and route and cluster != route:
+            timeline.events.append((at, f"writes moved to {cluster}"))
+        route = cluster or route
+    return timeline
+
+
+#: Per action: the panels' labels and titles, the note under the figure, the HTML's lead.
+_WORDS = {
+    "read": (
+        "records read per second",
+        "Records the query read from each cluster",
+        "records waiting",
+        "Records on each cluster not read yet (pendingRecords; 0 = caught up)",
+        "Dashed lines: the metadata service changed which clusters the stream lives on; the "
+        "query followed at once, without a restart.",
+        "Top: records the query read per second from each cluster. Bottom: records waiting on "
+        "each cluster, not read yet. Dashed lines: the moments the metadata changed which "
+        "clusters and topics the query reads (it follows them without a restart).",
+    ),
+    "written": (
+        "records written per second",
+        "Records the query wrote to each cluster",
+        "records written",
+        "Records written to each cluster so far",
+        "Dashed lines: the stream's write route moved to another cluster between two "
+        "micro-batches; the query followed without a restart.",
+        "Top: records the query wrote per second to each cluster. Bottom: records written to "
+        "each cluster so far. Dashed lines: the micro-batches where the write route moved "
+        "(the query follows it without a restart).",
+    ),
+}
+
+
 def _plot(timeline: Timeline, png: Path, title: str) -> None:
     try:
         import matplotlib
@@ -126,6 +184,7 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    top_label, top_title, bottom_label, bottom_title, note, _ = _WORDS[timeline.action]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     for i, cluster in enumerate(timeline.records):
         color = _COLORS[i % len(_COLORS)]
@@ -139,14 +198,10 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
             label=f"cluster {cluster}",
             linewidth=1.6,
         )
-    top.set_ylabel("records read per second")
-    top.set_title("Records the query read from each cluster", loc="left", fontsize=10)
-    bottom.set_ylabel("records waiting")
-    bottom.set_title(
-        "Records on each cluster not read yet (pendingRecords; 0 = caught up)",
-        loc="left",
-        fontsize=10,
-    )
+    top.set_ylabel(top_label)
+    top.set_title(top_title, loc="left", fontsize=10)
+    bottom.set_ylabel(bottom_label)
+    bottom.set_title(bottom_title, loc="left", fontsize=10)
     bottom.set_xlabel("seconds since the first micro-batch")
     for axis in (top, bottom):
         axis.grid(True, alpha=0.3)
@@ -156,7 +211,7 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
     top_y = top.get_ylim()[1]
     for n, (at, label) in enumerate(timeline.events, 1):
         top.annotate(
-            f"{n}. metadata: {label}",
+            f"{n}. {label}" if timeline.action == "written" else f"{n}. metadata: {label}",
             (at, top_y * (0.95 - 0.12 * ((n - 1) % 3))),
             xytext=(4, 0),
             textcoords="offset points",
@@ -167,15 +222,7 @@ def _plot(timeline: Timeline, png: Path, title: str) -> None:
     top.legend(loc="center left", fontsize=9)
     bottom.legend(loc="upper right", fontsize=9)
     fig.suptitle(title, fontsize=12)
-    fig.text(
-        0.5,
-        0.01,
-        "Dashed lines: the metadata service changed which clusters the stream lives on; the "
-        "query followed at once, without a restart.",
-        ha="center",
-        fontsize=9,
-        color="0.3",
-    )
+    fig.text(0.5, 0.01, note, ha="center", fontsize=9, color="0.3")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(png, dpi=110)
     plt.close(fig)
@@ -205,15 +252,17 @@ def render_report(
     title = title or f"dynamic_kafka query {timeline.query}"
     _plot(timeline, png, title)
     image = base64.b64encode(png.read_bytes()).decode("ascii")
-    summary = _table(
-        ["cluster", "records read", "records waiting at the end"],
-        [
-            (c, sum(timeline.records[c]), timeline.pending[c][-1] if timeline.pending[c] else 0)
-            for c in timeline.records
-        ],
-    )
+    if timeline.action == "written":
+        summary = _table(
+            ["cluster", "records written"], [(c, sum(n)) for c, n in timeline.records.items()]
+        )
+    else:
+        summary = _table(
+            ["cluster", "records read", "records waiting at the end"],
+            [(c, sum(n), timeline.pending[c][-1] if n else 0) for c, n in timeline.records.items()],
+        )
     events = _table(
-        ["#", "seconds", "what changed in the metadata"],
+        ["#", "seconds", "what changed"],
         [(n, f"{at:.1f}", label) for n, (at, label) in enumerate(timeline.events, 1)],
     )
     page.write_text(
@@ -222,12 +271,10 @@ def render_report(
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #999;"
         "padding:4px 10px;text-align:left}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
-        "<p>Top: records the query read per second from each cluster. Bottom: records waiting "
-        "on each cluster, not read yet. Dashed lines: the moments the metadata changed which "
-        "clusters and topics the query reads (it follows them without a restart).</p>"
-        f"<img alt='records per second and records waiting per cluster' "
+        f"<p>{_WORDS[timeline.action][-1]}</p>"
+        f"<img alt='records {timeline.action} per second and per cluster' "
         f"src='data:image/png;base64,{image}'>"
-        f"<h2>Per cluster</h2>{summary}<h2>Metadata changes</h2>{events}"
+        f"<h2>Per cluster</h2>{summary}<h2>Changes</h2>{events}"
         f"<p>{len(timeline.times)} micro-batches over {timeline.times[-1]:.0f} s, from "
         f"{html.escape(metrics.name)}.</p></body></html>",
         encoding="utf-8",

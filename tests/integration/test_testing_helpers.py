@@ -5,11 +5,18 @@ A smoke test: ``make test`` runs it on Apache Kafka and again on the embedded Ta
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from tests.integration.helpers import wait_until
 
 from pyspark_dynamic_kafka.testing import KafkaTestingError, ProduceError, count_client_connections
 
@@ -66,3 +73,41 @@ def test_produce_create_and_delete_with_exact_offsets(kafka_clusters: Any) -> No
     assert east.topics() == {}
     # No helper leaves a client connection behind.
     assert count_client_connections(east.port) == 0
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with contextlib.suppress(OSError):  # a zombie (not reaped yet) has exited too
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+    return False
+
+
+def test_a_tansu_broker_dies_with_the_process_that_started_it() -> None:
+    """A demo or test run ended by SIGTERM (no ``finally``, no ``atexit``) leaves no broker."""
+    program = (
+        "import signal\n"
+        "from pyspark_dynamic_kafka.testing import start_clusters\n"
+        "with start_clusters(['solo'], 'tansu') as clusters:\n"
+        "    print(clusters['solo'].pid, flush=True)\n"
+        "    signal.pause()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    broker = 0
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # the broker is ready: start_clusters waited for it
+        assert line.strip().isdigit(), f"no broker pid from the child (exit {child.poll()})"
+        broker = int(line)
+        assert not _gone(broker)
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == -signal.SIGTERM
+        wait_until(lambda: _gone(broker), 60.0, f"Tansu broker {broker} still running")
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if broker and not _gone(broker):  # the leak this test is about: clean it up
+            os.kill(broker, signal.SIGKILL)

@@ -1,4 +1,4 @@
-"""The processes of the Apache Kafka test clusters: spawning, signalling, log files, free ports."""
+"""Broker processes of the test clusters: spawning, signalling, log files, free ports."""
 
 from __future__ import annotations
 

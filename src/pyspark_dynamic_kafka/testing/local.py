@@ -24,6 +24,7 @@ from pyspark_dynamic_kafka.testing.errors import (
     free_ports,
     log_tail,
 )
+from pyspark_dynamic_kafka.testing.kafka_process import spawn
 from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 
 __all__ = ["LocalKafkaCluster"]
@@ -213,15 +214,9 @@ class LocalKafkaCluster(BaseKafkaCluster):
         self.log_path = log_path
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV_BLOCKLIST}
         started = time.monotonic()
-        with open(log_path, "ab") as log:
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                close_fds=True,
-            )
+        # spawn: a broker dies with the process that started it (--pdeathsig), so a demo or test
+        # run ended by SIGTERM or SIGKILL leaves no Tansu behind.
+        self._process = spawn(command, log_path, env)
         self._port = port
         _running.add(self)
         _log.debug("cluster %s: started %s (pid %d)", self.name, command, self._process.pid)

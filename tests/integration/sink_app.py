@@ -58,11 +58,27 @@ def wait_on_cluster(properties: dict[str, str], topic: str, values: set[str]) ->
         consumer.close()
 
 
-def faulty_format(spark: Any, config: dict[str, Any]) -> str:
-    """Register the sink with the test hooks of ``config``; returns its format name."""
+def hooked_format(spark: Any, name: str, writer: type) -> str:
+    """Register the sink as format ``name`` whose stream writer is ``writer`` (a subclass of the
+    sink's, carrying test hooks); returns ``name``."""
     from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
     from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
     from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+
+    class HookedSource(DynamicKafkaDataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+            return writer(parse_sink_options(self.options), schema, create_metadata_service)
+
+    spark.dataSource.register(HookedSource)
+    return name
+
+
+def faulty_format(spark: Any, config: dict[str, Any]) -> str:
+    """Register the sink with the test hooks of ``config``; returns its format name."""
     from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
 
     fail_dir, fail_values = Path(config["fail_dir"]), set(config["fail_values"])
@@ -92,17 +108,7 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
                 time.sleep(DEADLINE)  # the test kills the driver meanwhile
                 os._exit(3)
 
-    class FaultySource(DynamicKafkaDataSource):  # type: ignore[misc]
-        @classmethod
-        def name(cls) -> str:
-            return "dynamic_kafka_faulty"
-
-        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
-            options = parse_sink_options(self.options)
-            return FaultyWriter(options, schema, create_metadata_service)
-
-    spark.dataSource.register(FaultySource)
-    return FaultySource.name()
+    return hooked_format(spark, "dynamic_kafka_faulty", FaultyWriter)
 
 
 def main() -> None:

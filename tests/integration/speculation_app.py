@@ -20,7 +20,8 @@ name, nothing in the product) slows Spark partition :data:`SLOW_PARTITION` deter
 
 Every attempt of every partition leaves ``signals/attempt-<partition>-<attempt>.json`` (its
 Spark task id and stage), which the test matches with the speculative task of the event log.
-The app prints ``RESULT <json>``: the executors' hosts and each run's error (``"none"``).
+The app prints ``RESULT <json>``: each run's error (``"none"``) and the seconds spent waiting
+for the executors and in each run.
 """
 
 from __future__ import annotations
@@ -124,24 +125,28 @@ def _session(config: dict[str, Any]) -> Any:
     return builder.getOrCreate()
 
 
-def _executor_hosts(spark: Any) -> list[str]:
-    """Wait until both executors registered; the hosts of the driver and executors."""
+def _await_executors(spark: Any) -> None:
+    """Wait until both executors registered, so that the two tasks of a stage start at once,
+    one on each host."""
     tracker = spark.sparkContext._jsc.sc().statusTracker()
     deadline = time.monotonic() + DEADLINE
     while len(tracker.getExecutorInfos()) < 3:  # the driver is listed too
         if time.monotonic() > deadline:
             raise TimeoutError("two executors never registered")
         time.sleep(0.2)
-    return sorted(str(e.host()) for e in tracker.getExecutorInfos())
 
 
 def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    started = time.monotonic()
     spark = _session(config)
-    result: dict[str, Any] = {"hosts": _executor_hosts(spark), "errors": {}}
+    _await_executors(spark)
+    result: dict[str, Any] = {"errors": {}, "seconds": {}}
+    result["seconds"]["executors"] = round(time.monotonic() - started, 1)
     for run in config["runs"]:
+        run_started = time.monotonic()
         signals = Path(run["signals"])
         query = (
             spark.readStream.format("text")
@@ -160,6 +165,7 @@ def main() -> None:
         except Exception as exc:  # the test reads it from the output
             error = str(exc).replace("\n", " ")[:20000]
         result["errors"][run["name"]] = error
+        result["seconds"][run["name"]] = round(time.monotonic() - run_started, 1)
     print(f"RESULT {json.dumps(result)}", flush=True)
     spark.stop()
 

@@ -6,12 +6,12 @@ one task at once (what a speculative attempt is to the sink), and a cluster down
 exactlyOnce is read with ``isolation.level=read_committed``; atLeastOnce's records carry the
 dedupe headers, and dropping the copies that share a stamp gives the exact set.
 
-Spark speculation itself is not run: a local master never starts the speculation thread
-(``TaskSchedulerImpl.start`` checks ``!isLocal``) and a speculative copy never runs on a host
-that runs the task already (``TaskSetManager.dequeueTaskFromList``), so one machine with one
-host name cannot launch one. The concurrent-attempt test drives two attempts of one Spark
-partition of one micro-batch, in the sink's own task code, the way speculation would; the zombie
-test shows an older attempt's producer cannot commit once a newer attempt started.
+The concurrent-attempt test drives two attempts of one Spark partition of one micro-batch, in
+the sink's own task code, with the interleaving fixed by the test; the zombie test shows an
+older attempt's producer cannot commit once a newer attempt started. Real Spark speculation
+needs a cluster (a local master never starts the speculation thread, and a speculative copy only
+runs on a host without an attempt of the task): test_sink_speculation.py runs it on a standalone
+cluster with two hosts.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from tests.integration.helpers import DEADLINE, EstateFactory, requires_kafka
 from tests.integration.sink_records import drop_files, read_topic, sink_options, stamp_of
@@ -32,7 +33,10 @@ from tests.integration.speculation_app import SLOW_PARTITION
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, SparkStandalone
 
-pytestmark = requires_kafka("Kafka transactions (Tansu's are not what these tests check)")
+pytestmark = [
+    requires_kafka("Kafka transactions (Tansu's are not what these tests check)"),
+    pytest.mark.deploy,
+]
 
 APP = Path(__file__).with_name("speculation_app.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,14 +98,19 @@ def _attempt(signals: Path, attempt: int) -> dict[str, Any]:
 
 def _speculated(signals: Path, tasks: dict[int, dict[str, Any]]) -> tuple[Any, Any]:
     """The slow first attempt of the partition and its copy, as the event log shows them: the
-    copy is the speculative task Spark ran on the other host, and it succeeded."""
+    copy is a speculative task that Spark ran on the other host, and it wrote the partition."""
     slow, copy = (tasks[_attempt(signals, n)["task"]] for n in (0, 1))
     assert (slow["Attempt"], slow["Speculative"]) == (0, False)
     assert (copy["Attempt"], copy["Speculative"]) == (1, True), copy
     assert {slow["Host"], copy["Host"]} == {"127.0.0.1", "127.0.0.2"}
-    assert copy["Reason"] == {"Reason": "Success"}
+    assert (signals / "copy-done").exists()
     assert not (signals / f"attempt-{SLOW_PARTITION}-2.json").exists()  # no third attempt
     return slow, copy
+
+
+def _ended(task: dict[str, Any]) -> str | None:
+    """How the task ended (``Success``, ``TaskKilled``, ...), ``None`` if not reported."""
+    return None if task["Reason"] is None else str(task["Reason"]["Reason"])
 
 
 def test_speculative_copies_on_another_host_write_each_row_once(
@@ -138,8 +147,9 @@ def test_speculative_copies_on_another_host_write_each_row_once(
     }
     result, output = _run_app(tmp_path, config)
     assert result["errors"] == {"exactly": "none", "atleast": "none"}
-    assert sorted(set(result["hosts"])) == ["127.0.0.1", "127.0.0.2"]
     events = _events(event_log)
+    executors = [e for e in events if e["Event"] == "SparkListenerExecutorAdded"]
+    assert sorted(e["Executor Info"]["Host"] for e in executors) == ["127.0.0.1", "127.0.0.2"]
     tasks = _tasks(events)
     for name in ("exactly", "atleast"):
         assert (tmp_path / name / "chk" / "commits" / "0").exists()
@@ -150,8 +160,9 @@ def test_speculative_copies_on_another_host_write_each_row_once(
 
     # exactlyOnce: the copy fenced the slow attempt, which failed (or was killed once the copy
     # succeeded) and whose open transaction was aborted.
-    slow, _ = _speculated(tmp_path / "exactly", tasks)
-    assert slow["Reason"] is not None and slow["Reason"]["Reason"] != "Success"
+    slow, copy = _speculated(tmp_path / "exactly", tasks)
+    assert _ended(copy) == "Success"
+    assert _ended(slow) != "Success"  # fenced: failed, or killed once the copy succeeded
     if slow["Reason"]["Reason"] == "ExceptionFailure":
         assert "cluster 'east' (stream 'orders')" in slow["Reason"]["Description"]
     assert sorted(int(r.value) for r in read_topic(east, "orders")) == ids
@@ -159,8 +170,10 @@ def test_speculative_copies_on_another_host_write_each_row_once(
     assert len(everything) >= ROWS + held["exactly"]
     assert {int(r.value) for r in everything} == set(ids)
 
-    # atLeastOnce: the copy and the slow attempt both wrote partition 0; stamps remove the copies.
-    _speculated(tmp_path / "atleast", tasks)
+    # atLeastOnce: the copy and the slow attempt (resumed) both wrote partition 0, and whichever
+    # finished first won Spark's commit coordinator; the stamps remove the copies.
+    ended = [_ended(task) for task in _speculated(tmp_path / "atleast", tasks)]
+    assert ended.count("Success") == 1
     records = read_topic(east, "audit")
     by_stamp = {stamp_of(r): int(r.value) for r in records}
     assert sorted(by_stamp.values()) == ids
@@ -170,18 +183,21 @@ def test_speculative_copies_on_another_host_write_each_row_once(
     assert len(records) - ROWS >= held["atleast"]
     assert all(count <= 2 for count in copies.values())
 
+    executor_logs = _worker_logs(two_host_standalone)
+    assert len([p for p in executor_logs if p.name == "stderr"]) >= 2  # both executors' logs
     logs = [output, *(p.read_text() for p in event_log.iterdir())]
-    logs += [p.read_text(errors="replace") for p in _worker_logs(two_host_standalone)]
+    logs += [p.read_text(errors="replace") for p in executor_logs]
     assert not [text for text in logs if SECRET in text]
     speculative = [t for t in tasks.values() if t["Speculative"]]
     print(  # what the run measured, for the report (pytest -s)
-        f"speculative tasks {len(speculative)}, held back {held}, "
-        f"orders uncommitted {len(everything)}, audit {len(records)}"
+        f"speculative tasks {len(speculative)}, exactlyOnce slow attempt ended "
+        f"{_ended(slow)}, atLeastOnce attempts ended {ended}, held back {held}, "
+        f"orders uncommitted {len(everything)}, audit {len(records)}, seconds {result['seconds']}"
     )
 
 
 def _worker_logs(cluster: SparkStandalone) -> list[Path]:
-    """The logs of the cluster's processes and of every executor they ran."""
+    """The logs of the cluster's processes and of every executor they ran (``stderr`` and
+    ``stdout`` in the workers' application directories)."""
     folder = cluster.master.log_path.parent
     return [p for p in folder.rglob("*") if p.is_file() and p.suffix in ("", ".log")]
-

@@ -3,12 +3,12 @@ pyspark wheel: where Spark lives, their environment, starting, watching and stop
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
 import subprocess
 import time
-import ipaddress
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping

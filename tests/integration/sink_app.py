@@ -111,6 +111,31 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
     return hooked_format(spark, "dynamic_kafka_faulty", FaultyWriter)
 
 
+def write_text_files(
+    spark: Any, source: str, sink: str, options: dict[str, str], checkpoint: str
+) -> str:
+    """Stream the text files of ``source`` (one micro-batch per file, two Spark partitions,
+    each line a record's key and value) to format ``sink`` until all are written
+    (``Trigger.AvailableNow``); the query's error, ``"none"`` when it ended well."""
+    query = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", "1")
+        .load(source)
+        .repartition(2)
+        .selectExpr("value AS key", "value")
+        .writeStream.format(sink)
+        .options(**options)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+    except Exception as exc:  # the test reads it from the output
+        return str(exc).replace("\n", " ")[:20000]
+    return "none"
+
+
 def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -119,23 +144,8 @@ def main() -> None:
         max_failures=4,
         **{"spark.sql.execution.arrow.maxRecordsPerBatch": "50"},
     )
-    query = (
-        spark.readStream.format("text")
-        .option("maxFilesPerTrigger", "1")
-        .load(config["input"])
-        .repartition(2)
-        .selectExpr("value AS key", "value")
-        .writeStream.format(faulty_format(spark, config))
-        .options(**config["options"])
-        .option("checkpointLocation", config["checkpoint"])
-        .trigger(availableNow=True)
-        .start()
-    )
-    error = "none"
-    try:
-        query.awaitTermination()
-    except Exception as exc:  # the test reads it from the output
-        error = str(exc).replace("\n", " ")[:20000]
+    sink = faulty_format(spark, config)
+    error = write_text_files(spark, config["input"], sink, config["options"], config["checkpoint"])
     print(f"ERROR {error}", flush=True)
     spark.stop()
 

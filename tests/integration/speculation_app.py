@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.integration.sink_app import hooked_format, wait_on_cluster
+from tests.integration.sink_app import hooked_format, wait_on_cluster, write_text_files
 
 DEADLINE = 240.0
 SLOW_PARTITION = 0
@@ -147,23 +147,8 @@ def main() -> None:
     result["seconds"]["executors"] = round(time.monotonic() - started, 1)
     for run in config["runs"]:
         run_started = time.monotonic()
-        signals = Path(run["signals"])
-        query = (
-            spark.readStream.format("text")
-            .load(config["input"])
-            .repartition(2)
-            .selectExpr("value AS key", "value")
-            .writeStream.format(slow_format(spark, signals, f"dynamic_kafka_slow_{run['name']}"))
-            .options(**run["options"])
-            .option("checkpointLocation", run["checkpoint"])
-            .trigger(availableNow=True)
-            .start()
-        )
-        error = "none"
-        try:
-            query.awaitTermination()
-        except Exception as exc:  # the test reads it from the output
-            error = str(exc).replace("\n", " ")[:20000]
+        sink = slow_format(spark, Path(run["signals"]), f"dynamic_kafka_slow_{run['name']}")
+        error = write_text_files(spark, config["input"], sink, run["options"], run["checkpoint"])
         result["errors"][run["name"]] = error
         result["seconds"][run["name"]] = round(time.monotonic() - run_started, 1)
     print(f"RESULT {json.dumps(result)}", flush=True)

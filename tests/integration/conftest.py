@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,12 +203,35 @@ def spark_standalone(
 ) -> Iterator[SparkStandalone]:
     """A standalone Spark cluster, a master and two workers (2 cores each), whose executors run
     ``worker_python``; one per test module. Logs the processes' log tails after a failure."""
-    failed_before = request.session.testsfailed
-    with start_spark_standalone(
-        workers=2,
+    yield from _standalone(
+        request,
         env={"PYSPARK_PYTHON": str(worker_python)},
         log_dir=tmp_path_factory.mktemp("standalone"),
-    ) as cluster:
+    )
+
+
+@pytest.fixture(scope="module")
+def two_host_standalone(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SparkStandalone]:
+    """A standalone Spark cluster whose two workers (1 core each) are two hosts, 127.0.0.1 and
+    127.0.0.2: a speculative copy of a task runs only on a host without an attempt of it
+    (test_sink_speculation.py). Executors run this test venv's Python."""
+    yield from _standalone(
+        request,
+        cores=1,
+        memory="1g",
+        hosts=("127.0.0.1", "127.0.0.2"),
+        env={"PYSPARK_PYTHON": sys.executable},
+        log_dir=tmp_path_factory.mktemp("two-hosts"),
+    )
+
+
+def _standalone(request: pytest.FixtureRequest, **options: Any) -> Iterator[SparkStandalone]:
+    """A two-worker standalone cluster (:func:`start_spark_standalone` with ``options``) for a
+    module; logs the processes' log tails after a failure."""
+    failed_before = request.session.testsfailed
+    with start_spark_standalone(workers=2, **options) as cluster:
         yield cluster
         if request.session.testsfailed > failed_before:
             for process in [cluster.master] + [w.process for w in cluster.workers]:

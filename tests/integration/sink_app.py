@@ -58,11 +58,27 @@ def wait_on_cluster(properties: dict[str, str], topic: str, values: set[str]) ->
         consumer.close()
 
 
-def faulty_format(spark: Any, config: dict[str, Any]) -> str:
-    """Register the sink with the test hooks of ``config``; returns its format name."""
+def hooked_format(spark: Any, name: str, writer: type) -> str:
+    """Register the sink as format ``name`` whose stream writer is ``writer`` (a subclass of the
+    sink's, carrying test hooks); returns ``name``."""
     from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
     from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
     from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+
+    class HookedSource(DynamicKafkaDataSource):  # type: ignore[misc]
+        @classmethod
+        def name(cls) -> str:
+            return name
+
+        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+            return writer(parse_sink_options(self.options), schema, create_metadata_service)
+
+    spark.dataSource.register(HookedSource)
+    return name
+
+
+def faulty_format(spark: Any, config: dict[str, Any]) -> str:
+    """Register the sink with the test hooks of ``config``; returns its format name."""
     from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
 
     fail_dir, fail_values = Path(config["fail_dir"]), set(config["fail_values"])
@@ -92,17 +108,32 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
                 time.sleep(DEADLINE)  # the test kills the driver meanwhile
                 os._exit(3)
 
-    class FaultySource(DynamicKafkaDataSource):  # type: ignore[misc]
-        @classmethod
-        def name(cls) -> str:
-            return "dynamic_kafka_faulty"
+    return hooked_format(spark, "dynamic_kafka_faulty", FaultyWriter)
 
-        def streamWriter(self, schema: Any, overwrite: bool) -> Any:
-            options = parse_sink_options(self.options)
-            return FaultyWriter(options, schema, create_metadata_service)
 
-    spark.dataSource.register(FaultySource)
-    return FaultySource.name()
+def write_text_files(
+    spark: Any, source: str, sink: str, options: dict[str, str], checkpoint: str
+) -> str:
+    """Stream the text files of ``source`` (one micro-batch per file, two Spark partitions,
+    each line a record's key and value) to format ``sink`` until all are written
+    (``Trigger.AvailableNow``); the query's error, ``"none"`` when it ended well."""
+    query = (
+        spark.readStream.format("text")
+        .option("maxFilesPerTrigger", "1")
+        .load(source)
+        .repartition(2)
+        .selectExpr("value AS key", "value")
+        .writeStream.format(sink)
+        .options(**options)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination()
+    except Exception as exc:  # the test reads it from the output
+        return str(exc).replace("\n", " ")[:20000]
+    return "none"
 
 
 def main() -> None:
@@ -113,23 +144,8 @@ def main() -> None:
         max_failures=4,
         **{"spark.sql.execution.arrow.maxRecordsPerBatch": "50"},
     )
-    query = (
-        spark.readStream.format("text")
-        .option("maxFilesPerTrigger", "1")
-        .load(config["input"])
-        .repartition(2)
-        .selectExpr("value AS key", "value")
-        .writeStream.format(faulty_format(spark, config))
-        .options(**config["options"])
-        .option("checkpointLocation", config["checkpoint"])
-        .trigger(availableNow=True)
-        .start()
-    )
-    error = "none"
-    try:
-        query.awaitTermination()
-    except Exception as exc:  # the test reads it from the output
-        error = str(exc).replace("\n", " ")[:20000]
+    sink = faulty_format(spark, config)
+    error = write_text_files(spark, config["input"], sink, config["options"], config["checkpoint"])
     print(f"ERROR {error}", flush=True)
     spark.stop()
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 DEADLINE = 300.0
@@ -86,6 +87,12 @@ def read_topic(
         return records
     finally:
         consumer.close()
+
+
+def stamp_of(record: Record) -> tuple[str, ...]:
+    """The record's dedupe headers (sink, batch, partition, sequence), decoded."""
+    headers = dict(record.headers)
+    return tuple(headers[key].decode() for key in STAMP_HEADERS)
 
 
 def write_routes(

@@ -6,12 +6,12 @@ one task at once (what a speculative attempt is to the sink), and a cluster down
 exactlyOnce is read with ``isolation.level=read_committed``; atLeastOnce's records carry the
 dedupe headers, and dropping the copies that share a stamp gives the exact set.
 
-Spark speculation itself is not run: a local master never starts the speculation thread
-(``TaskSchedulerImpl.start`` checks ``!isLocal``) and a speculative copy never runs on a host
-that runs the task already (``TaskSetManager.dequeueTaskFromList``), so one machine with one
-host name cannot launch one. The concurrent-attempt test drives two attempts of one Spark
-partition of one micro-batch, in the sink's own task code, the way speculation would; the zombie
-test shows an older attempt's producer cannot commit once a newer attempt started.
+The concurrent-attempt test drives two attempts of one Spark partition of one micro-batch, in
+the sink's own task code, with the interleaving fixed by the test; the zombie test shows an
+older attempt's producer cannot commit once a newer attempt started. Real Spark speculation
+needs a cluster (a local master never starts the speculation thread, and a speculative copy only
+runs on a host without an attempt of the task): test_sink_speculation.py runs it on a standalone
+cluster with two hosts.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from tests.integration.sink_records import (
     read_topic,
     run_sink_app,
     sink_options,
+    stamp_of,
     write_dead_route,
     write_routes,
 )
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
     committed_batch,
@@ -66,21 +66,16 @@ def _kill_tree(process: subprocess.Popen[str]) -> None:
     process.wait(timeout=60)
 
 
-def _stamp(record: Record) -> tuple[str, ...]:
-    headers = dict(record.headers)
-    return tuple(headers[key].decode() for key in STAMP_HEADERS)
-
-
 def _deduped(records: list[Record]) -> tuple[list[int], set[str]]:
     """The values left once per stamp, and the batches of the stamps seen more than once; a
     stamp always carries the same value (else the test fails)."""
     by_stamp: dict[tuple[str, ...], set[str]] = {}
     for record in records:
-        by_stamp.setdefault(_stamp(record), set()).add(record.value)
+        by_stamp.setdefault(stamp_of(record), set()).add(record.value)
     assert all(len(values) == 1 for values in by_stamp.values())
     counts: dict[tuple[str, ...], int] = {}
     for record in records:
-        counts[_stamp(record)] = counts.get(_stamp(record), 0) + 1
+        counts[stamp_of(record)] = counts.get(stamp_of(record), 0) + 1
     repeated = {stamp[1] for stamp, count in counts.items() if count > 1}
     return sorted(int(next(iter(v))) for v in by_stamp.values()), repeated
 
@@ -154,10 +149,10 @@ def test_retries_and_a_driver_killed_before_spark_recorded_a_committed_batch(
         assert values == first + last
         assert len(east) > len(first)
         assert repeated == {"0", "1"}
-        assert {_stamp(r)[1] for r in west} == {"1", "2"}
+        assert {stamp_of(r)[1] for r in west} == {"1", "2"}
         assert set(_values(east)) == set(first)
         assert set(_values(west)) == set(range(600, 1500)) | set(last)
-    assert {_stamp(r)[0] for r in east + west} == {"orders-writer"}
+    assert {stamp_of(r)[0] for r in east + west} == {"orders-writer"}
 
 
 def _task(cluster: Any, secret: str = "", flush_timeout_ms: int = 60_000) -> WriteTask:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_dynamic_kafka.testing import SparkStartError, spark_home
+from pyspark_dynamic_kafka.testing import SparkStartError, spark_home, start_spark_standalone
 from pyspark_dynamic_kafka.testing.spark_process import (
     SparkProcess,
     ancestors,
@@ -83,5 +83,24 @@ def test_stop_kills_what_ignores_sigterm(tmp_path: Path) -> None:
 
 
 def test_only_loopback_endpoints_are_read() -> None:
-    with pytest.raises(ValueError, match="only loopback"):
-        get_json("http://10.0.0.1:8080/json/")
+    for url in ("http://10.0.0.1:8080/json/", "http://127.0.0.1.example.com:80/json/"):
+        with pytest.raises(ValueError, match="only loopback"):
+            get_json(url)
+    # Any address of 127.0.0.0/8 is loopback (a worker on 127.0.0.2): refused here only
+    # because nothing listens on the discard port.
+    with pytest.raises(OSError):
+        get_json("http://127.0.0.2:9/json/", timeout=5)
+
+
+@pytest.mark.parametrize(
+    "hosts", [("10.0.0.1", "127.0.0.2"), ("127.0.0.1",), ("127.0.0.1", "127.0.0.2", "127.0.0.3")]
+)
+def test_workers_bind_to_as_many_loopback_addresses_as_there_are_workers(
+    hosts: tuple[str, ...], tmp_path: Path
+) -> None:
+    with (
+        pytest.raises(ValueError, match="hosts must be 2 loopback addresses"),
+        start_spark_standalone(workers=2, hosts=hosts, log_dir=tmp_path),
+    ):
+        pass
+    assert not list(tmp_path.glob("*.log"))  # nothing was started

@@ -3,11 +3,13 @@ pyspark wheel: where Spark lives, their environment, starting, watching and stop
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -131,9 +133,16 @@ def wait_ready(
         time.sleep(0.25)
 
 
+def _loopback(host: str | None) -> bool:
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def get_json(url: str, timeout: float = 10.0) -> Any:
     """GET ``url`` (a Spark web UI or REST endpoint on loopback) and decode its JSON body."""
-    if not url.startswith("http://127.0.0.1:"):
+    if not url.startswith("http://127.") or not _loopback(urllib.parse.urlsplit(url).hostname):
         raise ValueError(f"only loopback Spark endpoints are read, not {url!r}")
     with urllib.request.urlopen(url, timeout=timeout) as answer:
         return json.loads(answer.read())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ def start_spark_standalone(
     env: Mapping[str, str] | None = None,
     log_dir: Path | None = None,
     timeout: float = 300.0,
+    hosts: Sequence[str] = (),
 ) -> Iterator[SparkStandalone]:
     """Start a standalone Spark cluster: a master and ``workers`` workers on free loopback ports.
 
@@ -108,6 +109,10 @@ def start_spark_standalone(
         removed on exit, when ``None``).
     timeout:
         Seconds to wait for the cluster to be ready.
+    hosts:
+        The loopback address each worker binds to and names itself by (``127.0.0.1`` for all
+        when empty). Workers on different addresses are different hosts to Spark's scheduler:
+        a speculative copy of a task only runs on a host where the task has no attempt yet.
 
     Yields
     ------
@@ -135,17 +140,19 @@ def start_spark_standalone(
         command += ["--webui-port", str(ports[1])]
         master = SparkProcess("master", command, log_dir / "master.log", spark_env())
         started: list[StandaloneWorker] = []
-        for i in range(workers):
+        addresses = list(hosts) or ["127.0.0.1"] * workers
+        if len(addresses) != workers or not all(a.startswith("127.") for a in addresses):
+            raise ValueError(f"hosts must be {workers} loopback addresses, got {list(hosts)}")
+        for i, host in enumerate(addresses):
             port, web_port = ports[2 + 2 * i], ports[3 + 2 * i]
             work_dir = log_dir / f"worker{i}"
             work_dir.mkdir(parents=True, exist_ok=True)
-            command = [spark_class, _WORKER, "--host", "127.0.0.1", "--port", str(port)]
+            command = [spark_class, _WORKER, "--host", host, "--port", str(port)]
             command += ["--webui-port", str(web_port), "--cores", str(cores)]
             command += ["--memory", memory, "--work-dir", str(work_dir), master_url]
-            process = SparkProcess(
-                f"worker {i}", command, log_dir / f"worker{i}.log", spark_env(env)
-            )
-            started.append(StandaloneWorker(process, f"http://127.0.0.1:{web_port}"))
+            worker_env = spark_env({**(env or {}), "SPARK_LOCAL_IP": host})
+            process = SparkProcess(f"worker {i}", command, log_dir / f"worker{i}.log", worker_env)
+            started.append(StandaloneWorker(process, f"http://{host}:{web_port}"))
         cluster = SparkStandalone(master, tuple(started), master_url, web_url)
         processes = [master] + [w.process for w in started]
         stack.callback(master.stop)

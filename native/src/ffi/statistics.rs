@@ -23,7 +23,9 @@ impl Statistics {
     }
 
     fn slot(&self) -> MutexGuard<'_, Option<String>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Register the callback on `conf`, storing into this value. The client created from
@@ -108,7 +110,8 @@ mod tests {
 
     #[test]
     fn no_statistics_without_an_interval() {
-        let consumer = Consumer::new(&config(&[("client.id", "quiet"), ("group.id", "quiet")])).unwrap();
+        let consumer =
+            Consumer::new(&config(&[("client.id", "quiet"), ("group.id", "quiet")])).unwrap();
         consumer.consume(1, 300, &mut Vec::new()).unwrap();
         consumer.serve_idle().unwrap();
         assert_eq!(consumer.statistics().latest(), None);

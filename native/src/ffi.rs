@@ -1,12 +1,14 @@
 //! The FFI edge: safe wrappers over the librdkafka consumer calls the reader needs.
 //!
 //! This module and its children ([`consumer`]: the consumer and its calls; [`message`]: what
-//! it returns) hold the crate's only `unsafe` code. Every raw handle is owned by a wrapper that
+//! it returns; [`statistics`]: librdkafka's statistics documents) hold the crate's only `unsafe`
+//! code. Every raw handle is owned by a wrapper that
 //! frees it exactly once on drop; borrowed views (topic names, payloads, headers) never outlive
 //! the message they point into.
 
 mod consumer;
 mod message;
+mod statistics;
 
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::NonNull;
@@ -17,6 +19,7 @@ use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 pub use consumer::Consumer;
 pub use message::{Event, Headers, Message};
+pub use statistics::Statistics;
 
 fn err_text(code: Err) -> String {
     // SAFETY: rd_kafka_err2str returns a static NUL-terminated string for any code.

@@ -45,6 +45,7 @@ struct Consumer {
     // None while a reader holds the consumer, and after close.
     inner: Mutex<Option<ffi::Consumer>>,
     closed: std::sync::atomic::AtomicBool,
+    statistics: ffi::Statistics,
 }
 
 #[pymethods]
@@ -53,9 +54,25 @@ impl Consumer {
     fn new(config: Vec<(String, String)>) -> PyResult<Self> {
         let consumer = ffi::Consumer::new(&config).map_err(ClientError::new_err)?;
         Ok(Consumer {
+            statistics: consumer.statistics(),
             inner: Mutex::new(Some(consumer)),
             closed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The latest librdkafka statistics document (JSON) of the consumer, or None: librdkafka
+    /// emits one every `statistics.interval.ms` (a property of the configuration; 0, its
+    /// default, emits none) when its queue is served. A reader serves it while it reads; an
+    /// idle consumer's queue is served here first, without waiting (what else it holds is
+    /// stale: an idle consumer has no assignment).
+    fn statistics(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let mut guard = relock(&self.inner);
+        if let Some(consumer) = guard.as_mut() {
+            py.detach(move || consumer.serve_idle())
+                .map_err(|e| ReadError::new_err(format!("serving the consumer failed: {e}")))?;
+        }
+        drop(guard);
+        Ok(self.statistics.latest())
     }
 
     /// Close the consumer (a reader holding it closes it when it finishes).

@@ -139,7 +139,9 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
 # test_native_security.py over TLS and SASL) take the ``reader`` fixture and run once per reader:
 # they hold every semantic of a read (exact ranges, keys, headers, timestamps, markers, aborted
 # records, compaction gaps, data loss, a deleted topic, the "stuck" message, the byte bound) and
-# cost seconds each (the matrix adds about a minute to make test on a loaded machine). The Spark
+# cost seconds each (the matrix adds about a minute to make test on a loaded machine). Also on
+# both readers: test_rack_fetching.py (follower fetching, measured with librdkafka's statistics)
+# and test_cluster_outage.py (a whole cluster down under a Spark query). The other Spark
 # tests run the option's default, reader=auto, which is the compiled core wherever it is
 # installed (make setup installs it): running each of them twice would add ~20 minutes to make
 # test for what the executor tests already show. DYNAMIC_KAFKA_TEST_READER=python (or native)

@@ -5,16 +5,25 @@ again every micro-batch, and fails naming it once it has failed for longer than
 ``unreachableClusterTimeoutMs``. Removed from the metadata first, it is no longer waited for: the
 query goes on with the other cluster. Both tests share two single-broker clusters (each test has
 topics of its own); the one that leaves east down runs last.
+
+Each test runs once per reader (the ``reader`` fixture, as option ``reader``): the Python reader,
+then the compiled core. With ``reader=native`` a query that cannot read natively fails at start,
+and the run also checks, before the outage, that each cluster was read natively: a task worker
+of this session's Spark (a child of this process) with a connection to the cluster's broker
+(its pooled consumer) has the compiled core mapped, which a worker loads only to read natively.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.integration.faults import reading_with_core
 from tests.integration.helpers import (
     Estate,
     local_kafka_problem,
@@ -53,52 +62,67 @@ def _estate(clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, topic: str)
     return setup
 
 
-def _options(setup: Estate) -> dict[str, str]:
-    return setup.options(
-        **{"unreachableClusterTimeoutMs": str(TIMEOUT_MS), "kafkaAdmin.requestTimeoutMs": "2000"}
-    )
+def _options(setup: Estate, reader: str) -> dict[str, str]:
+    timeouts = {
+        "unreachableClusterTimeoutMs": str(TIMEOUT_MS),
+        "kafkaAdmin.requestTimeoutMs": "2000",
+    }
+    # Pooled consumers stay connected between micro-batches (the option's default, not the
+    # suite's 2 s), so that the reading worker can be seen after the records arrived.
+    return setup.options(reader=reader, **timeouts, **{"kafkaConsumer.cacheTimeoutMs": "60000"})
+
+
+def _check_reader(reader: str, clusters: list[ApacheKafkaCluster]) -> None:
+    """With ``reader=native``: wait until each cluster is seen read by the compiled core."""
+    if reader != "native":
+        return
+    for cluster in clusters:
+        read_natively = functools.partial(reading_with_core, os.getpid(), cluster)
+        wait_until(read_natively, what=f"a Python worker reading {cluster.name} natively")
 
 
 def test_a_cluster_removed_from_the_metadata_then_down_is_not_waited_for(
-    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, reader: str
 ) -> None:
-    setup = _estate(clusters, tmp_path, "removed")
+    topic = f"removed-{reader}"
+    setup = _estate(clusters, tmp_path, topic)
     east, west = clusters["east"], clusters["west"]
-    expected = produce(east, "removed", numbered("e", 5)) + produce(
-        west, "removed", numbered("w", 5)
-    )
-    with memory_query(spark, _options(setup)) as query:
+    expected = produce(east, topic, numbered("e", 5)) + produce(west, topic, numbered("w", 5))
+    with memory_query(spark, _options(setup, reader)) as query:
         query.expect(expected)
-        setup.write({"orders": [("west", ["removed"])]})
+        _check_reader(reader, [east, west])
+        setup.write({"orders": [("west", [topic])]})
         wait_until(
             lambda: set(query.offsets().get("clusters", {})) == {"west"},
             what="east to leave the offset",
         )
         east.kill_broker(0)
         killed = time.monotonic()
-        expected += produce(west, "removed", numbered("x", 5))
+        expected += produce(west, topic, numbered("x", 5))
         query.expect(expected)
         # A listed cluster would have been given up by now (see the next test); east is not.
         wait_until(
             lambda: time.monotonic() - killed > 2 * TIMEOUT_MS / 1000,
             what="twice unreachableClusterTimeoutMs after east went down",
         )
-        expected += produce(west, "removed", numbered("y", 5))
+        expected += produce(west, topic, numbered("y", 5))
         query.expect(expected)
         assert query.query.isActive and query.query.exception() is None
 
 
 def test_a_cluster_down_while_listed_fails_the_query_naming_it(
-    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, reader: str
 ) -> None:
-    setup = _estate(clusters, tmp_path, "listed")
+    topic = f"listed-{reader}"
+    setup = _estate(clusters, tmp_path, topic)
     east, west = clusters["east"], clusters["west"]
-    expected = produce(east, "listed", numbered("e", 5)) + produce(west, "listed", numbered("w", 5))
-    with memory_query(spark, _options(setup)) as query:
+    expected = produce(east, topic, numbered("e", 5)) + produce(west, topic, numbered("w", 5))
+    with memory_query(spark, _options(setup, reader)) as query:
         query.expect(expected)
+        _check_reader(reader, [east, west])
         # Acknowledged before east goes down, so listed by the first micro-batch that cannot list
         # east: read before the query gives up, which takes another, later micro-batch.
-        expected += produce(west, "listed", numbered("x", 5))
+        expected += produce(west, topic, numbered("x", 5))
         servers = east.bootstrap_servers
         east.kill_broker(0)
         message = query.failure()

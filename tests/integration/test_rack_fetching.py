@@ -1,21 +1,24 @@
 """Follower fetching (KIP-392): with ``kafka.client.rack`` the executor's consumers fetch from
-the replicas in their own rack, measured with librdkafka's statistics.
+the replicas in their own rack, measured with librdkafka's statistics, on both readers.
 
 An Apache Kafka stretch cluster has brokers 0, 1, 2 in racks dc1, dc2, dc2 and the rack-aware
 replica selector; every partition of ``orders`` has a replica on each broker, and half of the
 partitions (half of the bytes) have their leader in dc1, half in dc2. The same records are read
-three times through the product's read path: the first micro-batch of a streaming reader with
+three times through the product's read path, once per reader (the ``reader`` fixture: the
+Python reader, then the compiled core): the first micro-batch of a streaming reader with
 ``assignment=group`` (alone in a group of its own, so it owns every partition), its tasks
 pickled as Spark ships them and read by
 :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`
 with the pooled consumer, in this process: as the app of dc1 (``kafka.client.rack=dc1``), as the
 app of dc2 (``kafka.client.rack=dc2``), and without the option. With it, each app receives
 nearly all its bytes from its own rack; without it, the bytes follow the leaders (half from each
-rack). librdkafka counts the bytes it received from each broker; a statistics callback is a
-Python callable that a ``kafka.*`` option cannot carry, so the test puts the consumer into the
-pool itself, built from the task's own properties
-(:func:`~pyspark_dynamic_kafka.kafka.pool.consumer_config`) plus the callback, and checks that
-every task used it.
+rack). librdkafka counts the bytes it received from each broker. The test puts the measured
+consumer into the pool itself, built from the task's own properties
+(:func:`~pyspark_dynamic_kafka.kafka.pool.consumer_config`) plus ``statistics.interval.ms``, and
+checks that every task used it: for the Python reader a confluent-kafka consumer with a
+statistics callback (a Python callable, which a ``kafka.*`` option cannot carry), for the
+native reader a consumer of the compiled core, whose ``statistics()`` is librdkafka's latest
+document (the pool's key for it is the native reader's factory, as the task asks for).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import json
 import pickle
 import signal
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,8 +35,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.helpers import EstateFactory, wait_until
 
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
-from pyspark_dynamic_kafka.kafka.pool import consumer_config, consumer_pool
+from pyspark_dynamic_kafka.kafka.pool import (
+    ConsumerFactory,
+    confluent_consumer,
+    consumer_config,
+    consumer_pool,
+)
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
+from pyspark_dynamic_kafka.source.executor.native import core, native_consumer
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 RACKS = ["dc1", "dc2", "dc2"]
@@ -47,13 +55,16 @@ STATISTICS_INTERVAL_MS = 200
 
 
 class Statistics:
-    """The librdkafka statistics documents one consumer emitted, newest last."""
+    """The librdkafka statistics documents one consumer emitted, newest last: each one its
+    callback got (Python reader), or each new one its ``statistics()`` returned (native)."""
 
     def __init__(self) -> None:
         self.documents: list[dict[str, Any]] = []
 
-    def __call__(self, text: str) -> None:
-        self.documents.append(json.loads(text))
+    def __call__(self, text: str | None) -> None:
+        document = None if text is None else json.loads(text)
+        if document is not None and (not self.documents or document != self.documents[-1]):
+            self.documents.append(document)
 
     def bytes_by_broker(self) -> dict[int, int]:
         """Bytes received from each broker node (-1: bootstrap and logical brokers), so far."""
@@ -80,41 +91,69 @@ def plan_group_read(options: dict[str, str]) -> tuple[Any, list[ReadTask]]:
     return reader, [t for t in tasks if isinstance(t, ReadTask)]
 
 
+def measured_consumer(
+    reader: str, properties: dict[str, str], statistics: Statistics
+) -> tuple[Any, ConsumerFactory]:
+    """A consumer for ``reader`` (``"python"`` or ``"native"``) built as the pool's factory
+    builds it, plus librdkafka statistics into ``statistics``; and the factory it pools under."""
+    config: dict[str, Any] = consumer_config(properties)
+    if reader == "python":
+        config.update({"statistics.interval.ms": STATISTICS_INTERVAL_MS, "stats_cb": statistics})
+        return Consumer(config), confluent_consumer
+    module = core()
+    assert module is not None
+    config["statistics.interval.ms"] = str(STATISTICS_INTERVAL_MS)
+    return module.Consumer(sorted(config.items())), native_consumer
+
+
+def serve(reader: str, consumer: Any, statistics: Statistics) -> None:
+    """Let an idle measured consumer deliver the statistics librdkafka emitted meanwhile."""
+    if reader == "python":
+        consumer.poll(0.1)  # serves the callback
+    else:
+        statistics(consumer.statistics())
+
+
 def read_with_statistics(
-    reader: Any, tasks: list[ReadTask], rack: str | None
+    stream: Any, tasks: list[ReadTask], rack: str | None, reader: str
 ) -> tuple[set[tuple[int, int, str]], Statistics]:
-    """Read ``tasks`` through ``reader.read`` (``read_task``) with one pooled consumer that
-    reports statistics; the records (partition, offset, value) and the statistics, taken after
-    the last fetch. The tasks' client properties must carry ``client.rack=rack``."""
+    """Read ``tasks`` through ``stream.read`` (``read_task``) with one pooled consumer of
+    ``reader`` that reports statistics; the records (partition, offset, value) and the
+    statistics, taken after the last fetch. The tasks' client properties must carry
+    ``client.rack=rack``."""
     assert tasks
     (cluster_id,) = {r.cluster for t in tasks for r in t.ranges}
     properties = tasks[0].properties[cluster_id]
     generation = tasks[0].settings.generation
     assert all(t.properties[cluster_id] == properties for t in tasks)
     assert properties.get("client.rack") == rack  # kafka.client.rack reached the executors
+    # the driver planned the cluster for this reader (reader=native fails at start otherwise)
+    natively = {cluster_id} if reader == "native" else set()
+    assert all(t.settings.native_clusters == natively for t in tasks)
     statistics = Statistics()
-    config: dict[str, Any] = consumer_config(properties)
-    config.update({"statistics.interval.ms": STATISTICS_INTERVAL_MS, "stats_cb": statistics})
-    consumer = Consumer(config)
+    consumer, factory = measured_consumer(reader, properties, statistics)
     pool = consumer_pool()
-    pool.release(cluster_id, properties, consumer, True, 600_000, generation)
+    pool.release(cluster_id, properties, consumer, True, 600_000, generation, factory)
     rows: set[tuple[int, int, str]] = set()
     for task in tasks:
-        for batch in reader.read(task):
+        for batch in stream.read(task):
             columns = batch.to_pydict()
             values = map(bytes.decode, columns["value"])
             rows.update(zip(columns["partition"], columns["offset"], values, strict=True))
-        pooled = pool.acquire(cluster_id, properties, generation)
+        pooled = pool.acquire(cluster_id, properties, generation, factory)
         assert pooled is consumer, "the task did not read with the consumer under measure"
-        pool.release(cluster_id, properties, pooled, True, 600_000, generation)
-    consumer = pool.acquire(cluster_id, properties, generation)
+        pool.release(cluster_id, properties, pooled, True, 600_000, generation, factory)
+    consumer = pool.acquire(cluster_id, properties, generation, factory)
     try:
         # A document emitted after the read ended counts every byte of it.
+        serve(reader, consumer, statistics)
         emitted = len(statistics.documents)
-        deadline = time.monotonic() + 300
-        while len(statistics.documents) < emitted + 2 and time.monotonic() < deadline:
-            consumer.poll(0.1)
-        assert len(statistics.documents) >= emitted + 2, "no librdkafka statistics after the read"
+
+        def emitted_two_more() -> bool:
+            serve(reader, consumer, statistics)
+            return len(statistics.documents) >= emitted + 2
+
+        wait_until(emitted_two_more, timeout=300, what="librdkafka statistics after the read")
     finally:
         consumer.close()
     return rows, statistics
@@ -144,7 +183,7 @@ def stretch(kafka_estate: EstateFactory, empty_consumer_pool: None) -> Iterator[
     yield estate
 
 
-def test_client_rack_fetches_from_the_replicas_in_its_rack(stretch: Any) -> None:
+def test_client_rack_fetches_from_the_replicas_in_its_rack(stretch: Any, reader: str) -> None:
     east = stretch["east"]
     produced: set[tuple[int, int, str]] = set()
     for partition in range(len(REPLICAS)):
@@ -156,19 +195,21 @@ def test_client_rack_fetches_from_the_replicas_in_its_rack(stretch: Any) -> None
     options = stretch.options(**{"kafkaConsumer.cacheTimeoutMs": "600000"})
     leaders = {p: replicas[0] for p, replicas in enumerate(REPLICAS)}
 
-    print(f"\n{total:,} bytes of values in {len(REPLICAS)} partitions, leaders {leaders}")
+    print(
+        f"\nreader={reader}: {total:,} bytes of values in {len(REPLICAS)} partitions, "
+        f"leaders {leaders}"
+    )
     for rack in ("dc1", "dc2", None):
         extra = {} if rack is None else {"kafka.client.rack": rack}
-        # reader=python: the measured consumer is a pooled confluent-kafka one (the native
-        # reader's follower fetching is not measured here yet).
-        app = {**options, **extra, "kafka.group.id": f"app-{rack}", "assignment": "group"}
-        app["reader"] = "python"
+        group = f"app-{reader}-{rack}"
+        app = {**options, **extra, "kafka.group.id": group, "assignment": "group"}
+        app["reader"] = reader
         sigterm = signal.getsignal(signal.SIGTERM)  # the group reader handles it, as in Spark
-        reader, tasks = plan_group_read(app)
+        stream, tasks = plan_group_read(app)
         try:
-            rows, statistics = read_with_statistics(reader, tasks, rack)
+            rows, statistics = read_with_statistics(stream, tasks, rack, reader)
         finally:
-            reader.stop()
+            stream.stop()
             signal.signal(signal.SIGTERM, sigterm)
         assert rows == produced  # exact records, every time
         by_broker = statistics.bytes_by_broker()

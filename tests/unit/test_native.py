@@ -7,7 +7,9 @@ cluster nobody answers for (a closed loopback port).
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 
 import pytest
 
@@ -119,6 +121,34 @@ def test_pooled_native_consumers_are_reused_and_never_lent_twice() -> None:
     assert not first.available()
     with pytest.raises(module.ReadError, match="closed"):
         module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
+
+
+@needs_core
+def test_a_native_consumer_keeps_librdkafka_statistics() -> None:
+    module = core()
+    assert module is not None
+    config = [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g"), ("client.id", "measured")]
+    measured = module.Consumer([*config, ("statistics.interval.ms", "100")])
+    quiet = module.Consumer(config)
+    try:
+        # A reader serves the queue while it reads (here: 2 s without progress, then it fails).
+        reader = module.Reader("east", measured, [("orders", 0, 5, 9)], 2000, False, True)
+        with pytest.raises(module.ReadError, match="No progress"):
+            list(reader)
+        document = measured.statistics()
+        assert document is not None, "no statistics while the reader polled for 2 s"
+        assert json.loads(document)["client_id"] == "measured"
+        assert json.loads(document)["type"] == "consumer"
+        # An idle consumer's queue is served by statistics() itself: a newer document comes.
+        deadline = time.monotonic() + 60
+        while measured.statistics() == document and time.monotonic() < deadline:
+            time.sleep(0.05)
+        newer = measured.statistics()
+        assert newer is not None and json.loads(newer)["ts"] > json.loads(document)["ts"]
+        assert quiet.statistics() is None  # statistics.interval.ms=0, librdkafka's default
+    finally:
+        measured.close()
+        quiet.close()
 
 
 @needs_core

@@ -6,12 +6,16 @@ use std::ptr::{self, NonNull};
 
 use rdkafka_sys as rd;
 
-use super::{c_string, code_result, error_result, text_of, Conf, Message, PartitionList};
+use super::{
+    c_string, code_result, error_result, text_of, Conf, Message, PartitionList, Statistics,
+};
 
 /// A librdkafka consumer with its consumer queue; closed and destroyed on drop.
 pub struct Consumer {
     rk: NonNull<rd::rd_kafka_t>,
     queue: NonNull<rd::rd_kafka_queue_t>,
+    /// Filled by librdkafka's statistics callback; dropped after the client (see `Drop`).
+    statistics: Statistics,
 }
 
 // SAFETY: librdkafka handles are thread-safe; the reader uses one from one thread at a time.
@@ -24,6 +28,8 @@ impl Consumer {
         for (k, v) in config {
             conf.set(k, v)?;
         }
+        let statistics = Statistics::default();
+        statistics.install(&mut conf);
         let mut errstr = [0 as c_char; 512];
         // SAFETY: rd_kafka_new takes ownership of conf only on success.
         let rk = unsafe {
@@ -47,7 +53,11 @@ impl Consumer {
             unsafe { rd::rd_kafka_destroy(rk.as_ptr()) };
             return Err("the consumer has no consumer queue".to_string());
         };
-        Ok(Consumer { rk, queue })
+        Ok(Consumer {
+            rk,
+            queue,
+            statistics,
+        })
     }
 
     /// Replace the assignment with these partitions at these offsets.
@@ -169,6 +179,29 @@ impl Consumer {
                 .map(Message),
         );
         Ok(())
+    }
+}
+
+impl Consumer {
+    /// The latest statistics document (`statistics.interval.ms`); shared, so it stays readable
+    /// while a reader holds the consumer.
+    pub fn statistics(&self) -> Statistics {
+        self.statistics.clone()
+    }
+
+    /// Serve what the queue of an idle consumer holds, without waiting: librdkafka delivers
+    /// statistics (and its other callbacks) only when the queue is served. Messages and events
+    /// found there are dropped: an idle consumer is unassigned, so they are stale.
+    pub fn serve_idle(&self) -> Result<(), String> {
+        const AT_ONCE: usize = 1000;
+        let mut out = Vec::with_capacity(AT_ONCE);
+        loop {
+            self.consume_batch(AT_ONCE, &mut out)?;
+            if out.len() < AT_ONCE {
+                return Ok(());
+            }
+            out.clear();
+        }
     }
 }
 

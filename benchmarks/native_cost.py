@@ -29,6 +29,7 @@ import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ def read_pass(
 
 
 def _load_core(directory: str) -> Any:
-    """The ``_core`` extension of another build, from an unpacked wheel, beside the installed one."""
+    """The ``_core`` extension of another build (an unpacked wheel), beside the installed one."""
     found = sorted(Path(directory).glob("pyspark_dynamic_kafka_core/_core*.so"))
     if not found:
         raise SystemExit(f"no pyspark_dynamic_kafka_core/_core*.so under {directory}")
@@ -162,14 +163,14 @@ def main() -> None:
         for rnd in range(args.rounds + 1):  # the first round warms up (connections), not counted
             for label, module in modules.items():
                 pair = consumers[label]
-                plain = _priced(lambda: read_pass(module, pair, ends, args.max_rows, None))
+                plain = _priced(partial(read_pass, module, pair, ends, args.max_rows, None))
                 if rnd:
                     results[f"{label}read"].append(plain)
                 if args.no_ipc:
                     continue
                 sink = _Pipe()
                 try:
-                    piped = _priced(lambda: read_pass(module, pair, ends, args.max_rows, sink))
+                    piped = _priced(partial(read_pass, module, pair, ends, args.max_rows, sink))
                 finally:
                     sink.close()
                 if rnd:

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from benchmarks.python_cost import loaded_topic
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.executor.native import core
-from pyspark_dynamic_kafka.testing import start_clusters
 
 TOPIC = "nativecost"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -149,13 +149,8 @@ def main() -> None:
     if args.other_core:
         modules["other "] = _load_core(args.other_core)
     overrides = dict(item.split("=", 1) for item in args.set)
-    with start_clusters(["nativecost"], broker="kafka") as clusters:
-        cluster = clusters["nativecost"]
-        cluster.create_topic(TOPIC, partitions=8)
-        payload = bytes(range(100))
-        cluster.produce_bulk(TOPIC, ((None, payload) for _ in range(args.records)))
-        ends = {p: hw for p, (_, hw) in cluster.watermarks(TOPIC).items()}
-        props = FrozenProperties({"bootstrap.servers": cluster.bootstrap_servers, **overrides})
+    with loaded_topic("nativecost", TOPIC, args.records) as (bootstrap, ends):
+        props = FrozenProperties({"bootstrap.servers": bootstrap, **overrides})
         config = sorted(consumer_config(props).items())
         consumers = {k: [m.Consumer(config), m.Consumer(config)] for k, m in modules.items()}
         print(f"reading, pid {os.getpid()}", flush=True)

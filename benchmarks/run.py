@@ -149,15 +149,16 @@ def _sides(
     return sides
 
 
-def _attempt(name: str, side: Callable[[], Run]) -> Run:
-    """Run a side; once more, as a fresh query, when Spark gave up waiting for a Python worker to
+def _attempt(name: str, side: Callable[[], Run], attempts: int = 4) -> Run:
+    """Run a side; again, as a fresh query, when Spark gave up waiting for a Python worker to
     start (its 10 s wait is fixed in Spark; a heavily loaded machine misses it now and then)."""
-    try:
-        return side()
-    except (Exception, SystemExit) as exc:
-        if "failed to connect back" not in str(exc):
-            raise
-    print(f"  {name}: a Python worker did not start within Spark's 10 s; running it again")
+    for _ in range(attempts - 1):
+        try:
+            return side()
+        except (Exception, SystemExit) as exc:
+            if "failed to connect back" not in str(exc):
+                raise
+        print(f"  {name}: a Python worker did not start within Spark's 10 s; running it again")
     return side()
 
 

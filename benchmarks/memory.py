@@ -9,7 +9,9 @@ counted, as a worker hands it to the JVM. The task reads ``n`` records spread ov
 partitions, for each ``n`` of ``--counts`` (0.5M to 4M by default); the process reports its RSS
 before the read and its peak RSS (``ru_maxrss``). Printed: both per reader and count, and each
 reader's ratio of its largest count's peak to its smallest's (1.00x: the task's memory does not
-grow with the records it reads). Run: ``python -m benchmarks.memory``.
+grow with the records it reads). ``--set key=value`` overrides a client property (e.g. the
+prefetch queue's ``queued.min.messages``) and ``--readers`` picks the readers. Run:
+``python -m benchmarks.memory``.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ def _rss_kib() -> int:
     return pages * resource.getpagesize() // 1024
 
 
-def _child(bootstrap: str, reader: str, partitions: int, count: int) -> None:
+def _child(
+    bootstrap: str, reader: str, partitions: int, count: int, overrides: dict[str, str]
+) -> None:
     """Read ``count`` records as one task with ``reader``; print RSS figures as JSON."""
     import pyspark_dynamic_kafka.datasource  # noqa: F401  (what a worker has imported)
     from pyspark_dynamic_kafka.kafka.config import FrozenProperties
@@ -52,7 +56,8 @@ def _child(bootstrap: str, reader: str, partitions: int, count: int) -> None:
     ranges = tuple(
         OffsetRange("c", TOPIC, p, 0, each + (1 if p < extra else 0)) for p in range(partitions)
     )
-    task = ReadTask(ranges, {"c": FrozenProperties({"bootstrap.servers": bootstrap})}, settings)
+    properties = FrozenProperties({"bootstrap.servers": bootstrap, **overrides})
+    task = ReadTask(ranges, {"c": properties}, settings)
     before = _rss_kib()
     rows = 0
     for batch in read_task(task):
@@ -64,9 +69,12 @@ def _child(bootstrap: str, reader: str, partitions: int, count: int) -> None:
     print(json.dumps({"before_kib": before, "peak_kib": peak, "rows": rows}))
 
 
-def _measure(bootstrap: str, reader: str, partitions: int, count: int) -> dict[str, int]:
+def _measure(
+    bootstrap: str, reader: str, partitions: int, count: int, sets: list[str]
+) -> dict[str, int]:
     command = [sys.executable, "-m", "benchmarks.memory", "--child", bootstrap, reader]
     command += ["--partitions", str(partitions), "--counts", str(count)]
+    command += [f"--set={item}" for item in sets]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{reader} {count:,}: exit {done.returncode}\n{done.stderr[-3000:]}")
@@ -79,15 +87,20 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--counts", default="500000,1000000,2000000,4000000")
     parser.add_argument("--child", nargs=2, metavar=("BOOTSTRAP", "READER"))
+    parser.add_argument("--set", action="append", default=[], help="client property key=value")
+    parser.add_argument("--readers", nargs="+", default=list(READERS), choices=READERS)
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
+    overrides = dict(item.split("=", 1) for item in args.set)
     if args.child:
-        _child(args.child[0], args.child[1], args.partitions, counts[0])
+        _child(args.child[0], args.child[1], args.partitions, counts[0], overrides)
         return
     from pyspark_dynamic_kafka.source.executor.native import core
     from pyspark_dynamic_kafka.testing import start_clusters
 
-    readers = READERS if core() is not None else ("python",)
+    readers = tuple(args.readers) if core() is not None else ("python",)
+    if overrides:
+        print(f"client properties: {overrides}")
     each = -(-max(counts) // args.partitions)
     with start_clusters(["c"], broker="kafka") as clusters:
         cluster = clusters["c"]
@@ -97,7 +110,7 @@ def main() -> None:
         peaks: dict[str, dict[int, int]] = {r: {} for r in readers}
         for count in counts:
             for reader in readers:
-                got = _measure(cluster.bootstrap_servers, reader, args.partitions, count)
+                got = _measure(cluster.bootstrap_servers, reader, args.partitions, count, args.set)
                 peaks[reader][count] = got["peak_kib"]
                 print(
                     f"  {reader:>6} {count:>9,} records: RSS before {got['before_kib'] / 1024:6.0f}"
@@ -108,7 +121,7 @@ def main() -> None:
     print(f"\npeak RSS at {high:,} records / at {low:,} ({high / low:.0f}x the records):")
     for reader, by_count in peaks.items():
         print(f"  {reader:>6}: {by_count[high] / by_count[low]:.2f}x")
-    if len(readers) == 2:
+    if set(readers) == set(READERS):
         ratio = peaks["native"][high] / peaks["python"][high]
         print(f"  native / python peak at {high:,}: {ratio:.2f}x")
 

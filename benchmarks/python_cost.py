@@ -18,11 +18,12 @@ it would save. Run: ``python -m benchmarks.python_cost [--records N] [--rounds R
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import statistics
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,18 @@ def arrow_only(messages: list[Any]) -> int:
     return len(messages)
 
 
+@contextlib.contextmanager
+def loaded_topic(name: str, topic: str, records: int) -> Iterator[tuple[str, dict[int, int]]]:
+    """One Apache Kafka cluster with ``records`` records of 100 bytes in 8 partitions of
+    ``topic``: its bootstrap servers and each partition's end offset."""
+    with start_clusters([name], broker="kafka") as clusters:
+        cluster = clusters[name]
+        cluster.create_topic(topic, partitions=8)
+        payload = bytes(range(100))
+        cluster.produce_bulk(topic, ((None, payload) for _ in range(records)))
+        yield cluster.bootstrap_servers, {p: hw for p, (_, hw) in cluster.watermarks(topic).items()}
+
+
 _closing: list[Any] = []
 _KEEP = 500_000
 
@@ -122,13 +135,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    with start_clusters(["cost"], broker="kafka") as clusters:
-        cluster = clusters["cost"]
-        cluster.create_topic(TOPIC, partitions=8)
-        payload = bytes(range(100))
-        cluster.produce_bulk(TOPIC, ((None, payload) for _ in range(args.records)))
-        ends = {p: hw for p, (_, hw) in cluster.watermarks(TOPIC).items()}
-        bootstrap = cluster.bootstrap_servers
+    with loaded_topic("cost", TOPIC, args.records) as (bootstrap, ends):
         passes: dict[str, list[tuple[float, float]]] = {"consume": [], "read_task": []}
         arrow: list[float] = []
         for _ in range(args.rounds + 1):  # the first round warms up, not counted

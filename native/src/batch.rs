@@ -10,7 +10,7 @@ use arrow_array::builder::{
     BinaryBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StructBuilder,
     TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 /// librdkafka's "no timestamp" type: the timestamp is null, Spark's type id is -1.
@@ -81,9 +81,19 @@ pub struct BatchBuilder {
     timestamps: TimestampMicrosecondBuilder,
     types: Int32Builder,
     headers: ListBuilder<StructBuilder>,
-    clusters: StringBuilder,
     rows: usize,
     bytes: usize,
+}
+
+/// How much the last batch's columns held: the next batch reserves as much up front, so that
+/// its buffers do not regrow while it fills (an Arrow buffer is 64-byte aligned, so each
+/// regrowth is a fresh allocation and a copy of everything so far).
+#[derive(Debug, Clone, Copy, Default)]
+struct Sizes {
+    rows: usize,
+    key_bytes: usize,
+    value_bytes: usize,
+    topic_bytes: usize,
 }
 
 fn headers_builder() -> ListBuilder<StructBuilder> {
@@ -106,10 +116,21 @@ impl BatchBuilder {
             timestamps: TimestampMicrosecondBuilder::new().with_timezone("UTC"),
             types: Int32Builder::new(),
             headers: headers_builder(),
-            clusters: StringBuilder::new(),
             rows: 0,
             bytes: 0,
         }
+    }
+
+    /// Fresh column builders with room for a batch of these sizes.
+    fn reserve(&mut self, sizes: Sizes) {
+        let rows = sizes.rows;
+        self.keys = BinaryBuilder::with_capacity(rows, sizes.key_bytes);
+        self.values = BinaryBuilder::with_capacity(rows, sizes.value_bytes);
+        self.topics = StringBuilder::with_capacity(rows, sizes.topic_bytes);
+        self.partitions = Int32Builder::with_capacity(rows);
+        self.offsets = Int64Builder::with_capacity(rows);
+        self.timestamps = TimestampMicrosecondBuilder::with_capacity(rows).with_timezone("UTC");
+        self.types = Int32Builder::with_capacity(rows);
     }
 
     pub fn add(&mut self, record: &Record<'_>) {
@@ -145,7 +166,6 @@ impl BatchBuilder {
                 None => self.headers.append(false),
             }
         }
-        self.clusters.append_value(&self.cluster);
         self.rows += 1;
         self.bytes += record.value.map_or(0, <[u8]>::len);
     }
@@ -158,8 +178,14 @@ impl BatchBuilder {
         self.rows == 0
     }
 
-    /// One record batch of what was added; the builder starts over.
+    /// One record batch of what was added; the builder starts over, with room for as much.
     pub fn flush(&mut self) -> Result<RecordBatch, ArrowError> {
+        let sizes = Sizes {
+            rows: self.rows,
+            key_bytes: self.keys.values_slice().len(),
+            value_bytes: self.values.values_slice().len(),
+            topic_bytes: self.topics.values_slice().len(),
+        };
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(self.keys.finish()),
             Arc::new(self.values.finish()),
@@ -172,9 +198,14 @@ impl BatchBuilder {
         if self.include_headers {
             columns.push(Arc::new(self.headers.finish()));
         }
-        columns.push(Arc::new(self.clusters.finish()));
+        // One value for every row: filled in one go rather than appended per record.
+        columns.push(Arc::new(StringArray::new_repeated(
+            &self.cluster,
+            sizes.rows,
+        )));
         self.rows = 0;
         self.bytes = 0;
+        self.reserve(sizes);
         RecordBatch::try_new(self.schema.clone(), columns)
     }
 }

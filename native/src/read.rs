@@ -189,7 +189,9 @@ impl ClusterReader {
 
     fn accept(&mut self, messages: &[Message]) -> Result<(), ReadFailure> {
         // The last partition seen: records come in runs of one partition.
-        let mut last: Option<(i32, usize)> = None;
+        let mut last: Option<(usize, i32, usize)> = None;
+        // The last topic's handle and name: the name is looked up once per run, not per record.
+        let mut topic: (usize, &str) = (0, "");
         for message in messages {
             if let Some(event) = message.event() {
                 last = None;
@@ -197,13 +199,13 @@ impl ClusterReader {
                 continue;
             }
             let partition = message.partition();
+            let id = message.topic_id();
+            if id != topic.0 || id == 0 {
+                topic = (id, message.topic());
+            }
             let idx = match last {
-                Some((p, idx))
-                    if p == partition && self.pending[idx].range.topic == message.topic() =>
-                {
-                    Some(idx)
-                }
-                _ => self.find(message.topic(), partition),
+                Some((t, p, idx)) if t == id && p == partition => Some(idx),
+                _ => self.find(topic.1, partition),
             };
             let Some(idx) = idx else {
                 last = None;
@@ -215,7 +217,7 @@ impl ClusterReader {
                 self.builder.add(&Record {
                     key: message.key(),
                     value: message.value(),
-                    topic: message.topic(),
+                    topic: topic.1,
                     partition,
                     offset,
                     timestamp: message.timestamp(),
@@ -232,7 +234,7 @@ impl ClusterReader {
                 self.done(idx)?;
                 last = None;
             } else {
-                last = Some((partition, idx));
+                last = Some((id, partition, idx));
             }
         }
         Ok(())

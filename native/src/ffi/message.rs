@@ -80,6 +80,12 @@ impl Message {
             .unwrap_or("")
     }
 
+    /// Identifies the message's topic handle: messages of one topic share it while they live,
+    /// so a run of them needs their topic's name looked up once.
+    pub fn topic_id(&self) -> usize {
+        self.raw().rkt as usize
+    }
+
     pub fn partition(&self) -> i32 {
         self.raw().partition
     }

@@ -89,8 +89,7 @@ def test_every_column_kind_is_written_exactly(
     """Binary keys with nulls, string values, headers (none, one, two, a null value), a
     partition column with nulls (the partitioner's choice), a topic column with nulls (the
     route's only topic) and dedupe headers after a row's own."""
-    setup = estate("east", partitions=0)
-    setup["east"].create_topic("orders", partitions=4)
+    setup = estate("east", partitions=4)  # metadata: orders -> east/orders, nothing marked
     rows = [(i, None if i % 3 == 0 else f"k{i}", f"v{i}") for i in range(48)]
     df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
         "CAST(key AS BINARY) AS key",

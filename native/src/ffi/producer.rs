@@ -255,14 +255,18 @@ impl Producer {
     ) -> Result<(), String> {
         let list = PartitionList::new(&[(topic, partition, offset)])?;
         let g = CString::new(group).map_err(|_| "the group contains a NUL byte".to_string())?;
+        // The metadata is sent with its NUL terminator, as confluent-kafka sends it (its readers
+        // take the metadata as a C string): both writers' markers are the same bytes.
+        let text = c_string("the offset metadata", metadata)?;
+        let bytes = text.as_bytes_with_nul();
         // SAFETY: list and rk are live; the metadata buffer comes from librdkafka's allocator,
         // which the list frees on destroy; the group metadata is destroyed after the call.
         unsafe {
             let elem = (*list.0.as_ptr()).elems;
-            let buf = rd::rd_kafka_mem_malloc(self.rk.as_ptr(), metadata.len().max(1));
-            ptr::copy_nonoverlapping(metadata.as_ptr(), buf as *mut u8, metadata.len());
+            let buf = rd::rd_kafka_mem_malloc(self.rk.as_ptr(), bytes.len());
+            ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
             (*elem).metadata = buf;
-            (*elem).metadata_size = metadata.len();
+            (*elem).metadata_size = bytes.len();
             let cgmd = rd::rd_kafka_consumer_group_metadata_new(g.as_ptr());
             let result = error_result(rd::rd_kafka_send_offsets_to_transaction(
                 self.rk.as_ptr(),

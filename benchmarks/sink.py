@@ -7,9 +7,13 @@ that is deleted afterwards. Sides, all on one warm SparkSession, each side with 
 defaults:
 
 * ``kafka``: ``writeStream.format("kafka")`` (Spark's sink, at-least-once);
-* ``dynamic_kafka``: ``writeStream.format("dynamic_kafka")``, ``deliveryGuarantee=atLeastOnce``;
-* ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce`` (one transaction per task);
-* ``kafka_batch`` and ``dynamic_kafka_batch``: ``df.write`` of the same Parquet to each sink.
+* ``dynamic_kafka``: ``writeStream.format("dynamic_kafka")``, ``deliveryGuarantee=atLeastOnce``,
+  ``writer=python`` (confluent-kafka, a Python call per record);
+* ``native``: the same with ``writer=native`` (the compiled core: Arrow columns to librdkafka);
+* ``exactly_once`` and ``exactly_once_native``: those two with ``deliveryGuarantee=exactlyOnce``
+  (one transaction per task);
+* ``kafka_batch``, ``dynamic_kafka_batch`` (``writer=python``) and ``native_batch``
+  (``writer=native``): ``df.write`` of the same Parquet to each sink.
 
 A streaming side is one micro-batch (a new query on the Parquet directory) priced as in
 :func:`benchmarks.spark_sides.measure`: its ``addBatch`` span (reads the Parquet and writes every
@@ -23,6 +27,7 @@ their medians. ``python -m benchmarks.sink``; ``--records N --size B --rounds R`
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import uuid
@@ -41,15 +46,29 @@ from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 PARTITIONS = 8
 TASKS = 2
 PAIRS = [
+    ("native", "kafka"),
+    ("native_batch", "kafka_batch"),
     ("dynamic_kafka", "kafka"),
-    ("exactly_once", "kafka"),
-    ("exactly_once", "dynamic_kafka"),
     ("dynamic_kafka_batch", "kafka_batch"),
+    ("native", "dynamic_kafka"),
+    ("exactly_once_native", "kafka"),
+    ("exactly_once", "kafka"),
+    ("exactly_once_native", "native"),
 ]
-#: Issue 23's target for atLeastOnce: rows/s >= 1.0x, CPU <= 1.0x of Spark's sink.
+#: Issue 23's target for atLeastOnce (the default writer=auto writes natively where the core is
+#: installed): rows/s >= 1.0x, CPU <= 1.0x of Spark's sink.
 TARGETS: dict[str, report.Target] = {
-    "dynamic_kafka/kafka": (1.0, 1.0),
-    "dynamic_kafka_batch/kafka_batch": (1.0, 1.0),
+    "native/kafka": (1.0, 1.0),
+    "native_batch/kafka_batch": (1.0, 1.0),
+}
+#: The ``writer`` option of each dynamic_kafka side.
+WRITERS = {
+    "dynamic_kafka": "python",
+    "exactly_once": "python",
+    "dynamic_kafka_batch": "python",
+    "native": "native",
+    "exactly_once_native": "native",
+    "native_batch": "native",
 }
 
 
@@ -71,21 +90,22 @@ class Writes:
         return topic, metadata
 
     def _options(self, sink: str, topic: str, metadata: Path) -> dict[str, str]:
-        if sink == "kafka":
+        if sink in ("kafka", "kafka_batch"):
             return {"kafka.bootstrap.servers": self.cluster.bootstrap_servers, "topic": topic}
         options = {
             "metadataService": "file",
             "metadataService.path": str(metadata),
             "streamId": "bench",
+            "writer": WRITERS[sink],
         }
-        if sink == "exactly_once":
+        if sink.startswith("exactly_once"):
             options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
         return options
 
     def _check(self, name: str, topic: str) -> None:
         """The topic holds the rows (exactlyOnce: plus its transactions' commit markers)."""
         ends = sum(high for _, high in self.cluster.watermarks(topic).values())
-        markers = TASKS * PARTITIONS if name == "exactly_once" else 0
+        markers = TASKS * PARTITIONS if name.startswith("exactly_once") else 0
         if not self.total <= ends <= self.total + markers:
             raise SystemExit(f"{name} left {ends} offsets in {topic}, expected {self.total}")
         self.cluster.delete_topic(topic)
@@ -105,24 +125,26 @@ class Writes:
         self._check(name, topic)
         return run
 
-    def batch(self, sink: str) -> Run:
+    def batch(self, name: str) -> Run:
         topic, metadata = self._topic()
-        frame = self.spark.read.parquet(str(self.rows)).write.format(sink)
+        fmt = "kafka" if name == "kafka_batch" else "dynamic_kafka"
+        frame = self.spark.read.parquet(str(self.rows)).write.format(fmt)
         with CpuSampler({"spark": self.jvm}) as sampler:
             start = time.time()
-            frame.options(**self._options(sink, topic, metadata)).mode("append").save()
+            frame.options(**self._options(name, topic, metadata)).mode("append").save()
             end = time.time()
-        self._check(f"{sink}_batch", topic)
+        self._check(name, topic)
         return Run(self.total, end - start, sampler.between("spark", start, end))
 
     def sides(self) -> dict[str, Callable[[], Run]]:
-        return {
-            "kafka": lambda: self.stream("kafka"),
-            "dynamic_kafka": lambda: self.stream("dynamic_kafka"),
-            "exactly_once": lambda: self.stream("exactly_once"),
-            "kafka_batch": lambda: self.batch("kafka"),
-            "dynamic_kafka_batch": lambda: self.batch("dynamic_kafka"),
-        }
+        streams = ["kafka", "dynamic_kafka", "native", "exactly_once", "exactly_once_native"]
+        batches = ["kafka_batch", "dynamic_kafka_batch", "native_batch"]
+        sides: dict[str, Callable[[], Run]] = {}
+        for name in streams:
+            sides[name] = functools.partial(self.stream, name)
+        for name in batches:
+            sides[name] = functools.partial(self.batch, name)
+        return sides
 
 
 def _prepare(spark: Any, path: Path, records: int, size: int) -> None:

@@ -10,7 +10,9 @@ partitions on one Apache Kafka broker, five ways:
   same producer properties, no delivery callback, then ``flush``;
 * ``counted``: ``bare`` with a delivery callback that only counts;
 * ``deliveries``: ``bare`` with the product's delivery callback (:class:`Deliveries`);
-* ``keywords``: ``deliveries`` with ``value`` and ``key`` passed as a keyword dict, as the product.
+* ``keywords``: ``deliveries`` with ``value`` and ``key`` passed as a keyword dict, as the product;
+* ``native``: :func:`pyspark_dynamic_kafka.sink.executor.native.produce_native` (the compiled
+  core's producer, ``writer=native``), when the core is installed.
 
 The window is the loop plus the flush; CPU is this process's ``getrusage`` (librdkafka's threads
 included). Rounds interleaved, order reversed every other round, after a warm-up round; ratios of
@@ -32,12 +34,16 @@ from benchmarks.spark_sides import Run
 from confluent_kafka import Producer
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.core import core
 from pyspark_dynamic_kafka.sink.executor import produce
+from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing import start_clusters
 
 PAIRS = [
+    ("native", "product"),
+    ("native", "bare"),
     ("product", "bare"),
     ("product", "counted"),
     ("product", "deliveries"),
@@ -110,6 +116,10 @@ WAYS: dict[str, Callable[[WriteTask, list[pa.RecordBatch]], object]] = {
     "deliveries": lambda task, batches: _bare(task, batches, produce.Deliveries()),
     "keywords": lambda task, batches: _bare(task, batches, produce.Deliveries(), keywords=True),
 }
+if core() is not None:
+    WAYS["native"] = produce_native
+else:  # no compiled core: its pairs are left out
+    PAIRS = [pair for pair in PAIRS if "native" not in pair]
 
 
 def main() -> None:

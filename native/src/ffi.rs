@@ -8,6 +8,7 @@
 
 mod consumer;
 mod message;
+mod producer;
 mod statistics;
 
 use std::ffi::{c_char, CStr, CString};
@@ -19,6 +20,7 @@ use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 pub use consumer::Consumer;
 pub use message::{Event, Headers, Message};
+pub use producer::{Outgoing, Producer, Sent};
 pub use statistics::Statistics;
 
 fn err_text(code: Err) -> String {
@@ -76,6 +78,25 @@ impl Drop for Conf {
         // SAFETY: the handle is owned and not yet handed to rd_kafka_new.
         unsafe { rd::rd_kafka_conf_destroy(self.0.as_ptr()) }
     }
+}
+
+/// A client of `kind` from the full configuration; `prepare` may set callbacks on it first.
+fn new_client(
+    kind: rd::rd_kafka_type_t,
+    config: &[(String, String)],
+    prepare: impl FnOnce(&mut Conf),
+) -> Result<NonNull<rd::rd_kafka_t>, String> {
+    let mut conf = Conf::new();
+    for (k, v) in config {
+        conf.set(k, v)?;
+    }
+    prepare(&mut conf);
+    let mut errstr = [0 as c_char; 512];
+    // SAFETY: rd_kafka_new takes ownership of conf only on success.
+    let rk = unsafe { rd::rd_kafka_new(kind, conf.0.as_ptr(), errstr.as_mut_ptr(), errstr.len()) };
+    let rk = NonNull::new(rk).ok_or_else(|| text_of(&errstr))?;
+    std::mem::forget(conf);
+    Ok(rk)
 }
 
 fn text_of(buf: &[c_char]) -> String {

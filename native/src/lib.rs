@@ -6,6 +6,8 @@
 mod batch;
 mod ffi;
 mod read;
+mod rows;
+mod sink;
 
 use arrow_pyarrow::ToPyArrow;
 use std::sync::atomic::Ordering;
@@ -274,11 +276,13 @@ fn librdkafka_version() -> String {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Consumer>()?;
     m.add_class::<Reader>()?;
+    m.add_class::<sink::Producer>()?;
     m.add_function(wrap_pyfunction!(schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(config_problem, m)?)?;
     m.add_function(wrap_pyfunction!(librdkafka_version, m)?)?;
     m.add("DataLossError", m.py().get_type::<DataLossError>())?;
     m.add("ReadError", m.py().get_type::<ReadError>())?;
     m.add("ClientError", m.py().get_type::<ClientError>())?;
+    m.add("WriteFailure", m.py().get_type::<sink::WriteFailure>())?;
     Ok(())
 }

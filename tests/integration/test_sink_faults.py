@@ -43,6 +43,8 @@ from tests.integration.sink_records import (
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.core import core
+from pyspark_dynamic_kafka.sink.executor.native import transaction_native
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
     committed_batch,
@@ -56,6 +58,16 @@ pytestmark = requires_kafka("Kafka transactions (Tansu's are not what these test
 
 EAST_ONLY = [("east", ["orders"], True), ("west", ["orders"], False)]
 WEST_ONLY = [("east", ["orders"], False), ("west", ["orders"], True)]
+
+
+@pytest.fixture(params=["python", "native"])
+def transact(request: pytest.FixtureRequest) -> Any:
+    """One task's exactlyOnce write with either writer: confluent-kafka or the compiled core."""
+    if request.param == "native":
+        if core() is None:
+            pytest.skip("the compiled core is not installed (NATIVE=0)")
+        return transaction_native
+    return produce_transaction
 
 
 def _kill_tree(process: subprocess.Popen[str]) -> None:
@@ -174,7 +186,9 @@ def _batch(values: list[str]) -> pa.RecordBatch:
     return pa.record_batch([pa.array(values)], names=["value"])
 
 
-def test_two_attempts_of_one_task_at_once_commit_its_rows_once(estate: EstateFactory) -> None:
+def test_two_attempts_of_one_task_at_once_commit_its_rows_once(
+    transact: Any, estate: EstateFactory
+) -> None:
     setup = estate("east", partitions=1)
     task = _task(setup["east"])
     rows = [f"r{i}" for i in range(40)]
@@ -189,7 +203,7 @@ def test_two_attempts_of_one_task_at_once_commit_its_rows_once(estate: EstateFac
             yield _batch(rows[20:])
 
         try:
-            outcome["older"] = produce_transaction(task, batches(), batch_id=3, partition=0)
+            outcome["older"] = transact(task, batches(), batch_id=3, partition=0)
         except WriteError as exc:
             outcome["older"] = exc
 
@@ -198,7 +212,7 @@ def test_two_attempts_of_one_task_at_once_commit_its_rows_once(estate: EstateFac
     try:
         assert started.wait(DEADLINE)
         # The newer attempt (a speculative copy) starts while the older one is mid-transaction.
-        newer = produce_transaction(task, [_batch(rows)], batch_id=3, partition=0)
+        newer = transact(task, [_batch(rows)], batch_id=3, partition=0)
     finally:
         fenced.set()
         thread.join(DEADLINE)
@@ -209,12 +223,13 @@ def test_two_attempts_of_one_task_at_once_commit_its_rows_once(estate: EstateFac
     everything = read_topic(setup["east"], "orders", "read_uncommitted")
     assert len(everything) >= 60  # the older attempt's first 20 records, aborted
     # A third attempt of the same partition and micro-batch finds the marker and writes nothing.
-    again = produce_transaction(task, [_batch(rows)], batch_id=3, partition=0)
+    again = transact(task, [_batch(rows)], batch_id=3, partition=0)
     assert again.skipped
     assert sorted(r.value for r in read_topic(setup["east"], "orders")) == sorted(rows)
 
 
 def test_a_cluster_down_mid_transaction_fails_naming_it_and_shows_nothing(
+    transact: Any,
     kafka_estate: EstateFactory,
 ) -> None:
     setup = kafka_estate("east", partitions=1)
@@ -232,7 +247,7 @@ def test_a_cluster_down_mid_transaction_fails_naming_it_and_shows_nothing(
         yield _batch([f"b{i}" for i in range(20)])
 
     with pytest.raises(WriteError) as caught:
-        produce_transaction(task, batches(), batch_id=0, partition=0)
+        transact(task, batches(), batch_id=0, partition=0)
     assert down.is_set()
     text = str(caught.value)
     assert "cluster 'east' (stream 'orders')" in text
@@ -242,7 +257,7 @@ def test_a_cluster_down_mid_transaction_fails_naming_it_and_shows_nothing(
     # and writes every row once.
     east.start_broker(0)
     rows = [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)]
-    report = produce_transaction(_task(east, secret), [_batch(rows)], batch_id=0, partition=0)
+    report = transact(_task(east, secret), [_batch(rows)], batch_id=0, partition=0)
     assert (report.rows, report.skipped) == ({"orders": 40}, False)
     assert sorted(r.value for r in read_topic(east, "orders")) == sorted(rows)
     everything = read_topic(east, "orders", "read_uncommitted")
@@ -266,6 +281,7 @@ def _end_offset(cluster: Any) -> int:
 
 
 def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
+    transact: Any,
     estate: EstateFactory,
 ) -> None:
     setup = estate("east", partitions=1)
@@ -276,7 +292,7 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
         zombie.produce("orders", value=value)
     assert zombie.flush(60) == 0
 
-    report = produce_transaction(task, [_batch(["n0", "n1"])], batch_id=5, partition=0)
+    report = transact(task, [_batch(["n0", "n1"])], batch_id=5, partition=0)
     assert (report.rows, report.skipped) == ({"orders": 2}, False)
     with pytest.raises(KafkaException) as caught:
         zombie.commit_transaction(60)
@@ -289,7 +305,7 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
     assert committed_batch(task, task.marker_clusters[0], 5) is None  # no such partition yet
     assert committed_batch(task, task.marker_clusters[0], 0) == 5
     # The same partition of the same micro-batch again (a retry): skipped, nothing written.
-    again = produce_transaction(task, [_batch(["n0", "n1"])], batch_id=5, partition=0)
+    again = transact(task, [_batch(["n0", "n1"])], batch_id=5, partition=0)
     assert (again.rows, again.skipped) == ({}, True)
     assert sorted(r.value for r in read_topic(setup["east"], "orders")) == ["n0", "n1"]
 

@@ -1,5 +1,6 @@
 """The sink, atLeastOnce: ``df.write`` and ``writeStream`` to ``dynamic_kafka`` on real Kafka
-and real Spark, with exact record sets; the route follows the metadata between micro-batches."""
+and real Spark, with exact record sets; the route follows the metadata between micro-batches.
+Every test runs with both writers (``writer=python`` and ``writer=native``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,16 @@ from tests.integration.sink_records import (
     write_routes,
 )
 
+from pyspark_dynamic_kafka.kafka.core import core
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
+
+
+@pytest.fixture(params=["python", "native"])
+def writer(request: pytest.FixtureRequest) -> str:
+    """Every test here runs with both writers: confluent-kafka and the compiled core."""
+    if request.param == "native" and core() is None:
+        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    return str(request.param)
 
 
 def _frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
@@ -28,7 +38,9 @@ def _save(df: Any, options: dict[str, str]) -> None:
     df.write.format("dynamic_kafka").options(**options).mode("append").save()
 
 
-def test_batch_write_puts_every_row_on_the_route(spark: Any, estate: EstateFactory) -> None:
+def test_batch_write_puts_every_row_on_the_route(
+    writer: str, spark: Any, estate: EstateFactory
+) -> None:
     setup = estate("east", "west", partitions=0)
     for cluster in setup.clusters.values():
         cluster.create_topic("orders", partitions=3)
@@ -49,7 +61,7 @@ def test_batch_write_puts_every_row_on_the_route(spark: Any, estate: EstateFacto
         "partition",
         "array(named_struct('key', 'id', 'value', CAST(key AS BINARY))) AS headers",
     ).repartition(3)
-    _save(df, sink_options(setup.meta))
+    _save(df, sink_options(setup.meta, writer=writer))
 
     def expected(topic: str) -> list[Record]:
         return sorted(Record(v, k, p, (("id", k.encode()),)) for k, v, t, p in rows if t == topic)
@@ -61,14 +73,49 @@ def test_batch_write_puts_every_row_on_the_route(spark: Any, estate: EstateFacto
 
 
 def test_single_cluster_stream_needs_no_marker_and_keys_are_optional(
-    spark: Any, estate: EstateFactory
+    writer: str, spark: Any, estate: EstateFactory
 ) -> None:
     setup = estate("east", partitions=2)  # metadata: orders -> east/orders, nothing marked
     df = spark.range(25).selectExpr("CAST(id AS STRING) AS value")
-    _save(df, sink_options(setup.meta))
+    _save(df, sink_options(setup.meta, writer=writer))
     records = read_topic(setup["east"], "orders")
     assert sorted(int(r.value) for r in records) == list(range(25))
     assert {r.key for r in records} == {None}
+
+
+def test_every_column_kind_is_written_exactly(
+    writer: str, spark: Any, estate: EstateFactory
+) -> None:
+    """Binary keys with nulls, string values, headers (none, one, two, a null value), a
+    partition column with nulls (the partitioner's choice), a topic column with nulls (the
+    route's only topic) and dedupe headers after a row's own."""
+    setup = estate("east", partitions=4)  # metadata: orders -> east/orders, nothing marked
+    rows = [(i, None if i % 3 == 0 else f"k{i}", f"v{i}") for i in range(48)]
+    df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
+        "CAST(key AS BINARY) AS key",
+        "value",
+        "IF(id % 5 = 0, NULL, 'orders') AS topic",
+        "IF(id % 2 = 0, id % 4, NULL) AS partition",
+        "CASE id % 3 WHEN 0 THEN NULL WHEN 1 THEN array(named_struct('key', 'a', 'value', "
+        "CAST(value AS BINARY))) ELSE array(named_struct('key', 'a', 'value', CAST(NULL AS "
+        "BINARY)), named_struct('key', 'b', 'value', CAST(key AS BINARY))) END AS headers",
+    )
+    _save(df.repartition(2), sink_options(setup.meta, writer=writer))
+
+    def own(i: int, key: str | None, value: str) -> tuple[tuple[str, Any], ...]:
+        if i % 3 == 1:
+            return (("a", value.encode()),)
+        if i % 3 == 2:
+            return (("a", None), ("b", (key or "").encode()))
+        return ()
+
+    records = read_topic(setup["east"], "orders")
+    got = sorted(records, key=lambda r: r.value)
+    expected = sorted(((v, k, own(i, k, v)) for i, k, v in rows), key=lambda r: r[0])
+    assert [(r.value, r.key, r.headers) for r in got] == expected
+    by_value = {r.value: r.partition for r in records}
+    assert all(by_value[f"v{i}"] == i % 4 for i in range(0, 48, 2))
+    assert {by_value[f"v{i}"] for i in range(1, 48, 2)} <= {0, 1, 2, 3}
 
 
 #: The metadata of most bad writes: orders on east alone, marked as the write route.
@@ -117,6 +164,7 @@ ID_VALUE = "CAST(id AS STRING) AS value"
     ids=["ambiguous", "unknown-stream", "topic-column", "topic-option", "no-value", "bad-type"],
 )
 def test_bad_writes_fail_clearly_and_write_nothing(
+    writer: str,
     spark: Any,
     estate: EstateFactory,
     entries: list[tuple[str, list[str], bool]],
@@ -128,7 +176,7 @@ def test_bad_writes_fail_clearly_and_write_nothing(
     write_routes(setup.meta, setup.clusters, entries)
     df = spark.range(10).selectExpr(*[part.strip() for part in df_sql.split(" | ")]).coalesce(1)
     with pytest.raises(Exception) as caught:
-        _save(df, sink_options(setup.meta, **options))
+        _save(df, sink_options(setup.meta, writer=writer, **options))
     assert message in str(caught.value)
     assert read_topic(setup["east"], "orders") == []
     assert read_topic(setup["west"], "orders") == []
@@ -139,7 +187,7 @@ def _batches(query: Any) -> int:
 
 
 def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
-    spark: Any, estate: EstateFactory, tmp_path: Path
+    writer: str, spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
     setup = estate("east", "west", partitions=2)
     write_routes(
@@ -161,7 +209,7 @@ def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
         .selectExpr("value AS key", "value")
         .repartition(2)
         .writeStream.format("dynamic_kafka")
-        .options(**sink_options(setup.meta))
+        .options(**sink_options(setup.meta, writer=writer))
         .option("checkpointLocation", str(tmp_path / "chk"))
         .trigger(processingTime="500 milliseconds")
         .start()
@@ -189,14 +237,14 @@ def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
 
 
 def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
-    spark: Any, tmp_path: Path
+    writer: str, spark: Any, tmp_path: Path
 ) -> None:
     meta = tmp_path / "streams.yaml"
     secret = "hunter2-sink-secret"
     write_dead_route(meta, secret)
     df = spark.range(5).selectExpr("CAST(id AS STRING) AS value").coalesce(1)
     with pytest.raises(Exception) as caught:
-        _save(df, sink_options(meta, **{"kafkaProducer.flushTimeoutMs": "3000"}))
+        _save(df, sink_options(meta, writer=writer, **{"kafkaProducer.flushTimeoutMs": "3000"}))
     text = str(caught.value)
     assert "A record was not written to topic 'orders' on cluster 'east' (stream 'orders')" in text
     assert "Message timed out" in text
@@ -204,11 +252,11 @@ def test_a_cluster_down_fails_the_write_naming_it_without_secrets(
 
 
 def test_batch_write_stamps_dedupe_headers_with_one_write_id(
-    spark: Any, estate: EstateFactory
+    writer: str, spark: Any, estate: EstateFactory
 ) -> None:
     setup = estate("east", partitions=2)
     df = spark.range(30).selectExpr("CAST(id AS STRING) AS value").repartition(3)
-    _save(df, sink_options(setup.meta, sinkId="batch-writer", dedupeHeaders="true"))
+    _save(df, sink_options(setup.meta, writer=writer, sinkId="batch-writer", dedupeHeaders="true"))
     records = read_topic(setup["east"], "orders")
     assert sorted(int(r.value) for r in records) == list(range(30))
     stamps = [tuple(v.decode() for _, v in r.headers) for r in records]

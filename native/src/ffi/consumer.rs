@@ -1,14 +1,11 @@
 //! A librdkafka consumer: partitions assigned (no group join), paused, resumed; positions,
 //! watermarks and batches of messages from its consumer queue.
 
-use std::ffi::c_char;
 use std::ptr::{self, NonNull};
 
 use rdkafka_sys as rd;
 
-use super::{
-    c_string, code_result, error_result, text_of, Conf, Message, PartitionList, Statistics,
-};
+use super::{c_string, code_result, error_result, new_client, Message, PartitionList, Statistics};
 
 /// A librdkafka consumer with its consumer queue; closed and destroyed on drop.
 pub struct Consumer {
@@ -24,26 +21,10 @@ unsafe impl Send for Consumer {}
 impl Consumer {
     /// Create a consumer from the full configuration (no group join: partitions are assigned).
     pub fn new(config: &[(String, String)]) -> Result<Self, String> {
-        let mut conf = Conf::new();
-        for (k, v) in config {
-            conf.set(k, v)?;
-        }
         let statistics = Statistics::default();
-        statistics.install(&mut conf);
-        let mut errstr = [0 as c_char; 512];
-        // SAFETY: rd_kafka_new takes ownership of conf only on success.
-        let rk = unsafe {
-            rd::rd_kafka_new(
-                rd::rd_kafka_type_t::RD_KAFKA_CONSUMER,
-                conf.0.as_ptr(),
-                errstr.as_mut_ptr(),
-                errstr.len(),
-            )
-        };
-        let Some(rk) = NonNull::new(rk) else {
-            return Err(text_of(&errstr));
-        };
-        std::mem::forget(conf);
+        let rk = new_client(rd::rd_kafka_type_t::RD_KAFKA_CONSUMER, config, |conf| {
+            statistics.install(conf)
+        })?;
         // SAFETY: rk is a live consumer handle.
         unsafe { rd::rd_kafka_poll_set_consumer(rk.as_ptr()) };
         // SAFETY: rk is live; the queue reference is released on drop.

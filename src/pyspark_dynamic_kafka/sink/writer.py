@@ -33,8 +33,9 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
+from pyspark_dynamic_kafka.sink.executor.native import produce_native, transaction_native
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
-from pyspark_dynamic_kafka.sink.executor.task import WriteTask
+from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 from pyspark_dynamic_kafka.sink.metrics import query_of, record_batch, summarize
 
@@ -129,6 +130,15 @@ def _stamp(task: WriteTask, batch: object, partition: int) -> Stamp | None:
     return Stamp(task.sink_id, str(batch), partition)
 
 
+def _produce(
+    task: WriteTask, batches: Iterator[pa.RecordBatch], stamp: Stamp | None = None
+) -> WriteReport:
+    """atLeastOnce with the writer the driver chose (the compiled core or confluent-kafka)."""
+    if task.native:
+        return produce_native(task, batches, stamp)
+    return produce_batches(task, batches, stamp)
+
+
 class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
     """``df.write``: each task produces its rows to the route resolved when the write started."""
 
@@ -147,7 +157,7 @@ class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         stamp = None
         if self.task.dedupe_headers:
             stamp = _stamp(self.task, self.write_id, _task_position()[1])
-        return produce_batches(self.task, iterator, stamp)
+        return _produce(self.task, iterator, stamp)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Every task's records are already acknowledged: log what was written."""
@@ -169,7 +179,7 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
         batch_id, partition, query_id = _task_position()
         if not (self.task.exactly_once or self.task.dedupe_headers):
-            return replace(produce_batches(self.task, iterator), query_id=query_id)
+            return replace(_produce(self.task, iterator), query_id=query_id)
         if batch_id is None:
             raise OptionsError(
                 "The micro-batch id is missing from the task (Spark sets it on writeStream "
@@ -177,9 +187,10 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
             )
         stamp = _stamp(self.task, batch_id, partition)
         if not self.task.exactly_once:
-            return replace(produce_batches(self.task, iterator, stamp), query_id=query_id)
+            return replace(_produce(self.task, iterator, stamp), query_id=query_id)
         started = time.monotonic()
-        report = produce_transaction(self.task, iterator, batch_id, partition, stamp)
+        transact = transaction_native if self.task.native else produce_transaction
+        report = transact(self.task, iterator, batch_id, partition, stamp)
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

@@ -89,6 +89,7 @@ class SinkOptions:
     metadata_options: FrozenProperties
     kafka_properties: FrozenProperties
     dedupe_headers: bool = False
+    writer: str = "auto"
 
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
@@ -153,6 +154,18 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "attempt of a deterministic batch, so readers can drop atLeastOnce's retried copies. "
         "Needs sinkId.",
         attr="dedupe_headers",
+    ),
+    OptionSpec(
+        "writer",
+        choice("auto", "native", "python"),
+        "auto",
+        "Who produces the records on the executors: `native` (the compiled core, "
+        "pyspark-dynamic-kafka-core: Arrow columns straight to librdkafka; fails at the write's "
+        "start when the core is not installed or cannot serve the cluster's client properties), "
+        "`python` (confluent-kafka), or `auto`: native where the core is installed and the "
+        "cluster's client properties allow it, else python with one log line naming the "
+        "cluster and the reason.",
+        attr="writer",
     ),
 )
 

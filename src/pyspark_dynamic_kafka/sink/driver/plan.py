@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import merge_client_properties
@@ -17,6 +18,7 @@ from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.sink.config.options import EXACTLY_ONCE, SinkOptions
+from pyspark_dynamic_kafka.sink.executor.native import native_writes
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.route import resolve_write_route
 
@@ -57,7 +59,7 @@ def plan_write(
         topics=sorted(route.topics),
     )
     exactly_once = options.delivery_guarantee == EXACTLY_ONCE
-    return WriteTask(
+    task = WriteTask(
         route,
         kafka_properties=options.kafka_properties,
         topic=options.topic,
@@ -67,6 +69,7 @@ def plan_write(
         marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
         dedupe_headers=options.dedupe_headers,
     )
+    return replace(task, native=native_writes(options.writer, task))
 
 
 def _marker_clusters(options: SinkOptions, stream: KafkaStream) -> tuple[MarkerCluster, ...]:

@@ -27,7 +27,15 @@ from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 
-__all__ = ["STAMP_HEADERS", "Deliveries", "Stamp", "failure", "produce_batches", "send_all"]
+__all__ = [
+    "STAMP_HEADERS",
+    "Deliveries",
+    "Stamp",
+    "check_flushed",
+    "failure",
+    "produce_batches",
+    "send_all",
+]
 
 _LOG = logging.getLogger(__name__)
 _POLL_S = 0.1
@@ -192,8 +200,21 @@ def send_all(
     # flush gives up, which it does only when librdkafka itself hangs.
     with _producing(task, None):
         left = producer.flush(task.flush_timeout_ms / 1000.0 + _FLUSH_MARGIN_S)
-    if deliveries.error is not None:
-        raise failure(task, "A record was not written to", deliveries.error_topic, deliveries.error)
+    check_flushed(task, left, deliveries.error_topic, deliveries.error)
+    return deliveries
+
+
+def check_flushed(task: WriteTask, left: int, topic: str | None, error: object | None) -> None:
+    """After the flush: fail on the first record not written (``error``, on ``topic``) or on
+    ``left`` records not acknowledged.
+
+    Raises
+    ------
+    WriteError
+        Naming the cluster (and the topic), never a secret.
+    """
+    if error is not None:
+        raise failure(task, "A record was not written to", topic, error)
     if left:
         raise failure(
             task,
@@ -202,7 +223,6 @@ def send_all(
             None,
             "is the cluster reachable?",
         )
-    return deliveries
 
 
 def produce_batches(

@@ -58,6 +58,8 @@ class WriteTask:
     dedupe_headers:
         Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
         headers (sink id, batch, Spark partition, sequence).
+    native:
+        Whether the compiled core produces (the ``writer`` option, decided on the driver).
     """
 
     route: WriteRoute
@@ -68,6 +70,7 @@ class WriteTask:
     sink_id: str | None = None
     marker_clusters: tuple[MarkerCluster, ...] = ()
     dedupe_headers: bool = False
+    native: bool = False
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own."""

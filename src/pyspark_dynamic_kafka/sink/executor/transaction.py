@@ -30,7 +30,15 @@ from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, failure, send_all
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport, WriteTask
 
-__all__ = ["MARKER", "committed_batch", "open_transaction", "produce_transaction"]
+__all__ = [
+    "MARKER",
+    "already_committed",
+    "committed_batch",
+    "open_transaction",
+    "produce_transaction",
+    "progress_group",
+    "transaction_properties",
+]
 
 _LOG = logging.getLogger(__name__)
 #: The metadata string of a progress marker's offset commit.
@@ -111,18 +119,49 @@ def committed_batch(task: WriteTask, cluster: MarkerCluster, partition: int) -> 
     return int(marker.offset)
 
 
-def open_transaction(task: WriteTask, partition: int) -> Producer:
-    """A producer with Spark partition ``partition``'s ``transactional.id``, initialised: an
-    older producer with that id is fenced and its open transaction ended."""
+def transaction_properties(task: WriteTask, partition: int) -> dict[str, str]:
+    """The producer properties of Spark partition ``partition``'s transactions."""
     properties = task.producer_properties()
     properties["transactional.id"] = transactional_id(task, partition)
     properties.setdefault("transaction.timeout.ms", str(max(task.flush_timeout_ms, 60_000)))
+    return properties
+
+
+def open_transaction(task: WriteTask, partition: int) -> Producer:
+    """A producer with Spark partition ``partition``'s ``transactional.id``, initialised: an
+    older producer with that id is fenced and its open transaction ended."""
     try:
-        producer = Producer(properties)
+        producer = Producer(transaction_properties(task, partition))
         producer.init_transactions(_timeout_s(task))
     except KafkaException as exc:
         raise failure(task, "Cannot start a transaction on", None, exc) from None
     return producer
+
+
+def already_committed(task: WriteTask, batch_id: int, partition: int) -> WriteReport | None:
+    """The skip report when a progress marker on any of the stream's clusters says Spark
+    partition ``partition`` of micro-batch ``batch_id`` is committed (call it after
+    ``init_transactions``: no older attempt can commit any more), else ``None``.
+
+    Raises
+    ------
+    WriteError
+        When a cluster does not answer (:func:`committed_batch`).
+    """
+    for cluster in task.marker_clusters:
+        done = committed_batch(task, cluster, partition)
+        if done is not None and done >= batch_id:
+            log_event(
+                _LOG,
+                logging.INFO,
+                "write_skipped",
+                batch=batch_id,
+                partition=partition,
+                cluster=cluster.cluster_id,
+                committed=done,
+            )
+            return WriteReport(task.route.cluster_id, {}, 0, skipped=True)
+    return None
 
 
 def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) -> None:
@@ -154,19 +193,9 @@ def produce_transaction(
         was aborted; a fenced attempt fails with a :class:`WriteError`.
     """
     producer = open_transaction(task, partition)
-    for cluster in task.marker_clusters:
-        done = committed_batch(task, cluster, partition)
-        if done is not None and done >= batch_id:
-            log_event(
-                _LOG,
-                logging.INFO,
-                "write_skipped",
-                batch=batch_id,
-                partition=partition,
-                cluster=cluster.cluster_id,
-                committed=done,
-            )
-            return WriteReport(task.route.cluster_id, {}, 0, skipped=True)
+    skip = already_committed(task, batch_id, partition)
+    if skip is not None:
+        return skip
     producer.begin_transaction()
     try:
         deliveries = send_all(task, producer, batches, stamp)

@@ -14,17 +14,15 @@ executor reads those clusters with :func:`read_native` (it never re-parses optio
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 from collections.abc import Iterator, Mapping
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, OptionsError, ReadError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.core import core, core_problem
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
@@ -38,40 +36,10 @@ READERS = ("auto", "native", "python")
 _LOGGED: set[tuple[str, str]] = set()
 
 
-def core() -> ModuleType | None:
-    """The compiled core's module, or ``None`` when it is not installed."""
-    try:
-        return importlib.import_module("pyspark_dynamic_kafka_core")
-    except ImportError:
-        return None
-
-
 def native_problem(properties: Mapping[str, str]) -> str | None:
     """Why the native reader cannot read a cluster with these client properties, or ``None``
     (asked of librdkafka once per properties value)."""
-    return _problem(tuple(sorted(properties.items())))
-
-
-# planning asks at every micro-batch, and the answer for the same properties does not change
-# within a process: the last 256 answers are kept
-@functools.lru_cache(maxsize=256)
-def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
-    properties = dict(items)
-    module = core()
-    if module is None:
-        return "the compiled core (pyspark-dynamic-kafka-core) is not installed"
-    config = consumer_config(properties)
-    protocol = config.get("security.protocol", "plaintext").lower()
-    mechanism = config.get("sasl.mechanisms", config.get("sasl.mechanism", "GSSAPI")).upper()
-    if protocol.startswith("sasl") and mechanism == "GSSAPI":
-        return "SASL GSSAPI (Kerberos) needs Cyrus SASL, which the compiled core does not link"
-    method = config.get("sasl.oauthbearer.method", "default").lower()
-    if protocol.startswith("sasl") and mechanism == "OAUTHBEARER" and method == "oidc":
-        return "SASL OAUTHBEARER with OIDC needs libcurl, which the compiled core does not link"
-    problem = module.config_problem(sorted(config.items()))
-    if problem is not None:
-        return f"librdkafka refused the client properties: {redact_secrets(problem, config)}"
-    return None
+    return core_problem(consumer_config(properties))
 
 
 def native_clusters(reader: str, properties: Mapping[str, Mapping[str, str]]) -> frozenset[str]:

@@ -1,0 +1,182 @@
+"""The native write path: the compiled core produces a task's Arrow batches to librdkafka.
+
+The core's ``Producer`` reads the sink's columns straight from the Arrow batches and counts the
+delivery reports in Rust, so no Python object is made per record. The option ``writer``
+chooses: ``auto`` (the default) writes natively when the core is installed and the cluster's
+producer properties allow it, else with confluent-kafka
+(:mod:`~pyspark_dynamic_kafka.sink.executor.produce`) and one log line naming the cluster and
+the reason; ``native`` fails when the write starts, naming the reason; ``python`` is
+confluent-kafka. Both guarantees: atLeastOnce (:func:`produce_native`) and exactlyOnce's
+transactions (:func:`transaction_native`). The driver decides in :func:`native_writes`; the
+task carries the decision in :attr:`~pyspark_dynamic_kafka.sink.executor.task.WriteTask.native`.
+Semantics, errors and the :class:`~pyspark_dynamic_kafka.sink.executor.task.WriteReport` are
+those of the Python path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyspark_dynamic_kafka.errors import OptionsError, WriteError
+from pyspark_dynamic_kafka.kafka.core import core, core_problem
+from pyspark_dynamic_kafka.sink.executor.produce import Stamp, check_flushed, failure
+from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
+from pyspark_dynamic_kafka.sink.executor.transaction import (
+    MARKER,
+    already_committed,
+    progress_group,
+    transaction_properties,
+)
+
+__all__ = ["WRITERS", "native_writes", "produce_native", "transaction_native"]
+
+_LOG = logging.getLogger(__name__)
+#: The values of the ``writer`` option.
+WRITERS = ("auto", "native", "python")
+_FLUSH_MARGIN_MS = 10_000
+#: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
+_LOGGED: set[tuple[str, str]] = set()
+
+
+def native_writes(writer: str, task: WriteTask) -> bool:
+    """Whether ``task``'s cluster is written by the compiled core, given the ``writer`` option.
+
+    Raises
+    ------
+    OptionsError
+        With ``writer=native``, when the cluster cannot be written natively (naming it and why).
+    """
+    if writer == "python":
+        return False
+    problem = core_problem(task.producer_properties())
+    if problem is None:
+        return True
+    cluster = task.route.cluster_id
+    if writer == "native":
+        raise OptionsError(
+            f"Option writer=native: cluster '{cluster}' cannot be written natively: {problem}. "
+            "Use writer=auto to write it with confluent-kafka."
+        )
+    if (cluster, problem) not in _LOGGED:
+        _LOGGED.add((cluster, problem))
+        _LOG.info("writer=auto: cluster %r is written with confluent-kafka: %s", cluster, problem)
+    return False
+
+
+def _module(task: WriteTask) -> Any:
+    module = core()
+    if module is None:
+        raise WriteError(
+            f"Cluster '{task.route.cluster_id}' was planned for the native writer, but this "
+            "Python worker has no pyspark-dynamic-kafka-core: install it on the executors or "
+            "set writer=python."
+        )
+    return module
+
+
+def _producer(module: Any, task: WriteTask, properties: dict[str, str], stamp: Stamp | None) -> Any:
+    carried = None if stamp is None else (stamp.sink_id, stamp.batch, stamp.partition)
+    try:
+        return module.Producer(sorted(properties.items()), carried)
+    except module.WriteFailure as exc:
+        raise failure(task, "Cannot create a producer for", None, exc.args[1]) from None
+
+
+@contextlib.contextmanager
+def _producing(module: Any, task: WriteTask, what: str) -> Iterator[None]:
+    """The core's failures as the Python path's :class:`WriteError` (cluster, topic named)."""
+    try:
+        yield
+    except module.WriteFailure as exc:
+        topic, reason = exc.args
+        raise failure(task, what, topic, reason) from None
+
+
+def _topics(task: WriteTask, batch: pa.RecordBatch) -> dict[str, Any]:
+    """Where the batch's rows go, as the core's ``send`` takes it; every ``topic`` value is
+    checked first, so a row outside the route fails the batch before any record is sent."""
+    route = task.route
+    if task.topic is not None:
+        return {"topic": route.topic_of(task.topic)}
+    index = batch.schema.get_field_index("topic")
+    if index < 0:
+        return {"topic": route.topic_of(None)}
+    given = pc.unique(batch.column(index)).to_pylist()
+    return {"topics": [(t, route.topic_of(t)) for t in given]}
+
+
+def _send_all(
+    module: Any, task: WriteTask, producer: Any, batches: Iterable[pa.RecordBatch]
+) -> WriteReport:
+    """Produce every batch's rows with the core's ``producer``, flush, check the deliveries."""
+    for batch in batches:
+        where = _topics(task, batch)
+        with _producing(module, task, "Cannot produce to"):
+            producer.send(batch, **where)
+            if producer.failed():
+                break
+    with _producing(module, task, "Cannot produce to"):
+        left = producer.flush(task.flush_timeout_ms + _FLUSH_MARGIN_MS)
+        rows, sizes, error = producer.deliveries()
+    topic, reason = (None, None) if error is None else error
+    check_flushed(task, left, topic, reason)
+    return WriteReport(task.route.cluster_id, rows, sum(sizes.values()), False, sizes)
+
+
+def produce_native(
+    task: WriteTask, batches: Iterable[pa.RecordBatch], stamp: Stamp | None = None
+) -> WriteReport:
+    """atLeastOnce with the compiled core: as
+    :func:`~pyspark_dynamic_kafka.sink.executor.produce.produce_batches`."""
+    module = _module(task)
+    producer = _producer(module, task, task.producer_properties(), stamp)
+    try:
+        report = _send_all(module, task, producer, batches)
+    finally:
+        producer.close()
+    _LOG.debug("wrote %s to cluster %r natively", report.rows, task.route.cluster_id)
+    return report
+
+
+def transaction_native(
+    task: WriteTask,
+    batches: Iterable[pa.RecordBatch],
+    batch_id: int,
+    partition: int,
+    stamp: Stamp | None = None,
+) -> WriteReport:
+    """exactlyOnce with the compiled core: as
+    :func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction` (same
+    ``transactional.id``, progress marker and skip; the markers are read with confluent-kafka)."""
+    module = _module(task)
+    timeout = task.flush_timeout_ms
+    producer = _producer(module, task, transaction_properties(task, partition), stamp)
+    try:
+        with _producing(module, task, "Cannot start a transaction on"):
+            producer.init_transactions(timeout)
+        skip = already_committed(task, batch_id, partition)
+        if skip is not None:
+            return skip
+        with _producing(module, task, "Cannot start a transaction on"):
+            producer.begin_transaction()
+        try:
+            report = _send_all(module, task, producer, batches)
+            with _producing(module, task, "Cannot commit the transaction on"):
+                group = progress_group(task, partition)
+                marker = (task.route.marker_topic, 0, batch_id)
+                producer.send_offset(group, *marker, MARKER, timeout)
+                producer.commit_transaction(timeout)
+        except BaseException:
+            # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
+            with contextlib.suppress(module.WriteFailure):
+                producer.abort_transaction(timeout)
+            raise
+        return report
+    finally:
+        producer.close()

@@ -1,0 +1,77 @@
+"""The sink's ``writer`` option: the driver's choice between the compiled core and confluent-kafka,
+without a broker (the core is real, installed by ``make setup``; what it produces is checked on
+Apache Kafka in tests/integration/test_sink_write.py)."""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+import pytest
+
+from pyspark_dynamic_kafka.errors import OptionsError, WriteError
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.core import core
+from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+from pyspark_dynamic_kafka.sink.executor.native import native_writes, produce_native
+from pyspark_dynamic_kafka.sink.executor.task import WriteTask
+from pyspark_dynamic_kafka.sink.route import WriteRoute
+
+needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
+
+BASE = {"metadataService": "file", "metadataService.path": "/m.yaml", "streamId": "orders"}
+PLAIN = {"bootstrap.servers": "127.0.0.1:9"}
+KERBEROS = {**PLAIN, "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}
+
+
+def _task(properties: dict[str, str], cluster: str = "east", **kwargs: object) -> WriteTask:
+    route = WriteRoute("orders", cluster, frozenset({"orders"}), FrozenProperties(properties))
+    return WriteTask(route, **kwargs)  # type: ignore[arg-type]
+
+
+def test_writer_option_defaults_to_auto_and_names_bad_values() -> None:
+    assert parse_sink_options(BASE).writer == "auto"
+    assert parse_sink_options({**BASE, "writer": "Native"}).writer == "native"
+    with pytest.raises(OptionsError, match=r"'fast'.*writer|writer.*'fast'"):
+        parse_sink_options({**BASE, "writer": "fast"})
+
+
+def test_python_writer_never_asks_the_core() -> None:
+    assert native_writes("python", _task(PLAIN)) is False
+    assert native_writes("python", _task(KERBEROS)) is False
+
+
+@needs_core
+def test_auto_writes_natively_where_the_properties_allow_and_logs_the_rest_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        assert native_writes("auto", _task(PLAIN)) is True
+        assert native_writes("auto", _task(KERBEROS, "kerberos-west")) is False
+        assert native_writes("auto", _task(KERBEROS, "kerberos-west")) is False
+    lines = [r.getMessage() for r in caplog.records if "writer=auto" in r.getMessage()]
+    assert lines == [
+        "writer=auto: cluster 'kerberos-west' is written with confluent-kafka: SASL GSSAPI "
+        "(Kerberos) needs Cyrus SASL, which the compiled core does not link"
+    ]
+
+
+@needs_core
+def test_native_writer_refuses_a_cluster_it_cannot_serve_naming_it_without_secrets() -> None:
+    secret = {**PLAIN, "sasl.password": "hunter2", "batch.num.messages": "many"}
+    with pytest.raises(OptionsError) as caught:
+        native_writes("native", _task(secret, "west"))
+    text = str(caught.value)
+    assert "writer=native: cluster 'west' cannot be written natively" in text
+    assert "batch.num.messages" in text and "hunter2" not in text
+
+
+@needs_core
+def test_a_bad_batch_fails_naming_the_cluster_before_anything_is_sent() -> None:
+    # a closed loopback port: nothing is sent, the column check fails first
+    batch = pa.record_batch({"value": pa.array([1, 2], pa.int64())})
+    with pytest.raises(WriteError) as caught:
+        produce_native(_task(PLAIN, flush_timeout_ms=1000), iter([batch]))
+    text = str(caught.value)
+    assert "cluster 'east' (stream 'orders')" in text
+    assert 'column "value" must be string or binary, got Int64' in text

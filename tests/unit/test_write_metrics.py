@@ -36,23 +36,23 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 
 def _report(cluster: str, rows: int, size: int, **extra: Any) -> WriteReport:
-    return WriteReport(cluster, {"orders": rows}, size, topic_bytes={"orders": size}, **extra)
+    return WriteReport(cluster, {"orders": rows}, topic_bytes={"orders": size}, **extra)
 
 
 def test_summarize_adds_up_the_committed_tasks() -> None:
     reports = [
         _report("west", 70, 700, query_id="q", transaction_ms=40),
         None,  # a failed task
-        WriteReport("west", {}, 0, skipped=True, query_id="q", transaction_ms=5),
+        WriteReport("west", {}, skipped=True, query_id="q", transaction_ms=5),
         WriteReport(
             "west",
             {"orders": 50, "audit": 3},
-            530,
             topic_bytes={"orders": 500, "audit": 30},
             query_id="q",
             transaction_ms=35,
         ),
     ]
+    assert [r.bytes for r in reports if r is not None] == [700, 0, 530]  # the topics' sum
     write = summarize(4, reports)
     assert write == BatchWrite(
         4, "west", {"orders": 120, "audit": 3}, {"orders": 1200, "audit": 30}, 3, 1, 80

@@ -126,7 +126,7 @@ def _send_all(
         rows, sizes, error = producer.deliveries()
     topic, reason = (None, None) if error is None else error
     check_flushed(task, left, topic, reason)
-    return WriteReport(task.route.cluster_id, rows, sum(sizes.values()), False, sizes)
+    return WriteReport(task.route.cluster_id, rows, False, sizes)
 
 
 def produce_native(

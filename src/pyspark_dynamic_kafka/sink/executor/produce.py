@@ -70,7 +70,6 @@ class Deliveries:
 
     def __init__(self) -> None:
         self.rows: dict[str, int] = {}
-        self.bytes = 0
         self.topic_bytes: dict[str, int] = {}
         self.error: KafkaError | None = None
         self.error_topic: str | None = None
@@ -83,12 +82,11 @@ class Deliveries:
             return
         self.rows[topic] = self.rows.get(topic, 0) + 1
         size = len(message.value() or b"") + len(message.key() or b"")
-        self.bytes += size
         self.topic_bytes[topic] = self.topic_bytes.get(topic, 0) + size
 
     def report(self, cluster_id: str, skipped: bool = False) -> WriteReport:
         """The commit message of the task."""
-        return WriteReport(cluster_id, self.rows, self.bytes, skipped, self.topic_bytes)
+        return WriteReport(cluster_id, self.rows, skipped, self.topic_bytes)
 
 
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:

@@ -90,13 +90,11 @@ class WriteReport(WriterCommitMessage):  # type: ignore[misc]
         The cluster written to.
     rows:
         Topic to the number of records the cluster acknowledged.
-    bytes:
-        Key and value bytes of those records.
     skipped:
         exactlyOnce: the task wrote nothing because its rows of this micro-batch were already
         committed (a retried task, a replayed micro-batch).
     topic_bytes:
-        ``bytes`` per topic.
+        Topic to the key and value bytes of those records.
     query_id:
         The streaming query of the task (``None`` for a ``df.write``), for the write metrics.
     transaction_ms:
@@ -105,8 +103,12 @@ class WriteReport(WriterCommitMessage):  # type: ignore[misc]
 
     cluster_id: str
     rows: dict[str, int]
-    bytes: int
     skipped: bool = False
     topic_bytes: dict[str, int] = field(default_factory=dict)
     query_id: str | None = None
     transaction_ms: int = 0
+
+    @property
+    def bytes(self) -> int:
+        """Key and value bytes of every record acknowledged."""
+        return sum(self.topic_bytes.values())

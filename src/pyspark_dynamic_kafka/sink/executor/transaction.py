@@ -160,7 +160,7 @@ def already_committed(task: WriteTask, batch_id: int, partition: int) -> WriteRe
                 cluster=cluster.cluster_id,
                 committed=done,
             )
-            return WriteReport(task.route.cluster_id, {}, 0, skipped=True)
+            return WriteReport(task.route.cluster_id, {}, skipped=True)
     return None
 
 

@@ -13,6 +13,7 @@ from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, offsets_went_back
 from pyspark_dynamic_kafka.source.driver.task_packing import (
+    SPLIT_FROM_RECORDS,
     offset_ranges,
     pack_tasks,
     task_properties,
@@ -46,12 +47,24 @@ def test_ranges_skip_new_and_backwards_partitions() -> None:
 
 
 def test_plan_packs_small_ranges_into_few_tasks() -> None:
-    ranges = [OffsetRange("east", "t", p, 0, 10) for p in range(100)]
+    size = SPLIT_FROM_RECORDS // 100
+    ranges = [OffsetRange("east", "t", p, 0, size) for p in range(100)]
     props = {"east": FrozenProperties({"bootstrap.servers": "h:1"})}
     tasks = pack_tasks(ranges, props, SETTINGS)
     assert len(tasks) == 2
     assert sorted(r.partition for t in tasks for r in t.ranges) == list(range(100))
     assert all(len(t.ranges) == 50 for t in tasks)
+
+
+def test_a_small_micro_batch_is_one_task() -> None:
+    # a second task costs Spark more than it saves below SPLIT_FROM_RECORDS records
+    size = SPLIT_FROM_RECORDS // 100
+    ranges = [OffsetRange("east", "t", p, 0, size) for p in range(99)]
+    ranges.append(OffsetRange("west", "t", 0, 0, size - 1))
+    tasks = pack_tasks(ranges, PROPS, SETTINGS)
+    assert len(tasks) == 1
+    assert tasks[0].ranges == tuple(sorted(ranges, key=lambda r: (-r.size, r.cluster, r.partition)))
+    assert set(tasks[0].properties) == {"east", "west"}
 
 
 def test_plan_splits_large_volume_and_balances() -> None:

@@ -1,7 +1,8 @@
 """(start, end) offsets -> Spark input partitions: exact ranges packed into few, large tasks.
 
 By default whole ranges are packed (largest first, into the least-loaded task) into as few tasks
-as the volume needs, at least two. With ``minPartitions`` or ``maxRecordsPerPartition`` ranges
+as the volume needs: one while a micro-batch is small, at least two from
+:data:`SPLIT_FROM_RECORDS` on. With ``minPartitions`` or ``maxRecordsPerPartition`` ranges
 may be cut: the ranges are laid end to end (cluster, topic, partition order) and cut into equal
 shares, so no task exceeds the cap, there are at least ``minPartitions`` tasks, and small ranges
 still share a task instead of costing one each.
@@ -29,8 +30,14 @@ __all__ = [
 
 #: Records one task aims to read; more tasks only when a micro-batch is larger than this.
 TARGET_RECORDS_PER_TASK = 1_000_000
-#: Tasks a micro-batch is spread over at least (when it has that many ranges).
+#: Tasks a micro-batch is spread over at least (when it has that many ranges and records).
 MIN_TASKS = 2
+#: Records from which a micro-batch is spread over :data:`MIN_TASKS` tasks; a smaller one is one
+#: task. A Spark task of a Python source costs ~50-60 ms of Spark's own work on a loaded 2-core
+#: machine (task launch to ``read()``, and after it); reading 50,000 records takes about as
+#: long, so splitting fewer only adds a task (docs/benchmarks.md, "Latency of small
+#: micro-batches").
+SPLIT_FROM_RECORDS = 50_000
 
 
 def task_properties(
@@ -87,7 +94,8 @@ def pack_tasks(
     """Pack ranges into tasks: as few as the volume needs, balanced by record count.
 
     Without ``min_partitions`` and ``max_records_per_partition`` the task count is
-    ``ceil(total / target_records)``, at least ``min_tasks``, at most one per range; ranges stay
+    ``ceil(total / target_records)``, at least ``min_tasks`` from :data:`SPLIT_FROM_RECORDS`
+    records on (one task below), at most one per range; ranges stay
     whole and are assigned largest first to the least-loaded task. With either option ranges are
     cut (see the module docstring): ``max(min_partitions, ceil(total / max_records_per_partition))``
     tasks (never more than there are records), each at most ``max_records_per_partition`` long.
@@ -114,7 +122,8 @@ def _pack_whole(
 ) -> list[list[OffsetRange]]:
     todo = sorted(ranges, key=lambda r: (-r.size, r.cluster, r.topic, r.partition))
     total = sum(r.size for r in todo)
-    count = max(min_tasks, -(-total // max(1, target_records)))
+    floor = min_tasks if total >= SPLIT_FROM_RECORDS else 1
+    count = max(floor, -(-total // max(1, target_records)))
     count = min(count, len(todo))
     heap: list[tuple[int, int]] = [(0, i) for i in range(count)]
     bins: list[list[OffsetRange]] = [[] for _ in range(count)]

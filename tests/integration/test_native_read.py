@@ -175,7 +175,7 @@ def test_a_cluster_the_core_cannot_serve_is_read_by_the_python_reader(
     assert rows == {(n, f"{n}{i}") for n in ("east", "west") for i in range(5)}
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reader=auto")]
     assert lines == [
-        "reader=auto: cluster 'west' is read by the Python reader: librdkafka refused the client "
+        "reader=auto: cluster 'west' is read with the Python reader: librdkafka refused the client "
         'properties: Configuration property "sasl.oauthbearer.method" not supported in this '
         "build: OAuth/OIDC depends on libcurl and OpenSSL which were not available at build time"
     ]

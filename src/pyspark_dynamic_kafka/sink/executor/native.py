@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pyspark_dynamic_kafka.errors import OptionsError, WriteError
-from pyspark_dynamic_kafka.kafka.core import core, core_problem
+from pyspark_dynamic_kafka.errors import WriteError
+from pyspark_dynamic_kafka.kafka.core import CoreChoice, core, core_serves
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, check_flushed, failure
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
@@ -40,8 +40,7 @@ _LOG = logging.getLogger(__name__)
 #: The values of the ``writer`` option.
 WRITERS = ("auto", "native", "python")
 _FLUSH_MARGIN_MS = 10_000
-#: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
-_LOGGED: set[tuple[str, str]] = set()
+_CHOICE = CoreChoice("writer", "written", "write", "with confluent-kafka", _LOG)
 
 
 def native_writes(writer: str, task: WriteTask) -> bool:
@@ -52,21 +51,7 @@ def native_writes(writer: str, task: WriteTask) -> bool:
     OptionsError
         With ``writer=native``, when the cluster cannot be written natively (naming it and why).
     """
-    if writer == "python":
-        return False
-    problem = core_problem(task.producer_properties())
-    if problem is None:
-        return True
-    cluster = task.route.cluster_id
-    if writer == "native":
-        raise OptionsError(
-            f"Option writer=native: cluster '{cluster}' cannot be written natively: {problem}. "
-            "Use writer=auto to write it with confluent-kafka."
-        )
-    if (cluster, problem) not in _LOGGED:
-        _LOGGED.add((cluster, problem))
-        _LOG.info("writer=auto: cluster %r is written with confluent-kafka: %s", cluster, problem)
-    return False
+    return core_serves(_CHOICE, writer, task.route.cluster_id, task.producer_properties())
 
 
 def _module(task: WriteTask) -> Any:

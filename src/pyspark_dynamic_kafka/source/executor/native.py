@@ -20,9 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, OptionsError, ReadError
+from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, ReadError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
-from pyspark_dynamic_kafka.kafka.core import core, core_problem
+from pyspark_dynamic_kafka.kafka.core import CoreChoice, core, core_problem, core_serves
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
@@ -32,8 +32,7 @@ _log = logging.getLogger(__name__)
 
 #: The values of the ``reader`` option.
 READERS = ("auto", "native", "python")
-#: (cluster, reason) pairs already logged by ``auto`` (one line each per driver process).
-_LOGGED: set[tuple[str, str]] = set()
+_CHOICE = CoreChoice("reader", "read", "read", "with the Python reader", _log)
 
 
 def native_problem(properties: Mapping[str, str]) -> str | None:
@@ -51,24 +50,11 @@ def native_clusters(reader: str, properties: Mapping[str, Mapping[str, str]]) ->
     OptionsError
         With ``reader=native``, when a cluster cannot be read natively (naming it and why).
     """
-    if reader == "python":
-        return frozenset()
-    chosen = set()
-    for cluster_id in sorted(properties):
-        problem = native_problem(properties[cluster_id])
-        if problem is None:
-            chosen.add(cluster_id)
-        elif reader == "native":
-            raise OptionsError(
-                f"Option reader=native: cluster '{cluster_id}' cannot be read natively: "
-                f"{problem}. Use reader=auto to read it with the Python reader."
-            )
-        elif (cluster_id, problem) not in _LOGGED:
-            _LOGGED.add((cluster_id, problem))
-            _log.info(
-                "reader=auto: cluster %r is read by the Python reader: %s", cluster_id, problem
-            )
-    return frozenset(chosen)
+    return frozenset(
+        cluster_id
+        for cluster_id in sorted(properties)
+        if core_serves(_CHOICE, reader, cluster_id, consumer_config(properties[cluster_id]))
+    )
 
 
 def native_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:

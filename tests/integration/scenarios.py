@@ -7,16 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.integration.helpers import (
-    EstateFactory,
-    memory_query,
-    numbered,
-    parquet_query,
-    parquet_values,
-    produce,
-    wait_parquet,
-    wait_until,
-)
+from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
+from tests.integration.queries import memory_query, parquet_query, parquet_values, wait_parquet
 
 
 def migrate_east_to_west(spark: Any, estate: EstateFactory) -> None:

@@ -7,17 +7,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tests.integration.helpers import (
-    Estate,
-    EstateFactory,
-    MemoryQuery,
-    available_now,
-    memory_query,
-    numbered,
-    produce,
-    start_memory_query,
-    wait_until,
-)
+from tests.integration.helpers import Estate, EstateFactory, numbered, produce, wait_until
+from tests.integration.queries import MemoryQuery, available_now, memory_query, start_memory_query
 
 
 def _two_clusters(estate: EstateFactory, per_partition: int) -> tuple[Estate, list[str]]:

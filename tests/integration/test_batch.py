@@ -14,15 +14,13 @@ from tests.integration.helpers import (
     DEADLINE,
     Estate,
     EstateFactory,
-    available_now,
-    batch_read,
-    keyed_rows,
     numbered,
     pause_for_a_timestamp,
     produce,
     requires_kafka,
     transactions,
 )
+from tests.integration.queries import available_now, batch_read, keyed_rows
 
 
 def _records(cluster: Any, topic: str, partitions: int, count: int) -> dict[tuple[int, int], str]:

@@ -24,14 +24,8 @@ from typing import Any
 
 import pytest
 from tests.integration.faults import reading_with_core
-from tests.integration.helpers import (
-    Estate,
-    local_kafka_problem,
-    memory_query,
-    numbered,
-    produce,
-    wait_until,
-)
+from tests.integration.helpers import Estate, local_kafka_problem, numbered, produce, wait_until
+from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.testing import ApacheKafkaCluster, open_clusters
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem

@@ -11,7 +11,8 @@ import uuid
 from typing import Any
 
 import pytest
-from tests.integration.helpers import EstateFactory, memory_query, numbered, produce, wait_until
+from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
+from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.source.group.admin_offsets import committed_offsets

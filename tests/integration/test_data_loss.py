@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.integration import helpers
+from tests.integration import helpers, queries
 
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
@@ -28,12 +28,12 @@ READERS = ["python", *(["native"] if core() is not None else [])]
 @contextlib.contextmanager
 def _read_then_delete(
     spark: Any, estate: helpers.EstateFactory, partitions: int, values: list[str], **options: str
-) -> Iterator[tuple[BaseKafkaCluster, helpers.MemoryQuery, list[str]]]:
+) -> Iterator[tuple[BaseKafkaCluster, queries.MemoryQuery, list[str]]]:
     """A query on east that read ``values``, then its topic deleted."""
     setup = estate("east", partitions=partitions)
     east = setup["east"]
     expected = helpers.produce(east, "orders", values, partitions)
-    with helpers.memory_query(spark, setup.options(**options), "loss") as query:
+    with queries.memory_query(spark, setup.options(**options), "loss") as query:
         query.expect(expected)
         east.delete_topic("orders")
         yield east, query, expected

@@ -25,14 +25,8 @@ from typing import Any
 
 import pyarrow.dataset
 import pytest
-from tests.integration.helpers import (
-    DEADLINE,
-    EstateFactory,
-    batch_read,
-    keyed_rows,
-    numbered,
-    produce,
-)
+from tests.integration.helpers import DEADLINE, EstateFactory, numbered, produce
+from tests.integration.queries import batch_read, keyed_rows
 from tests.integration.scenarios import migrate_east_to_west, stop_mid_stream_and_restart
 from tests.integration.worker_python import package_location
 

@@ -12,15 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.integration.helpers import (
-    Estate,
-    EstateFactory,
-    memory_query,
-    numbered,
-    produce,
-    wait_until,
-)
+from tests.integration.helpers import Estate, EstateFactory, numbered, produce, wait_until
 from tests.integration.metadata_server import MetadataServer, run_cli, token_file
+from tests.integration.queries import memory_query
 
 TOKEN = "integration-write-token-5f2a9c"
 

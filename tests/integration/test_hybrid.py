@@ -23,14 +23,12 @@ from tests.integration.helpers import (
     DEADLINE,
     Estate,
     EstateFactory,
-    batch_read,
     delete_records,
-    keyed_rows,
-    memory_query,
     pause_for_a_timestamp,
     wait_for_line,
     wait_until,
 )
+from tests.integration.queries import batch_read, keyed_rows, memory_query
 from tests.integration.query_app import parquet_query
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster

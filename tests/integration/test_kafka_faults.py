@@ -12,7 +12,8 @@ import threading
 from typing import Any
 
 from tests.integration.faults import native_expected, reading_with_core
-from tests.integration.helpers import DEADLINE, EstateFactory, memory_query, numbered, wait_until
+from tests.integration.helpers import DEADLINE, EstateFactory, numbered, wait_until
+from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 

@@ -22,18 +22,20 @@ from tests.integration.compaction import compacted_topic
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
-    available_now,
-    batch_read,
     delete_records,
-    keyed_rows,
-    memory_query,
     numbered,
-    parquet_query,
-    parquet_values,
     produce,
     requires_kafka,
-    wait_parquet,
     wait_until,
+)
+from tests.integration.queries import (
+    available_now,
+    batch_read,
+    keyed_rows,
+    memory_query,
+    parquet_query,
+    parquet_values,
+    wait_parquet,
 )
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster

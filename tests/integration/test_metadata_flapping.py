@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration import helpers
+from tests.integration import helpers, queries
 from tests.integration.metadata_server import MetadataServer
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
@@ -31,7 +31,7 @@ ROUTES: Sequence[tuple[str, ...]] = (("east", "west"), ("west",), ("west",))
 would start again from ``discoveryStartingOffsets``)."""
 
 
-def _discovery_failures(query: helpers.MemoryQuery) -> int | None:
+def _discovery_failures(query: queries.MemoryQuery) -> int | None:
     """Consecutive discovery failures at the query's last progress report, if any."""
     progress = query.query.lastProgress
     if not progress:
@@ -85,7 +85,7 @@ def _stream(clusters: dict[str, BaseKafkaCluster], tmp_path: Path, topic: str) -
 
 
 def _flap(
-    query: helpers.MemoryQuery,
+    query: queries.MemoryQuery,
     stream: _Stream,
     expected: list[str],
     fail: Callable[[], None],
@@ -142,7 +142,7 @@ def test_http_metadata_server_killed_and_restarted_again_and_again(
         server.start()
 
     expected = stream.produce(["east"], "a")
-    with helpers.memory_query(spark, options, "flap") as query:
+    with queries.memory_query(spark, options, "flap") as query:
         query.expect(expected)
         _flap(query, stream, expected, kill, restart)
     assert server.log_text().count("Started server process") == 4
@@ -163,14 +163,14 @@ def test_half_written_metadata_file_again_and_again(
         )
 
     expected = stream.produce(["east"], "a")
-    with helpers.memory_query(spark, options(TOLERANT), "flap") as query:
+    with queries.memory_query(spark, options(TOLERANT), "flap") as query:
         query.expect(expected)
         _flap(query, stream, expected, half_write, lambda route: stream.route(*route))
 
     # Beyond the threshold: a clear failure. A new query reads west (the stream's only cluster
     # now) from the earliest offsets, then its metadata file is left half-written.
     on_west = sorted(v for v in expected if "west-" in v)
-    with helpers.memory_query(spark, options("2"), "flap") as query:
+    with queries.memory_query(spark, options("2"), "flap") as query:
         query.expect(on_west)
         half_write()
         message = query.failure()

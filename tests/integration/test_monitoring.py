@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
-from tests.integration.helpers import EstateFactory, memory_query, numbered, produce, wait_until
+from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
+from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.monitoring import attach
 

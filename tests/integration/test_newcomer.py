@@ -20,14 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import (
-    DEADLINE,
-    memory_query,
-    numbered,
-    on_tansu,
-    produce,
-    write_metadata,
-)
+from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, write_metadata
+from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.testing import ENV_VAR
 

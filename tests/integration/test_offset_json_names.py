@@ -15,15 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import (
-    Estate,
-    batch_read,
-    keyed_rows,
-    numbered,
-    produce,
-    start_memory_query,
-    wait_until,
-)
+from tests.integration.helpers import Estate, numbered, produce, wait_until
+from tests.integration.queries import batch_read, keyed_rows, start_memory_query
 
 from pyspark_dynamic_kafka.testing import open_clusters
 

@@ -14,15 +14,17 @@ from tests.integration import query_app
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
-    end_offset,
-    memory_query,
     numbered,
-    parquet_query,
-    parquet_values,
     produce,
     wait_for_line,
-    wait_parquet,
     wait_until,
+)
+from tests.integration.queries import (
+    end_offset,
+    memory_query,
+    parquet_query,
+    parquet_values,
+    wait_parquet,
 )
 from tests.integration.scenarios import stop_mid_stream_and_restart
 

@@ -6,14 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.integration.helpers import (
-    EstateFactory,
-    MemoryQuery,
-    memory_query,
-    numbered,
-    produce,
-    wait_until,
-)
+from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
+from tests.integration.queries import MemoryQuery, memory_query
 
 
 def _retained(offset: dict[str, Any]) -> dict[str, Any]:

@@ -14,13 +14,12 @@ import pytest
 from tests.integration.helpers import (
     DEADLINE,
     EstateFactory,
-    available_now,
-    memory_query,
     pause_for_a_timestamp,
     produce,
     requires_kafka,
     wait_until,
 )
+from tests.integration.queries import available_now, memory_query
 
 
 def _produce(cluster: Any, topic: str, values: list[str], partition: int = 0) -> list[str]:

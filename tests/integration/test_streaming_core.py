@@ -15,13 +15,12 @@ import pytest
 from tests.integration.helpers import (
     Estate,
     EstateFactory,
-    MemoryQuery,
-    memory_query,
     numbered,
     produce,
     source_options,
     wait_until,
 )
+from tests.integration.queries import MemoryQuery, memory_query
 from tests.integration.scenarios import migrate_east_to_west
 
 

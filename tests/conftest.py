@@ -17,8 +17,16 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from tests.spares import ClusterSpares
 
-from pyspark_dynamic_kafka.testing import BaseKafkaCluster, local_spark_session, open_clusters
+from pyspark_dynamic_kafka.testing import (
+    BROKER_ENV_VAR,
+    DEFAULT_BROKER,
+    ENV_VAR,
+    BaseKafkaCluster,
+    local_spark_session,
+    open_clusters,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
@@ -71,12 +79,31 @@ def spark() -> Iterator[Any]:
 ClusterFactory = Callable[..., dict[str, BaseKafkaCluster]]
 
 
+@pytest.fixture(scope="session")
+def cluster_spares() -> Iterator[ClusterSpares | None]:
+    """Default Apache Kafka clusters started ahead of the tests (see :mod:`tests.spares`);
+    ``None`` on other broker kinds (a Tansu broker starts in a fraction of a second and takes
+    its cluster id from its name) and on the existing brokers of ``DYNAMIC_KAFKA_TEST_BROKERS``."""
+    kind = os.environ.get(BROKER_ENV_VAR, "").strip() or DEFAULT_BROKER
+    if kind != "kafka" or os.environ.get(ENV_VAR, "").strip():
+        yield None
+        return
+    spares = ClusterSpares(kind)
+    try:
+        yield spares
+    finally:
+        spares.close()
+
+
 @pytest.fixture
-def kafka_clusters(request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
+def kafka_clusters(
+    request: pytest.FixtureRequest, cluster_spares: ClusterSpares | None
+) -> Iterator[ClusterFactory]:
     """Start clusters by name: ``kafka_clusters("east", "west")``; all stop after the test.
 
     Keyword arguments go to :func:`~pyspark_dynamic_kafka.testing.start_clusters`
-    (``brokers_per_cluster``, ``racks``); external clusters ignore them.
+    (``brokers_per_cluster``, ``racks``); external clusters ignore them. Without keywords the
+    clusters are :mod:`tests.spares`' (fresh, started ahead of the test).
 
     The broker kind is ``DYNAMIC_KAFKA_TEST_BROKER``'s (``tansu`` unless set). After a failed
     test the end of every broker's log is logged (shown in pytest's report).
@@ -86,7 +113,11 @@ def kafka_clusters(request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
     with contextlib.ExitStack() as stack:
 
         def start(*names: str, **options: Any) -> dict[str, BaseKafkaCluster]:
-            clusters = stack.enter_context(open_clusters(list(names), **options))
+            if cluster_spares is None or options:
+                started = open_clusters(list(names), **options)
+            else:
+                started = cluster_spares.clusters(list(names))
+            clusters = stack.enter_context(started)
             opened.extend(clusters.values())
             return clusters
 

@@ -61,7 +61,7 @@ def test_min_offsets_per_trigger_waits_for_enough_data_or_the_delay(
     spark: Any, estate: EstateFactory
 ) -> None:
     setup = estate("east", partitions=2)
-    delay_s = 30
+    delay_s = 15  # the checks below keep 5 s of margin on each side of it
     options = setup.options(minOffsetsPerTrigger="10", maxTriggerDelay=f"{delay_s}s")
 
     def more(prefix: str, count: int) -> list[str]:

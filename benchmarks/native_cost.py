@@ -13,8 +13,9 @@ parse record batches, ``rdk:main`` runs timers and the consumer's queue forwardi
 
 ``--set key=value`` overrides a librdkafka property, ``--max-rows`` the rows per batch;
 ``--other-core DIR`` (an unpacked wheel of another build of the core, e.g. of ``main``) adds its
-passes beside the installed core's, interleaved in the same rounds, so that two builds compare
-on the same broker and data. Run: ``python -m benchmarks.native_cost [--records N]``.
+passes beside the installed core's, interleaved in the same rounds (the two take turns going
+first), so that two builds compare on the same broker and data; the median of the per-round
+differences is printed too. Run: ``python -m benchmarks.native_cost [--records N]``.
 """
 
 from __future__ import annotations
@@ -156,7 +157,9 @@ def main() -> None:
         print(f"reading, pid {os.getpid()}", flush=True)
         results: dict[str, list[dict[str, float]]] = defaultdict(list)
         for rnd in range(args.rounds + 1):  # the first round warms up (connections), not counted
-            for label, module in modules.items():
+            # Two builds take turns going first, so that neither always reads after the other.
+            order = list(modules.items())
+            for label, module in order[rnd % 2 :] + order[: rnd % 2]:
                 pair = consumers[label]
                 plain = _priced(partial(read_pass, module, pair, ends, args.max_rows, None))
                 if rnd:
@@ -180,7 +183,23 @@ def main() -> None:
         total = statistics.median(sum(r.values()) for r in rounds)
         split = ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
         print(f"{name:15} {total:.3f} us/record ({split}), median of {len(rounds)} rounds")
+    for name in [n for n in results if not n.startswith("other ")]:
+        if f"other {name}" in results:
+            print(_paired(name, results[name], results[f"other {name}"]))
     sys.stdout.flush()
+
+
+def _paired(name: str, mine: list[dict[str, float]], other: list[dict[str, float]]) -> str:
+    """The median over rounds of (installed - other), in total and per thread: a difference
+    taken within each round, so that load changing between rounds cancels."""
+    pairs = list(zip(mine, other, strict=True))
+    kinds = sorted({k for a, b in pairs for k in (*a, *b)})
+    total = statistics.median(sum(a.values()) - sum(b.values()) for a, b in pairs)
+    split = ", ".join(
+        f"{k} {statistics.median(a.get(k, 0.0) - b.get(k, 0.0) for a, b in pairs):+.3f}"
+        for k in kinds
+    )
+    return f"{name} - other: {total:+.3f} us/record ({split}), median of {len(mine)} rounds"
 
 
 if __name__ == "__main__":

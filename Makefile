@@ -67,8 +67,13 @@ integration: $(SETUP)
 TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
 TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
 
+# The suite mostly waits (on Spark, brokers, child processes): make test runs it in TEST_WORKERS
+# pytest-xdist workers (each its own Spark session and clusters; TEST_WORKERS=1: one process).
+TEST_WORKERS ?= 2
+
 test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(SETUP)
-	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra -m "not active_active" tests
+	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra -m "not active_active" \
+		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
 		$(PY) -m pytest -q -ra -m smoke tests/integration

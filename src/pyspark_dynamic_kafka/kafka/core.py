@@ -36,7 +36,7 @@ class CoreChoice:
     verb
         The same as a verb: ``"read"``, ``"write"``.
     fallback
-        How a cluster the core cannot serve is served instead, e.g. ``"by the Python reader"``.
+        How a cluster the core cannot serve is served instead, e.g. ``"with the Python reader"``.
     logger
         Where ``auto``'s one line per cluster and reason goes.
     """

@@ -174,6 +174,11 @@ impl BatchBuilder {
         self.rows >= self.max_rows || self.bytes >= self.max_bytes
     }
 
+    /// Rows added since the last flush.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows == 0
     }

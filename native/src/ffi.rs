@@ -8,6 +8,7 @@
 
 mod consumer;
 mod message;
+mod metadata;
 mod producer;
 mod statistics;
 
@@ -20,6 +21,7 @@ use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 pub use consumer::Consumer;
 pub use message::{Event, Headers, Message};
+pub use metadata::Leaders;
 pub use producer::{Outgoing, Producer, Sent};
 pub use statistics::Statistics;
 

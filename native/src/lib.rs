@@ -4,6 +4,7 @@
 //! through the Arrow C Data Interface without a copy and without a Python object per record.
 
 mod batch;
+mod fetch;
 mod ffi;
 mod read;
 mod rows;
@@ -17,7 +18,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 
-use crate::read::{ClusterReader, Range, ReadFailure, Settings};
+use crate::read::{Brokers, ClusterReader, Range, ReadFailure, Settings};
 
 create_exception!(
     _core,
@@ -48,6 +49,10 @@ struct Consumer {
     inner: Mutex<Option<ffi::Consumer>>,
     closed: std::sync::atomic::AtomicBool,
     statistics: ffi::Statistics,
+    /// The direct fetch path's settings, or why the cluster is read with librdkafka.
+    direct: Result<fetch::DirectConfig, String>,
+    /// The direct path's open broker connections (lent with the consumer) and byte counts.
+    brokers: Mutex<Brokers>,
 }
 
 #[pymethods]
@@ -56,6 +61,8 @@ impl Consumer {
     fn new(config: Vec<(String, String)>) -> PyResult<Self> {
         let consumer = ffi::Consumer::new(&config).map_err(ClientError::new_err)?;
         Ok(Consumer {
+            direct: fetch::DirectConfig::from_config(&config),
+            brokers: Mutex::new(Brokers::default()),
             statistics: consumer.statistics(),
             inner: Mutex::new(Some(consumer)),
             closed: std::sync::atomic::AtomicBool::new(false),
@@ -77,13 +84,21 @@ impl Consumer {
         Ok(self.statistics.latest())
     }
 
+    /// Bytes of Fetch responses the direct fetch path received from each broker id, over every
+    /// reader of this consumer (librdkafka's own fetches are in `statistics()`).
+    fn direct_bytes(&self) -> std::collections::HashMap<i32, u64> {
+        relock(&self.brokers).received()
+    }
+
     /// Close the consumer (a reader holding it closes it when it finishes).
     fn close(&self, py: Python<'_>) {
         self.closed.store(true, Ordering::SeqCst);
         let consumer = relock(&self.inner).take();
+        let brokers = relock(&self.brokers).lend();
         if let Some(consumer) = consumer {
             py.detach(move || drop(consumer));
         }
+        drop(brokers);
     }
 
     /// Whether no reader holds the consumer and it is not closed.
@@ -93,22 +108,26 @@ impl Consumer {
 }
 
 impl Consumer {
-    /// Lend the librdkafka consumer to a reader; an error when another reader holds it.
-    fn lend(&self) -> PyResult<ffi::Consumer> {
-        relock(&self.inner).take().ok_or_else(|| {
+    /// Lend the librdkafka consumer and the direct path's connections to a reader; an error
+    /// when another reader holds them.
+    fn lend(&self) -> PyResult<(ffi::Consumer, Brokers)> {
+        let consumer = relock(&self.inner).take().ok_or_else(|| {
             ReadError::new_err(if self.closed.load(Ordering::SeqCst) {
                 "the consumer is closed"
             } else {
                 "the consumer is in use by another reader"
             })
-        })
+        })?;
+        Ok((consumer, relock(&self.brokers).lend()))
     }
 
-    /// Take the consumer back from a reader, or close it when it was closed meanwhile.
-    fn give_back(&self, py: Python<'_>, consumer: ffi::Consumer) {
+    /// Take the consumer and connections back from a reader, or close them when it was
+    /// closed meanwhile.
+    fn give_back(&self, py: Python<'_>, consumer: ffi::Consumer, brokers: Brokers) {
         if self.closed.load(Ordering::SeqCst) {
             py.detach(move || drop(consumer));
         } else {
+            relock(&self.brokers).restore(brokers);
             *relock(&self.inner) = Some(consumer);
         }
     }
@@ -137,6 +156,8 @@ struct Reader {
     home: Option<Py<Consumer>>,
     /// Warnings of a reader already closed (its last `__next__` closes it), until taken.
     left: Mutex<Vec<String>>,
+    /// Why librdkafka's consumer read, as the reader said when it closed.
+    fallback: Mutex<Option<String>>,
 }
 
 #[pymethods]
@@ -160,14 +181,17 @@ impl Reader {
                 "max_rows and max_bytes must be positive",
             ));
         }
-        let (consumer, home) = match config {
+        let (consumer, brokers, home, direct) = match config {
             Source::Pooled(home) => {
-                let consumer = home.borrow(py).lend()?;
-                (consumer, Some(home))
+                let (consumer, brokers) = home.borrow(py).lend()?;
+                let direct = home.borrow(py).direct.clone();
+                (consumer, brokers, Some(home), direct)
             }
             Source::Config(config) => (
                 ffi::Consumer::new(&config).map_err(ClientError::new_err)?,
+                Brokers::default(),
                 None,
+                fetch::DirectConfig::from_config(&config),
             ),
         };
         let ranges = ranges
@@ -187,11 +211,12 @@ impl Reader {
             max_rows,
             max_bytes,
         };
-        let reader = ClusterReader::new(consumer, ranges, settings);
+        let reader = ClusterReader::new(consumer, ranges, settings, direct, brokers);
         Ok(Reader {
             inner: Mutex::new(Some(reader)),
             home,
             left: Mutex::new(Vec::new()),
+            fallback: Mutex::new(None),
         })
     }
 
@@ -229,16 +254,26 @@ impl Reader {
         warnings
     }
 
+    /// None while the ranges are read with the direct fetch path (Fetch requests parsed in
+    /// place); else why librdkafka's consumer reads them, or read them from some point on.
+    fn fallback(&self) -> Option<String> {
+        match self.lock().as_ref() {
+            Some(reader) => reader.fallback().map(str::to_string),
+            None => relock(&self.fallback).clone(),
+        }
+    }
+
     /// Unassign the consumer and give it back, or close it when it is the reader's own (also
     /// done when the reader is exhausted or fails; a dropped reader closes its consumer).
     fn close(&self, py: Python<'_>) {
         let reader = self.lock().take();
         let Some(mut reader) = reader else { return };
         relock(&self.left).extend(reader.take_warnings());
-        let consumer = py.detach(move || reader.into_consumer());
+        *relock(&self.fallback) = reader.fallback().map(str::to_string);
+        let (consumer, brokers) = py.detach(move || reader.into_consumer());
         match &self.home {
-            Some(home) => home.borrow(py).give_back(py, consumer),
-            None => py.detach(move || drop(consumer)),
+            Some(home) => home.borrow(py).give_back(py, consumer, brokers),
+            None => py.detach(move || drop((consumer, brokers))),
         }
     }
 }

@@ -13,11 +13,15 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 
+mod direct;
 mod loss;
 mod position;
 
 use crate::batch::{BatchBuilder, Record};
+use crate::fetch::DirectConfig;
 use crate::ffi::{Consumer, Event, Message};
+pub use direct::Brokers;
+use direct::{Direct, Stop};
 use position::Pending;
 
 const CONSUME_BATCH: usize = 10_000;
@@ -64,10 +68,22 @@ pub struct ClusterReader {
     last_progress: Instant,
     started: bool,
     messages: Vec<Message>,
+    /// The direct fetch path while it reads; `None` once librdkafka's consumer does.
+    direct: Option<Direct>,
+    /// Why librdkafka's consumer reads (or read part of) the ranges; `None` while direct.
+    fallback: Option<String>,
 }
 
 impl ClusterReader {
-    pub fn new(consumer: Consumer, ranges: Vec<Range>, settings: Settings) -> Self {
+    /// A reader of `ranges`; `direct` is the direct fetch path's configuration, or why the
+    /// cluster is read with librdkafka's consumer; `brokers` are its connections to reuse.
+    pub fn new(
+        consumer: Consumer,
+        ranges: Vec<Range>,
+        settings: Settings,
+        direct: Result<DirectConfig, String>,
+        brokers: Brokers,
+    ) -> Self {
         let builder = BatchBuilder::new(
             &settings.cluster,
             settings.include_headers,
@@ -83,6 +99,8 @@ impl ClusterReader {
                 eof: None,
             })
             .collect();
+        // Nothing the direct path waits for may take longer than the poll timeout.
+        let poll_timeout = Duration::from_millis(settings.poll_timeout_ms.max(1));
         ClusterReader {
             consumer,
             settings,
@@ -92,7 +110,17 @@ impl ClusterReader {
             last_progress: Instant::now(),
             started: false,
             messages: Vec::with_capacity(CONSUME_BATCH),
+            fallback: direct.as_ref().err().cloned(),
+            direct: direct.ok().map(|mut config| {
+                config.socket_timeout = config.socket_timeout.min(poll_timeout);
+                Direct::new(config, brokers)
+            }),
         }
+    }
+
+    /// `None` while the direct fetch path reads; else why librdkafka's consumer reads.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 
     /// Data-loss warnings (with `fail_on_data_loss` off) since the last call.
@@ -102,6 +130,24 @@ impl ClusterReader {
 
     /// The next batch, or `None` when every range is read.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>, ReadFailure> {
+        if let Some(mut direct) = self.direct.take() {
+            match self.read_direct(&mut direct) {
+                Ok(Some(batch)) => {
+                    self.direct = Some(direct);
+                    return Ok(Some(batch));
+                }
+                Ok(None) => {
+                    self.direct = Some(direct);
+                    return self.finish();
+                }
+                Err(Stop::Failed(failure)) => return Err(failure),
+                Err(Stop::Fallback(reason)) => {
+                    // librdkafka's consumer goes on from where the direct path stopped.
+                    self.fallback = Some(reason);
+                    self.last_progress = Instant::now();
+                }
+            }
+        }
         if !self.started {
             self.started = true;
             self.start()?;
@@ -133,6 +179,11 @@ impl ClusterReader {
                 return Err(ReadFailure::Read(self.stuck_message()));
             }
         }
+        self.finish()
+    }
+
+    /// What the builder still holds, or `None` when it is empty.
+    fn finish(&mut self) -> Result<Option<RecordBatch>, ReadFailure> {
         if self.builder.is_empty() {
             Ok(None)
         } else {
@@ -140,10 +191,12 @@ impl ClusterReader {
         }
     }
 
-    /// Leave the consumer with no assignment and hand it back (to a pool, or to be closed).
-    pub fn into_consumer(self) -> Consumer {
+    /// Leave the consumer with no assignment and hand it back (to a pool, or to be closed),
+    /// with the direct path's connections while it still reads (none after a fallback).
+    pub fn into_consumer(self) -> (Consumer, Brokers) {
         let _ = self.consumer.unassign();
-        self.consumer
+        let brokers = self.direct.map(Direct::into_brokers).unwrap_or_default();
+        (self.consumer, brokers)
     }
 
     fn start(&mut self) -> Result<(), ReadFailure> {
@@ -153,7 +206,7 @@ impl ClusterReader {
         let assignment: Vec<(&str, i32, i64)> = self
             .pending
             .iter()
-            .map(|p| (p.range.topic.as_str(), p.range.partition, p.range.start))
+            .map(|p| (p.range.topic.as_str(), p.range.partition, p.next))
             .collect();
         let parts: Vec<(&str, i32)> = assignment.iter().map(|(t, p, _)| (*t, *p)).collect();
         // librdkafka keeps a partition's pause flag across unassign/assign: a pooled consumer

@@ -9,7 +9,7 @@ use super::{c_string, code_result, error_result, new_client, Message, PartitionL
 
 /// A librdkafka consumer with its consumer queue; closed and destroyed on drop.
 pub struct Consumer {
-    rk: NonNull<rd::rd_kafka_t>,
+    pub(super) rk: NonNull<rd::rd_kafka_t>,
     queue: NonNull<rd::rd_kafka_queue_t>,
     /// Filled by librdkafka's statistics callback; dropped after the client (see `Drop`).
     statistics: Statistics,

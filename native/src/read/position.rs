@@ -19,6 +19,8 @@ impl Pending {
     pub(super) fn position(&self, reported: i64) -> i64 {
         match self.eof {
             Some(eof) if reported == eof + 1 => eof,
+            // Nothing consumed yet since the direct fetch path handed over: it read up to here.
+            _ if reported < 0 && self.next > self.range.start => self.next,
             _ => reported,
         }
     }
@@ -65,7 +67,7 @@ impl ClusterReader {
     }
 }
 
-fn stuck_message<'a>(
+pub(super) fn stuck_message<'a>(
     cluster: &str,
     poll_timeout_ms: u64,
     stuck: impl Iterator<Item = (&'a Range, i64)>,

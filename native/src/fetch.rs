@@ -214,13 +214,7 @@ pub fn parse_fetch(body: &[u8]) -> Result<Vec<PartitionData>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn config(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::test_config::config;
 
     #[test]
     fn direct_only_where_it_reads_what_librdkafka_would() {

@@ -9,6 +9,8 @@ mod ffi;
 mod read;
 mod rows;
 mod sink;
+#[cfg(test)]
+mod test_config;
 
 use arrow_pyarrow::ToPyArrow;
 use std::sync::atomic::Ordering;

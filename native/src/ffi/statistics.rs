@@ -71,13 +71,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::Consumer;
-
-    fn config(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::test_config::config;
 
     #[test]
     fn a_consumer_keeps_its_latest_statistics_document() {

@@ -192,12 +192,12 @@ impl ClusterReader {
         // A connection is kept only while its requests succeed. One kept from an earlier
         // reader may have been closed by the broker meanwhile (idle): connect once more.
         let mut body = std::mem::take(&mut d.body);
-        let called = match d.brokers.open.remove(&key) {
-            Some(mut kept) => match kept.call(request, &mut body) {
-                Ok(()) => Ok(kept),
-                Err(_) => Broker::connect(&key.1, key.2, &d.config)
-                    .and_then(|mut b| b.call(request, &mut body).map(|()| b)),
-            },
+        let kept = d.brokers.open.remove(&key).and_then(|mut kept| {
+            let answered = kept.call(request, &mut body).is_ok();
+            answered.then_some(kept)
+        });
+        let called = match kept {
+            Some(kept) => Ok(kept),
             None => Broker::connect(&key.1, key.2, &d.config)
                 .and_then(|mut b| b.call(request, &mut body).map(|()| b)),
         };

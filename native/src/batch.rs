@@ -3,9 +3,9 @@
 //! timestamp (µs, UTC), timestampType, then `headers` when asked for, then `cluster`; every
 //! field nullable.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::ffi::Headers;
 use arrow_array::builder::{
     BinaryBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder, StructBuilder,
     TimestampMicrosecondBuilder,
@@ -52,6 +52,10 @@ pub fn schema(include_headers: bool) -> Schema {
     fields.push(Field::new("cluster", DataType::Utf8, true));
     Schema::new(fields)
 }
+
+/// A record's headers in order: (name, value), the value null or bytes. A name that is not
+/// UTF-8 is given as the Java client decodes it (invalid bytes as U+FFFD), on every reader.
+pub type Headers<'a> = Vec<(Cow<'a, str>, Option<&'a [u8]>)>;
 
 /// One record as the reader hands it over: borrowed from the consumed message.
 pub struct Record<'a> {
@@ -289,7 +293,10 @@ mod tests {
     fn headers_null_when_absent_and_values_nullable() {
         let mut b = BatchBuilder::new("c", true, 10, 1 << 20);
         let mut with = record(0, None, Some(b""));
-        with.headers = Some(vec![("a", Some(b"1".as_slice())), ("b", None)]);
+        with.headers = Some(vec![
+            ("a".into(), Some(b"1".as_slice())),
+            ("b".into(), None),
+        ]);
         b.add(&with);
         b.add(&record(1, None, Some(b"x")));
         let batch = b.flush().unwrap();

@@ -13,8 +13,11 @@
 //! [`wire`]: the request and response encoding; [`records`]: record batches and read_committed;
 //! [`codec`]: gzip, snappy, lz4 and zstd.
 
+pub mod aborted;
 pub mod codec;
 pub mod records;
+#[cfg(test)]
+pub mod sample;
 pub mod wire;
 
 use std::io::{Read, Write};
@@ -29,8 +32,13 @@ use wire::{Cursor, FetchLimits, Malformed};
 pub struct DirectConfig {
     pub client_id: String,
     pub limits: FetchLimits,
-    /// How long a connect or a response may take before the path gives up.
+    /// How long a connect or a response may take before the path gives up (a Fetch response
+    /// may take `fetch.wait.max.ms` longer: the broker holds it that long when it has no data).
     pub socket_timeout: Duration,
+    /// The largest response, and the largest decompressed batch, this path takes
+    /// (`receive.message.max.bytes`, as librdkafka bounds a response); larger ones are handed
+    /// to librdkafka.
+    pub max_response: usize,
 }
 
 fn property<'a>(config: &'a [(String, String)], key: &str) -> Option<&'a str> {
@@ -81,6 +89,8 @@ impl DirectConfig {
             socket_timeout: Duration::from_millis(
                 number(config, "socket.timeout.ms", 60_000)?.max(1) as u64,
             ),
+            max_response: number(config, "receive.message.max.bytes", 100_000_000)?.max(1024)
+                as usize,
         })
     }
 }
@@ -90,6 +100,7 @@ pub struct Broker {
     stream: TcpStream,
     correlation: i32,
     client_id: String,
+    max_response: usize,
 }
 
 impl Broker {
@@ -104,8 +115,9 @@ impl Broker {
                 Ok(stream) => {
                     let io = |e: std::io::Error| format!("setting up {host}:{port} failed: {e}");
                     stream.set_nodelay(true).map_err(io)?;
+                    let held = Duration::from_millis(config.limits.max_wait_ms.max(0) as u64);
                     stream
-                        .set_read_timeout(Some(config.socket_timeout))
+                        .set_read_timeout(Some(config.socket_timeout + held))
                         .map_err(io)?;
                     stream
                         .set_write_timeout(Some(config.socket_timeout))
@@ -114,6 +126,7 @@ impl Broker {
                         stream,
                         correlation: 0,
                         client_id: config.client_id.clone(),
+                        max_response: config.max_response,
                     };
                     let mut body = Vec::new();
                     broker.call(wire::api_versions_request, &mut body)?;
@@ -130,7 +143,9 @@ impl Broker {
     }
 
     /// Send the request `build` writes for the next correlation id; `body` receives the
-    /// response after its header.
+    /// response after its header. A response larger than `max_response`, or answering another
+    /// request, is refused before its body is read or allocated (the connection is then unusable:
+    /// the caller drops it).
     pub fn call(
         &mut self,
         build: impl FnOnce(i32, &str) -> Vec<u8>,
@@ -140,24 +155,30 @@ impl Broker {
         let request = build(self.correlation, &self.client_id);
         let io = |e: std::io::Error| format!("talking to the broker failed: {e}");
         self.stream.write_all(&request).map_err(io)?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).map_err(io)?;
-        let size = i32::from_be_bytes(size);
+        let mut header = [0u8; 8];
+        self.stream.read_exact(&mut header[..4]).map_err(io)?;
+        let size = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
         if size < 4 {
             return Err(format!("the broker sent a response of {size} bytes"));
         }
-        body.clear();
-        body.resize(size as usize, 0);
-        self.stream.read_exact(body).map_err(io)?;
-        let correlation = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        if size as usize > self.max_response {
+            return Err(format!(
+                "the broker sent a response of {size} bytes, more than \
+                 receive.message.max.bytes ({})",
+                self.max_response
+            ));
+        }
+        self.stream.read_exact(&mut header[4..]).map_err(io)?;
+        let correlation = i32::from_be_bytes([header[4], header[5], header[6], header[7]]);
         if correlation != self.correlation {
             return Err(format!(
                 "the broker answered request {correlation}, not {}",
                 self.correlation
             ));
         }
-        body.drain(..4);
-        Ok(())
+        body.clear();
+        body.resize(size as usize - 4, 0);
+        self.stream.read_exact(body).map_err(io)
     }
 }
 
@@ -173,12 +194,20 @@ pub struct PartitionData {
     pub records: Range<usize>,
 }
 
-/// The partitions of a Fetch v11 response body (after the response header); an error when
-/// the response as a whole failed.
-pub fn parse_fetch(body: &[u8]) -> Result<Vec<PartitionData>, String> {
+/// A Fetch v11 response body (after the response header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// How long the broker asks the client to wait before its next request (a quota, KIP-219).
+    pub throttle: Duration,
+    pub partitions: Vec<PartitionData>,
+}
+
+/// The throttle time and partitions of a Fetch v11 response body; an error when the response
+/// as a whole failed.
+pub fn parse_fetch(body: &[u8]) -> Result<Fetched, String> {
     let bad = |m: Malformed| format!("a malformed Fetch response: {}", m.0);
     let mut c = Cursor::new(body);
-    c.i32().map_err(bad)?; // throttle time
+    let throttle = Duration::from_millis(c.i32().map_err(bad)?.max(0) as u64);
     let error = c.i16().map_err(bad)?;
     if error != 0 {
         return Err(format!("the Fetch request failed with error code {error}"));
@@ -208,13 +237,64 @@ pub fn parse_fetch(body: &[u8]) -> Result<Vec<PartitionData>, String> {
             });
         }
     }
-    Ok(out)
+    Ok(Fetched {
+        throttle,
+        partitions: out,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_config::config;
+    use std::net::TcpListener;
+
+    /// A stand-in broker on loopback (no real broker sends these answers) that answers the
+    /// first request with `reply`, and a connection to it.
+    fn answering(reply: Vec<u8>) -> Broker {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut size = [0u8; 4];
+            s.read_exact(&mut size).unwrap();
+            let mut request = vec![0; i32::from_be_bytes(size) as usize];
+            s.read_exact(&mut request).unwrap();
+            s.write_all(&reply).unwrap();
+            let _ = s.read(&mut [0u8; 1]); // open until the client hangs up
+        });
+        Broker {
+            stream: TcpStream::connect(addr).unwrap(),
+            correlation: 0,
+            client_id: "test".into(),
+            max_response: 100_000_000,
+        }
+    }
+
+    fn reply(size: i32, correlation: i32, body: &[u8]) -> Vec<u8> {
+        let mut r = size.to_be_bytes().to_vec();
+        r.extend_from_slice(&correlation.to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    #[test]
+    fn responses_past_the_bound_or_for_another_request_are_refused_unread() {
+        let request = |c: i32, id: &str| wire::api_versions_request(c, id);
+        let mut body = Vec::new();
+        let huge = answering(reply(i32::MAX, 1, b"")).call(request, &mut body);
+        assert!(huge
+            .unwrap_err()
+            .contains("2147483647 bytes, more than receive.message"));
+        assert_eq!(body.capacity(), 0);
+        let other = answering(reply(1 << 20, 5, b"")).call(request, &mut body);
+        assert_eq!(other.unwrap_err(), "the broker answered request 5, not 1");
+        assert_eq!(body.capacity(), 0);
+        answering(reply(7, 1, b"abc"))
+            .call(request, &mut body)
+            .unwrap();
+        assert_eq!(body, b"abc");
+    }
 
     #[test]
     fn direct_only_where_it_reads_what_librdkafka_would() {
@@ -247,7 +327,7 @@ mod tests {
     #[test]
     fn fetch_responses_name_partitions_errors_and_record_ranges() {
         let mut b = Vec::new();
-        b.extend_from_slice(&0i32.to_be_bytes());
+        b.extend_from_slice(&250i32.to_be_bytes());
         b.extend_from_slice(&0i16.to_be_bytes());
         b.extend_from_slice(&0i32.to_be_bytes());
         b.extend_from_slice(&1i32.to_be_bytes());
@@ -270,7 +350,9 @@ mod tests {
             b.extend_from_slice(&(records.len() as i32).to_be_bytes());
             b.extend_from_slice(records);
         }
-        let parts = parse_fetch(&b).unwrap();
+        let fetched = parse_fetch(&b).unwrap();
+        assert_eq!(fetched.throttle, Duration::from_millis(250));
+        let parts = fetched.partitions;
         assert_eq!(parts[0].aborted, vec![(5, 9)]);
         assert_eq!(&b[parts[0].records.clone()], b"abc");
         assert_eq!((parts[1].partition, parts[1].error), (1, 1));

@@ -20,7 +20,7 @@ use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 pub use consumer::Consumer;
-pub use message::{Event, Headers, Message};
+pub use message::{Event, Message};
 pub use metadata::Leaders;
 pub use producer::{Outgoing, Producer, Sent};
 pub use statistics::Statistics;

@@ -1,5 +1,5 @@
 """A compacted topic whose offsets have gaps, on Apache Kafka (Tansu does not compact): the
-Spark reads of test_kafka_semantics.py and the executor reads of test_read.py."""
+Spark reads of test_kafka_semantics.py, and the compacted part of transactional_log.py."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ COMPACTED = {
 }
 
 
-def log_offsets(cluster: BaseKafkaCluster, topic: str) -> dict[int, str]:
-    """What a plain consumer reads from partition 0: offset -> value."""
+def log_offsets(cluster: BaseKafkaCluster, topic: str, partition: int = 0) -> dict[int, str]:
+    """What a plain consumer reads from ``partition``: offset -> value."""
     consumer = Consumer(
         cluster.client_properties(**{"group.id": "compaction-check", "enable.partition.eof": True})
     )
     try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         read: dict[int, str] = {}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -35,7 +35,7 @@ def log_offsets(cluster: BaseKafkaCluster, topic: str) -> dict[int, str]:
             if message.error() is not None:
                 return read  # partition EOF
             read[message.offset()] = message.value().decode()
-        raise AssertionError(f"no end of partition 0 of {topic!r} within 60 s; read {read}")
+        raise AssertionError(f"no end of {topic}/{partition} within 60 s; read {read}")
     finally:
         consumer.close()
 

@@ -8,6 +8,7 @@ which read through this path wherever it applies (a PLAINTEXT cluster); here the
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -99,3 +100,25 @@ def test_follower_fetching_is_left_to_librdkafka_which_says_why(kafka_clusters: 
     )
     assert [r["value"] for b in reader for r in b.to_pylist()] == [b"v"]
     assert reader.fallback() == "client.rack is set (follower fetching)"
+
+
+def test_a_fetch_the_broker_holds_longer_than_the_socket_timeout_is_waited_for(
+    kafka_clusters: Any,
+) -> None:
+    # The broker holds a Fetch without data for up to fetch.wait.max.ms (3 s), longer than
+    # socket.timeout.ms (1 s): the direct path waits for it rather than timing out and handing
+    # the range over. The range's last records are produced 1.5 s into the read.
+    east = kafka_clusters("east")["east"]
+    east.create_topic("orders", partitions=1)
+    east.produce("orders", [(None, f"v{i}") for i in range(5)], partition=0)
+    later = threading.Timer(
+        1.5, east.produce, ("orders", [(None, f"v{i}") for i in range(5, 10)]), {"partition": 0}
+    )
+    later.start()
+    try:
+        props = {"socket.timeout.ms": "1000", "fetch.wait.max.ms": "3000"}
+        reader, rows = _read(east, [("orders", 0, 0, 10)], **props)
+    finally:
+        later.join()
+    assert [r["value"] for r in rows] == [f"v{i}".encode() for i in range(10)]
+    assert reader.fallback() is None

@@ -1,10 +1,12 @@
 """The executor read path on a real broker, without Spark, on both readers (the ``reader``
 fixture: the Python reader, then the compiled core): exact ranges, keys, headers, timestamps,
-transaction markers and aborted records, compaction gaps, data loss, a deleted topic, the poll
-timeout and its "stuck" message, the byte bound of a batch, consecutive ranges of a partition.
+data loss, a deleted topic, the poll timeout and its "stuck" message, the byte bound of a batch,
+consecutive ranges of a partition.
 
-These tests hold the read semantics both readers share; test_native_read.py holds what is the
-compiled core's own (its differential test against the Python reader, the fallback, TLS/SASL).
+These tests hold the read semantics both readers share; transaction markers, aborted records
+and compaction gaps are test_transactional_reads.py's (every start offset, against the Java
+consumer); test_native_read.py holds what is the compiled core's own (its differential test
+against the Python reader, the fallback, TLS/SASL).
 """
 
 from __future__ import annotations
@@ -19,9 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
-from tests.integration.compaction import compacted_topic
 from tests.integration.helpers import (
-    EstateFactory,
     delete_records,
     numbered,
     requires_kafka,
@@ -121,45 +121,6 @@ def test_consecutive_tasks_reuse_the_pooled_consumer(kafka_clusters: Any, reader
         pool.release(east.name, properties, consumer, True, 60_000, 0, factory)
     assert sorted(seen) == [(0, o) for o in range(10)] + [(1, o) for o in range(2, 5)]
     assert len(consumers) == 1
-
-
-@requires_kafka("read_committed skipping aborted transactions")
-def test_transaction_markers_and_aborted_records(kafka_clusters: Any, reader: str) -> None:
-    east = kafka_clusters("east")["east"]
-    east.create_topic("tx", partitions=1)
-    transactions(east, "tx", [(numbered("committed", 5), True), (numbered("aborted", 3), False)])
-    _, high = east.watermarks("tx")[0]
-    assert high == 10  # 5 records, a commit marker, 3 records, an abort marker
-
-    # Ranges that end on a commit marker (offset 5) or an abort marker (offset 9): the marker
-    # never arrives as a record, the read ends from the consumer position instead of hanging.
-    committed = {"isolation.level": "read_committed"}
-    values = read_table(make_task(east, reader, ("tx", 0, 0, 6), **committed))["value"]
-    assert values.to_pylist() == [f"committed{i}".encode() for i in range(5)]
-    whole = read_table(make_task(east, reader, ("tx", 0, 0, high), **committed))
-    assert whole["offset"].to_pylist() == [0, 1, 2, 3, 4]  # the aborted records are skipped
-    uncommitted = read_table(make_task(east, reader, ("tx", 0, 0, high)))
-    assert uncommitted["offset"].to_pylist() == [0, 1, 2, 3, 4, 6, 7, 8]
-    assert read_table(make_task(east, reader, ("tx", 0, 5, 6))).num_rows == 0
-
-
-@requires_kafka("Tansu does not compact topics")
-def test_compaction_gaps(estate: EstateFactory, reader: str) -> None:
-    # Offsets are not contiguous: ranges that start, end or lie wholly inside a gap end from
-    # the consumer's position, not by waiting for offsets that no longer exist.
-    setup, survivors = compacted_topic(estate)
-    east = setup["east"]
-
-    def read(start: int, end: int) -> dict[int, str]:
-        table = read_table(make_task(east, reader, ("orders", 0, start, end)))
-        values = [v.decode() for v in table["value"].to_pylist()]
-        return dict(zip(table["offset"].to_pylist(), values, strict=True))
-
-    assert read(0, 21) == survivors
-    assert read(0, 12) == {4: "u0", 9: "u1"}
-    assert read(6, 16) == {9: "u1", 14: "u2", 15: "k0-r3"}
-    assert read(10, 13) == {}
-    assert read(20, 21) == {20: "tail"}
 
 
 @requires_kafka("DeleteRecords")

@@ -11,55 +11,98 @@ use super::records::Problem;
 const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
 const XERIAL_HEADER: usize = 16;
 
-/// `compressed` decompressed with `codec` into `out` (cleared first).
-pub fn decompress(codec: i16, compressed: &[u8], out: &mut Vec<u8>) -> Result<(), Problem> {
+/// `compressed` decompressed with `codec` into `out` (cleared first), refused past `max_size`
+/// bytes: what a snappy header claims is checked before anything is allocated, and the stream
+/// codecs stop reading one byte past the bound.
+pub fn decompress(
+    codec: i16,
+    compressed: &[u8],
+    out: &mut Vec<u8>,
+    max_size: usize,
+) -> Result<(), Problem> {
     out.clear();
-    let failed = |what: &str, e: &dyn std::fmt::Display| {
-        Problem::Unsupported(format!("a {what} batch that does not decompress: {e}"))
+    let name = match codec {
+        1 => "gzip",
+        2 => "snappy",
+        3 => "lz4",
+        4 => "zstd",
+        other => {
+            return Err(Problem::Unsupported(format!(
+                "a record batch of compression codec {other}"
+            )))
+        }
     };
-    match codec {
-        1 => flate2::read::MultiGzDecoder::new(compressed)
+    let bounded = |reader: &mut dyn Read, out: &mut Vec<u8>| -> Result<(), Failure> {
+        reader
+            .take(max_size as u64 + 1)
             .read_to_end(out)
-            .map(drop)
-            .map_err(|e| failed("gzip", &e)),
-        2 => snappy(compressed, out).map_err(|e| failed("snappy", &e)),
-        3 => lz4_flex::frame::FrameDecoder::new(compressed)
-            .read_to_end(out)
-            .map(drop)
-            .map_err(|e| failed("lz4", &e)),
-        4 => zstd::stream::read::Decoder::new(compressed)
-            .and_then(|mut d| d.read_to_end(out))
-            .map(drop)
-            .map_err(|e| failed("zstd", &e)),
-        other => Err(Problem::Unsupported(format!(
-            "a record batch of compression codec {other}"
-        ))),
+            .map_err(|e| Failure::Broken(e.to_string()))?;
+        if out.len() > max_size {
+            return Err(Failure::TooLarge);
+        }
+        Ok(())
+    };
+    let done = match codec {
+        1 => bounded(&mut flate2::read::MultiGzDecoder::new(compressed), out),
+        2 => snappy(compressed, out, max_size),
+        3 => bounded(&mut lz4_flex::frame::FrameDecoder::new(compressed), out),
+        _ => zstd::stream::read::Decoder::new(compressed)
+            .map_err(|e| Failure::Broken(e.to_string()))
+            .and_then(|mut d| bounded(&mut d, out)),
+    };
+    done.map_err(|failure| {
+        Problem::Unsupported(match failure {
+            Failure::Broken(e) => format!("a {name} batch that does not decompress: {e}"),
+            Failure::TooLarge => format!(
+                "a {name} batch that decompresses to more than {max_size} bytes \
+                 (receive.message.max.bytes)"
+            ),
+        })
+    })
+}
+
+/// Why a batch did not decompress.
+enum Failure {
+    Broken(String),
+    TooLarge,
+}
+
+impl From<snap::Error> for Failure {
+    fn from(e: snap::Error) -> Self {
+        Failure::Broken(e.to_string())
     }
 }
 
-fn snappy(data: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
     let mut decoder = snap::raw::Decoder::new();
     if !data.starts_with(XERIAL_MAGIC) {
-        let size = snap::raw::decompress_len(data).map_err(|e| e.to_string())?;
+        let size = snap::raw::decompress_len(data)?;
+        if size > max_size {
+            return Err(Failure::TooLarge);
+        }
         out.resize(size, 0);
-        decoder.decompress(data, out).map_err(|e| e.to_string())?;
+        decoder.decompress(data, out)?;
         return Ok(());
     }
+    let broken = |what: &str| Failure::Broken(what.to_string());
     let mut rest = data
         .get(XERIAL_HEADER..)
-        .ok_or("a truncated xerial header")?;
+        .ok_or_else(|| broken("a truncated xerial header"))?;
     while !rest.is_empty() {
         let len = rest
             .get(..4)
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or("a truncated block length")?;
-        let block = rest.get(4..4 + len).ok_or("a truncated block")?;
-        let size = snap::raw::decompress_len(block).map_err(|e| e.to_string())?;
+            .ok_or_else(|| broken("a truncated block length"))?;
+        let block = rest
+            .get(4..4 + len)
+            .ok_or_else(|| broken("a truncated block"))?;
+        let size = snap::raw::decompress_len(block)?;
         let at = out.len();
+        if size > max_size - at {
+            return Err(Failure::TooLarge);
+        }
         out.resize(at + size, 0);
-        decoder
-            .decompress(block, &mut out[at..])
-            .map_err(|e| e.to_string())?;
+        decoder.decompress(block, &mut out[at..])?;
         rest = &rest[4 + len..];
     }
     Ok(())
@@ -95,11 +138,39 @@ mod tests {
             (4, zstd),
         ];
         let mut out = vec![1, 2, 3];
-        for (codec, data) in cases {
-            decompress(codec, &data, &mut out).unwrap();
+        for (codec, data) in &cases {
+            decompress(*codec, data, &mut out, TEXT.len()).unwrap();
             assert_eq!(out, TEXT, "codec {codec}");
         }
-        assert!(decompress(4, b"not zstd", &mut out).is_err());
-        assert!(decompress(5, b"", &mut out).is_err());
+        assert!(decompress(4, b"not zstd", &mut out, 1 << 20).is_err());
+        assert!(decompress(5, b"", &mut out, 1 << 20).is_err());
+        // One byte under what each batch holds: refused, whatever the codec.
+        for (codec, data) in &cases {
+            let why = decompress(*codec, data, &mut out, TEXT.len() - 1).unwrap_err();
+            assert!(
+                matches!(&why, Problem::Unsupported(w) if w.contains("more than 45 bytes")),
+                "codec {codec}: {why:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_snappy_header_claiming_4_gib_is_refused_before_allocating() {
+        // A raw snappy block starts with its decompressed length as a varint: 4 GiB - 1 here,
+        // the most the format can claim.
+        let mut claim = vec![0xff, 0xff, 0xff, 0xff, 0x0f];
+        claim.extend_from_slice(&[0; 16]);
+        assert_eq!(snap::raw::decompress_len(&claim).unwrap(), (1 << 32) - 1);
+        let mut out = Vec::new();
+        let why = decompress(2, &claim, &mut out, 100_000_000).unwrap_err();
+        assert!(matches!(why, Problem::Unsupported(w) if w.contains("more than 100000000")));
+        assert_eq!(out.capacity(), 0);
+        // The same claim in a xerial frame's block.
+        let mut xerial = XERIAL_MAGIC.to_vec();
+        xerial.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1]);
+        xerial.extend_from_slice(&(claim.len() as u32).to_be_bytes());
+        xerial.extend_from_slice(&claim);
+        assert!(decompress(2, &xerial, &mut out, 100_000_000).is_err());
+        assert_eq!(out.capacity(), 0);
     }
 }

@@ -1,21 +1,28 @@
 //! Kafka record batches (magic 2) as a Fetch response carries them: their headers, their
-//! records, and which batches read_committed hides (aborted transactions, control batches).
+//! records, and their control records (transaction markers).
 //!
-//! What this path does not read (an older message format, an unknown codec) is reported as
-//! [`Problem::Unsupported`], so that the reader hands the partition to librdkafka.
+//! A batch is checked as the Java consumer checks it (a record count the payload cannot hold,
+//! bytes left after the last record, a record whose length or offset delta disagrees with its
+//! batch): such a batch is [`Problem::Malformed`], and so is nothing of it read. What this path
+//! does not read (an older message format, an unknown codec, a batch decompressing past the
+//! size bound) is [`Problem::Unsupported`]. Either way the reader hands the partition to
+//! librdkafka from the batch's first offset.
 
 use super::codec::decompress;
 use super::wire::{Cursor, Malformed};
-use crate::ffi::Headers;
+use crate::batch::Headers;
 
-const HEAD_LEN: usize = 61;
+pub const HEAD_LEN: usize = 61;
 const COMPRESSION_MASK: i16 = 0x07;
-const LOG_APPEND_TIME: i16 = 0x08;
-const TRANSACTIONAL: i16 = 0x10;
-const CONTROL: i16 = 0x20;
+pub const LOG_APPEND_TIME: i16 = 0x08;
+pub const TRANSACTIONAL: i16 = 0x10;
+pub const CONTROL: i16 = 0x20;
 /// librdkafka's timestamp types, which the batch builder takes: create time, log append time.
 const CREATE_TIME_TYPE: i32 = 1;
 const LOG_APPEND_TIME_TYPE: i32 = 2;
+/// The fewest bytes a record takes: its length, attributes, timestamp and offset deltas, key
+/// and value lengths and header count, one byte each.
+const MIN_RECORD_LEN: usize = 7;
 
 /// Why a batch cannot be read here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +55,7 @@ pub struct BatchHead {
     attributes: i16,
     base_timestamp: i64,
     max_timestamp: i64,
+    /// -1 when the batch has none (neither idempotent nor transactional).
     pub producer_id: i64,
     count: i32,
     /// The whole batch's length in bytes.
@@ -61,6 +69,11 @@ impl BatchHead {
 
     pub fn is_transactional(&self) -> bool {
         self.attributes & TRANSACTIONAL != 0
+    }
+
+    /// Whether an idempotent or transactional producer wrote it.
+    pub fn has_producer_id(&self) -> bool {
+        self.producer_id >= 0
     }
 }
 
@@ -96,6 +109,11 @@ pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
     c.i16()?; // producer epoch
     c.i32()?; // base sequence
     let count = c.i32()?;
+    if count < 0 || last_delta < 0 {
+        return Err(Problem::Malformed(
+            "a negative record count or last offset delta",
+        ));
+    }
     Ok(Some(BatchHead {
         base_offset,
         last_offset: base_offset + i64::from(last_delta),
@@ -109,6 +127,7 @@ pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
 }
 
 /// One record of a batch, borrowed from the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rec<'a> {
     pub offset: i64,
     pub key: Option<&'a [u8]>,
@@ -120,38 +139,51 @@ pub struct Rec<'a> {
 }
 
 /// The records section of the batch whose head is `h` (`batch` is the whole batch): in place,
-/// or decompressed into `scratch`.
+/// or decompressed into `scratch`, never past `max_size` bytes.
 pub fn payload<'b>(
     h: &BatchHead,
     batch: &'b [u8],
     scratch: &'b mut Vec<u8>,
+    max_size: usize,
 ) -> Result<&'b [u8], Problem> {
     let records = &batch[HEAD_LEN..h.size];
     match h.attributes & COMPRESSION_MASK {
         0 => Ok(records),
         codec => {
-            decompress(codec, records, scratch)?;
+            decompress(codec, records, scratch, max_size)?;
             Ok(scratch)
         }
     }
 }
 
-/// Calls `each` for every record of the batch whose head is `h`, from its records section
-/// (see [`payload`]), parsing headers only when `with_headers`.
+/// Every record of the batch whose head is `h`, from its records section (see [`payload`]),
+/// with headers only when `with_headers`; all of them or an error, never a part.
 pub fn records<'a>(
     h: &BatchHead,
     payload: &'a [u8],
     with_headers: bool,
-    mut each: impl FnMut(Rec<'a>),
-) -> Result<(), Problem> {
-    let mut c = Cursor::new(payload);
+) -> Result<Vec<Rec<'a>>, Problem> {
+    let count = h.count as usize;
+    if count > payload.len() / MIN_RECORD_LEN {
+        return Err(Problem::Malformed(
+            "more records than the batch's bytes hold",
+        ));
+    }
+    let last_delta = h.last_offset - h.base_offset;
     let log_append = h.attributes & LOG_APPEND_TIME != 0;
-    for _ in 0..h.count.max(0) {
+    let mut out = Vec::with_capacity(count);
+    let mut c = Cursor::new(payload);
+    for _ in 0..count {
         let len = c.varint()?;
         let start = c.position();
         c.i8()?; // attributes
         let ts_delta = c.varlong()?;
-        let offset_delta = c.varint()?;
+        let offset_delta = i64::from(c.varint()?);
+        if !(0..=last_delta).contains(&offset_delta) {
+            return Err(Problem::Malformed(
+                "a record's offset delta is outside its batch",
+            ));
+        }
         let key = c.var_bytes()?;
         let value = c.var_bytes()?;
         let header_count = c.varint()?;
@@ -162,17 +194,15 @@ pub fn records<'a>(
                 let name = c.var_bytes()?.unwrap_or_default();
                 let value = c.var_bytes()?;
                 if with_headers {
-                    let name = std::str::from_utf8(name).map_err(|_| {
-                        Problem::Unsupported("a header name that is not UTF-8".into())
-                    })?;
-                    list.push((name, value));
+                    // As the Java client decodes a header key: invalid UTF-8 becomes U+FFFD.
+                    list.push((String::from_utf8_lossy(name), value));
                 }
             }
             if with_headers {
                 headers = Some(list);
             }
         }
-        if c.position() - start != len.max(0) as usize {
+        if len < 0 || c.position() - start != len as usize {
             return Err(Problem::Malformed(
                 "a record's length does not match its fields",
             ));
@@ -182,140 +212,67 @@ pub fn records<'a>(
         } else {
             (CREATE_TIME_TYPE, h.base_timestamp + ts_delta)
         };
-        each(Rec {
-            offset: h.base_offset + i64::from(offset_delta),
+        out.push(Rec {
+            offset: h.base_offset + offset_delta,
             key,
             value,
             timestamp,
             headers,
         });
     }
-    Ok(())
+    if c.remaining() != 0 {
+        return Err(Problem::Malformed(
+            "bytes are left after the batch's records",
+        ));
+    }
+    Ok(out)
 }
 
-/// Whether a control batch's record is an abort marker (its key: version, type 0 = abort).
-pub fn is_abort_marker(h: &BatchHead, batch: &[u8]) -> Result<bool, Problem> {
-    let mut abort = false;
+/// What a control record says (its key: a version, then a type).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Abort,
+    Commit,
+    /// A type this path does not act on (e.g. a KRaft leader change).
+    Other,
+}
+
+/// What the control batch whose head is `h` marks, from its first record's key; a key shorter
+/// than 4 bytes, or of a negative version, is malformed (the Java consumer throws).
+pub fn control(h: &BatchHead, batch: &[u8], max_size: usize) -> Result<Control, Problem> {
     let mut scratch = Vec::new();
-    records(h, payload(h, batch, &mut scratch)?, false, |r| {
-        if let Some(key) = r.key {
-            abort = key.len() >= 4 && i16::from_be_bytes([key[2], key[3]]) == 0;
-        }
-    })?;
-    Ok(abort)
-}
-
-/// read_committed's filter for one partition's fetched data: the response's aborted
-/// transactions (producer id, first offset) open as batches reach their first offset, and a
-/// producer's abort marker closes its own; records of an open producer's transactional batches
-/// are hidden, as are control batches.
-#[derive(Debug, Default)]
-pub struct Aborted {
-    /// Not yet reached, sorted by first offset, the last first (popped from the end).
-    waiting: Vec<(i64, i64)>,
-    open: Vec<i64>,
-}
-
-impl Aborted {
-    pub fn new(mut list: Vec<(i64, i64)>) -> Self {
-        list.sort_by_key(|&(producer, first)| std::cmp::Reverse((first, producer)));
-        Aborted {
-            waiting: list,
-            open: Vec::new(),
-        }
+    let payload = payload(h, batch, &mut scratch, max_size)?;
+    let Some(first) = records(h, payload, false)?.into_iter().next() else {
+        return Ok(Control::Other);
+    };
+    let key = first.key.unwrap_or_default();
+    if key.len() < 4 {
+        return Err(Problem::Malformed(
+            "a control record's key is shorter than 4 bytes",
+        ));
     }
-
-    /// Whether the batch's records are hidden; a control batch updates the filter.
-    pub fn hides(&mut self, h: &BatchHead, batch: &[u8]) -> Result<bool, Problem> {
-        if h.is_control() {
-            if is_abort_marker(h, batch)? {
-                self.open.retain(|p| *p != h.producer_id);
-            }
-            return Ok(true);
-        }
-        if !h.is_transactional() {
-            return Ok(false);
-        }
-        while let Some(&(producer, first)) = self.waiting.last() {
-            if first > h.last_offset {
-                break;
-            }
-            self.waiting.pop();
-            if !self.open.contains(&producer) {
-                self.open.push(producer);
-            }
-        }
-        Ok(self.open.contains(&h.producer_id))
+    if i16::from_be_bytes([key[0], key[1]]) < 0 {
+        return Err(Problem::Malformed(
+            "a control record's key has a negative version",
+        ));
     }
+    Ok(match i16::from_be_bytes([key[2], key[3]]) {
+        0 => Control::Abort,
+        1 => Control::Commit,
+        _ => Control::Other,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fetch::sample::{batch, raw_batch, record, Item};
 
-    fn varint(v: i64, out: &mut Vec<u8>) {
-        let mut raw = ((v << 1) ^ (v >> 63)) as u64;
-        loop {
-            if raw < 0x80 {
-                out.push(raw as u8);
-                return;
-            }
-            out.push((raw as u8 & 0x7f) | 0x80);
-            raw >>= 7;
-        }
-    }
+    const MAX: usize = 1 << 20;
 
-    fn var_bytes(b: Option<&[u8]>, out: &mut Vec<u8>) {
-        match b {
-            None => varint(-1, out),
-            Some(b) => {
-                varint(b.len() as i64, out);
-                out.extend_from_slice(b);
-            }
-        }
-    }
-
-    /// A batch as a broker writes it: (offset delta, key, value, headers) per record.
-    type Item<'a> = (
-        i32,
-        Option<&'a [u8]>,
-        Option<&'a [u8]>,
-        Vec<(&'a [u8], Option<&'a [u8]>)>,
-    );
-
-    fn batch(base: i64, attributes: i16, producer: i64, items: &[Item<'_>]) -> Vec<u8> {
-        let mut recs = Vec::new();
-        for (i, (delta, key, value, headers)) in items.iter().enumerate() {
-            let mut r = vec![0u8];
-            varint(i as i64 * 10, &mut r);
-            varint(i64::from(*delta), &mut r);
-            var_bytes(*key, &mut r);
-            var_bytes(*value, &mut r);
-            varint(headers.len() as i64, &mut r);
-            for (k, v) in headers {
-                var_bytes(Some(k), &mut r);
-                var_bytes(*v, &mut r);
-            }
-            varint(r.len() as i64, &mut recs);
-            recs.extend_from_slice(&r);
-        }
-        let last = items.last().map_or(0, |i| i.0);
-        let mut b = Vec::new();
-        b.extend_from_slice(&base.to_be_bytes());
-        b.extend_from_slice(&((HEAD_LEN - 12 + recs.len()) as i32).to_be_bytes());
-        b.extend_from_slice(&0i32.to_be_bytes());
-        b.push(2);
-        b.extend_from_slice(&0u32.to_be_bytes());
-        b.extend_from_slice(&attributes.to_be_bytes());
-        b.extend_from_slice(&last.to_be_bytes());
-        b.extend_from_slice(&1000i64.to_be_bytes());
-        b.extend_from_slice(&2000i64.to_be_bytes());
-        b.extend_from_slice(&producer.to_be_bytes());
-        b.extend_from_slice(&0i16.to_be_bytes());
-        b.extend_from_slice(&0i32.to_be_bytes());
-        b.extend_from_slice(&(items.len() as i32).to_be_bytes());
-        b.extend_from_slice(&recs);
-        b
+    fn all<'a>(b: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<Rec<'a>>, Problem> {
+        let h = head(b)?.expect("a whole batch");
+        records(&h, payload(&h, b, scratch, MAX)?, true)
     }
 
     #[test]
@@ -331,25 +288,30 @@ mod tests {
         );
         let h = head(&b).unwrap().unwrap();
         assert_eq!((h.base_offset, h.last_offset, h.size), (40, 43, b.len()));
-        let mut seen = Vec::new();
         let mut scratch = Vec::new();
-        records(&h, payload(&h, &b, &mut scratch).unwrap(), true, |r| {
-            seen.push((r.offset, r.key, r.value, r.timestamp, r.headers));
-        })
-        .unwrap();
-        assert_eq!(seen[0], (40, None, Some(b"v0".as_slice()), (1, 1000), None));
-        let hdrs = vec![("h", Some(b"1".as_slice())), ("n", None)];
+        let seen = all(&b, &mut scratch).unwrap();
+        assert_eq!(seen[0].offset, 40);
+        assert_eq!((seen[0].key, seen[0].value), (None, Some(b"v0".as_slice())));
         assert_eq!(
-            seen[1],
-            (43, Some(b"k".as_slice()), None, (1, 1010), Some(hdrs))
+            (seen[0].timestamp, seen[0].headers.clone()),
+            ((1, 1000), None)
         );
+        let hdrs = vec![("h".into(), Some(b"1".as_slice())), ("n".into(), None)];
+        assert_eq!((seen[1].offset, seen[1].timestamp), (43, (1, 1010)));
+        assert_eq!(seen[1].headers, Some(hdrs));
         let appended = batch(0, LOG_APPEND_TIME, -1, &[(0, None, None, vec![])]);
-        let h = head(&appended).unwrap().unwrap();
-        let records_of = payload(&h, &appended, &mut scratch).unwrap();
-        records(&h, records_of, false, |r| {
-            assert_eq!(r.timestamp, (2, 2000))
-        })
-        .unwrap();
+        assert_eq!(
+            all(&appended, &mut Vec::new()).unwrap()[0].timestamp,
+            (2, 2000)
+        );
+    }
+
+    #[test]
+    fn a_header_name_that_is_not_utf8_reads_as_the_java_client_decodes_it() {
+        let b = batch(0, 0, -1, &[(0, None, None, vec![(b"a\xffb", None)])]);
+        let mut scratch = Vec::new();
+        let seen = all(&b, &mut scratch).unwrap();
+        assert_eq!(seen[0].headers, Some(vec![("a\u{fffd}b".into(), None)]));
     }
 
     #[test]
@@ -359,7 +321,7 @@ mod tests {
         assert_eq!(head(&b[..5]).unwrap(), None);
         let odd = batch(0, 5, -1, &[(0, None, Some(b"x"), vec![])]);
         let h = head(&odd).unwrap().unwrap();
-        let unknown = payload(&h, &odd, &mut Vec::new()).map(<[u8]>::to_vec);
+        let unknown = payload(&h, &odd, &mut Vec::new(), MAX).map(<[u8]>::to_vec);
         assert!(matches!(unknown, Err(Problem::Unsupported(w)) if w.contains("codec 5")));
         let mut old = b.clone();
         old[16] = 1;
@@ -367,30 +329,37 @@ mod tests {
     }
 
     #[test]
-    fn aborted_transactions_hide_their_producers_batches_until_the_marker() {
-        let abort_key: &[u8] = &[0, 0, 0, 0];
-        let mut f = Aborted::new(vec![(7, 10), (8, 30)]);
-        let tx = |base, producer| {
-            batch(
-                base,
-                TRANSACTIONAL,
-                producer,
-                &[(0, None, Some(b"x"), vec![])],
-            )
+    fn batches_the_java_consumer_rejects_are_malformed_as_a_whole() {
+        let items: [Item<'_>; 2] = [(0, None, Some(b"a"), vec![]), (1, None, Some(b"b"), vec![])];
+        let two: Vec<u8> = items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| record(i, r))
+            .collect();
+        let malformed = |b: Vec<u8>, what: &str| {
+            let why = all(&b, &mut Vec::new()).unwrap_err();
+            assert!(
+                matches!(why, Problem::Malformed(w) if w.contains(what)),
+                "{why:?}"
+            );
         };
-        let marker = batch(
-            20,
-            TRANSACTIONAL | CONTROL,
-            7,
-            &[(0, Some(abort_key), None, vec![])],
-        );
-        let mut hides = |b: &[u8]| f.hides(&head(b).unwrap().unwrap(), b).unwrap();
-        assert!(!hides(&tx(5, 7)));
-        assert!(hides(&tx(10, 7)));
-        assert!(!hides(&tx(11, 9)));
-        assert!(!hides(&batch(12, 0, 7, &[(0, None, None, vec![])])));
-        assert!(hides(&marker));
-        assert!(!hides(&tx(21, 7)));
-        assert!(hides(&tx(30, 8)));
+        // The count says 3, the payload holds 2 (and too few bytes for a third).
+        malformed(raw_batch(0, 0, -1, 1, 3, &two), "more records");
+        // The count says 1: the second record's bytes are left over.
+        malformed(raw_batch(0, 0, -1, 1, 1, &two), "bytes are left");
+        // The second record's offset delta (1) is past the batch's last offset delta (0).
+        malformed(raw_batch(0, 0, -1, 0, 2, &two), "offset delta");
+        // A record's length prefix one byte longer than its fields.
+        let mut long = record(0, &items[0]);
+        long[0] += 2;
+        long.push(0);
+        malformed(raw_batch(0, 0, -1, 0, 1, &long), "length does not match");
+        let negative = raw_batch(0, 0, -1, 0, -1, &[]);
+        assert!(matches!(head(&negative), Err(Problem::Malformed(_))));
+        // An empty batch (the log cleaner keeps one for its producer state) reads as no records.
+        let empty = raw_batch(10, TRANSACTIONAL, 7, 4, 0, &[]);
+        let h = head(&empty).unwrap().unwrap();
+        assert_eq!(h.last_offset, 14);
+        assert!(all(&empty, &mut Vec::new()).unwrap().is_empty());
     }
 }

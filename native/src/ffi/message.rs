@@ -8,6 +8,7 @@ use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 use super::err_text;
+use crate::batch::Headers;
 
 /// The librdkafka error codes the reader tells apart (the rest only need their text).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +35,6 @@ fn classify(code: Err) -> Event {
         _ => Event::Other,
     }
 }
-
-/// A record's headers in order: (name, value), the value null or bytes.
-pub type Headers<'a> = Vec<(&'a str, Option<&'a [u8]>)>;
 
 /// One consumed message or event, destroyed on drop.
 pub struct Message(pub(super) NonNull<rd::rd_kafka_message_t>);
@@ -137,7 +135,7 @@ impl Message {
                 break;
             }
             // SAFETY: header names are NUL-terminated and live as long as the message.
-            let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("");
+            let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
             out.push((name, bytes(value.cast_mut(), size)));
         }
         Some(out)

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 
 use super::{ClusterReader, ReadFailure};
-use crate::batch::Record;
-use crate::fetch::records::{self, Aborted};
+use crate::batch::{BatchBuilder, Record};
+use crate::fetch::aborted::Aborted;
+use crate::fetch::records::{self, BatchHead, Problem};
 use crate::fetch::wire::{self, FetchPartition};
 use crate::fetch::{parse_fetch, Broker, DirectConfig};
 use crate::ffi::Leaders;
@@ -89,6 +90,8 @@ pub struct Direct {
     scratch: Vec<u8>,
     /// Which broker is asked next, among those leading pending partitions.
     turn: usize,
+    /// Brokers that asked for no request before an instant (a quota's throttle time).
+    throttled: HashMap<i32, Instant>,
 }
 
 impl Direct {
@@ -102,6 +105,7 @@ impl Direct {
             parts: VecDeque::new(),
             scratch: Vec::new(),
             turn: 0,
+            throttled: HashMap::new(),
         }
     }
 }
@@ -115,13 +119,13 @@ impl Direct {
 
 impl ClusterReader {
     /// The next due batch read directly; `None` when every range is read (what the builder
-    /// holds is flushed by the caller).
+    /// holds is flushed by the caller). No progress within the poll timeout fails, however the
+    /// responses meanwhile look (empty, or only a partial batch again and again).
     pub(super) fn read_direct(&mut self, d: &mut Direct) -> Result<Option<RecordBatch>, Stop> {
         let poll_timeout = Duration::from_millis(self.settings.poll_timeout_ms);
         while !self.pending.is_empty() {
             if d.parts.is_empty() {
-                self.fetch(d)?;
-                if d.parts.is_empty() && self.last_progress.elapsed() > poll_timeout {
+                if self.last_progress.elapsed() > poll_timeout {
                     let stuck = self.pending.iter().map(|p| (&p.range, p.next));
                     let text = super::position::stuck_message(
                         &self.settings.cluster,
@@ -130,6 +134,7 @@ impl ClusterReader {
                     );
                     return Err(Stop::Failed(ReadFailure::Read(text)));
                 }
+                self.fetch(d)?;
                 continue;
             }
             if self.parse_one(d)? && self.builder.due() {
@@ -165,7 +170,7 @@ impl ClusterReader {
         let mut brokers = ids.clone();
         brokers.sort_unstable();
         brokers.dedup();
-        d.turn = (d.turn + 1) % brokers.len();
+        d.turn = next_turn(&brokers, d.turn, &d.throttled);
         let broker_id = brokers[d.turn];
         let parts: Vec<FetchPartition<'_>> = self
             .pending
@@ -204,7 +209,12 @@ impl ClusterReader {
         d.body = body;
         d.brokers.open.insert(key, called?);
         d.brokers.count(broker_id, d.body.len() + 8);
-        for data in parse_fetch(&d.body)? {
+        let fetched = parse_fetch(&d.body)?;
+        if !fetched.throttle.is_zero() {
+            d.throttled
+                .insert(broker_id, Instant::now() + fetched.throttle);
+        }
+        for data in fetched.partitions {
             if data.error != 0 {
                 return Err(format!(
                     "partition {}/{} answered error code {}",
@@ -245,35 +255,31 @@ impl ClusterReader {
             parts.pop_front();
             return Ok(false);
         };
-        part.records.start += h.size;
         let batch = &rest[..h.size];
+        let max = config.max_response;
         let hidden = if config.limits.read_committed {
-            part.aborted.hides(&h, batch).map_err(|p| p.to_string())?
+            part.aborted.hides(&h, batch, max)
         } else {
-            h.is_control()
+            Ok(h.is_control())
         };
-        let pending = &mut self.pending[idx];
+        let hidden = hidden.map_err(|p| p.to_string())?;
+        let pending = &self.pending[idx];
         let (next, end) = (pending.next, pending.range.end);
         let before = self.builder.rows();
         if !hidden && h.last_offset >= next {
-            let builder = &mut self.builder;
             let (topic, partition) = (pending.range.topic.as_str(), pending.range.partition);
-            let payload = records::payload(&h, batch, scratch).map_err(|p| p.to_string())?;
-            records::records(&h, payload, self.settings.include_headers, |r| {
-                if r.offset >= next && r.offset < end {
-                    builder.add(&Record {
-                        key: r.key,
-                        value: r.value,
-                        topic,
-                        partition,
-                        offset: r.offset,
-                        timestamp: r.timestamp,
-                        headers: r.headers,
-                    });
-                }
-            })
-            .map_err(|p| p.to_string())?;
+            let payload = records::payload(&h, batch, scratch, max).map_err(|p| p.to_string())?;
+            let wanted = Wanted {
+                topic,
+                partition,
+                offsets: next..end,
+                headers: self.settings.include_headers,
+            };
+            append(&mut self.builder, &h, payload, &wanted).map_err(|p| p.to_string())?;
         }
+        // Only a batch read whole moves the position: a handover from here reads it again.
+        part.records.start += h.size;
+        let pending = &mut self.pending[idx];
         if h.last_offset >= next {
             pending.next = h.last_offset + 1;
             self.last_progress = Instant::now();
@@ -282,5 +288,103 @@ impl ClusterReader {
             self.pending.remove(idx);
         }
         Ok(self.builder.rows() > before)
+    }
+}
+
+/// The index in `brokers` of the next one to ask after `turn`, passing over throttled ones;
+/// when every one is throttled, waits for the first to be free and gives it.
+fn next_turn(brokers: &[i32], turn: usize, throttled: &HashMap<i32, Instant>) -> usize {
+    let now = Instant::now();
+    let free_at = |i: usize| throttled.get(&brokers[i]).copied().unwrap_or(now);
+    let order = (1..=brokers.len()).map(|step| (turn + step) % brokers.len());
+    if let Some(free) = order.clone().find(|&i| free_at(i) <= now) {
+        return free;
+    }
+    let first = order.min_by_key(|&i| free_at(i)).unwrap_or(0);
+    std::thread::sleep(free_at(first).saturating_duration_since(now));
+    first
+}
+
+/// Where a batch's records go: their partition, and which offsets of it are wanted.
+struct Wanted<'a> {
+    topic: &'a str,
+    partition: i32,
+    offsets: Range<i64>,
+    headers: bool,
+}
+
+/// The records of one batch (head `h`, records section `payload`) whose offsets are wanted,
+/// appended to `builder`: all of them, or none when the batch does not parse to its end.
+fn append(
+    builder: &mut BatchBuilder,
+    h: &BatchHead,
+    payload: &[u8],
+    wanted: &Wanted<'_>,
+) -> Result<(), Problem> {
+    for r in records::records(h, payload, wanted.headers)? {
+        if wanted.offsets.contains(&r.offset) {
+            builder.add(&Record {
+                key: r.key,
+                value: r.value,
+                topic: wanted.topic,
+                partition: wanted.partition,
+                offset: r.offset,
+                timestamp: r.timestamp,
+                headers: r.headers,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fetch::records::head;
+    use crate::fetch::sample::{batch, raw_batch, record, Item};
+
+    #[test]
+    fn a_batch_failing_half_way_appends_nothing() {
+        let items: [Item<'_>; 3] = [
+            (0, None, Some(b"a"), vec![]),
+            (1, None, Some(b"b"), vec![]),
+            (2, None, Some(b"c"), vec![]),
+        ];
+        let mut bytes: Vec<u8> = items[..2]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| record(i, r))
+            .collect();
+        let mut third = record(2, &items[2]);
+        third[0] += 2; // its length says two bytes more than its fields
+        bytes.extend_from_slice(&third);
+        bytes.extend_from_slice(&[0, 0]);
+        let wanted = Wanted {
+            topic: "t",
+            partition: 0,
+            offsets: 0..10,
+            headers: false,
+        };
+        let mut builder = BatchBuilder::new("east", false, 100, 1 << 20);
+        let broken = raw_batch(0, 0, -1, 2, 3, &bytes);
+        let h = head(&broken).unwrap().unwrap();
+        assert!(append(&mut builder, &h, &broken[records::HEAD_LEN..], &wanted).is_err());
+        assert_eq!(builder.rows(), 0);
+        let whole = batch(0, 0, -1, &items);
+        let h = head(&whole).unwrap().unwrap();
+        append(&mut builder, &h, &whole[records::HEAD_LEN..], &wanted).unwrap();
+        assert_eq!(builder.rows(), 3);
+    }
+
+    #[test]
+    fn throttled_brokers_are_passed_over_until_every_one_is() {
+        let later = Instant::now() + Duration::from_millis(50);
+        let mut throttled = HashMap::from([(2, later)]);
+        assert_eq!(next_turn(&[1, 2, 3], 0, &throttled), 2);
+        assert_eq!(next_turn(&[1, 2, 3], 2, &throttled), 0);
+        throttled.insert(1, later + Duration::from_millis(50));
+        throttled.insert(3, later + Duration::from_millis(50));
+        assert_eq!(next_turn(&[1, 2, 3], 2, &throttled), 1);
+        assert!(Instant::now() >= later);
     }
 }

@@ -31,6 +31,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from pyspark_dynamic_kafka.errors import ReadError
+
 __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spark_schema"]
 
 _SPARK_FIELDS = [
@@ -131,6 +133,7 @@ class BatchBuilder:
         """Add confluent-kafka messages of one partition, already checked to be in range."""
         if not messages:
             return
+        headers = self._headers_of(topic, partition, messages) if self.include_headers else []
         self._keys += map(Message.key, messages)
         values = list(map(Message.value, messages))
         self._values += values
@@ -141,13 +144,35 @@ class BatchBuilder:
             self._offsets.append(list(map(Message.offset, messages)))
         self._rows += count
         self._stamps += map(Message.timestamp, messages)
-        if self.include_headers:
-            self._headers += [h or None for h in map(Message.headers, messages)]
+        self._headers += headers
         if self._runs and self._runs[-1][:2] == (topic, partition):
             self._runs[-1] = (topic, partition, self._runs[-1][2] + len(messages))
         else:
             self._runs.append((topic, partition, len(messages)))
         self._bytes += sum(map(len, filter(None, values)))
+
+    def _headers_of(self, topic: str, partition: int, messages: list[Any]) -> list[Any]:
+        """The messages' headers (``None`` for none).
+
+        Raises
+        ------
+        ReadError
+            A header name is not UTF-8: confluent-kafka cannot decode it (``Message.headers()``
+            raises ``SystemError``, and a second call gives broken names), so nothing is added.
+        """
+        headers: list[Any] = []
+        try:
+            headers.extend(h or None for h in map(Message.headers, messages))
+        except (SystemError, UnicodeDecodeError):
+            offset = messages[len(headers)].offset()
+            raise ReadError(
+                f"Reading from cluster '{self.cluster_id}' failed: the record of "
+                f"{topic}/{partition} at offset {offset} has a header name that is not UTF-8, "
+                "which confluent-kafka (the Python reader's client) cannot decode. Read the "
+                "cluster with the compiled core (reader=auto or native), which gives such a name "
+                "as Spark's own source does (invalid bytes as U+FFFD), or without includeHeaders."
+            ) from None
+        return headers
 
     @property
     def due(self) -> bool:

@@ -1,0 +1,107 @@
+//! Test support: record batches as a broker writes them, byte for byte.
+
+use super::records::{CONTROL, HEAD_LEN, TRANSACTIONAL};
+
+/// `v` as a zigzag varint.
+pub fn varint(v: i64, out: &mut Vec<u8>) {
+    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
+    loop {
+        if raw < 0x80 {
+            out.push(raw as u8);
+            return;
+        }
+        out.push((raw as u8 & 0x7f) | 0x80);
+        raw >>= 7;
+    }
+}
+
+/// Varint-length bytes (-1 for null).
+pub fn var_bytes(b: Option<&[u8]>, out: &mut Vec<u8>) {
+    match b {
+        None => varint(-1, out),
+        Some(b) => {
+            varint(b.len() as i64, out);
+            out.extend_from_slice(b);
+        }
+    }
+}
+
+/// A record of a batch: (offset delta, key, value, headers).
+pub type Item<'a> = (
+    i32,
+    Option<&'a [u8]>,
+    Option<&'a [u8]>,
+    Vec<(&'a [u8], Option<&'a [u8]>)>,
+);
+
+/// One record's bytes, its length prefix included; record `i` of a batch has timestamp delta
+/// `10 * i`.
+pub fn record(i: usize, (delta, key, value, headers): &Item<'_>) -> Vec<u8> {
+    let mut r = vec![0u8];
+    varint(i as i64 * 10, &mut r);
+    varint(i64::from(*delta), &mut r);
+    var_bytes(*key, &mut r);
+    var_bytes(*value, &mut r);
+    varint(headers.len() as i64, &mut r);
+    for (k, v) in headers {
+        var_bytes(Some(k), &mut r);
+        var_bytes(*v, &mut r);
+    }
+    let mut out = Vec::new();
+    varint(r.len() as i64, &mut out);
+    out.extend_from_slice(&r);
+    out
+}
+
+/// A batch at `base` of these records (already encoded: see [`record`]) with this header: last
+/// offset delta `last_delta`, `count` records, timestamps 1000 (base) and 2000 (max).
+pub fn raw_batch(
+    base: i64,
+    attributes: i16,
+    producer: i64,
+    last_delta: i32,
+    count: i32,
+    records: &[u8],
+) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&base.to_be_bytes());
+    b.extend_from_slice(&((HEAD_LEN - 12 + records.len()) as i32).to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b.push(2);
+    b.extend_from_slice(&0u32.to_be_bytes());
+    b.extend_from_slice(&attributes.to_be_bytes());
+    b.extend_from_slice(&last_delta.to_be_bytes());
+    b.extend_from_slice(&1000i64.to_be_bytes());
+    b.extend_from_slice(&2000i64.to_be_bytes());
+    b.extend_from_slice(&producer.to_be_bytes());
+    b.extend_from_slice(&0i16.to_be_bytes());
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b.extend_from_slice(&count.to_be_bytes());
+    b.extend_from_slice(records);
+    b
+}
+
+/// A well-formed uncompressed batch of `items`.
+pub fn batch(base: i64, attributes: i16, producer: i64, items: &[Item<'_>]) -> Vec<u8> {
+    let records: Vec<u8> = items
+        .iter()
+        .enumerate()
+        .flat_map(|(i, item)| record(i, item))
+        .collect();
+    let last = items.last().map_or(0, |i| i.0);
+    raw_batch(
+        base,
+        attributes,
+        producer,
+        last,
+        items.len() as i32,
+        &records,
+    )
+}
+
+/// A transaction marker of `producer` at `offset`: type 0 aborts, 1 commits.
+pub fn marker(offset: i64, producer: i64, kind: u8) -> Vec<u8> {
+    let key = [0, 0, 0, kind];
+    let item: Item<'_> = (0, Some(&key), Some(&[0, 0, 0, 0, 0, 0]), vec![]);
+    batch(offset, TRANSACTIONAL | CONTROL, producer, &[item])
+}

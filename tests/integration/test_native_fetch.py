@@ -105,18 +105,19 @@ def test_follower_fetching_is_left_to_librdkafka_which_says_why(kafka_clusters: 
 def test_a_fetch_the_broker_holds_longer_than_the_socket_timeout_is_waited_for(
     kafka_clusters: Any,
 ) -> None:
-    # The broker holds a Fetch without data for up to fetch.wait.max.ms (3 s), longer than
-    # socket.timeout.ms (1 s): the direct path waits for it rather than timing out and handing
-    # the range over. The range's last records are produced 1.5 s into the read.
+    # The broker holds a Fetch without data for up to fetch.wait.max.ms (5 s), longer than
+    # socket.timeout.ms (1 s): the direct path waits for it rather than timing out (twice: a
+    # kept connection is tried again on a new one) and handing the range over. The range's last
+    # records are produced 2.5 s into the read.
     east = kafka_clusters("east")["east"]
     east.create_topic("orders", partitions=1)
     east.produce("orders", [(None, f"v{i}") for i in range(5)], partition=0)
     later = threading.Timer(
-        1.5, east.produce, ("orders", [(None, f"v{i}") for i in range(5, 10)]), {"partition": 0}
+        2.5, east.produce, ("orders", [(None, f"v{i}") for i in range(5, 10)]), {"partition": 0}
     )
     later.start()
     try:
-        props = {"socket.timeout.ms": "1000", "fetch.wait.max.ms": "3000"}
+        props = {"socket.timeout.ms": "1000", "fetch.wait.max.ms": "5000"}
         reader, rows = _read(east, [("orders", 0, 0, 10)], **props)
     finally:
         later.join()

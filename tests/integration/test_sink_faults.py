@@ -198,7 +198,10 @@ def test_two_attempts_of_one_task_at_once_commit_its_rows_once(
     def older() -> None:
         def batches() -> Iterator[Any]:
             yield _batch(rows[:20])
-            started.set()  # its first records are sent in its open transaction
+            # Its first records are on the broker, in its open transaction (handed to
+            # librdkafka is not enough: fenced before they were sent, they never would be).
+            wait_until(lambda: _end_offset(setup["east"]) >= 20, what="the first records")
+            started.set()
             assert fenced.wait(DEADLINE)
             yield _batch(rows[20:])
 

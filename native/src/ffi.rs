@@ -8,7 +8,6 @@
 
 mod consumer;
 mod message;
-mod metadata;
 mod producer;
 mod statistics;
 
@@ -21,7 +20,6 @@ use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 pub use consumer::Consumer;
 pub use message::{Event, Message};
-pub use metadata::Leaders;
 pub use producer::{Outgoing, Producer, Sent};
 pub use statistics::Statistics;
 

@@ -13,19 +13,18 @@ use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 
-mod direct;
+pub mod direct;
+mod librdkafka;
 mod loss;
 mod position;
 
-use crate::batch::{BatchBuilder, Record};
-use crate::fetch::DirectConfig;
-use crate::ffi::{Consumer, Event, Message};
+use crate::ffi::{Consumer, Message};
+use crate::into_arrow::BatchBuilder;
+pub use direct::config::DirectConfig;
 pub use direct::Brokers;
 use direct::{Direct, Stop};
 use position::Pending;
 
-const CONSUME_BATCH: usize = 10_000;
-const CONSUME_TIMEOUT_MS: i32 = 200;
 const WATERMARK_TIMEOUT_MS: i32 = 10_000;
 
 /// Records [start, end) of one partition.
@@ -109,7 +108,7 @@ impl ClusterReader {
             warnings: Vec::new(),
             last_progress: Instant::now(),
             started: false,
-            messages: Vec::with_capacity(CONSUME_BATCH),
+            messages: Vec::with_capacity(librdkafka::CONSUME_BATCH),
             fallback: direct.as_ref().err().cloned(),
             direct: direct.ok().map(|mut config| {
                 config.socket_timeout = config.socket_timeout.min(poll_timeout);
@@ -148,38 +147,7 @@ impl ClusterReader {
                 }
             }
         }
-        if !self.started {
-            self.started = true;
-            self.start()?;
-        }
-        let poll_timeout = Duration::from_millis(self.settings.poll_timeout_ms);
-        while !self.pending.is_empty() {
-            let mut messages = std::mem::take(&mut self.messages);
-            let consumed = self
-                .consumer
-                .consume(CONSUME_BATCH, CONSUME_TIMEOUT_MS, &mut messages);
-            if let Err(e) = consumed {
-                self.messages = messages;
-                return Err(self.failed(&e));
-            }
-            if !messages.is_empty() {
-                self.last_progress = Instant::now();
-                let accepted = self.accept(&messages);
-                messages.clear();
-                self.messages = messages;
-                accepted?;
-                if self.builder.due() {
-                    return self.flush().map(Some);
-                }
-                continue;
-            }
-            self.messages = messages;
-            self.finish_by_position()?;
-            if !self.pending.is_empty() && self.last_progress.elapsed() > poll_timeout {
-                return Err(ReadFailure::Read(self.stuck_message()));
-            }
-        }
-        self.finish()
+        self.read_librdkafka()
     }
 
     /// What the builder still holds, or `None` when it is empty.
@@ -199,28 +167,6 @@ impl ClusterReader {
         (self.consumer, brokers)
     }
 
-    fn start(&mut self) -> Result<(), ReadFailure> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let assignment: Vec<(&str, i32, i64)> = self
-            .pending
-            .iter()
-            .map(|p| (p.range.topic.as_str(), p.range.partition, p.next))
-            .collect();
-        let parts: Vec<(&str, i32)> = assignment.iter().map(|(t, p, _)| (*t, *p)).collect();
-        // librdkafka keeps a partition's pause flag across unassign/assign: a pooled consumer
-        // that paused this partition at the end of an earlier range would never fetch it again.
-        // Resumed before the assignment, as the Python reader does: a resume right after it
-        // bumps the fetch version under the broker thread, which may then idle for its 1 s I/O
-        // timeout before fetching (a partition not known yet is skipped by the resume).
-        let assigned = self
-            .consumer
-            .resume(&parts)
-            .and_then(|()| self.consumer.assign(&assignment));
-        assigned.map_err(|e| self.failed(&e))
-    }
-
     fn failed(&self, what: &str) -> ReadFailure {
         ReadFailure::Read(format!(
             "Reading from cluster '{}' failed: {what}",
@@ -238,90 +184,5 @@ impl ClusterReader {
         self.pending
             .iter()
             .position(|p| p.range.partition == partition && p.range.topic == topic)
-    }
-
-    fn accept(&mut self, messages: &[Message]) -> Result<(), ReadFailure> {
-        // The last partition seen: records come in runs of one partition.
-        let mut last: Option<(usize, i32, usize)> = None;
-        // The last topic's handle and name: the name is looked up once per run, not per record.
-        let mut topic: (usize, &str) = (0, "");
-        for message in messages {
-            if let Some(event) = message.event() {
-                last = None;
-                self.event(message, event)?;
-                continue;
-            }
-            let partition = message.partition();
-            let id = message.topic_id();
-            if id != topic.0 || id == 0 {
-                topic = (id, message.topic());
-            }
-            let idx = match last {
-                Some((t, p, idx)) if t == id && p == partition => Some(idx),
-                _ => self.find(topic.1, partition),
-            };
-            let Some(idx) = idx else {
-                last = None;
-                continue; // fetched past the end of a finished range
-            };
-            let offset = message.offset();
-            let end = self.pending[idx].range.end;
-            if offset < end {
-                self.builder.add(&Record {
-                    key: message.key(),
-                    value: message.value(),
-                    topic: topic.1,
-                    partition,
-                    offset,
-                    timestamp: message.timestamp(),
-                    headers: if self.settings.include_headers {
-                        message.headers()
-                    } else {
-                        None
-                    },
-                });
-                self.pending[idx].next = offset + 1;
-            }
-            self.pending[idx].eof = None;
-            if offset + 1 >= end {
-                self.done(idx)?;
-                last = None;
-            } else {
-                last = Some((id, partition, idx));
-            }
-        }
-        Ok(())
-    }
-
-    fn event(&mut self, message: &Message, event: Event) -> Result<(), ReadFailure> {
-        let idx = self.find(message.topic(), message.partition());
-        match (event, idx) {
-            (Event::PartitionEof, Some(idx)) => {
-                self.pending[idx].eof = Some(message.offset());
-                if message.offset() >= self.pending[idx].range.end {
-                    self.done(idx)?;
-                }
-                Ok(())
-            }
-            (Event::PartitionEof, None) => Ok(()),
-            (Event::OutOfRange, Some(idx)) => self.out_of_range(idx, &message.error_text()),
-            (Event::Gone, Some(idx)) => {
-                self.lost(
-                    idx,
-                    "the topic or partition no longer exists",
-                    &message.error_text(),
-                    None,
-                )?;
-                self.done(idx)
-            }
-            _ => Err(self.failed(&message.error_text())),
-        }
-    }
-
-    fn done(&mut self, idx: usize) -> Result<(), ReadFailure> {
-        let p = self.pending.remove(idx);
-        self.consumer
-            .pause(&[(p.range.topic.as_str(), p.range.partition)])
-            .map_err(|e| self.failed(&e))
     }
 }

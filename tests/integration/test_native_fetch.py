@@ -84,7 +84,7 @@ def test_a_broker_error_hands_the_rest_of_the_range_to_librdkafka(kafka_clusters
     )
     rows = [row for batch in reader for row in batch.to_pylist()]
     assert [r["offset"] for r in rows] == list(range(10, 30))
-    assert reader.fallback() == "partition orders/0 answered error code 1"
+    assert reader.fallback() == "partition orders/0 answered error code 1 (OFFSET_OUT_OF_RANGE)"
     assert any("[0, 10)" in w for w in reader.take_warnings())
 
 

@@ -1,13 +1,15 @@
 """Reads over TLS and SASL on Apache Kafka, on both readers (the ``reader`` fixture), without
 Spark: the SSL listener (the broker's certificate and host name verified), SASL_SSL with PLAIN
 and with SCRAM-SHA-256, and SASL_PLAINTEXT with SCRAM-SHA-256, each an exact record set. The
-compiled core links OpenSSL (vendored) and librdkafka's own SASL PLAIN and SCRAM, so
-``reader=auto`` reads every one of these clusters natively (checked through the driver's
-decision, :func:`~pyspark_dynamic_kafka.source.executor.native.native_problem`).
+compiled core reads every one of these clusters natively under ``reader=auto`` (checked through
+the driver's decision, :func:`~pyspark_dynamic_kafka.source.executor.native.native_problem`),
+with its direct fetch path (its own TLS on librdkafka's OpenSSL, its own SASL PLAIN and SCRAM;
+checked through ``Reader.fallback()``), where a refused connection fails in seconds naming why.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ from tests.integration.read_tasks import make_task, read_table
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.executor.native import native_problem
+from pyspark_dynamic_kafka.kafka.pool import consumer_config
+from pyspark_dynamic_kafka.source.executor.native import core, native_problem
 from pyspark_dynamic_kafka.testing import scram_client_properties, set_scram_password
 from pyspark_dynamic_kafka.testing.certificates import make_tls_store
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java, tooling_problem
@@ -97,3 +100,75 @@ def test_a_refused_password_or_an_untrusted_certificate_fails_the_read(
         message = str(failed.value)
         assert wrong not in message, case
         assert "east/orders/0 range [0, 1)" in message or "'east'" in message, (case, message)
+
+
+def _direct_read(cluster: Any, properties: dict[str, str], poll_timeout_ms: int = 60_000) -> Any:
+    """A core ``Reader`` of topic ``orders`` [0, 5) with these client properties: (its rows'
+    offsets, ``fallback()``, seconds it took), or the exception and the seconds."""
+    module = core()
+    assert module is not None
+    config = sorted(consumer_config(properties).items())
+    started = time.monotonic()
+    try:
+        reader = module.Reader(
+            cluster.name, config, [("orders", 0, 0, 5)], poll_timeout_ms, False, True
+        )
+        offsets = [row["offset"] for batch in reader for row in batch.to_pylist()]
+        return offsets, reader.fallback(), time.monotonic() - started
+    except module.ReadError as exc:
+        return exc, None, time.monotonic() - started
+
+
+@pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)")
+def test_the_direct_path_serves_tls_and_sasl_and_refusals_fail_at_once(
+    kafka_clusters: Any, tmp_path: Path
+) -> None:
+    # The core's own TLS (librdkafka's OpenSSL) and SASL: every listener is read by the direct
+    # path (fallback() None), and a refused connection fails the read in seconds (the poll
+    # timeout is a minute) naming the cluster and the cause, never the password.
+    east = _secured(kafka_clusters)
+    east.create_topic("orders", partitions=1)
+    east.produce("orders", [(None, f"v{i}") for i in range(5)], partition=0)
+    password = f"scram-{uuid.uuid4().hex}"
+    set_scram_password(east, "scram-reader", password)
+    scram = sasl_ssl_scram_client_properties
+    served = {
+        "SSL": tls_client_properties(east),
+        "SASL_SSL PLAIN": plain_client_properties(east),
+        "SASL_SSL SCRAM-SHA-256": scram(east, "scram-reader", password, "SCRAM-SHA-256"),
+        "SASL_SSL SCRAM-SHA-512": scram(east, "scram-reader", password, "SCRAM-SHA-512"),
+        "SASL_PLAINTEXT SCRAM-SHA-256": scram_client_properties(east, "scram-reader", password),
+    }
+    for listener, properties in served.items():
+        assert _direct_read(east, properties)[:2] == ([0, 1, 2, 3, 4], None), listener
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    ssl = tls_client_properties(east)
+    other_ca = str(make_tls_store(tmp_path, find_java()).ca_location)
+    refused = {
+        "SASL/PLAIN authentication failed: Authentication failed: Invalid username or password": (
+            plain_client_properties(east, password=wrong)
+        ),
+        "SASL/SCRAM-SHA-512 authentication failed: Authentication failed during authentication "
+        "due to invalid credentials": scram(east, "scram-reader", wrong, "SCRAM-SHA-512"),
+        "the broker does not enable SASL mechanism SCRAM-SHA-512 (it enables SCRAM-SHA-256)": {
+            **scram_client_properties(east, "scram-reader", password),
+            "sasl.mechanism": "SCRAM-SHA-512",
+        },
+        "the broker's certificate does not verify (self-signed certificate)": {
+            **ssl,
+            "ssl.ca.location": other_ca,
+        },
+        # The certificate names 127.0.0.1 only.
+        "the TLS handshake with localhost failed: the broker's certificate does not verify "
+        "(hostname mismatch)": {
+            **ssl,
+            "bootstrap.servers": ssl["bootstrap.servers"].replace("127.0.0.1", "localhost"),
+        },
+    }
+    for cause, properties in refused.items():
+        failure, _, seconds = _direct_read(east, properties)
+        message = str(failure)
+        assert message.startswith("Reading from cluster 'east' failed: "), message
+        assert cause in message, message
+        assert wrong not in message and password not in message
+        assert seconds < 30, (cause, seconds)

@@ -37,9 +37,12 @@ _ISOLATIONS = ("read_committed", "read_uncommitted")
 #: librdkafka's readers end a range on a marker by the position a fetch at the log's end
 #: reports; the broker holds that fetch this long (100 ms by default): ~350 reads per reader.
 _QUICK = {"fetch.wait.max.ms": "5"}
-#: The core's readers: the direct fetch path, and librdkafka's consumer (which check.crcs=true
-#: leaves the cluster to; fallback() says which read).
-_CORE_PATHS = {"direct": ({}, None), "librdkafka": ({"check.crcs": "true"}, "check.crcs is true")}
+#: The core's readers: the direct fetch path, and librdkafka's consumer (the direct path turned
+#: off); fallback() says which read.
+_CORE_PATHS = {
+    "direct": (True, None),
+    "librdkafka": (False, "the direct path is turned off (direct=False)"),
+}
 
 Range = tuple[str, int, int, int]
 Row = tuple[int, int, str]
@@ -84,11 +87,11 @@ def test_every_reader_reads_what_the_java_consumer_reads_from_every_offset(
     checked = 0
     for isolation in _ISOLATIONS:
         consumers = {}
-        for path, (extra, reason) in _CORE_PATHS.items():
+        for path, (direct, reason) in _CORE_PATHS.items():
             if module is not None:
                 config = {"bootstrap.servers": east.bootstrap_servers, "isolation.level": isolation}
-                config = consumer_config({**config, **_QUICK, **extra})
-                consumers[path] = (module.Consumer(sorted(config.items())), reason)
+                config = consumer_config({**config, **_QUICK})
+                consumers[path] = (module.Consumer(sorted(config.items()), direct=direct), reason)
         try:
             for length in (None, 1, 2, 3):
                 for ranges in _ranges(ends, "tx", length):
@@ -130,9 +133,12 @@ def test_a_header_name_that_is_not_utf8(kafka_clusters: Any) -> None:
         (3, b"c", None),
     ]
     module = core()
-    for path, (extra, reason) in _CORE_PATHS.items() if module is not None else ():
-        config = consumer_config({"bootstrap.servers": east.bootstrap_servers, **extra})
-        read = module.Reader("east", sorted(config.items()), [("h", 0, 0, 4)], 30_000, True, True)
+    config = consumer_config({"bootstrap.servers": east.bootstrap_servers})
+    for path, (direct, reason) in _CORE_PATHS.items() if module is not None else ():
+        ranges = [("h", 0, 0, 4)]
+        read = module.Reader(
+            "east", sorted(config.items()), ranges, 30_000, True, True, direct=direct
+        )
         rows = [(r["offset"], r["value"], r["headers"]) for b in read for r in b.to_pylist()]
         assert rows == want, path
         assert read.fallback() == reason, path

@@ -246,7 +246,11 @@ def test_tls_adds_ssl_and_sasl_ssl_listeners_with_plain_and_scram() -> None:
     assert config["advertised.listeners"].endswith(",SSL://127.0.0.1:4,SASL_SSL://127.0.0.1:5")
     assert config["ssl.keystore.location"] == "/tls/broker.p12"
     assert config["ssl.keystore.password"] == config["ssl.key.password"] == "store-password"
-    assert config["listener.name.sasl_ssl.sasl.enabled.mechanisms"] == "PLAIN,SCRAM-SHA-256"
+    mechanisms = config["listener.name.sasl_ssl.sasl.enabled.mechanisms"]
+    assert mechanisms == "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    assert "ScramLoginModule" in config["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    extra = server_properties(0, [node], "/d", extra={"connections.max.reauth.ms": "5000"})
+    assert extra["connections.max.reauth.ms"] == "5000"
     assert (
         f'user_{PLAIN_USER}="{PLAIN_PASSWORD}"'
         in (config["listener.name.sasl_ssl.plain.sasl.jaas.config"])

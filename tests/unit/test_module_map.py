@@ -54,3 +54,24 @@ def test_the_package_map_names_every_module_of_its_package(name: str, package: o
         and f"pyspark_dynamic_kafka.{'.'.join(path.with_suffix('').parts)}`" not in doc
     ]
     assert missing == []
+
+
+CRATE = ROOT / "native" / "src"
+
+
+def _rust_files() -> list[str]:
+    return sorted(str(p.relative_to(CRATE)) for p in CRATE.rglob("*.rs"))
+
+
+def _core_modules_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("### The core's modules\n")
+    return text[start : text.index("\n**", start)]
+
+
+@pytest.mark.parametrize("where", ["lib.rs", "README"])
+def test_the_crate_maps_name_every_rust_file_and_no_other(where: str) -> None:
+    text = (CRATE / "lib.rs").read_text() if where == "lib.rs" else _core_modules_section()
+    named = set(re.findall(r"`([\w/]+\.rs)`", text))
+    assert sorted(set(_rust_files()) - named) == []
+    assert sorted(named - set(_rust_files())) == []

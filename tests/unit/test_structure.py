@@ -163,6 +163,16 @@ def test_module_is_under_400_lines(path: Path) -> None:
     assert len(path.read_text().splitlines()) < 400
 
 
+_CRATE = Path(__file__).resolve().parents[2] / "native" / "src"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(_CRATE.rglob("*.rs")), ids=lambda p: str(p.relative_to(_CRATE))
+)
+def test_rust_module_is_under_400_lines(path: Path) -> None:
+    assert len(path.read_text().splitlines()) < 400
+
+
 def _part(module: str, package: str = "source") -> str | None:
     parts = module.split(".")
     if parts[1:2] != [package]:

@@ -8,7 +8,7 @@ use rdkafka_sys as rd;
 use rdkafka_sys::rd_kafka_resp_err_t as Err;
 
 use super::err_text;
-use crate::batch::Headers;
+use crate::protocol::records::Headers;
 
 /// The librdkafka error codes the reader tells apart (the rest only need their text).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,7 +52,9 @@ CONSUMER_DEFAULTS: Mapping[str, str] = {
     # than the queue about once per queue's worth of records (benchmarks/prefetch.py).
     "fetch.queue.backoff.ms": "10",
     "socket.receive.buffer.bytes": "1048576",
-    "check.crcs": "false",
+    # Every record batch's CRC-32C is checked, as the Java consumer under Spark's own source
+    # checks it (librdkafka's default is false): damaged bytes fail the task, never read as data.
+    "check.crcs": "true",
 }
 #: Settings the source needs and nobody overrides: it tracks offsets itself.
 _FORCED: Mapping[str, str] = {

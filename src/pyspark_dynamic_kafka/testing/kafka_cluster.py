@@ -54,10 +54,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     Parameters
     ----------
-    name:
-        The cluster's name, as tests and metadata refer to it.
-    brokers:
-        The number of nodes; topics can have up to this many replicas.
+    name, brokers:
+        The cluster's name, as tests and metadata refer to it; its number of nodes.
     racks:
         ``broker.rack`` of each node (``["dc1", "dc2", "dc2"]``); ``None`` sets none.
     startup_timeout:
@@ -71,6 +69,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     scram, tls:
         Also, on every broker (:meth:`listener_servers`), a SASL_PLAINTEXT listener with
         SCRAM-SHA-256 (users: :mod:`~.scram`); SSL and SASL_SSL ones (clients: :mod:`~.tls`).
+    broker_config:
+        Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
     """
 
     multi_broker = True
@@ -88,8 +88,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         client_config: Mapping[str, ConfigValue] | None = None,
         scram: bool = False,
         tls: bool = False,
+        broker_config: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(name, client_config)
+        self.broker_config = dict(broker_config or {})
         self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
         self.scram, self.tls = scram, tls
@@ -315,7 +317,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         prefix = f"{self.name}-" if self._log_dir is not None else ""
         for i in range(self.broker_count):
             rack = None if self.racks is None else self.racks[i]
-            config = server_properties(i, addresses, str(root / f"data-{i}"), rack, self.tls_store)
+            data, extra = str(root / f"data-{i}"), self.broker_config
+            config = server_properties(i, addresses, data, rack, self.tls_store, extra)
             config_path = root / f"server-{i}.properties"
             config_path.write_text(render_properties(config))
             log_path = logs / f"{prefix}broker-{i}.log"

@@ -3,8 +3,8 @@
 Every broker of a test cluster is a combined KRaft controller and broker
 (``process.roles=broker,controller``) with a static voter set made of all brokers, listening on
 ``127.0.0.1`` only, optionally a SASL_PLAINTEXT client listener with SCRAM-SHA-256 and TLS client
-listeners, SSL and SASL_SSL (PLAIN and SCRAM-SHA-256); brokers and controllers keep talking over
-PLAINTEXT. Nothing here touches files or processes.
+listeners, SSL and SASL_SSL (PLAIN, SCRAM-SHA-256 and -512); brokers and controllers keep talking
+over PLAINTEXT. Nothing here touches files or processes.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "PLAIN_USER",
     "RACK_AWARE_SELECTOR",
     "SCRAM_MECHANISM",
+    "SCRAM_MECHANISMS",
     "STARTED_LINE",
     "BrokerAddress",
     "broker_addresses",
@@ -38,6 +39,8 @@ RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 SCRAM_MECHANISM = "SCRAM-SHA-256"
 """The SASL mechanism of the optional SASL_PLAINTEXT listener."""
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+"""The SCRAM mechanisms of the optional SASL_SSL listener (a user has credentials for both)."""
 
 PLAIN_USER = "plain-reader"
 """The SASL PLAIN user of the SASL_SSL listener."""
@@ -89,7 +92,8 @@ class BrokerAddress:
     sasl_port:
         The ``SASL_PLAINTEXT`` (SCRAM-SHA-256) client listener, ``None`` for none.
     ssl_port, sasl_ssl_port:
-        The ``SSL`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256) client listeners, ``None`` for none.
+        The ``SSL`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256/512) client listeners, ``None`` for
+        none.
     """
 
     port: int
@@ -164,6 +168,7 @@ def server_properties(
     log_dir: str,
     rack: str | None = None,
     tls: TlsStore | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """``server.properties`` of one combined controller+broker node of a test cluster.
 
@@ -180,6 +185,8 @@ def server_properties(
     tls:
         The key store of the ``SSL`` and ``SASL_SSL`` listeners (the node's ``ssl_port`` and
         ``sasl_ssl_port``); ``None`` for none.
+    extra:
+        Broker properties set last (e.g. ``connections.max.reauth.ms``).
 
     Returns
     -------
@@ -253,6 +260,7 @@ def server_properties(
         )
     if tls is not None and me.ssl_port is not None:
         properties.update(_tls_properties(tls))
+    properties.update(extra or {})
     return properties
 
 
@@ -268,9 +276,12 @@ def _tls_properties(store: TlsStore) -> dict[str, str]:
         "ssl.keystore.location": str(store.keystore),
         "ssl.keystore.password": store.password,
         "ssl.key.password": store.password,
-        "listener.name.sasl_ssl.sasl.enabled.mechanisms": f"PLAIN,{SCRAM_MECHANISM}",
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": ",".join(["PLAIN", *SCRAM_MECHANISMS]),
         "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
-        f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": scram,
+        **{
+            f"listener.name.sasl_ssl.{mechanism.lower()}.sasl.jaas.config": scram
+            for mechanism in SCRAM_MECHANISMS
+        },
     }
 
 

@@ -1,4 +1,5 @@
-"""SCRAM-SHA-256 users of an Apache Kafka test cluster started with ``scram=True``.
+"""SCRAM users of an Apache Kafka test cluster started with ``scram=True`` (each with
+SCRAM-SHA-256 and SCRAM-SHA-512 credentials; the SASL_SSL listener of ``tls=True`` takes both).
 
 Users are created, and their passwords changed, at runtime with AlterUserScramCredentials sent
 over the cluster's PLAINTEXT listener (the test clusters have no authorizer); clients then
@@ -62,15 +63,17 @@ def set_scram_password(
         If the cluster refuses the change or the new password is not accepted in time.
     """
     deadline = time.monotonic() + timeout
-    upsert = UserScramCredentialUpsertion(
-        user,
-        ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, _ITERATIONS),
-        password.encode(),
-    )
+    upserts = [
+        UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(mechanism, _ITERATIONS), password.encode()
+        )
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
+    ]
     admin = AdminClient(cluster.client_properties())
     try:
-        for future in admin.alter_user_scram_credentials([upsert]).values():
-            future.result(timeout=seconds_left(deadline))
+        for upsert in upserts:  # a request may alter a user's credentials once
+            for future in admin.alter_user_scram_credentials([upsert]).values():
+                future.result(timeout=seconds_left(deadline))
     except KafkaException as exc:
         raise KafkaTestingError(
             f"cluster {cluster.name!r} refused SCRAM credentials for {user!r}: {exc}"

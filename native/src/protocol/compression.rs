@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use super::records::Problem;
+use super::error::Problem;
 
 /// Snappy as Java producers frame it (xerial's `SnappyOutputStream`): this magic, a version and
 /// a compatible version, then blocks of a 4-byte length and a raw snappy block. librdkafka's

@@ -54,7 +54,8 @@ pub fn record(i: usize, (delta, key, value, headers): &Item<'_>) -> Vec<u8> {
 }
 
 /// A batch at `base` of these records (already encoded: see [`record`]) with this header: last
-/// offset delta `last_delta`, `count` records, timestamps 1000 (base) and 2000 (max).
+/// offset delta `last_delta`, `count` records, timestamps 1000 (base) and 2000 (max), and its
+/// CRC-32C.
 pub fn raw_batch(
     base: i64,
     attributes: i16,
@@ -78,6 +79,8 @@ pub fn raw_batch(
     b.extend_from_slice(&0i32.to_be_bytes());
     b.extend_from_slice(&count.to_be_bytes());
     b.extend_from_slice(records);
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
     b
 }
 

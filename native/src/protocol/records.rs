@@ -8,11 +8,15 @@
 //! size bound) is [`Problem::Unsupported`]. Either way the reader hands the partition to
 //! librdkafka from the batch's first offset.
 
-use super::codec::decompress;
-use super::wire::{Cursor, Malformed};
-use crate::batch::Headers;
+use std::borrow::Cow;
+
+use super::compression::decompress;
+use super::error::Problem;
+use super::primitives::Cursor;
 
 pub const HEAD_LEN: usize = 61;
+/// Where the bytes a batch's CRC covers begin: its attributes.
+const CRC_FROM: usize = 21;
 const COMPRESSION_MASK: i16 = 0x07;
 pub const LOG_APPEND_TIME: i16 = 0x08;
 pub const TRANSACTIONAL: i16 = 0x10;
@@ -23,28 +27,6 @@ const LOG_APPEND_TIME_TYPE: i32 = 2;
 /// The fewest bytes a record takes: its length, attributes, timestamp and offset deltas, key
 /// and value lengths and header count, one byte each.
 const MIN_RECORD_LEN: usize = 7;
-
-/// Why a batch cannot be read here.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Problem {
-    Malformed(&'static str),
-    Unsupported(String),
-}
-
-impl From<Malformed> for Problem {
-    fn from(m: Malformed) -> Self {
-        Problem::Malformed(m.0)
-    }
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Problem::Malformed(what) => write!(f, "a malformed record batch: {what}"),
-            Problem::Unsupported(what) => write!(f, "{what}"),
-        }
-    }
-}
 
 /// The fixed part of a record batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +39,8 @@ pub struct BatchHead {
     max_timestamp: i64,
     /// -1 when the batch has none (neither idempotent nor transactional).
     pub producer_id: i64,
+    /// The CRC-32C the batch was written with (see [`crc`]).
+    pub crc: u32,
     count: i32,
     /// The whole batch's length in bytes.
     pub size: usize,
@@ -100,7 +84,7 @@ pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
             "a record batch of message format v{magic} (this path reads v2)"
         )));
     }
-    c.i32()?; // CRC (not checked, as librdkafka's default check.crcs=false does not)
+    let crc = c.i32()? as u32;
     let attributes = c.i16()?;
     let last_delta = c.i32()?;
     let base_timestamp = c.i64()?;
@@ -121,9 +105,20 @@ pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
         base_timestamp,
         max_timestamp,
         producer_id,
+        crc,
         count,
         size,
     }))
+}
+
+/// A record's headers in order: (name, value), the value null or bytes. A name that is not
+/// UTF-8 is given as the Java client decodes it (invalid bytes as U+FFFD), on every reader.
+pub type Headers<'a> = Vec<(Cow<'a, str>, Option<&'a [u8]>)>;
+
+/// The CRC-32C (Castagnoli) of a whole batch's bytes from its attributes on: what its head's
+/// `crc` must be.
+pub fn crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(&batch[CRC_FROM.min(batch.len())..])
 }
 
 /// One record of a batch, borrowed from the response.
@@ -132,7 +127,7 @@ pub struct Rec<'a> {
     pub offset: i64,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
-    /// librdkafka's timestamp type and ms, as [`crate::batch::Record`] takes them.
+    /// librdkafka's timestamp type and ms, as [`crate::into_arrow::Record`] takes them.
     pub timestamp: (i32, i64),
     /// `None` when the record has no headers (as librdkafka reports it).
     pub headers: Option<Headers<'a>>,
@@ -266,7 +261,7 @@ pub fn control(h: &BatchHead, batch: &[u8], max_size: usize) -> Result<Control, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fetch::sample::{batch, raw_batch, record, Item};
+    use crate::protocol::sample::{batch, raw_batch, record, Item};
 
     const MAX: usize = 1 << 20;
 

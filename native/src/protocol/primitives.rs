@@ -1,15 +1,8 @@
-//! Kafka's wire encoding for the two requests the direct fetch path sends: ApiVersions v0 and
-//! Fetch v11 (non-flexible versions: int16-length strings, int32-length arrays), and the
-//! big-endian and varint primitives their responses and record batches are read with.
+//! Kafka's wire primitives in the non-flexible encoding the direct path speaks: big-endian
+//! integers, int16-length strings, int32-length arrays and bytes, and the zigzag varints of
+//! record batches; a [`Cursor`] reads them, a [`Request`] writes them behind a request header.
 
 use std::ops::Range;
-
-/// Fetch's API key and the version this path speaks (brokers since Kafka 2.3 take it; Kafka 4
-/// removed only versions 0–3).
-pub const FETCH: i16 = 1;
-pub const FETCH_VERSION: i16 = 11;
-/// ApiVersions' API key (version 0: every broker answers it).
-pub const API_VERSIONS: i16 = 18;
 
 /// Something the bytes do not hold: a response shorter than its fields say, or a bad varint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,89 +157,18 @@ impl Request {
             .extend_from_slice(&s.as_bytes()[..s.len().min(i16::MAX as usize)]);
     }
 
+    /// int32-length bytes.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.i32(b.len().min(i32::MAX as usize) as i32);
+        self.0.extend_from_slice(b);
+    }
+
     /// The bytes to send, size prefix included.
     pub fn finish(mut self) -> Vec<u8> {
         let size = (self.0.len() - 4) as i32;
         self.0[..4].copy_from_slice(&size.to_be_bytes());
         self.0
     }
-}
-
-/// One partition to fetch from an offset.
-pub struct FetchPartition<'a> {
-    pub topic: &'a str,
-    pub partition: i32,
-    pub offset: i64,
-}
-
-/// How much to fetch and which records a fetch may see.
-#[derive(Debug, Clone)]
-pub struct FetchLimits {
-    pub max_wait_ms: i32,
-    pub min_bytes: i32,
-    pub max_bytes: i32,
-    pub partition_max_bytes: i32,
-    pub read_committed: bool,
-}
-
-/// A full Fetch v11 request (no fetch session) for these partitions, grouped by topic in the
-/// order given.
-pub fn fetch_request(
-    correlation: i32,
-    client_id: &str,
-    limits: &FetchLimits,
-    parts: &[FetchPartition<'_>],
-) -> Vec<u8> {
-    let mut r = Request::new(FETCH, FETCH_VERSION, correlation, client_id);
-    r.i32(-1); // replica id: a consumer
-    r.i32(limits.max_wait_ms);
-    r.i32(limits.min_bytes);
-    r.i32(limits.max_bytes);
-    r.i8(i8::from(limits.read_committed));
-    r.i32(0); // session id: none
-    r.i32(-1); // session epoch: a full fetch, no session
-    let mut topics: Vec<(&str, Vec<&FetchPartition<'_>>)> = Vec::new();
-    for p in parts {
-        match topics.iter_mut().find(|(t, _)| *t == p.topic) {
-            Some((_, list)) => list.push(p),
-            None => topics.push((p.topic, vec![p])),
-        }
-    }
-    r.i32(topics.len() as i32);
-    for (topic, list) in &topics {
-        r.string(topic);
-        r.i32(list.len() as i32);
-        for p in list {
-            r.i32(p.partition);
-            r.i32(-1); // current leader epoch: unknown, not checked
-            r.i64(p.offset);
-            r.i64(-1); // log start offset: a consumer's is -1
-            r.i32(limits.partition_max_bytes);
-        }
-    }
-    r.i32(0); // forgotten topics
-    r.string(""); // rack id: none (follower fetching goes through librdkafka)
-    r.finish()
-}
-
-/// An ApiVersions v0 request.
-pub fn api_versions_request(correlation: i32, client_id: &str) -> Vec<u8> {
-    Request::new(API_VERSIONS, 0, correlation, client_id).finish()
-}
-
-/// Whether an ApiVersions v0 response body offers Fetch at [`FETCH_VERSION`].
-pub fn offers_fetch(body: &[u8]) -> Result<bool, Malformed> {
-    let mut c = Cursor::new(body);
-    if c.i16()? != 0 {
-        return Ok(false);
-    }
-    for _ in 0..c.count()? {
-        let (key, min, max) = (c.i16()?, c.i16()?, c.i16()?);
-        if key == FETCH {
-            return Ok(min <= FETCH_VERSION && FETCH_VERSION <= max);
-        }
-    }
-    Ok(false)
 }
 
 #[cfg(test)]
@@ -289,63 +211,5 @@ mod tests {
         let big = zigzag(i64::from(i32::MAX) + 1);
         assert!(Cursor::new(&big).varint().is_err());
         assert!(Cursor::new(&[0x80, 0x80]).varlong().is_err());
-    }
-
-    #[test]
-    fn fetch_request_groups_partitions_by_topic_and_prefixes_its_size() {
-        let limits = FetchLimits {
-            max_wait_ms: 500,
-            min_bytes: 1,
-            max_bytes: 1 << 20,
-            partition_max_bytes: 1 << 16,
-            read_committed: true,
-        };
-        let parts = [
-            FetchPartition {
-                topic: "a",
-                partition: 0,
-                offset: 5,
-            },
-            FetchPartition {
-                topic: "b",
-                partition: 1,
-                offset: 6,
-            },
-            FetchPartition {
-                topic: "a",
-                partition: 2,
-                offset: 7,
-            },
-        ];
-        let req = fetch_request(9, "me", &limits, &parts);
-        let mut c = Cursor::new(&req);
-        assert_eq!(c.i32().unwrap() as usize, req.len() - 4);
-        assert_eq!(
-            (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap()),
-            (1, 11, 9)
-        );
-        assert_eq!(c.string().unwrap(), Some("me"));
-        assert_eq!(
-            (c.i32().unwrap(), c.i32().unwrap(), c.i32().unwrap()),
-            (-1, 500, 1)
-        );
-        assert_eq!((c.i32().unwrap(), c.i8().unwrap()), (1 << 20, 1));
-        assert_eq!((c.i32().unwrap(), c.i32().unwrap()), (0, -1));
-        assert_eq!(c.count().unwrap(), 2);
-        assert_eq!(c.string().unwrap(), Some("a"));
-        assert_eq!(c.count().unwrap(), 2);
-        let first = (c.i32().unwrap(), c.i32().unwrap(), c.i64().unwrap());
-        assert_eq!(first, (0, -1, 5));
-    }
-
-    #[test]
-    fn api_versions_answer_says_whether_fetch_v11_is_offered() {
-        let mut body = vec![0, 0, 0, 0, 0, 2];
-        body.extend_from_slice(&[0, 0, 0, 0, 0, 9]); // Produce 0..9
-        body.extend_from_slice(&[0, 1, 0, 4, 0, 17]); // Fetch 4..17
-        assert!(offers_fetch(&body).unwrap());
-        body[12..18].copy_from_slice(&[0, 1, 0, 0, 0, 10]); // Fetch 0..10
-        assert!(!offers_fetch(&body).unwrap());
-        assert!(!offers_fetch(&[0, 35, 0, 0, 0, 0]).unwrap());
     }
 }

@@ -1,157 +1,17 @@
-//! The sink's producer: pyarrow record batches in, records to librdkafka, deliveries counted in
-//! Rust (no Python object per record).
+//! The sink's `Producer`: pyarrow record batches in, records to librdkafka ([`crate::write`]),
+//! deliveries counted in Rust (no Python object per record).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-use crate::ffi::{Outgoing, Producer as RdProducer, Sent};
-use crate::relock;
-use crate::rows::Rows;
-
-create_exception!(
-    _core,
-    WriteFailure,
-    PyException,
-    "Producing failed: args are (topic or None, librdkafka's reason)."
-);
-
-/// The dedupe headers' keys, in the order a record carries them (after its own headers).
-const STAMP_KEYS: [&str; 4] = [
-    "dynamic_kafka.sink",
-    "dynamic_kafka.batch",
-    "dynamic_kafka.partition",
-    "dynamic_kafka.sequence",
-];
-/// How long a full local queue is served before a record is handed over again.
-const QUEUE_FULL_POLL_MS: i32 = 100;
-/// Rows between two looks at the delivery reports' first error.
-const ERROR_CHECK_ROWS: usize = 1024;
-
-struct Stamp {
-    sink: String,
-    batch: String,
-    partition: String,
-}
-
-struct State {
-    producer: RdProducer,
-    stamp: Option<Stamp>,
-    sequence: u64,
-}
-
-/// Why a batch was not (wholly) handed over: the topic concerned, if any, and the reason.
-type Failure = (Option<String>, String);
-
-/// How each row's topic is found: one topic for all, or the `topic` column's values mapped.
-enum Topics {
-    Fixed(usize),
-    ByColumn {
-        known: HashMap<String, usize>,
-        null: Option<usize>,
-    },
-}
-
-impl State {
-    fn topics(
-        &mut self,
-        fixed: Option<&str>,
-        mapped: &[(Option<String>, String)],
-    ) -> Result<Topics, Failure> {
-        let mut index = |name: &str| {
-            self.producer
-                .topic(name)
-                .map_err(|e| (Some(name.to_string()), e))
-        };
-        if let Some(name) = fixed {
-            return Ok(Topics::Fixed(index(name)?));
-        }
-        let (mut known, mut null) = (HashMap::new(), None);
-        for (given, actual) in mapped {
-            let i = index(actual)?;
-            match given {
-                Some(g) => {
-                    known.insert(g.clone(), i);
-                }
-                None => null = Some(i),
-            }
-        }
-        Ok(Topics::ByColumn { known, null })
-    }
-
-    fn send(
-        &mut self,
-        batch: &RecordBatch,
-        fixed: Option<&str>,
-        mapped: &[(Option<String>, String)],
-    ) -> Result<(), Failure> {
-        let rows = Rows::of(batch).map_err(|e| (None, e))?;
-        let topics = self.topics(fixed, mapped)?;
-        let column = rows.topics();
-        for i in 0..rows.len {
-            if i % ERROR_CHECK_ROWS == ERROR_CHECK_ROWS - 1 && self.producer.failed() {
-                break;
-            }
-            let topic = match &topics {
-                Topics::Fixed(t) => *t,
-                Topics::ByColumn { known, null, .. } => {
-                    let given = column.and_then(|c| c.text(i));
-                    let found = match given {
-                        Some(g) => known.get(g).copied(),
-                        None => *null,
-                    };
-                    found.ok_or_else(|| {
-                        let g = given.map(str::to_string);
-                        (g, "the row's topic was not mapped".to_string())
-                    })?
-                }
-            };
-            let sequence = self
-                .stamp
-                .as_ref()
-                .map(|_| (self.sequence + i as u64).to_string());
-            // no allocation for a row without headers
-            let mut headers = Vec::new();
-            rows.headers_of(i, &mut headers).map_err(|e| {
-                let name = self.producer.topic_name(topic).to_string();
-                (Some(name), e.to_string())
-            })?;
-            if let (Some(stamp), Some(sequence)) = (&self.stamp, &sequence) {
-                headers.extend([
-                    (STAMP_KEYS[0], Some(stamp.sink.as_bytes())),
-                    (STAMP_KEYS[1], Some(stamp.batch.as_bytes())),
-                    (STAMP_KEYS[2], Some(stamp.partition.as_bytes())),
-                    (STAMP_KEYS[3], Some(sequence.as_bytes())),
-                ]);
-            }
-            let record = Outgoing {
-                topic,
-                partition: rows.partition(i),
-                key: rows.key(i),
-                value: rows.value(i),
-                headers: &headers,
-            };
-            loop {
-                match self.producer.send(&record) {
-                    Sent::Queued => break,
-                    Sent::QueueFull => self.producer.poll(QUEUE_FULL_POLL_MS),
-                    Sent::Failed(e) => {
-                        let name = self.producer.topic_name(topic).to_string();
-                        return Err((Some(name), e));
-                    }
-                }
-            }
-        }
-        self.sequence += rows.len as u64;
-        self.producer.poll(0);
-        Ok(())
-    }
-}
+use super::errors::WriteFailure;
+use super::relock;
+use crate::ffi::Producer as RdProducer;
+use crate::write::{Failure, Stamp, Writer};
 
 /// Produces the sink's columns of pyarrow record batches to one cluster.
 ///
@@ -159,7 +19,7 @@ impl State {
 /// Spark partition) whose headers every record carries, or None.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 pub struct Producer {
-    inner: Mutex<Option<State>>,
+    inner: Mutex<Option<Writer>>,
 }
 
 fn raise((topic, text): Failure) -> PyErr {
@@ -182,7 +42,7 @@ impl Producer {
             partition: partition.to_string(),
         });
         Ok(Producer {
-            inner: Mutex::new(Some(State {
+            inner: Mutex::new(Some(Writer {
                 producer,
                 stamp,
                 sequence: 0,
@@ -313,7 +173,7 @@ impl Producer {
     fn with<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut State) -> PyResult<T> + Send,
+        f: impl FnOnce(&mut Writer) -> PyResult<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| {
             let mut guard = relock(&self.inner);

@@ -3,7 +3,6 @@
 //! timestamp (µs, UTC), timestampType, then `headers` when asked for, then `cluster`; every
 //! field nullable.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -12,6 +11,8 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+use crate::protocol::records::Headers;
 
 /// librdkafka's "no timestamp" type: the timestamp is null, Spark's type id is -1.
 const NO_TIMESTAMP: i32 = 0;
@@ -52,10 +53,6 @@ pub fn schema(include_headers: bool) -> Schema {
     fields.push(Field::new("cluster", DataType::Utf8, true));
     Schema::new(fields)
 }
-
-/// A record's headers in order: (name, value), the value null or bytes. A name that is not
-/// UTF-8 is given as the Java client decodes it (invalid bytes as U+FFFD), on every reader.
-pub type Headers<'a> = Vec<(Cow<'a, str>, Option<&'a [u8]>)>;
 
 /// One record as the reader hands it over: borrowed from the consumed message.
 pub struct Record<'a> {

@@ -10,7 +10,8 @@
 //! the transaction it ends, and the marker must consume that entry, or it would hide the
 //! producer's next, committed, transaction.
 
-use super::records::{control, BatchHead, Control, Problem};
+use super::error::Problem;
+use super::records::{control, BatchHead, Control};
 
 /// The aborted transactions of one partition's fetched data.
 #[derive(Debug, Default)]
@@ -60,8 +61,8 @@ impl Aborted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fetch::records::{head, CONTROL, TRANSACTIONAL};
-    use crate::fetch::sample::{batch, marker};
+    use crate::protocol::records::{head, CONTROL, TRANSACTIONAL};
+    use crate::protocol::sample::{batch, marker};
 
     const MAX: usize = 1 << 20;
 

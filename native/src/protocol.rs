@@ -1,0 +1,24 @@
+//! Kafka's wire protocol as the direct fetch path speaks it, laid out as the `kafka-protocol`
+//! crate lays it out: no pyo3, no librdkafka, no I/O here, only bytes in and values out.
+//!
+//! - [`primitives`]: integers, strings, arrays, bytes and varints (read and written);
+//! - [`api_versions`]: ApiVersions, which versions a broker speaks;
+//! - [`metadata`]: which broker leads each partition, and where brokers listen;
+//! - [`fetch`]: the Fetch request and its response;
+//! - [`records`]: record batches (magic 2) and their records and control records;
+//! - [`aborted`]: read_committed's filter of aborted transactions;
+//! - [`sasl`]: SaslHandshake and SaslAuthenticate;
+//! - [`compression`]: gzip, snappy, lz4 and zstd;
+//! - [`error`]: why bytes cannot be read.
+
+pub mod aborted;
+pub mod api_versions;
+pub mod compression;
+pub mod error;
+pub mod fetch;
+pub mod metadata;
+pub mod primitives;
+pub mod records;
+#[cfg(test)]
+pub mod sample;
+pub mod sasl;

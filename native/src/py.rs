@@ -1,0 +1,42 @@
+//! The Python face of the core (module `pyspark_dynamic_kafka_core._core`): pyo3 classes and
+//! exceptions only, each a thin binding over the logic in [`crate::read`] and [`crate::write`].
+//!
+//! - [`consumer`]: `Consumer`, pooled, lent to one reader at a time;
+//! - [`reader`]: `Reader`, a cluster's ranges into pyarrow batches;
+//! - [`producer`]: `Producer`, the sink's batches to librdkafka;
+//! - [`errors`]: the exceptions.
+
+pub mod consumer;
+pub mod errors;
+pub mod producer;
+pub mod reader;
+
+use std::sync::{Mutex, MutexGuard};
+
+use arrow_pyarrow::ToPyArrow;
+use pyo3::prelude::*;
+
+use crate::{ffi, into_arrow};
+
+/// Lock, also after a panic poisoned the lock (the state is then dropped or closed anyway).
+pub fn relock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The Arrow schema of the batches (a pyarrow.Schema), with `headers` when `include_headers`.
+#[pyfunction(name = "arrow_schema")]
+pub fn schema_of(py: Python<'_>, include_headers: bool) -> PyResult<Bound<'_, PyAny>> {
+    into_arrow::schema(include_headers).to_pyarrow(py)
+}
+
+/// None when librdkafka accepts every property, else its reason.
+#[pyfunction]
+pub fn config_problem(config: Vec<(String, String)>) -> Option<String> {
+    ffi::check_config(&config).err()
+}
+
+/// The version of the statically linked librdkafka.
+#[pyfunction]
+pub fn librdkafka_version() -> String {
+    ffi::librdkafka_version()
+}

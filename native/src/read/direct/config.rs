@@ -1,0 +1,215 @@
+//! What the direct fetch path takes from a cluster's consumer configuration, or why it does not
+//! serve the cluster (librdkafka's consumer reads it then): every `security.protocol`, with TLS
+//! ([`super::tls`]) and SASL PLAIN or SCRAM ([`super::sasl`]); not follower fetching.
+
+use std::time::Duration;
+
+use super::sasl::Sasl;
+use super::tls::Tls;
+use crate::protocol::fetch::FetchLimits;
+
+/// What the direct path needs from a cluster's consumer configuration.
+#[derive(Debug, Clone)]
+pub struct DirectConfig {
+    pub client_id: String,
+    pub limits: FetchLimits,
+    /// How long a connect or a response may take before the path gives up (a Fetch response
+    /// may take `fetch.wait.max.ms` longer: the broker holds it that long when it has no data).
+    pub socket_timeout: Duration,
+    /// The largest response, and the largest decompressed batch, this path takes
+    /// (`receive.message.max.bytes`, as librdkafka bounds a response); larger ones are handed
+    /// to librdkafka.
+    pub max_response: usize,
+    /// Whether each record batch's CRC-32C is checked (`check.crcs`; on unless turned off, as
+    /// the Java consumer under Spark's source checks them).
+    pub check_crcs: bool,
+    /// TLS, for `security.protocol` SSL and SASL_SSL.
+    pub tls: Option<Tls>,
+    /// SASL, for `security.protocol` SASL_PLAINTEXT and SASL_SSL.
+    pub sasl: Option<Sasl>,
+    /// The bootstrap servers (`bootstrap.servers`, or `metadata.broker.list`), asked in turn
+    /// for the partitions' leaders.
+    pub bootstrap: Vec<(String, u16)>,
+}
+
+/// `host:port` pairs of a comma-separated server list (a `protocol://` prefix and IPv6
+/// brackets allowed, as librdkafka takes them).
+fn servers(list: &str) -> Result<Vec<(String, u16)>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|server| {
+            let address = server.rsplit("://").next().unwrap_or(server);
+            let (host, port) = address
+                .rsplit_once(':')
+                .ok_or_else(|| format!("bootstrap server {server} has no port"))?;
+            let port = port
+                .parse()
+                .map_err(|_| format!("bootstrap server {server} has no port"))?;
+            Ok((
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_string(),
+                port,
+            ))
+        })
+        .collect()
+}
+
+/// The value of `key` (the last one given), trimmed.
+pub(super) fn property<'a>(config: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    config
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.trim())
+}
+
+fn number(config: &[(String, String)], key: &str, default: i32) -> Result<i32, String> {
+    match property(config, key) {
+        None => Ok(default),
+        Some(v) => v.parse().map_err(|_| format!("{key}={v} is not a number")),
+    }
+}
+
+impl DirectConfig {
+    /// [`DirectConfig::from_config`], or, when `direct` is false (tests reading through
+    /// librdkafka on purpose), why not.
+    pub fn chosen(config: &[(String, String)], direct: bool) -> Result<Self, String> {
+        if direct {
+            Self::from_config(config)
+        } else {
+            Err("the direct path is turned off (direct=False)".into())
+        }
+    }
+
+    /// The direct path's settings for this configuration, or why it does not apply (the
+    /// consumer's librdkafka reads the cluster then).
+    pub fn from_config(config: &[(String, String)]) -> Result<Self, String> {
+        let protocol = property(config, "security.protocol").unwrap_or("plaintext");
+        let (tls, sasl) = match protocol.to_ascii_lowercase().as_str() {
+            "plaintext" => (false, false),
+            "ssl" => (true, false),
+            "sasl_plaintext" => (false, true),
+            "sasl_ssl" => (true, true),
+            _ => return Err(format!("security.protocol is {protocol}")),
+        };
+        if property(config, "client.rack").is_some_and(|r| !r.is_empty()) {
+            return Err("client.rack is set (follower fetching)".into());
+        }
+        let bootstrap = property(config, "bootstrap.servers")
+            .or_else(|| property(config, "metadata.broker.list"))
+            .map(servers)
+            .transpose()?
+            .unwrap_or_default();
+        let sasl = sasl.then(|| Sasl::from_config(config)).transpose()?;
+        let tls = tls.then(|| Tls::from_config(config)).transpose()?;
+        let isolation = property(config, "isolation.level").unwrap_or("read_committed");
+        let partition_max_bytes = match property(config, "max.partition.fetch.bytes") {
+            Some(_) => number(config, "max.partition.fetch.bytes", 1_048_576)?,
+            None => number(config, "fetch.message.max.bytes", 1_048_576)?,
+        };
+        Ok(DirectConfig {
+            client_id: property(config, "client.id")
+                .unwrap_or("rdkafka")
+                .to_string(),
+            limits: FetchLimits {
+                max_wait_ms: number(config, "fetch.wait.max.ms", 500)?,
+                min_bytes: number(config, "fetch.min.bytes", 1)?,
+                max_bytes: number(config, "fetch.max.bytes", 52_428_800)?,
+                partition_max_bytes,
+                read_committed: isolation.eq_ignore_ascii_case("read_committed"),
+            },
+            socket_timeout: Duration::from_millis(
+                number(config, "socket.timeout.ms", 60_000)?.max(1) as u64,
+            ),
+            max_response: number(config, "receive.message.max.bytes", 100_000_000)?.max(1024)
+                as usize,
+            check_crcs: !property(config, "check.crcs")
+                .is_some_and(|v| v.eq_ignore_ascii_case("false")),
+            tls,
+            sasl,
+            bootstrap,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_config::config;
+
+    #[test]
+    fn direct_only_where_it_reads_what_librdkafka_would() {
+        let plain = DirectConfig::from_config(&config(&[
+            ("bootstrap.servers", "x:1"),
+            ("isolation.level", "read_uncommitted"),
+            ("max.partition.fetch.bytes", "4194304"),
+        ]))
+        .unwrap();
+        assert!(!plain.limits.read_committed);
+        assert_eq!(plain.limits.partition_max_bytes, 4_194_304);
+        assert!(
+            DirectConfig::from_config(&[])
+                .unwrap()
+                .limits
+                .read_committed
+        );
+        for (k, v) in [
+            ("security.protocol", "SASL_SOMETHING"),
+            ("client.rack", "dc1"),
+            ("fetch.wait.max.ms", "soon"),
+        ] {
+            let why = DirectConfig::from_config(&config(&[(k, v)])).unwrap_err();
+            assert!(why.contains(k), "{why}");
+        }
+        let plain = DirectConfig::from_config(&config(&[("security.protocol", "PLAINTEXT")]));
+        let plain = plain.unwrap();
+        assert!(plain.check_crcs && plain.tls.is_none() && plain.sasl.is_none());
+        let off = DirectConfig::from_config(&config(&[("check.crcs", "false")])).unwrap();
+        assert!(!off.check_crcs);
+    }
+
+    #[test]
+    fn bootstrap_servers_as_librdkafka_takes_them() {
+        let list = "b1:9092, SSL://b2:9093,[::1]:9094";
+        let c = DirectConfig::from_config(&config(&[("bootstrap.servers", list)])).unwrap();
+        let expected = [("b1", 9092), ("b2", 9093), ("::1", 9094)];
+        let expected: Vec<(String, u16)> =
+            expected.iter().map(|(h, p)| (h.to_string(), *p)).collect();
+        assert_eq!(c.bootstrap, expected);
+        let why = DirectConfig::from_config(&config(&[("bootstrap.servers", "b1")])).unwrap_err();
+        assert!(why.contains("b1 has no port"), "{why}");
+    }
+
+    #[test]
+    fn tls_and_sasl_from_the_properties_librdkafka_takes() {
+        let secured = DirectConfig::from_config(&config(&[
+            ("security.protocol", "sasl_ssl"),
+            ("sasl.mechanism", "SCRAM-SHA-256"),
+            ("sasl.username", "u"),
+            ("sasl.password", "hunter2"),
+            ("ssl.endpoint.identification.algorithm", "none"),
+        ]))
+        .unwrap();
+        assert!(secured.tls.is_some());
+        assert_eq!(secured.sasl.as_ref().map(Sasl::name), Some("SCRAM-SHA-256"));
+        assert!(!format!("{secured:?}").contains("hunter2"));
+        for (k, v) in [
+            ("ssl.crl.location", "/x"),
+            ("ssl.engine.id", "pkcs11"),
+            ("ssl.ca.location", "/nowhere/ca.pem"),
+        ] {
+            let tls = [("security.protocol", "SSL"), (k, v)];
+            let why = DirectConfig::from_config(&config(&tls)).unwrap_err();
+            assert!(why.contains(k), "{why}");
+        }
+        let sasl = [
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "GSSAPI"),
+        ];
+        assert!(DirectConfig::from_config(&config(&sasl))
+            .unwrap_err()
+            .contains("GSSAPI"));
+    }
+}

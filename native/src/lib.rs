@@ -65,6 +65,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::producer::Producer>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(py::config_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(py::direct_problem, m)?)?;
     m.add_function(wrap_pyfunction!(py::librdkafka_version, m)?)?;
     m.add("DataLossError", m.py().get_type::<DataLossError>())?;
     m.add("ReadError", m.py().get_type::<ReadError>())?;

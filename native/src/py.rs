@@ -35,6 +35,13 @@ pub fn config_problem(config: Vec<(String, String)>) -> Option<String> {
     ffi::check_config(&config).err()
 }
 
+/// None when the direct fetch path serves a consumer of this configuration, else why
+/// librdkafka's consumer reads the cluster (asked once per configuration by the driver).
+#[pyfunction]
+pub fn direct_problem(config: Vec<(String, String)>) -> Option<String> {
+    crate::read::DirectConfig::from_config(&config).err()
+}
+
 /// The version of the statically linked librdkafka.
 #[pyfunction]
 pub fn librdkafka_version() -> String {

@@ -15,6 +15,7 @@ from pyspark_dynamic_kafka_core._core import (
     WriteFailure,
     arrow_schema,
     config_problem,
+    direct_problem,
     librdkafka_version,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "WriteFailure",
     "arrow_schema",
     "config_problem",
+    "direct_problem",
     "librdkafka_version",
 ]

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active wheel
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -81,6 +81,17 @@ endif
 
 # assignment=group across two driver processes ("dc1", "dc2") on an Apache Kafka stretch cluster:
 # handoffs, restart, drain to lag 0, kill -9 (about 4.5 min, so not part of make test).
+# The read path's tests that touch the connection, on the SASL_SSL listener of every Apache
+# Kafka test cluster (TLS and SASL PLAIN; SCRAM-SHA-512 where a test rotates SCRAM passwords):
+# the compiled core's direct fetch path reads them (tests assert it through Reader.fallback()).
+SECURE_TESTS := test_read.py test_native_read.py test_native_fetch.py test_transactional_reads.py \
+	test_native_security.py test_kafka_faults.py test_cluster_outage.py test_credential_rotation.py
+
+test-secure: kafka-jars $(SETUP)
+	DYNAMIC_KAFKA_TEST_BROKER=kafka DYNAMIC_KAFKA_TEST_LISTENER=SASL_SSL $(PY) -m pytest -q -ra \
+		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) \
+		$(addprefix tests/integration/,$(SECURE_TESTS))
+
 test-active-active: kafka-jars $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -s -m active_active tests/integration
 

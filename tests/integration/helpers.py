@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 import yaml
 
-from pyspark_dynamic_kafka.testing import BROKER_ENV_VAR, DEFAULT_BROKER, ENV_VAR, BaseKafkaCluster
+from pyspark_dynamic_kafka.testing import (
+    BROKER_ENV_VAR,
+    DEFAULT_BROKER,
+    ENV_VAR,
+    ApacheKafkaCluster,
+    BaseKafkaCluster,
+)
 
 DEADLINE = 300.0
 """Seconds after which a wait fails: Spark starts slowly on a loaded two-core machine."""
@@ -93,7 +99,7 @@ def write_metadata(
 
     document = {
         "clusters": {
-            name: {"bootstrap.servers": c.bootstrap_servers, **(extra or {}).get(name, {})}
+            name: {**c.connection_properties(), **(extra or {}).get(name, {})}
             for name, c in clusters.items()
         },
         "streams": {
@@ -148,6 +154,14 @@ class Estate:
 
 EstateFactory = Callable[..., Estate]
 """The ``estate`` fixture: ``estate("east", "west", partitions=2, listed=None)``."""
+
+
+def plaintext_servers(cluster: BaseKafkaCluster) -> str:
+    """The cluster's PLAINTEXT listener, whatever listener its clients use: for helpers that
+    speak neither TLS nor SASL (raw Produce requests, the Java consumer of the oracle)."""
+    if isinstance(cluster, ApacheKafkaCluster):
+        return cluster.listener_servers("PLAINTEXT")
+    return cluster.bootstrap_servers
 
 
 def numbered(prefix: str, count: int, start: int = 0) -> list[str]:

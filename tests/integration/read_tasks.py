@@ -36,7 +36,7 @@ def make_task(
     **props: str,
 ) -> ReadTask:
     """A task reading ``ranges`` ``(topic, partition, start, end)`` of ``cluster`` with
-    ``reader``; its client properties are the cluster's bootstrap servers, then ``properties``
+    ``reader``; its client properties are the cluster's connection properties, or ``properties``
     (e.g. a SASL listener's, replacing them), then ``props``."""
     native = frozenset({cluster.name}) if reader == "native" else frozenset()
     settings = ReadSettings(
@@ -47,7 +47,8 @@ def make_task(
         include_headers=include_headers,
         native_clusters=native,
     )
-    client = {"bootstrap.servers": cluster.bootstrap_servers, **(properties or {}), **props}
+    base = cluster.connection_properties() if properties is None else properties
+    client = {**base, **props}
     spans = tuple(OffsetRange(cluster.name, t, p, s, e) for t, p, s, e in ranges)
     task = ReadTask(spans, {cluster.name: FrozenProperties(client)}, settings)
     return pickle.loads(pickle.dumps(task))  # type: ignore[no-any-return]

@@ -1,6 +1,8 @@
-"""Credentials rotated under a running query: SCRAM-SHA-256 on Apache Kafka.
+"""Credentials rotated under a running query: SCRAM on Apache Kafka.
 
-The job reads cluster east through its SASL_PLAINTEXT listener as user ``reader``. The password
+The job reads cluster east through its SASL_PLAINTEXT listener (SCRAM-SHA-256) as user
+``reader``, or, when the suite's clients use SASL_SSL (``DYNAMIC_KAFKA_TEST_LISTENER=SASL_SSL``,
+``make test-secure``), through its SASL_SSL listener with SCRAM-SHA-512. The password
 is changed on the broker (AlterUserScramCredentials), then in the metadata file: the next
 micro-batch connects with the new password, without a restart (new client properties give the
 driver a new admin client and the executors new consumers), and the old password is refused
@@ -11,6 +13,7 @@ its progress reports or in its checkpoint.
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,9 @@ from pyspark_dynamic_kafka.testing import (
     scram_refusal,
     set_scram_password,
 )
+from pyspark_dynamic_kafka.testing.errors import LISTENER_ENV_VAR
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
+from pyspark_dynamic_kafka.testing.tls import sasl_ssl_scram_client_properties
 
 
 def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
@@ -46,14 +51,18 @@ def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
     problem = local_kafka_problem() or tooling_problem()
     if problem is not None:
         pytest.skip(f"needs an Apache Kafka cluster with a SASL listener of its own: {problem}")
-    east = kafka_clusters("east", scram=True)["east"]
+    secure = os.environ.get(LISTENER_ENV_VAR, "").strip().upper() == "SASL_SSL"
+    east = kafka_clusters("east", scram=True, tls=secure)["east"]
     east.create_topic("orders", partitions=2)
     old, new = f"OLD-{uuid.uuid4().hex}", f"NEW-{uuid.uuid4().hex}"
     meta = tmp_path / "streams.yaml"
 
     def publish(password: str) -> None:
         """The metadata of east: its SASL listener, as reader with ``password``."""
-        properties = scram_client_properties(east, "reader", password)
+        if secure:
+            properties = sasl_ssl_scram_client_properties(east, "reader", password, "SCRAM-SHA-512")
+        else:
+            properties = scram_client_properties(east, "reader", password)
         extra = {"east": {**properties, "debug": "conf,security"}}
         write_metadata(meta, {"east": east}, {"orders": [("east", ["orders"])]}, extra)
 

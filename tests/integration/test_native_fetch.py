@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not
 
 def _read(cluster: Any, ranges: list[tuple[str, int, int, int]], **props: str) -> Any:
     """Read ``ranges`` with a core ``Reader`` of its own; the reader and its rows."""
-    config = consumer_config({"bootstrap.servers": cluster.bootstrap_servers, **props})
+    config = consumer_config({**cluster.connection_properties(), **props})
     module = core()
     assert module is not None
     reader = module.Reader(cluster.name, sorted(config.items()), ranges, 30_000, True, True, 7)
@@ -76,7 +76,7 @@ def test_a_broker_error_hands_the_rest_of_the_range_to_librdkafka(kafka_clusters
     east.create_topic("orders", partitions=1)
     east.produce("orders", [(None, f"v{i}") for i in range(30)], partition=0)
     delete_records(east, "orders", {0: 10})
-    config = consumer_config({"bootstrap.servers": east.bootstrap_servers})
+    config = consumer_config(east.connection_properties())
     module = core()
     assert module is not None
     reader = module.Reader(
@@ -94,7 +94,7 @@ def test_follower_fetching_is_left_to_librdkafka_which_says_why(kafka_clusters: 
     east.produce("orders", [(None, "v")], partition=0)
     module = core()
     assert module is not None
-    config = consumer_config({"bootstrap.servers": east.bootstrap_servers, "client.rack": "dc1"})
+    config = consumer_config({**east.connection_properties(), "client.rack": "dc1"})
     reader = module.Reader(
         "east", sorted(config.items()), [("orders", 0, 0, 1)], 30_000, False, True
     )

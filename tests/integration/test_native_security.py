@@ -172,3 +172,40 @@ def test_the_direct_path_serves_tls_and_sasl_and_refusals_fail_at_once(
         assert cause in message, message
         assert wrong not in message and password not in message
         assert seconds < 30, (cause, seconds)
+
+
+@pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)")
+def test_connections_outlive_the_brokers_session_lifetime(kafka_clusters: Any) -> None:
+    # The broker ends an authenticated session after connections.max.reauth.ms (KIP-368); a
+    # pooled consumer's direct connections are kept across readers, so reads spread over
+    # several lifetimes meet expired sessions: each read is still exact, and still direct.
+    problem = local_kafka_problem() or tooling_problem()
+    if problem is not None:
+        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
+    lifetime_ms = 2_000
+    east = kafka_clusters(
+        "east",
+        scram=True,
+        tls=True,
+        broker_config={"connections.max.reauth.ms": str(lifetime_ms)},
+    )["east"]
+    east.create_topic("orders", partitions=1)
+    password = f"scram-{uuid.uuid4().hex}"
+    set_scram_password(east, "scram-reader", password)
+    properties = sasl_ssl_scram_client_properties(east, "scram-reader", password, "SCRAM-SHA-512")
+    module = core()
+    assert module is not None
+    consumer = module.Consumer(sorted(consumer_config(properties).items()))
+    started = time.monotonic()
+    try:
+        reads = 0
+        while time.monotonic() - started < 3 * lifetime_ms / 1000 or reads < 4:
+            east.produce("orders", [(None, f"v{reads}")], partition=0)
+            reader = module.Reader(
+                "east", consumer, [("orders", 0, reads, reads + 1)], 60_000, False, True
+            )
+            assert [r["value"] for b in reader for r in b.to_pylist()] == [f"v{reads}".encode()]
+            assert reader.fallback() is None, reads
+            reads += 1
+    finally:
+        consumer.close()

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from tests.integration.helpers import EstateFactory, requires_kafka
+from tests.integration.helpers import EstateFactory, plaintext_servers, requires_kafka
 from tests.integration.queries import parquet_query, parquet_values, wait_parquet
 from tests.integration.raw_produce import produce_raw
 from tests.integration.read_tasks import make_task, read_table
@@ -89,7 +89,7 @@ def test_every_reader_reads_what_the_java_consumer_reads_from_every_offset(
         consumers = {}
         for path, (direct, reason) in _CORE_PATHS.items():
             if module is not None:
-                config = {"bootstrap.servers": east.bootstrap_servers, "isolation.level": isolation}
+                config = {**east.connection_properties(), "isolation.level": isolation}
                 config = consumer_config({**config, **_QUICK})
                 consumers[path] = (module.Consumer(sorted(config.items()), direct=direct), reason)
         try:
@@ -125,7 +125,7 @@ def test_a_header_name_that_is_not_utf8(kafka_clusters: Any) -> None:
     east.create_topic("h", partitions=1)
     east.produce("h", [(None, "before")], partition=0)
     raw = [(None, b"a", []), (b"k", b"b", [(b"n\xffx", b"1"), (b"ok", None)]), (None, b"c", [])]
-    assert produce_raw(east.bootstrap_servers, "h", 0, raw) == 1
+    assert produce_raw(plaintext_servers(east), "h", 0, raw) == 1
     want = [
         (0, b"before", None),
         (1, b"a", None),
@@ -133,7 +133,7 @@ def test_a_header_name_that_is_not_utf8(kafka_clusters: Any) -> None:
         (3, b"c", None),
     ]
     module = core()
-    config = consumer_config({"bootstrap.servers": east.bootstrap_servers})
+    config = consumer_config(east.connection_properties())
     for path, (direct, reason) in _CORE_PATHS.items() if module is not None else ():
         ranges = [("h", 0, 0, 4)]
         read = module.Reader(

@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 from tests.integration.compaction import COMPACTED, log_offsets
-from tests.integration.helpers import wait_until
+from tests.integration.helpers import plaintext_servers, wait_until
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java
@@ -185,7 +185,7 @@ def java_reads(
 ) -> Reads:
     """What the Java consumer reads of ``topic`` from every start offset, per isolation level."""
     jars = ensure_kafka_jars()
-    command = [find_java(), "-cp", f"{jars}/*", str(_JAVA), cluster.bootstrap_servers, topic]
+    command = [find_java(), "-cp", f"{jars}/*", str(_JAVA), plaintext_servers(cluster), topic]
     done = subprocess.run(
         [*command, str(partitions), *isolations],
         capture_output=True,

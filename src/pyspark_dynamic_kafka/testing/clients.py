@@ -90,6 +90,13 @@ class KafkaClients(ABC):
             **extra,
         }
 
+    def connection_properties(self) -> dict[str, str]:
+        """What a client of the product needs to reach this cluster: ``bootstrap.servers`` and
+        ``client_config`` (the security settings of a TLS or SASL listener, for example), as a
+        metadata file's cluster entry or a task's client properties carry them."""
+        config = {key: str(value) for key, value in self.client_config.items()}
+        return {"bootstrap.servers": self.bootstrap_servers, **config}
+
     @contextlib.contextmanager
     def _admin(self) -> Iterator[Any]:
         config: dict[str, Any] = {**self.client_properties(), "logger": _log}

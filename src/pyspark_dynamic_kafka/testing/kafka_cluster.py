@@ -17,6 +17,7 @@ from pathlib import Path
 from pyspark_dynamic_kafka.testing.certificates import TlsStore, make_tls_store
 from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.errors import (
+    LISTENER_ENV_VAR,
     ClusterStartError,
     ConfigValue,
     KafkaTestingError,
@@ -28,13 +29,18 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     STARTED_LINE,
     broker_addresses,
     check_layout,
+    client_security,
     new_cluster_id,
     ports_per_broker,
     render_properties,
     server_properties,
 )
 from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
-from pyspark_dynamic_kafka.testing.kafka_process import BrokerProcess, run_all
+from pyspark_dynamic_kafka.testing.kafka_process import (
+    BrokerProcess,
+    brokers_report,
+    format_storages,
+)
 
 __all__ = ["ApacheKafkaCluster"]
 
@@ -56,14 +62,12 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     ----------
     name, brokers:
         The cluster's name, as tests and metadata refer to it; its number of nodes.
-    racks:
-        ``broker.rack`` of each node (``["dc1", "dc2", "dc2"]``); ``None`` sets none.
-    startup_timeout:
-        Seconds :meth:`start` and :meth:`start_broker` wait for readiness.
-    log_dir:
-        Directory for ``<name>-broker-<i>.log``; ``None`` keeps logs in the temporary directory.
-    jvm_options:
-        JVM flags of every node; :data:`~.kafka_config.DEFAULT_JVM_OPTIONS` by default.
+    racks, startup_timeout:
+        ``broker.rack`` of each node (``["dc1", "dc2", "dc2"]``; ``None``: none); seconds
+        :meth:`start` and :meth:`start_broker` wait for readiness.
+    log_dir, jvm_options:
+        Directory for ``<name>-broker-<i>.log`` (``None``: the temporary directory); JVM flags of
+        every node (:data:`~.kafka_config.DEFAULT_JVM_OPTIONS`).
     client_config:
         Extra librdkafka properties for the helpers' clients.
     scram, tls:
@@ -71,6 +75,11 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         SCRAM-SHA-256 (users: :mod:`~.scram`); SSL and SASL_SSL ones (clients: :mod:`~.tls`).
     broker_config:
         Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
+    client_listener:
+        The listener :attr:`bootstrap_servers` and the helpers' clients use: ``PLAINTEXT``, or
+        ``SSL`` / ``SASL_SSL`` (then ``tls`` is on and ``client_config`` gets the security
+        properties, :func:`~.kafka_config.client_security`); ``None`` reads
+        ``DYNAMIC_KAFKA_TEST_LISTENER`` (unset: ``PLAINTEXT``).
     """
 
     multi_broker = True
@@ -89,9 +98,13 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         scram: bool = False,
         tls: bool = False,
         broker_config: Mapping[str, str] | None = None,
+        client_listener: str | None = None,
     ) -> None:
         super().__init__(name, client_config)
         self.broker_config = dict(broker_config or {})
+        listener = client_listener or os.environ.get(LISTENER_ENV_VAR, "").strip() or "PLAINTEXT"
+        self.client_listener = listener.upper()
+        tls = tls or self.client_listener != "PLAINTEXT"
         self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
         self.scram, self.tls = scram, tls
@@ -110,7 +123,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down)."""
+        """Every broker's ``127.0.0.1:<port>`` of ``client_listener``, comma-separated."""
+        if self.client_listener != "PLAINTEXT":
+            return self.listener_servers(self.client_listener)
         return ",".join(f"127.0.0.1:{b.address.port}" for b in self._started())
 
     @property
@@ -312,6 +327,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         ports = free_ports(ports_per_broker(self.scram, self.tls) * self.broker_count)
         addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls)
         self.tls_store = make_tls_store(root, find_java()) if self.tls else None
+        self.client_config |= client_security(self.client_listener, self.tls_store)
         logs = self._log_dir or root
         logs.mkdir(parents=True, exist_ok=True)
         prefix = f"{self.name}-" if self._log_dir is not None else ""
@@ -323,20 +339,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
             config_path.write_text(render_properties(config))
             log_path = logs / f"{prefix}broker-{i}.log"
             self._brokers.append(BrokerProcess(i, addresses[i], config_path, log_path))
-        self._format_storage()
-
-    def _format_storage(self) -> None:
-        """Format every broker's storage under ``cluster_id``, all at once."""
-        command = [*self._java_command(), "kafka.tools.StorageTool", "format"]
-        formats = [
-            (
-                [*command, "-t", str(self.cluster_id), "-c", str(broker.config_path)],
-                broker.log_path.with_suffix(".format.log"),
-            )
-            for broker in self._brokers
-        ]
         what = f"Apache Kafka cluster {self.name!r}: formatting storage"
-        run_all(formats, self.startup_timeout, what)
+        java, cluster_id = self._java_command(), str(self.cluster_id)
+        format_storages(java, cluster_id, self._brokers, self.startup_timeout, what)
 
     def _java_command(self) -> list[str]:
         log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"
@@ -375,14 +380,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         )
 
     def _start_failure(self, what: str) -> str:
-        logs = "".join(
-            f"\nbroker {b.node_id} (127.0.0.1:{b.address.port}), config {b.config_path}, "
-            f"log {b.log_path}:\n{b.log_tail()}"
-            for b in self._awaited
-        )
         return (
             f"Apache Kafka cluster {self.name!r} not ready within {self.startup_timeout:g}s: "
-            f"{what}.{logs}"
+            f"{what}.{brokers_report(self._awaited)}"
         )
 
     def _signal(self, broker: BrokerProcess, sig: signal.Signals, timeout: float) -> None:

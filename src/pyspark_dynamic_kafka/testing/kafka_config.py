@@ -28,6 +28,7 @@ __all__ = [
     "BrokerAddress",
     "broker_addresses",
     "check_layout",
+    "client_security",
     "new_cluster_id",
     "ports_per_broker",
     "render_properties",
@@ -283,6 +284,23 @@ def _tls_properties(store: TlsStore) -> dict[str, str]:
             for mechanism in SCRAM_MECHANISMS
         },
     }
+
+
+def client_security(listener: str, tls: TlsStore | None) -> dict[str, str]:
+    """The security properties of a client of the ``listener`` client listener (none for
+    ``PLAINTEXT``; ``SASL_SSL`` authenticates with SASL PLAIN as :data:`PLAIN_USER`)."""
+    if listener == "PLAINTEXT":
+        return {}
+    if listener not in ("SSL", "SASL_SSL") or tls is None:
+        raise ValueError(f"no client security for listener {listener!r} (SSL or SASL_SSL, tls)")
+    properties = {"security.protocol": listener, "ssl.ca.location": str(tls.ca_location)}
+    if listener == "SASL_SSL":
+        properties |= {
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": PLAIN_USER,
+            "sasl.password": PLAIN_PASSWORD,
+        }
+    return properties
 
 
 def render_properties(properties: Mapping[str, str]) -> str:

@@ -172,3 +172,24 @@ def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def format_storages(
+    java: list[str], cluster_id: str, brokers: list[BrokerProcess], timeout: float, what: str
+) -> None:
+    """Format every broker's storage under ``cluster_id`` (``kafka.tools.StorageTool``), all
+    at once; each logs beside its broker log (``.format.log``)."""
+    command = [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c"]
+    formats = [
+        ([*command, str(b.config_path)], b.log_path.with_suffix(".format.log")) for b in brokers
+    ]
+    run_all(formats, timeout, what)
+
+
+def brokers_report(brokers: list[BrokerProcess]) -> str:
+    """Each broker's address, configuration, log file and the end of its log."""
+    return "".join(
+        f"\nbroker {b.node_id} (127.0.0.1:{b.address.port}), config {b.config_path}, "
+        f"log {b.log_path}:\n{b.log_tail()}"
+        for b in brokers
+    )

@@ -73,15 +73,8 @@ class KafkaClients(ABC):
     def client_properties(self, **extra: ConfigValue) -> dict[str, ConfigValue]:
         """Properties for a client of this cluster: bootstrap servers, ``client_config``, ``extra``.
 
-        Parameters
-        ----------
-        **extra:
-            Properties to add; use a dict with ``**`` for dotted keys.
-
-        Returns
-        -------
-        dict
-            A new dict, ready for ``confluent_kafka.Consumer(...)`` and friends.
+        ``extra``: properties to add (a dict with ``**`` for dotted keys). A new dict, ready for
+        ``confluent_kafka.Consumer(...)`` and friends.
         """
         return {
             "bootstrap.servers": self.bootstrap_servers,
@@ -91,9 +84,8 @@ class KafkaClients(ABC):
         }
 
     def connection_properties(self) -> dict[str, str]:
-        """What a client of the product needs to reach this cluster: ``bootstrap.servers`` and
-        ``client_config`` (the security settings of a TLS or SASL listener, for example), as a
-        metadata file's cluster entry or a task's client properties carry them."""
+        """``bootstrap.servers`` and ``client_config`` (a listener's security settings, say): what a
+        metadata file's cluster entry or a task's client properties carry to reach the cluster."""
         config = {key: str(value) for key, value in self.client_config.items()}
         return {"bootstrap.servers": self.bootstrap_servers, **config}
 

@@ -9,6 +9,11 @@ Same brokers, same data (default 2,000,000 records of 100 bytes) in three cases:
   spread evenly). Peers: a union of one ``format("kafka")`` per cluster, raw confluent-kafka, Flink.
 * ``tansu 1x8``: the single-cluster case on the embedded Tansu broker. Peers: ``format("kafka")``
   and raw confluent-kafka.
+* ``kafka-plain-1x8``, ``kafka-scram512-1x8``, ``kafka-plain-3x4``, ``kafka-scram512-3x4``: the
+  two Apache Kafka cases read through the clusters' SASL_SSL listener (TLS, and SASL PLAIN or
+  SCRAM-SHA-512), the same listener and credentials for ``dynamic_kafka`` (metadata) and
+  ``format("kafka")`` (``kafka.*`` options, a PEM trust store). Same data as the PLAINTEXT cases
+  (one topic per cluster layout, read through either listener); no raw or Flink side.
 
 Every Spark side is a new query on one warm ``local[2]`` session (see :mod:`.spark_sides` for the
 window and the CPU); raw is two processes (:mod:`.raw`); Flink is one long-lived JVM with a
@@ -58,14 +63,39 @@ from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_tasks
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
-from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java
+from pyspark_dynamic_kafka.testing.tls import (
+    plain_client_properties,
+    sasl_ssl_scram_client_properties,
+)
 
+#: case -> (broker kind, clusters, partitions, the SASL_SSL listener's mechanism or None)
 CASES = {
-    "kafka-1x8": ("kafka", 1, 8),
-    "kafka-3x4": ("kafka", 3, 4),
-    "tansu-1x8": ("tansu", 1, 8),
+    "kafka-1x8": ("kafka", 1, 8, None),
+    "kafka-3x4": ("kafka", 3, 4, None),
+    "tansu-1x8": ("tansu", 1, 8, None),
+    "kafka-plain-1x8": ("kafka", 1, 8, "PLAIN"),
+    "kafka-scram512-1x8": ("kafka", 1, 8, "SCRAM-SHA-512"),
+    "kafka-plain-3x4": ("kafka", 3, 4, "PLAIN"),
+    "kafka-scram512-3x4": ("kafka", 3, 4, "SCRAM-SHA-512"),
 }
+#: The cases ``make bench`` runs unless ``--cases`` names others.
+DEFAULT_CASES = ["kafka-1x8", "kafka-3x4", "tansu-1x8", "kafka-scram512-1x8", "kafka-plain-3x4"]
+_SCRAM_USER, _SCRAM_PASSWORD = "bench", "bench-scram-password"
+
+
+def _security(cluster: Any, mechanism: str | None) -> tuple[tuple[str, str], ...]:
+    """The SASL_SSL listener's client properties for ``mechanism`` (none: PLAINTEXT)."""
+    if mechanism is None:
+        return ()
+    if mechanism == "PLAIN":
+        properties = plain_client_properties(cluster)
+    else:
+        properties = sasl_ssl_scram_client_properties(
+            cluster, _SCRAM_USER, _SCRAM_PASSWORD, mechanism
+        )
+    return tuple(sorted(properties.items()))
 
 
 def _records(count: int, size: int, first: int = 0) -> Iterator[tuple[None, bytes]]:
@@ -94,17 +124,19 @@ def _flink_run(flink: FlinkPeer, total: int, topic: str, clusters: list[Cluster]
 
 
 def load(started: dict[str, Any], case: str, records: int, size: int) -> dict[str, Any]:
-    """Create the case's topic on its clusters and load the records; the case's sides."""
-    broker, count, partitions = CASES[case]
+    """Create the case's topic on its clusters and load the records (once per layout: the
+    SASL_SSL cases read the PLAINTEXT cases' topics); the case's data."""
+    broker, count, partitions, mechanism = CASES[case]
     names = list(started[broker])[:count]
-    topic = f"bench{partitions}"
+    topic = f"bench{count}x{partitions}"
     per_cluster = math.ceil(records / count)
     shares: list[Share] = []
     t0 = time.perf_counter()
     for i, name in enumerate(names):
         cluster = started[broker][name]
-        cluster.create_topic(topic, partitions=partitions)
-        cluster.produce_bulk(topic, _records(per_cluster, size, i * per_cluster))
+        if topic not in cluster.topics():
+            cluster.create_topic(topic, partitions=partitions)
+            cluster.produce_bulk(topic, _records(per_cluster, size, i * per_cluster))
         ends = {p: hw for p, (_, hw) in cluster.watermarks(topic).items()}
         shares.append((cluster.bootstrap_servers, topic, ends))
     total = sum(sum(ends.values()) for _, _, ends in shares)
@@ -113,8 +145,20 @@ def load(started: dict[str, Any], case: str, records: int, size: int) -> dict[st
         f"partitions in {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    clusters = [Cluster(n, started[broker][n].bootstrap_servers) for n in names]
-    return {"clusters": clusters, "topic": topic, "shares": shares, "total": total}
+    clusters = []
+    for n in names:
+        security = _security(started[broker][n], mechanism)
+        bootstrap = dict(security).get("bootstrap.servers", started[broker][n].bootstrap_servers)
+        rest = tuple((k, v) for k, v in security if k != "bootstrap.servers")
+        clusters.append(Cluster(n, bootstrap, rest))
+    secure = mechanism is not None
+    return {
+        "clusters": clusters,
+        "topic": topic,
+        "shares": shares,
+        "total": total,
+        "secure": secure,
+    }
 
 
 def _sides(
@@ -136,8 +180,9 @@ def _sides(
         sides["kafka"] = lambda: measure(jvm, lambda: kafka(spark, clusters[0], topic), total)
     else:
         sides["union"] = lambda: measure(jvm, lambda: union_of_kafka(spark, clusters, topic), total)
-    sides["raw"] = lambda: raw(data["shares"])
-    if flink is not None and case.startswith("kafka"):
+    if not data["secure"]:
+        sides["raw"] = lambda: raw(data["shares"])
+    if flink is not None and case.startswith("kafka") and not data["secure"]:
         sides["flink"] = lambda: _flink_run(flink, total, topic, clusters)
     if case == "kafka-1x8":
         tasks = _tasks(data["shares"])
@@ -164,7 +209,7 @@ def _attempt(name: str, side: Callable[[], Run], attempts: int = 4) -> Run:
 
 def main() -> None:
     parser = report.parser(__doc__, 2_000_000)
-    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--cases", nargs="+", default=DEFAULT_CASES, choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink out")
     parser.add_argument(
         "--no-native", action="store_true", help="leave the compiled core's reader out"
@@ -182,10 +227,17 @@ def main() -> None:
     kinds = {CASES[c][0] for c in args.cases}
     counts = {k: max(CASES[c][1] for c in args.cases if CASES[c][0] == k) for k in kinds}
     with ExitStack() as stack:
+        # The Apache Kafka clusters have TLS and SASL listeners when a case reads through them.
+        secured = any(CASES[c][3] for c in args.cases)
+        options = {"kafka": {"tls": secured, "scram": secured}, "tansu": {}}
         started = {
-            kind: stack.enter_context(start_clusters([f"{kind}{i}" for i in range(n)], broker=kind))
+            kind: stack.enter_context(
+                start_clusters([f"{kind}{i}" for i in range(n)], broker=kind, **options[kind])
+            )
             for kind, n in counts.items()
         }
+        for cluster in started.get("kafka", {}).values() if secured else ():
+            set_scram_password(cluster, _SCRAM_USER, _SCRAM_PASSWORD)
         data = {case: load(started, case, args.records, args.size) for case in args.cases}
         flink = None
         if not args.no_flink and "kafka" in kinds:
@@ -203,7 +255,7 @@ def main() -> None:
         for rnd in range(args.rounds + 1):
             for case in args.cases if rnd % 2 else reversed(args.cases):
                 names = list(sides[case]) if rnd % 2 else list(reversed(sides[case]))
-                if not rnd:  # round 0 warms the JVMs and the Python workers up; raw needs none
+                if not rnd and "raw" in names:  # round 0 warms the JVMs and Python workers up
                     names.remove("raw")
                 load_now = load_average()
                 runs = {name: _attempt(name, sides[case][name]) for name in names}

@@ -47,6 +47,28 @@ class Run:
 class Cluster:
     name: str
     bootstrap: str
+    #: librdkafka's security properties of the listener both sides read (none: PLAINTEXT).
+    security: tuple[tuple[str, str], ...] = ()
+
+    def java_options(self) -> dict[str, str]:
+        """The same listener and credentials as ``format("kafka")``'s ``kafka.*`` options."""
+        p = dict(self.security)
+        if not p:
+            return {}
+        module = (
+            "plain.PlainLoginModule" if p["sasl.mechanism"] == "PLAIN" else "scram.ScramLoginModule"
+        )
+        login = (
+            f"org.apache.kafka.common.security.{module} required "
+            f'username="{p["sasl.username"]}" password="{p["sasl.password"]}";'
+        )
+        return {
+            "kafka.security.protocol": p["security.protocol"],
+            "kafka.sasl.mechanism": p["sasl.mechanism"],
+            "kafka.sasl.jaas.config": login,
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": p["ssl.ca.location"],
+        }
 
 
 def write_metadata(path: Path, clusters: Sequence[Cluster], topic: str) -> None:
@@ -54,6 +76,7 @@ def write_metadata(path: Path, clusters: Sequence[Cluster], topic: str) -> None:
     lines = ["clusters:"]
     for c in clusters:
         lines += [f"  {c.name}:", f"    bootstrap.servers: '{c.bootstrap}'"]
+        lines += [f"    {key}: '{value}'" for key, value in c.security]
     lines += ["streams:", "  bench:"]
     for c in clusters:
         lines += [f"    - cluster: {c.name}", f"      topics: [{topic}]"]
@@ -81,6 +104,7 @@ def kafka(spark: Any, cluster: Cluster, topic: str) -> Any:
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .options(**cluster.java_options())
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")

@@ -15,7 +15,9 @@ parse record batches, ``rdk:main`` runs timers and the consumer's queue forwardi
 ``--other-core DIR`` (an unpacked wheel of another build of the core, e.g. of ``main``) adds its
 passes beside the installed core's, interleaved in the same rounds (the two take turns going
 first), so that two builds compare on the same broker and data; the median of the per-round
-differences is printed too. Run: ``python -m benchmarks.native_cost [--records N]``.
+differences is printed too; ``--against key=value`` does the same with the installed core and
+that property changed instead (``--against check.crcs=false``: what checking every batch's
+CRC-32C costs). Run: ``python -m benchmarks.native_cost [--records N]``.
 """
 
 from __future__ import annotations
@@ -141,19 +143,28 @@ def main() -> None:
     parser.add_argument("--max-rows", type=int, default=65536)
     parser.add_argument("--set", action="append", default=[], help="librdkafka key=value")
     parser.add_argument("--other-core", help="an unpacked wheel of another build of the core")
+    parser.add_argument(
+        "--against", action="append", default=[], help="key=value of the other side's consumers"
+    )
     parser.add_argument("--no-ipc", action="store_true", help="leave the read+ipc pass out")
     args = parser.parse_args()
     installed = core()
     if installed is None:
         raise SystemExit("the compiled core is not installed (make setup)")
     modules = {"": installed}
-    if args.other_core:
-        modules["other "] = _load_core(args.other_core)
+    if args.other_core or args.against:
+        modules["other "] = _load_core(args.other_core) if args.other_core else installed
     overrides = dict(item.split("=", 1) for item in args.set)
+    against = dict(item.split("=", 1) for item in args.against)
     with loaded_topic("nativecost", TOPIC, args.records) as (bootstrap, ends):
         props = FrozenProperties({"bootstrap.servers": bootstrap, **overrides})
         config = sorted(consumer_config(props).items())
-        consumers = {k: [m.Consumer(config), m.Consumer(config)] for k, m in modules.items()}
+        other = sorted(consumer_config(FrozenProperties({**props, **against})).items())
+        consumers = {
+            k: [m.Consumer(c), m.Consumer(c)]
+            for k, m in modules.items()
+            for c in [other if k == "other " else config]
+        }
         print(f"reading, pid {os.getpid()}", flush=True)
         results: dict[str, list[dict[str, float]]] = defaultdict(list)
         for rnd in range(args.rounds + 1):  # the first round warms up (connections), not counted
@@ -177,6 +188,8 @@ def main() -> None:
             for consumer in pair:
                 consumer.close()
     print(f"settings: max_rows {args.max_rows}, overrides {overrides or 'none'}")
+    if against:
+        print(f"other: the installed core with {against}")
     for name, rounds in results.items():
         kinds = sorted({k for r in rounds for k in r})
         parts = {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in kinds}

@@ -43,7 +43,7 @@ from tests.integration.sink_records import (
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.core import core
+from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor.native import transaction_native
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (

@@ -28,8 +28,9 @@ Executor (``executor/``):
   :class:`ReadTask` (offset ranges, client properties, read settings).
 - :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
 - :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
-- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges
-  (``reader=auto|native``).
+- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges,
+  with its direct fetch path or librdkafka's consumer as the driver planned
+  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
   collector (planning on the driver, reading on executors).
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -37,6 +37,7 @@ __all__ = [
     "open_transaction",
     "produce_transaction",
     "progress_group",
+    "run_transaction",
     "transaction_properties",
 ]
 
@@ -193,18 +194,43 @@ def produce_transaction(
         was aborted; a fenced attempt fails with a :class:`WriteError`.
     """
     producer = open_transaction(task, partition)
+
+    def write() -> WriteReport:
+        try:
+            deliveries = send_all(task, producer, batches, stamp)
+            _commit(task, producer, partition, batch_id)
+        except KafkaException as exc:
+            raise failure(task, "Cannot commit the transaction on", None, exc) from None
+        return deliveries.report(task.route.cluster_id)
+
+    def abort() -> None:
+        with contextlib.suppress(KafkaException):
+            producer.abort_transaction(_timeout_s(task))
+
+    return run_transaction(task, batch_id, partition, producer.begin_transaction, write, abort)
+
+
+def run_transaction(
+    task: WriteTask,
+    batch_id: int,
+    partition: int,
+    begin: Callable[[], None],
+    write: Callable[[], WriteReport],
+    abort: Callable[[], None],
+) -> WriteReport:
+    """The one course of a task's transaction, whatever the producer (confluent-kafka's or the
+    compiled core's), once ``init_transactions`` fenced older attempts: nothing when a progress
+    marker says Spark partition ``partition`` of micro-batch ``batch_id`` is committed, else
+    ``begin``, then ``write`` (the records and the marker, committed); on any error the
+    transaction is aborted (``abort``) before the error is raised again.
+    """
     skip = already_committed(task, batch_id, partition)
     if skip is not None:
         return skip
-    producer.begin_transaction()
+    begin()
     try:
-        deliveries = send_all(task, producer, batches, stamp)
-        _commit(task, producer, partition, batch_id)
-    except BaseException as exc:
+        return write()
+    except BaseException:
         # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
-        with contextlib.suppress(KafkaException):
-            producer.abort_transaction(_timeout_s(task))
-        if isinstance(exc, KafkaException):
-            raise failure(task, "Cannot commit the transaction on", None, exc) from None
+        abort()
         raise
-    return deliveries.report(task.route.cluster_id)

@@ -6,7 +6,7 @@ delivery reports in Rust, so no Python object is made per record. Whether it or 
 the driver decides once per write (:func:`~pyspark_dynamic_kafka.kafka.engine.write_engine`);
 the task carries the decision in
 :attr:`~pyspark_dynamic_kafka.sink.executor.task.WriteTask.engine`. Both guarantees:
-atLeastOnce (:func:`produce_native`) and exactlyOnce's transactions (:func:`transaction_native`).
+atLeastOnce (:func:`produce_native`) and exactlyOnce's transactions (:class:`NativeTransaction`).
 Semantics, errors and the :class:`~pyspark_dynamic_kafka.sink.executor.task.WriteReport` are
 those of the Python path.
 """
@@ -28,11 +28,10 @@ from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
     MARKER,
     progress_group,
-    run_transaction,
     transaction_properties,
 )
 
-__all__ = ["produce_native", "transaction_native"]
+__all__ = ["NativeTransaction", "produce_native"]
 
 _LOG = logging.getLogger(__name__)
 _FLUSH_MARGIN_MS = 10_000
@@ -113,39 +112,43 @@ def produce_native(
     return report
 
 
-def transaction_native(
-    task: WriteTask,
-    batches: Iterable[pa.RecordBatch],
-    batch_id: int,
-    partition: int,
-    stamp: Stamp | None = None,
-) -> WriteReport:
-    """exactlyOnce with the compiled core: as
+class NativeTransaction:
+    """exactlyOnce with the compiled core: a
+    :class:`~pyspark_dynamic_kafka.sink.executor.transaction.Transaction` for
     :func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction` (same
     ``transactional.id``, progress marker and skip; the markers are read with confluent-kafka)."""
-    module = _module(task)
-    timeout = task.flush_timeout_ms
-    producer = _producer(module, task, transaction_properties(task, partition), stamp)
 
-    def begin() -> None:
-        with _producing(module, task, "Cannot start a transaction on"):
-            producer.begin_transaction()
+    def __init__(self, task: WriteTask, partition: int, stamp: Stamp | None) -> None:
+        self.task, self.partition = task, partition
+        self.module = _module(task)
+        self.timeout = task.flush_timeout_ms
+        properties = transaction_properties(task, partition)
+        self.producer = _producer(self.module, task, properties, stamp)
+        try:
+            with _producing(self.module, task, "Cannot start a transaction on"):
+                self.producer.init_transactions(self.timeout)
+        except BaseException:
+            self.producer.close()
+            raise
 
-    def write() -> WriteReport:
-        report = _send_all(module, task, producer, batches)
-        with _producing(module, task, "Cannot commit the transaction on"):
+    def begin(self) -> None:
+        with _producing(self.module, self.task, "Cannot start a transaction on"):
+            self.producer.begin_transaction()
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+        return _send_all(self.module, self.task, self.producer, batches)
+
+    def commit(self, batch_id: int) -> None:
+        task = self.task
+        with _producing(self.module, task, "Cannot commit the transaction on"):
             marker = (task.route.marker_topic, 0, batch_id)
-            producer.send_offset(progress_group(task, partition), *marker, MARKER, timeout)
-            producer.commit_transaction(timeout)
-        return report
+            group = progress_group(task, self.partition)
+            self.producer.send_offset(group, *marker, MARKER, self.timeout)
+            self.producer.commit_transaction(self.timeout)
 
-    def abort() -> None:
-        with contextlib.suppress(module.WriteFailure):
-            producer.abort_transaction(timeout)
+    def abort(self) -> None:
+        with contextlib.suppress(self.module.WriteFailure):
+            self.producer.abort_transaction(self.timeout)
 
-    try:
-        with _producing(module, task, "Cannot start a transaction on"):
-            producer.init_transactions(timeout)
-        return run_transaction(task, batch_id, partition, begin, write, abort)
-    finally:
-        producer.close()
+    def close(self) -> None:
+        self.producer.close()

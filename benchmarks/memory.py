@@ -46,17 +46,19 @@ def _child(
 ) -> None:
     """Read ``count`` records as one task with ``reader``; print RSS figures as JSON."""
     import pyspark_dynamic_kafka.datasource  # noqa: F401  (what a worker has imported)
+    from pyspark_dynamic_kafka.frozen import FrozenMapping
     from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+    from pyspark_dynamic_kafka.kafka.engine import read_engine
     from pyspark_dynamic_kafka.source.executor.read import read_task
     from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
-    native = frozenset({"c"}) if reader == "native" else frozenset()
-    settings = ReadSettings(120_000, 60_000, frozenset({"c"}), native_clusters=native)
+    properties = FrozenProperties({"bootstrap.servers": bootstrap, **overrides})
+    engines = FrozenMapping({"c": read_engine(reader, "c", properties).name})
+    settings = ReadSettings(120_000, 60_000, frozenset({"c"}), engines=engines)
     each, extra = divmod(count, partitions)
     ranges = tuple(
         OffsetRange("c", TOPIC, p, 0, each + (1 if p < extra else 0)) for p in range(partitions)
     )
-    properties = FrozenProperties({"bootstrap.servers": bootstrap, **overrides})
     task = ReadTask(ranges, {"c": properties}, settings)
     before = _rss_kib()
     rows = 0

@@ -47,10 +47,10 @@ from demo_server import DEADLINE_S, TOKEN, MetadataServer, write_metadata  # exa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pyspark_dynamic_kafka.kafka.engine import core, read_engine
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.monitoring.report import render_report
-from pyspark_dynamic_kafka.source.executor.native import core, native_problem
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
@@ -191,21 +191,33 @@ def wait_for(condition: Callable[[], bool], queries: list[Any], what: str) -> No
 
 
 def reader_lines(clusters: dict[str, Any]) -> list[str]:
-    """Which reader reads each cluster with the default ``reader=auto``, and why when it is the
-    Python reader (the driver's own per-cluster decision, on the properties the metadata gives
-    the cluster: :func:`write_metadata`'s)."""
+    """The engine that reads each cluster with the default ``reader=auto``, and why when it is
+    not the compiled core's direct fetch path (the driver's own per-cluster decision, on the
+    properties the metadata gives the cluster: :func:`write_metadata`'s)."""
     module = core()
+    version = "" if module is None else f", librdkafka {module.librdkafka_version()}"
+    what = {
+        "direct": f"pyspark-dynamic-kafka-core's direct fetch path{version}",
+        "librdkafka": f"pyspark-dynamic-kafka-core with librdkafka's consumer{version}",
+        "python": "the Python reader, confluent-kafka",
+    }
     lines = []
     for name, cluster in sorted(clusters.items()):
-        problem = native_problem({"bootstrap.servers": cluster.bootstrap_servers})
-        if problem is None and module is not None:
-            version = module.librdkafka_version()
-            lines.append(
-                f"reader for {name}: native (pyspark-dynamic-kafka-core, librdkafka {version})"
-            )
-        else:
-            lines.append(f"reader for {name}: python, because {problem}")
+        engine = read_engine("auto", name, {"bootstrap.servers": cluster.bootstrap_servers})
+        why = "" if engine.reason is None else f", because {engine.reason}"
+        lines.append(f"reader for {name}: {engine.name} ({what[engine.name]}){why}")
     return lines
+
+
+def read_paths(metrics: Path) -> dict[str, str]:
+    """The engine the source reported reading each cluster with (``readPath`` in the listener's
+    JSON lines: the source's progress)."""
+    paths: dict[str, str] = {}
+    for line in metrics.read_text().splitlines() if metrics.exists() else []:
+        for name, cluster in json.loads(line).get("clusters", {}).items():
+            if cluster.get("readPath"):
+                paths[name] = cluster["readPath"]
+    return dict(sorted(paths.items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,7 +314,7 @@ def migrate(
     query.stop()
     monitor.detach()
     print(f"metadata reads answered (HTTP status: count): {server.answers()}")
-    code = summarize(spark, output, written(metrics), guarantee, changed_at)
+    code = summarize(spark, output, written(metrics), guarantee, changed_at, read_paths(metrics))
     reads = workdir / "reads.jsonl"  # the reader's lines (the writer's have no cluster read)
     lines = metrics.read_text().splitlines()
     reads.write_text("".join(f"{x}\n" for x in lines if json.loads(x).get("kafkaClustersCount")))
@@ -317,7 +329,12 @@ def migrate(
 
 
 def summarize(
-    spark: SparkSession, output: Path, writes: dict[str, Any], guarantee: str, changed_at: float
+    spark: SparkSession,
+    output: Path,
+    writes: dict[str, Any],
+    guarantee: str,
+    changed_at: float,
+    paths: dict[str, str],
 ) -> int:
     """Print the summary and return the exit code (0 when nothing was lost or duplicated)."""
     events = spark.read.parquet(str(output))
@@ -336,6 +353,7 @@ def summarize(
     print(f"  ids produced:        {TOTAL}")
     print(f"  written per cluster: {by_sink} (the sink's metrics)")
     print(f"  read per cluster:    {dict(sorted(per_cluster.items()))}")
+    print(f"  read path:           {paths} (the source's progress metrics)")
     print(f"  lost:                {lost}")
     print(f"  duplicated:          {duplicated}")
     if unexpected:

@@ -2,9 +2,10 @@
 test_native_read.py, test_native_security.py).
 
 A task is built the way the driver builds one (pickled and unpickled, as Spark ships it) and read
-through :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`: with its cluster in
-``ReadSettings.native_clusters`` the compiled core reads it (``reader="native"``), else the
-Python reader (``reader="python"``).
+through :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`: with ``reader="native"``
+the driver's decision (:func:`~pyspark_dynamic_kafka.kafka.engine.read_engine`) plans the
+compiled core's direct fetch path or librdkafka's consumer for the cluster, as its client
+properties allow, in ``ReadSettings.engines``; with ``reader="python"`` the Python reader reads.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import read_engine
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
@@ -38,17 +41,17 @@ def make_task(
     """A task reading ``ranges`` ``(topic, partition, start, end)`` of ``cluster`` with
     ``reader``; its client properties are the cluster's connection properties, or ``properties``
     (e.g. a SASL listener's, replacing them), then ``props``."""
-    native = frozenset({cluster.name}) if reader == "native" else frozenset()
+    base = cluster.connection_properties() if properties is None else properties
+    client = {**base, **props}
+    engines = {cluster.name: read_engine(reader, cluster.name, client).name}
     settings = ReadSettings(
         poll_timeout_ms,
         60_000,
         frozenset({cluster.name}),
         fail_on_data_loss=fail_on_data_loss,
         include_headers=include_headers,
-        native_clusters=native,
+        engines=FrozenMapping(engines),
     )
-    base = cluster.connection_properties() if properties is None else properties
-    client = {**base, **props}
     spans = tuple(OffsetRange(cluster.name, t, p, s, e) for t, p, s, e in ranges)
     task = ReadTask(spans, {cluster.name: FrozenProperties(client)}, settings)
     return pickle.loads(pickle.dumps(task))  # type: ignore[no-any-return]

@@ -15,6 +15,7 @@ of this session's Spark (a child of this process) with a connection to the clust
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import time
@@ -75,16 +76,26 @@ def _check_reader(reader: str, clusters: list[ApacheKafkaCluster]) -> None:
         wait_until(read_natively, what=f"a Python worker reading {cluster.name} natively")
 
 
-def test_a_cluster_removed_from_the_metadata_then_down_is_not_waited_for(
-    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, reader: str
-) -> None:
-    topic = f"removed-{reader}"
+@contextlib.contextmanager
+def _reading_both(
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, topic: str, reader: str
+) -> Iterator[tuple[Estate, Any, list[Any]]]:
+    """A query with ``reader`` of ``topic`` on both clusters, 5 records on each, every one read
+    and each cluster seen read by that reader: (the estate, the query, the records expected)."""
     setup = _estate(clusters, tmp_path, topic)
     east, west = clusters["east"], clusters["west"]
     expected = produce(east, topic, numbered("e", 5)) + produce(west, topic, numbered("w", 5))
     with memory_query(spark, _options(setup, reader)) as query:
         query.expect(expected)
         _check_reader(reader, [east, west])
+        yield setup, query, expected
+
+
+def test_a_cluster_removed_from_the_metadata_then_down_is_not_waited_for(
+    spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, reader: str
+) -> None:
+    topic, east, west = f"removed-{reader}", clusters["east"], clusters["west"]
+    with _reading_both(spark, clusters, tmp_path, topic, reader) as (setup, query, expected):
         setup.write({"orders": [("west", [topic])]})
         wait_until(
             lambda: set(query.offsets().get("clusters", {})) == {"west"},
@@ -108,12 +119,8 @@ def test_a_cluster_down_while_listed_fails_the_query_naming_it(
     spark: Any, clusters: dict[str, ApacheKafkaCluster], tmp_path: Path, reader: str
 ) -> None:
     topic = f"listed-{reader}"
-    setup = _estate(clusters, tmp_path, topic)
-    east, west = clusters["east"], clusters["west"]
-    expected = produce(east, topic, numbered("e", 5)) + produce(west, topic, numbered("w", 5))
-    with memory_query(spark, _options(setup, reader)) as query:
-        query.expect(expected)
-        _check_reader(reader, [east, west])
+    with _reading_both(spark, clusters, tmp_path, topic, reader) as (_, query, expected):
+        east, west = clusters["east"], clusters["west"]
         # Acknowledged before east goes down, so listed by the first micro-batch that cannot list
         # east: read before the query gives up, which takes another, later micro-batch.
         expected += produce(west, topic, numbered("x", 5))

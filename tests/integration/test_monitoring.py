@@ -1,4 +1,6 @@
-"""Per-cluster metrics of a live migration east -> west, through the listener and a real scrape.
+"""Per-cluster metrics of a live migration east -> west, through the listener and a real scrape,
+with the engine that reads each cluster (the compiled core's direct fetch path on these
+PLAINTEXT clusters; the Python reader without the core).
 
 The listener (``monitoring.attach``) follows the query; Prometheus exposition is scraped over
 HTTP and parsed with prometheus-client's own parser; the JSON lines are the listener's file.
@@ -15,19 +17,21 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
 from tests.integration.queries import memory_query
 
+from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.monitoring import attach
 
 Samples = dict[str, dict[tuple[str, ...], float]]
 
 
 def scrape(port: int) -> Samples:
-    """Every sample of the exposition: name -> (cluster[, topic]) -> value."""
+    """Every sample of the exposition: name -> (cluster[, topic][, path]) -> value."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
         text = answer.read().decode()
     samples: Samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            labels = tuple(sample.labels[k] for k in ("cluster", "topic") if k in sample.labels)
+            keys = ("cluster", "topic", "path")
+            labels = tuple(sample.labels[k] for k in keys if k in sample.labels)
             samples.setdefault(sample.name, {})[labels] = sample.value
     return samples
 
@@ -50,6 +54,7 @@ def _settled(port: int, records: dict[str, int], query: Any) -> bool:
 
 def test_migration_east_to_west_metrics(spark: Any, estate: EstateFactory, tmp_path: Path) -> None:
     setup = estate("east", "west", partitions=2, listed=["east"])
+    path_read = "python" if core() is None else "direct"
     path = tmp_path / "metrics.jsonl"
     handle = attach(spark, prometheus_port=0, path=path)
     assert handle.port is not None
@@ -66,8 +71,12 @@ def test_migration_east_to_west_metrics(spark: Any, estate: EstateFactory, tmp_p
             query.expect(east + west)
             both = {"east": 30, "west": 20}
             wait_until(lambda: _settled(port, both, query.query), what="east and west")
-            idle = scrape(port)["dynamic_kafka_source_idle_seconds"]
-            assert set(idle) == {("east",), ("west",)}
+            both_read = scrape(port)
+            assert set(both_read["dynamic_kafka_source_idle_seconds"]) == {("east",), ("west",)}
+            assert both_read["dynamic_kafka_read_path"] == {
+                ("east", path_read): 1,
+                ("west", path_read): 1,
+            }
 
             setup.route("west")  # east drained and removed
             west += produce(setup["west"], "orders", numbered("w", 10, start=20), 2)
@@ -99,3 +108,5 @@ def test_migration_east_to_west_metrics(spark: Any, estate: EstateFactory, tmp_p
         ([], ["east"]),
     ]
     assert sum(line["numInputRows"] for line in lines) == 60
+    paths = {c["readPath"] for line in lines for c in line["clusters"].values()}
+    assert paths == {path_read}

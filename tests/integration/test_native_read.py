@@ -180,7 +180,7 @@ def test_a_cluster_the_core_cannot_serve_is_read_by_the_python_reader(
             tasks = [pickle.loads(pickle.dumps(t)) for t in stream.partitions(start, end)]
             tasks += [pickle.loads(pickle.dumps(t)) for t in stream.partitions(start, end)]
             assert tasks and all(isinstance(t, ReadTask) for t in tasks)
-            assert {t.settings.native_clusters for t in tasks} == {frozenset({"east"})}
+            assert all(t.settings.engines == {"east": "direct", "west": "python"} for t in tasks)
             rows = {
                 (row["cluster"], row["value"].decode())
                 for task in tasks[: len(tasks) // 2]

@@ -1,9 +1,9 @@
 """Reads over TLS and SASL on Apache Kafka, on both readers (the ``reader`` fixture), without
 Spark: the SSL listener (the broker's certificate and host name verified), SASL_SSL with PLAIN
 and with SCRAM-SHA-256, and SASL_PLAINTEXT with SCRAM-SHA-256, each an exact record set. The
-compiled core reads every one of these clusters natively under ``reader=auto`` (checked through
-the driver's decision, :func:`~pyspark_dynamic_kafka.source.executor.native.native_problem`),
-with its direct fetch path (its own TLS on librdkafka's OpenSSL, its own SASL PLAIN and SCRAM;
+compiled core reads every one of these clusters under ``reader=auto`` (checked through the
+driver's decision, :func:`~pyspark_dynamic_kafka.kafka.engine.read_engine`: ``direct``), with its
+direct fetch path (its own TLS on librdkafka's OpenSSL, its own SASL PLAIN and SCRAM;
 checked through ``Reader.fallback()``), where a refused connection fails in seconds naming why.
 """
 
@@ -20,8 +20,8 @@ from tests.integration.read_tasks import make_task, read_table
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import core, read_engine
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.native import core, native_problem
 from pyspark_dynamic_kafka.testing import scram_client_properties, set_scram_password
 from pyspark_dynamic_kafka.testing.certificates import make_tls_store
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java, tooling_problem
@@ -59,8 +59,8 @@ def test_tls_and_sasl_listeners_give_the_exact_records(kafka_clusters: Any, read
     }
     expected = [(0, o, f"a{o}") for o in range(2, 9)] + [(1, o, f"b{o}") for o in range(6)]
     for listener, properties in listeners.items():
-        # Under reader=auto the driver plans each of them for the compiled core.
-        assert native_problem(FrozenProperties(properties)) is None, listener
+        # Under reader=auto the driver plans each of them for the core's direct fetch path.
+        assert read_engine("auto", "east", FrozenProperties(properties)).name == "direct", listener
         task = make_task(
             east, reader, ("orders", 0, 2, 9), ("orders", 1, 0, 6), properties=properties
         )

@@ -44,7 +44,7 @@ from pyspark_dynamic_kafka.kafka.pool import (
     consumer_pool,
 )
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
-from pyspark_dynamic_kafka.source.executor.native import core, native_consumer
+from pyspark_dynamic_kafka.source.executor.native import core, native_factory
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 RACKS = ["dc1", "dc2", "dc2"]
@@ -94,18 +94,20 @@ def plan_group_read(options: dict[str, str]) -> tuple[Any, list[ReadTask]]:
 
 
 def measured_consumer(
-    reader: str, properties: dict[str, str], statistics: Statistics
+    engine: str, properties: dict[str, str], statistics: Statistics
 ) -> tuple[Any, ConsumerFactory]:
-    """A consumer for ``reader`` (``"python"`` or ``"native"``) built as the pool's factory
-    builds it, plus librdkafka statistics into ``statistics``; and the factory it pools under."""
+    """A consumer for the planned ``engine`` (``python``, ``librdkafka`` or ``direct``) built as
+    the pool's factory builds it, plus librdkafka statistics into ``statistics``; and the
+    factory it pools under."""
     config: dict[str, Any] = consumer_config(properties)
-    if reader == "python":
+    if engine == "python":
         config.update({"statistics.interval.ms": STATISTICS_INTERVAL_MS, "stats_cb": statistics})
         return Consumer(config), confluent_consumer
     module = core()
     assert module is not None
     config["statistics.interval.ms"] = str(STATISTICS_INTERVAL_MS)
-    return module.Consumer(sorted(config.items())), native_consumer
+    direct = engine == "direct"
+    return module.Consumer(sorted(config.items()), direct=direct), native_factory(engine)
 
 
 def serve(reader: str, consumer: Any, statistics: Statistics) -> None:
@@ -130,11 +132,12 @@ def read_with_statistics(
     generation = tasks[0].settings.generation
     assert all(t.properties[cluster_id] == properties for t in tasks)
     assert properties.get("client.rack") == rack  # kafka.client.rack reached the executors
-    # the driver planned the cluster for this reader (reader=native fails at start otherwise)
-    natively = {cluster_id} if reader == "native" else set()
-    assert all(t.settings.native_clusters == natively for t in tasks)
+    # the driver planned the cluster for this reader (reader=native fails at start otherwise):
+    # the core's direct fetch path, or librdkafka's consumer with client.rack
+    planned = {"python": "python", "native": "direct" if rack is None else "librdkafka"}[reader]
+    assert all(t.settings.engines == {cluster_id: planned} for t in tasks)
     statistics = Statistics()
-    consumer, factory = measured_consumer(reader, properties, statistics)
+    consumer, factory = measured_consumer(planned, properties, statistics)
     pool = consumer_pool()
     pool.release(cluster_id, properties, consumer, True, 600_000, generation, factory)
     rows: set[tuple[int, int, str]] = set()

@@ -32,7 +32,7 @@ from tests.integration.read_tasks import make_task, read_table
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor import read
-from pyspark_dynamic_kafka.source.executor.native import native_consumer
+from pyspark_dynamic_kafka.source.executor.native import native_factory
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
@@ -109,9 +109,10 @@ def test_consecutive_tasks_reuse_the_pooled_consumer(kafka_clusters: Any, reader
     ]
     seen: list[tuple[int, int]] = []
     consumers = set()
-    factory = native_consumer if reader == "native" else confluent_consumer
     for ranges in batches:
         task = make_task(east, reader, *ranges)
+        engine = task.settings.engine(east.name)
+        factory = confluent_consumer if engine == "python" else native_factory(engine)
         table = read_table(task)
         seen += zip(table["partition"].to_pylist(), table["offset"].to_pylist(), strict=True)
         assert pool.idle_count() == 1

@@ -17,6 +17,7 @@ cluster with two hosts.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -43,8 +44,8 @@ from tests.integration.sink_records import (
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.core import core
-from pyspark_dynamic_kafka.sink.executor.native import transaction_native
+from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
     committed_batch,
@@ -66,7 +67,7 @@ def transact(request: pytest.FixtureRequest) -> Any:
     if request.param == "native":
         if core() is None:
             pytest.skip("the compiled core is not installed (NATIVE=0)")
-        return transaction_native
+        return functools.partial(produce_transaction, opener=NativeTransaction)
     return produce_transaction
 
 

@@ -1,4 +1,5 @@
-"""The garbage collector pause around a micro-batch's planning (source/executor/gcpause.py)."""
+"""The garbage collector pause around a micro-batch's planning and a task's reading
+(source/executor/gcpause.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyspark_dynamic_kafka.source.executor.gcpause import gc_paused
+from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
 
@@ -19,11 +20,11 @@ def _collector_restored() -> Iterator[None]:
     (gc.enable if enabled else gc.disable)()
 
 
-@gc_paused
-def _during(fail: bool = False) -> bool:
-    if fail:
-        raise RuntimeError("planning failed")
-    return gc.isenabled()
+def _during(fail: bool = False, pause: bool = True) -> bool:
+    with cyclic_gc_paused(pause):
+        if fail:
+            raise RuntimeError("planning failed")
+        return gc.isenabled()
 
 
 def test_the_collector_is_paused_during_the_call_and_resumes_after_it() -> None:
@@ -39,6 +40,12 @@ def test_a_collector_turned_off_by_the_application_stays_off() -> None:
     gc.disable()
     assert _during() is False
     assert not gc.isenabled()
+
+
+def test_no_pause_when_not_asked() -> None:  # Tuning(pause_gc=False) of the benchmarks
+    gc.enable()
+    assert _during(pause=False) is True
+    assert gc.isenabled()
 
 
 def test_spark_still_sees_latest_offset_with_its_read_limit_parameter() -> None:

@@ -44,6 +44,8 @@ def _progress(
         "discovery": {"lastSuccessMs": int(T0 * 1000), "consecutiveFailures": 0, "threshold": 1},
         "changes": list(changes),
         "planned": planned or {},
+        # the engine the source planned for each cluster (west: say, client.rack is set)
+        "readPaths": {c: "direct" if c == "east" else "librdkafka" for c in assignment},
     }
     seconds = T0 + 10 * batch
     stamp = f"{__import__('datetime').datetime.utcfromtimestamp(seconds).isoformat()}.000Z"
@@ -110,6 +112,7 @@ def test_batch_metrics_per_cluster_and_topic() -> None:
     assert moved.topics[("east", "orders")].records == 5
     assert moved.topics[("west", "orders")].records == 0  # entering: no records yet
     assert [c["seq"] for c in moved.changes] == [1, 2]
+    assert moved.read_paths == {"east": "direct", "west": "librdkafka"}
     assert batch_metrics({"sources": [{"endOffset": {"x": 1}}]}) is None  # another source
 
 
@@ -119,7 +122,8 @@ def _scrape(listener: DynamicKafkaListener, now: float) -> dict[str, dict[tuple[
     samples: dict[str, dict[tuple[str, ...], float]] = {}
     for family in text_string_to_metric_families(generate_latest(registry).decode()):
         for sample in family.samples:
-            labels = tuple(sample.labels[k] for k in ("cluster", "topic") if k in sample.labels)
+            keys = ("cluster", "topic", "path")
+            labels = tuple(sample.labels[k] for k in keys if k in sample.labels)
             samples.setdefault(sample.name, {})[labels] = sample.value
     return samples
 
@@ -138,18 +142,21 @@ def test_listener_state_exposition_and_json_lines(tmp_path: Path) -> None:
     during, after = seen[2], seen[3]
     assert during["dynamic_kafka_records_total"] == {("east", "orders"): 15, ("west", "orders"): 6}
     assert during["dynamic_kafka_source_idle_seconds"] == {("east",): 29.5, ("west",): 19.5}
+    assert during["dynamic_kafka_read_path"] == {("east", "direct"): 1, ("west", "librdkafka"): 1}
     # east left the metadata: every series labelled east is gone
     assert after["dynamic_kafka_records_total"] == {("west", "orders"): 8}
     assert after["dynamic_kafka_pending_records"] == {("west", "orders"): 1}
     assert after["dynamic_kafka_max_offsets_behind_latest"] == {("west", "orders"): 1}
     assert after["dynamic_kafka_avg_offsets_behind_latest"] == {("west", "orders"): 0.5}
     assert after["dynamic_kafka_source_idle_seconds"] == {("west",): 9.5}
+    assert after["dynamic_kafka_read_path"] == {("west", "librdkafka"): 1}
     assert after["dynamic_kafka_reconciliations_total"] == {(): 3}
     assert after["dynamic_kafka_discovery_failures"] == {(): 0}
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [line["kafkaClustersCount"] for line in lines] == [1, 2, 2, 1]
     assert [[c["seq"] for c in line["reconciliations"]] for line in lines] == [[1], [2], [], [3]]
     assert lines[3]["clusters"]["west"]["topics"]["orders"]["recordsTotal"] == 8
+    assert [line["clusters"]["west"]["readPath"] for line in lines[1:]] == ["librdkafka"] * 3
     listener.onQueryTerminated(type("Event", (), {"id": "q-id"})())
     assert _scrape(listener, T0).get("dynamic_kafka_clusters", {}) == {}
 

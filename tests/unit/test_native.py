@@ -1,8 +1,10 @@
-"""The ``reader`` option and the compiled core's contract, without a broker.
+"""The compiled core's reader on an executor, without a broker (the driver's decision of the
+engine is tests/unit/test_engine.py).
 
 The compiled core is real here (installed by ``make setup``); a broker is not needed for what
-these tests check: the schema, the driver's per-cluster decision, and the poll-timeout error of a
-cluster nobody answers for (a closed loopback port).
+these tests check: the schema, pooled consumers, the poll-timeout error of a cluster nobody
+answers for (a closed loopback port), and the direct path's handover to librdkafka's consumer
+when it cannot connect there.
 """
 
 from __future__ import annotations
@@ -13,36 +15,16 @@ import time
 
 import pytest
 
-from pyspark_dynamic_kafka.errors import OptionsError, ReadError
+from pyspark_dynamic_kafka.errors import ReadError
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import ConsumerPool, consumer_pool
-from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
-from pyspark_dynamic_kafka.source.executor.native import (
-    core,
-    native_clusters,
-    native_consumer,
-    native_problem,
-)
+from pyspark_dynamic_kafka.source.executor.native import core, direct_consumer
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
-
-PLAIN = {"bootstrap.servers": "127.0.0.1:9092"}
-KERBEROS = {**PLAIN, "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}
-
-
-def test_reader_option_defaults_to_auto_and_names_bad_values() -> None:
-    options = {"metadataService": "singleCluster", "metadataService.bootstrapServers": "h:1"}
-    assert parse_options({**options, "streamIds": "s"}).reader == "auto"
-    assert parse_options({**options, "streamIds": "s", "reader": "Native"}).reader == "native"
-    with pytest.raises(OptionsError, match=r"reader.*'fast'|'fast'.*reader"):
-        parse_options({**options, "streamIds": "s", "reader": "fast"})
-
-
-def test_python_reader_reads_every_cluster_in_python() -> None:
-    assert native_clusters("python", {"east": PLAIN, "west": KERBEROS}) == frozenset()
 
 
 @needs_core
@@ -53,41 +35,19 @@ def test_schema_is_the_python_readers() -> None:
         assert module.arrow_schema(headers) == arrow_schema(headers)
 
 
-@needs_core
-def test_auto_reads_natively_where_the_properties_allow_and_logs_the_rest_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.INFO):
-        chosen = native_clusters("auto", {"east": PLAIN, "kerberos-west": KERBEROS})
-        native_clusters("auto", {"east": PLAIN, "kerberos-west": KERBEROS})
-    assert chosen == {"east"}
-    lines = [r.getMessage() for r in caplog.records if "kerberos-west" in r.getMessage()]
-    assert len(lines) == 1 and "GSSAPI" in lines[0]
+def _settings(engine: str, cache_timeout_ms: int = 0) -> ReadSettings:
+    engines = FrozenMapping({"east": engine})
+    return ReadSettings(1200, cache_timeout_ms, frozenset({"east"}), engines=engines)
 
 
 @needs_core
-def test_native_fails_at_query_start_naming_the_cluster_and_reason() -> None:
-    with pytest.raises(OptionsError) as failed:
-        native_clusters("native", {"east": PLAIN, "west": KERBEROS})
-    assert "cluster 'west' cannot be read natively" in str(failed.value)
-    assert "GSSAPI" in str(failed.value) and "reader=auto" in str(failed.value)
-
-
-@needs_core
-def test_properties_librdkafka_refuses_are_named_without_secrets() -> None:
-    problem = native_problem({**PLAIN, "sasl.password": "hunter2", "fetch.wait.max.ms": "soon"})
-    assert problem is not None
-    assert "fetch.wait.max.ms" in problem and "hunter2" not in problem
-    assert native_problem({**PLAIN, "no.such.property": "1"}) is not None
-    assert native_problem(PLAIN) is None
-
-
-@needs_core
-def test_no_answer_fails_with_the_stuck_message() -> None:
+@pytest.mark.parametrize("engine", ["direct", "librdkafka"])
+def test_no_answer_fails_with_the_stuck_message(engine: str) -> None:
     # Nothing listens on 127.0.0.1:9: the range never makes progress.
-    settings = ReadSettings(1200, 0, frozenset({"east"}), native_clusters=frozenset({"east"}))
     properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
-    task = ReadTask((OffsetRange("east", "orders", 2, 5, 9),), {"east": properties}, settings)
+    task = ReadTask(
+        (OffsetRange("east", "orders", 2, 5, 9),), {"east": properties}, _settings(engine)
+    )
     with pytest.raises(ReadError) as stuck:
         list(read_task(task))
     assert str(stuck.value) == (
@@ -97,12 +57,56 @@ def test_no_answer_fails_with_the_stuck_message() -> None:
 
 
 @needs_core
-def test_pooled_native_consumers_are_reused_and_never_lent_twice() -> None:
+def test_a_handover_from_the_direct_path_is_logged_once_per_cluster_and_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Nothing listens on 127.0.0.1:9: the direct path cannot connect and hands the range to
+    # librdkafka's consumer (which then makes no progress either). The cluster id and the
+    # password are this test's own, so no earlier line of this process hides the warning.
+    cluster, secret = f"east-{id(caplog)}", f"hunter-{id(caplog)}"
+    engines = FrozenMapping({cluster: "direct"})
+    settings = ReadSettings(1200, 0, frozenset({cluster}), engines=engines)
+    client = {"bootstrap.servers": "127.0.0.1:9", "group.id": "g", "sasl.password": secret}
+    properties = FrozenProperties(client)
+    task = ReadTask((OffsetRange(cluster, "orders", 2, 5, 9),), {cluster: properties}, settings)
+    with caplog.at_level(logging.INFO, logger="pyspark_dynamic_kafka"):
+        for _ in range(2):
+            with pytest.raises(ReadError, match="No progress"):
+                list(read_task(task))
+    lines = [r for r in caplog.records if "handed reading over" in r.getMessage()]
+    assert [r.levelno for r in lines] == [logging.WARNING]
+    assert lines[0].getMessage() == (
+        f"Cluster '{cluster}': the direct fetch path handed reading over to librdkafka's "
+        "consumer: connecting to 127.0.0.1:9 failed: Connection refused (os error 111)"
+    )
+    assert secret not in caplog.text
+
+
+@needs_core
+def test_no_handover_is_reported_for_a_cluster_planned_on_librdkafka(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = f"west-{id(caplog)}"  # no earlier line of this process names it
+    settings = ReadSettings(
+        1200, 0, frozenset({cluster}), engines=FrozenMapping({cluster: "librdkafka"})
+    )
+    properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
+    task = ReadTask((OffsetRange(cluster, "orders", 2, 5, 9),), {cluster: properties}, settings)
+    with (
+        caplog.at_level(logging.INFO, logger="pyspark_dynamic_kafka"),
+        pytest.raises(ReadError, match="No progress"),
+    ):
+        list(read_task(task))
+    assert "handed reading over" not in caplog.text
+
+
+@needs_core
+def test_pooled_direct_consumers_are_reused_and_never_lent_twice() -> None:
     module = core()
     assert module is not None
     pool = ConsumerPool()
     props = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
-    first = pool.acquire("east", props, 0, native_consumer)
+    first = pool.acquire("east", props, 0, direct_consumer)
     assert isinstance(first, module.Consumer)
     reader = module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
     assert not first.available()
@@ -110,10 +114,10 @@ def test_pooled_native_consumers_are_reused_and_never_lent_twice() -> None:
         module.Reader("east", first, [("orders", 0, 5, 9)], 60_000, False, True)
     reader.close()  # unassigned and given back
     assert first.available()
-    pool.release("east", props, first, True, 60_000, 0, native_consumer)
-    assert pool.acquire("east", props, 0, native_consumer) is first
+    pool.release("east", props, first, True, 60_000, 0, direct_consumer)
+    assert pool.acquire("east", props, 0, direct_consumer) is first
     # The Python reader's consumers are another kind: never handed out for a native one.
-    pool.release("east", props, first, True, 60_000, 0, native_consumer)
+    pool.release("east", props, first, True, 60_000, 0, direct_consumer)
     python = pool.acquire("east", props, 0)
     assert not isinstance(python, module.Consumer)
     pool.release("east", props, python, False, 60_000, 0)
@@ -124,7 +128,7 @@ def test_pooled_native_consumers_are_reused_and_never_lent_twice() -> None:
 
 
 @needs_core
-def test_a_native_consumer_keeps_librdkafka_statistics() -> None:
+def test_a_direct_consumer_keeps_librdkafka_statistics() -> None:
     module = core()
     assert module is not None
     config = [("bootstrap.servers", "127.0.0.1:9"), ("group.id", "g"), ("client.id", "measured")]
@@ -152,43 +156,20 @@ def test_a_native_consumer_keeps_librdkafka_statistics() -> None:
 
 
 @needs_core
-def test_read_task_pools_the_native_consumer_unless_reading_failed() -> None:
+def test_read_task_pools_the_direct_consumer_unless_reading_failed() -> None:
     pool = consumer_pool()
     pool.close_all()
-    settings = ReadSettings(1200, 60_000, frozenset({"east"}), native_clusters=frozenset({"east"}))
+    settings = _settings("direct", cache_timeout_ms=60_000)
     properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "pooled"})
     empty = ReadTask((OffsetRange("east", "orders", 2, 5, 5),), {"east": properties}, settings)
     assert list(read_task(empty)) == []
     assert pool.idle_count() == 1
-    pooled = pool.acquire("east", properties, 0, native_consumer)
-    pool.release("east", properties, pooled, True, 60_000, 0, native_consumer)
+    pooled = pool.acquire("east", properties, 0, direct_consumer)
+    pool.release("east", properties, pooled, True, 60_000, 0, direct_consumer)
     assert list(read_task(empty)) == [] and pool.idle_count() == 1
-    assert pool.acquire("east", properties, 0, native_consumer) is pooled
-    pool.release("east", properties, pooled, True, 60_000, 0, native_consumer)
+    assert pool.acquire("east", properties, 0, direct_consumer) is pooled
+    pool.release("east", properties, pooled, True, 60_000, 0, direct_consumer)
     stuck = ReadTask((OffsetRange("east", "orders", 2, 5, 9),), {"east": properties}, settings)
     with pytest.raises(ReadError, match="No progress"):
         list(read_task(stuck))  # read with the pooled consumer, which is then closed
     assert pool.idle_count() == 0 and not pooled.available()
-
-
-@needs_core
-def test_native_problem_asks_librdkafka_once_per_properties_value(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    module = core()
-    assert module is not None
-    asked: list[object] = []
-    real = module.config_problem
-
-    def counting(config: object) -> str | None:
-        asked.append(config)
-        return real(config)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(module, "config_problem", counting)
-    unique = {**PLAIN, "client.id": f"cache-{id(asked)}"}
-    for _ in range(3):  # like three micro-batches' planning
-        assert native_clusters("auto", {"east": FrozenProperties(unique)}) == {"east"}
-    assert len(asked) == 1
-    refused = {**unique, "fetch.wait.max.ms": "soon"}
-    assert native_problem(refused) is not None and native_problem(refused) is not None
-    assert len(asked) == 2

@@ -27,17 +27,11 @@ BASE = {"metadataService": "file", "metadataService.path": "/m.yaml", "streamId"
 
 
 def test_options_parse_with_defaults_and_any_case() -> None:
-    options = parse_sink_options(
-        {
-            "metadataservice": "file",
-            "metadataservice.path": "/m.yaml",
-            "streamid": "orders",
-            "deliveryguarantee": "ATLEASTONCE",
-            "kafka.linger.ms": "20",
-            "checkpointLocation": "/chk",
-            "queryName": "orders-writer",  # Spark hands .queryName(...) to the sink as an option
-        }
-    )
+    lowered = {key.lower(): value for key, value in BASE.items()}
+    extra = {"deliveryguarantee": "ATLEASTONCE", "kafka.linger.ms": "20"}
+    # Spark hands the checkpoint location and .queryName(...) to the sink as options
+    given = {"checkpointLocation": "/chk", "queryName": "orders-writer"}
+    options = parse_sink_options({**lowered, **extra, **given})
     assert options.stream_id == "orders"
     assert options.delivery_guarantee == "atLeastOnce"
     assert options.topic is None

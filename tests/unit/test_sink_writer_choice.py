@@ -11,9 +11,9 @@ import pytest
 
 from pyspark_dynamic_kafka.errors import OptionsError, WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.core import core
+from pyspark_dynamic_kafka.kafka.engine import Engine, core, write_engine
 from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
-from pyspark_dynamic_kafka.sink.executor.native import native_writes, produce_native
+from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
@@ -36,9 +36,13 @@ def test_writer_option_defaults_to_auto_and_names_bad_values() -> None:
         parse_sink_options({**BASE, "writer": "fast"})
 
 
+def _engine(writer: str, task: WriteTask) -> Engine:
+    return write_engine(writer, task.route.cluster_id, task.producer_properties())
+
+
 def test_python_writer_never_asks_the_core() -> None:
-    assert native_writes("python", _task(PLAIN)) is False
-    assert native_writes("python", _task(KERBEROS)) is False
+    assert _engine("python", _task(PLAIN)) == Engine("python", "writer=python")
+    assert _engine("python", _task(KERBEROS)) == Engine("python", "writer=python")
 
 
 @needs_core
@@ -46,9 +50,9 @@ def test_auto_writes_natively_where_the_properties_allow_and_logs_the_rest_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.INFO):
-        assert native_writes("auto", _task(PLAIN)) is True
-        assert native_writes("auto", _task(KERBEROS, "kerberos-west")) is False
-        assert native_writes("auto", _task(KERBEROS, "kerberos-west")) is False
+        assert _engine("auto", _task(PLAIN)) == Engine("librdkafka")
+        assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
+        assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
     lines = [r.getMessage() for r in caplog.records if "writer=auto" in r.getMessage()]
     assert lines == [
         "writer=auto: cluster 'kerberos-west' is written with confluent-kafka: SASL GSSAPI "
@@ -60,7 +64,7 @@ def test_auto_writes_natively_where_the_properties_allow_and_logs_the_rest_once(
 def test_native_writer_refuses_a_cluster_it_cannot_serve_naming_it_without_secrets() -> None:
     secret = {**PLAIN, "sasl.password": "hunter2", "batch.num.messages": "many"}
     with pytest.raises(OptionsError) as caught:
-        native_writes("native", _task(secret, "west"))
+        _engine("native", _task(secret, "west"))
     text = str(caught.value)
     assert "writer=native: cluster 'west' cannot be written natively" in text
     assert "batch.num.messages" in text and "hunter2" not in text

@@ -74,6 +74,7 @@ def test_reconciliations_that_change_what_is_read_are_logged_and_reported(
     status.planned({("east", "orders", 0): 3, ("east", "orders", 1): 0}, {
         ("east", "orders", 0): 10, ("east", "orders", 1): 4, ("east", "orders", 2): 9
     })  # fmt: skip
+    status.read_paths({"east": "direct"})
     report = status.report({"version": 1, "clusters": {"east": {"orders": {"0": 10}}}})
     assert report is not None and report["clusters"] == {"east": {"orders": {"0": 10}}}
     assert report[STATUS_KEY] == {
@@ -81,6 +82,7 @@ def test_reconciliations_that_change_what_is_read_are_logged_and_reported(
         "discovery": {"lastSuccessMs": 7, "consecutiveFailures": 0, "threshold": 1},
         "changes": [_change(lines[0]), change],
         "planned": {"east": {"orders": 11}},
+        "readPaths": {"east": "direct"},
     }
     assert status.report(None) is None
 

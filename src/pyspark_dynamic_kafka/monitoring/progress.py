@@ -97,6 +97,10 @@ class BatchMetrics:
     handoffs:
         (handoff directory, end offset) of each ``assignment=group`` source: where the listener
         reports the completed micro-batch (:mod:`~pyspark_dynamic_kafka.source.contract`).
+    read_paths:
+        Cluster -> the engine its records are read with: ``direct`` (the compiled core's direct
+        fetch path), ``librdkafka`` (the compiled core through librdkafka's consumer) or
+        ``python`` (the Python reader), as the source planned it.
     """
 
     query: str
@@ -109,6 +113,7 @@ class BatchMetrics:
     changes: tuple[dict[str, Any], ...] = ()
     max_event_time: float | None = None
     handoffs: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    read_paths: dict[str, str] = field(default_factory=dict)
 
 
 def query_label(progress: Mapping[str, Any]) -> str:
@@ -189,6 +194,7 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
     discovery: dict[str, Any] = {}
     changes: dict[int, dict[str, Any]] = {}
     handed: list[tuple[str, Mapping[str, Any]]] = []
+    paths: dict[str, str] = {}
     rows = 0
     found = False
     for source in progress.get("sources") or ():
@@ -204,6 +210,7 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
         status = latest_doc.get(STATUS_KEY) if latest_doc is not None else None
         if isinstance(status, Mapping):
             clusters.update(status.get("assignment", {}))
+            paths.update({str(c): str(p) for c, p in status.get("readPaths", {}).items()})
             discovery = dict(status.get("discovery", {})) or discovery
             changes.update({int(c["seq"]): dict(c) for c in status.get("changes", ())})
             if status.get("handoff"):
@@ -224,4 +231,5 @@ def batch_metrics(progress: Mapping[str, Any]) -> BatchMetrics | None:
         changes=tuple(changes[seq] for seq in sorted(changes)),
         max_event_time=_epoch(observed.get(MAX_TIMESTAMP)),
         handoffs=tuple(handed),
+        read_paths=dict(sorted(paths.items())),
     )

@@ -20,6 +20,7 @@ __all__ = ["METRICS", "StateCollector", "serve"]
 
 _TOPIC = ("query", "cluster", "topic")
 _CLUSTER = ("query", "cluster")
+_PATH = ("query", "cluster", "path")
 _QUERY = ("query",)
 
 #: name -> (kind, labels, help)
@@ -60,6 +61,13 @@ METRICS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "gauge",
         _CLUSTER,
         "Seconds since a micro-batch last read records from the cluster (Flink's sourceIdleTime).",
+    ),
+    "dynamic_kafka_read_path": (
+        "gauge",
+        _PATH,
+        "1 for the engine that reads the cluster: path direct (the compiled core's direct fetch "
+        "path), librdkafka (the compiled core through librdkafka's consumer) or python (the "
+        "Python reader).",
     ),
     "dynamic_kafka_discovery_failures": (
         "gauge",
@@ -168,6 +176,9 @@ class StateCollector(Collector):
                 families["dynamic_kafka_source_idle_seconds"].add_metric(
                     [query, cluster], state.idle_seconds(cluster, now)
                 )
+                path = metrics.read_paths.get(cluster)
+                if path is not None:
+                    families["dynamic_kafka_read_path"].add_metric([query, cluster, path], 1)
             discovery = metrics.discovery
             if discovery:
                 families["dynamic_kafka_discovery_failures"].add_metric(

@@ -86,6 +86,7 @@ class QueryState:
                 "records": 0,
                 "pending": 0,
                 "idleSeconds": round(self.idle_seconds(cluster, metrics.time), 3),
+                "readPath": metrics.read_paths.get(cluster),
                 "topics": {},
             }
         for (cluster, topic), m in metrics.topics.items():

@@ -14,7 +14,8 @@ tests/unit/test_module_map.py):
 - :mod:`~pyspark_dynamic_kafka.sink.executor.transaction`: exactlyOnce: one transaction per
   task with a fixed ``transactional.id`` and a progress marker committed inside it.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.native`: the same two with the compiled core's
-  producer (Arrow columns straight to librdkafka), chosen by the ``writer`` option.
+  producer (Arrow columns straight to librdkafka), as the driver chose by the ``writer`` option
+  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
 - :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the
   metadata and resolve its route.
 - :mod:`~pyspark_dynamic_kafka.sink.metrics`: what a micro-batch wrote (:class:`BatchWrite`),

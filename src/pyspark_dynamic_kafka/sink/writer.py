@@ -33,7 +33,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
-from pyspark_dynamic_kafka.sink.executor.native import produce_native, transaction_native
+from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction, produce_native
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
@@ -189,8 +189,8 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
         if not self.task.exactly_once:
             return replace(_produce(self.task, iterator, stamp), query_id=query_id)
         started = time.monotonic()
-        transact = transaction_native if self.task.native else produce_transaction
-        report = transact(self.task, iterator, batch_id, partition, stamp)
+        opener = NativeTransaction if self.task.native else None
+        report = produce_transaction(self.task, iterator, batch_id, partition, stamp, opener)
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

@@ -26,10 +26,13 @@ Executor (``executor/``):
 
 - :mod:`~pyspark_dynamic_kafka.source.executor.task`: the driver -> executor contract,
   :class:`ReadTask` (offset ranges, client properties, read settings).
+- :mod:`~pyspark_dynamic_kafka.source.executor.planned`: any task the source planned, read: the
+  one dispatch Spark's readers call (Kafka ranges, or a phase task such as the archive's files).
 - :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
 - :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
-- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges
-  (``reader=auto|native``).
+- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges,
+  with its direct fetch path or librdkafka's consumer as the driver planned
+  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
   collector (planning on the driver, reading on executors).
 
@@ -57,6 +60,8 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
   streams (partition selection, archive phase).
 - :mod:`~pyspark_dynamic_kafka.source.driver.pipeline`: :class:`MicroBatches`, a micro-batch as
   one short pipeline over the modules above.
+- :mod:`~pyspark_dynamic_kafka.source.driver.batch_plan`: a batch read's plan, once, over the
+  same modules.
 
 Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
 

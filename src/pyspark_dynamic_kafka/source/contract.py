@@ -14,6 +14,7 @@ latest offsets (the offset JSON of :mod:`~pyspark_dynamic_kafka.source.checkpoin
                      "topicsAdded": ["west/orders"], "topicsRemoved": [], "partitionsEntered": 3,
                      "partitionsLeft": 0}],
         "planned": {"east": {"orders": 120}},
+        "readPaths": {"east": "direct", "west": "librdkafka"},
         "handoff": "/tmp/dynamic-kafka-handoff-..."}}            # assignment=group only
 
 **The handoff.** With ``assignment=group`` the reader (in the source's Python process) names a
@@ -61,6 +62,7 @@ class Status(TypedDict):
     discovery: dict[str, Any]
     changes: list[dict[str, Any]]
     planned: dict[str, dict[str, int]]
+    readPaths: dict[str, str]
     handoff: NotRequired[str]
 
 

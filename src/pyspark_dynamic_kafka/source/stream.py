@@ -18,12 +18,12 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
-from pyspark_dynamic_kafka.source.archive.read import read_planned
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
+from pyspark_dynamic_kafka.source.executor.planned import read_planned
 from pyspark_dynamic_kafka.source.group.selection import partition_selection
 
 __all__ = ["DynamicKafkaStreamReader"]

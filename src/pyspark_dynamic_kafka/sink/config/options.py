@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import CHOICES
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     OptionSet,
@@ -157,7 +158,7 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
     ),
     OptionSpec(
         "writer",
-        choice("auto", "native", "python"),
+        choice(*CHOICES),
         "auto",
         "Who produces the records on the executors: `native` (the compiled core, "
         "pyspark-dynamic-kafka-core: Arrow columns straight to librdkafka; fails at the write's "

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import merge_client_properties
+from pyspark_dynamic_kafka.kafka.engine import write_engine
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
 from pyspark_dynamic_kafka.sink.config.options import EXACTLY_ONCE, SinkOptions
-from pyspark_dynamic_kafka.sink.executor.native import native_writes
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.route import resolve_write_route
 
@@ -69,7 +69,8 @@ def plan_write(
         marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
         dedupe_headers=options.dedupe_headers,
     )
-    return replace(task, native=native_writes(options.writer, task))
+    engine = write_engine(options.writer, route.cluster_id, task.producer_properties())
+    return replace(task, engine=engine.name)
 
 
 def _marker_clusters(options: SinkOptions, stream: KafkaStream) -> tuple[MarkerCluster, ...]:

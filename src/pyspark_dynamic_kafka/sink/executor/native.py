@@ -1,14 +1,12 @@
 """The native write path: the compiled core produces a task's Arrow batches to librdkafka.
 
 The core's ``Producer`` reads the sink's columns straight from the Arrow batches and counts the
-delivery reports in Rust, so no Python object is made per record. The option ``writer``
-chooses: ``auto`` (the default) writes natively when the core is installed and the cluster's
-producer properties allow it, else with confluent-kafka
-(:mod:`~pyspark_dynamic_kafka.sink.executor.produce`) and one log line naming the cluster and
-the reason; ``native`` fails when the write starts, naming the reason; ``python`` is
-confluent-kafka. Both guarantees: atLeastOnce (:func:`produce_native`) and exactlyOnce's
-transactions (:func:`transaction_native`). The driver decides in :func:`native_writes`; the
-task carries the decision in :attr:`~pyspark_dynamic_kafka.sink.executor.task.WriteTask.native`.
+delivery reports in Rust, so no Python object is made per record. Whether it or confluent-kafka
+(:mod:`~pyspark_dynamic_kafka.sink.executor.produce`) writes a cluster (the option ``writer``)
+the driver decides once per write (:func:`~pyspark_dynamic_kafka.kafka.engine.write_engine`);
+the task carries the decision in
+:attr:`~pyspark_dynamic_kafka.sink.executor.task.WriteTask.engine`. Both guarantees:
+atLeastOnce (:func:`produce_native`) and exactlyOnce's transactions (:class:`NativeTransaction`).
 Semantics, errors and the :class:`~pyspark_dynamic_kafka.sink.executor.task.WriteReport` are
 those of the Python path.
 """
@@ -24,34 +22,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_dynamic_kafka.errors import WriteError
-from pyspark_dynamic_kafka.kafka.core import CoreChoice, core, core_serves
+from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, check_flushed, failure
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import (
     MARKER,
-    already_committed,
     progress_group,
     transaction_properties,
 )
 
-__all__ = ["WRITERS", "native_writes", "produce_native", "transaction_native"]
+__all__ = ["NativeTransaction", "produce_native"]
 
 _LOG = logging.getLogger(__name__)
-#: The values of the ``writer`` option.
-WRITERS = ("auto", "native", "python")
 _FLUSH_MARGIN_MS = 10_000
-_CHOICE = CoreChoice("writer", "written", "write", "with confluent-kafka", _LOG)
-
-
-def native_writes(writer: str, task: WriteTask) -> bool:
-    """Whether ``task``'s cluster is written by the compiled core, given the ``writer`` option.
-
-    Raises
-    ------
-    OptionsError
-        With ``writer=native``, when the cluster cannot be written natively (naming it and why).
-    """
-    return core_serves(_CHOICE, writer, task.route.cluster_id, task.producer_properties())
 
 
 def _module(task: WriteTask) -> Any:
@@ -129,39 +112,43 @@ def produce_native(
     return report
 
 
-def transaction_native(
-    task: WriteTask,
-    batches: Iterable[pa.RecordBatch],
-    batch_id: int,
-    partition: int,
-    stamp: Stamp | None = None,
-) -> WriteReport:
-    """exactlyOnce with the compiled core: as
+class NativeTransaction:
+    """exactlyOnce with the compiled core: a
+    :class:`~pyspark_dynamic_kafka.sink.executor.transaction.Transaction` for
     :func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction` (same
     ``transactional.id``, progress marker and skip; the markers are read with confluent-kafka)."""
-    module = _module(task)
-    timeout = task.flush_timeout_ms
-    producer = _producer(module, task, transaction_properties(task, partition), stamp)
-    try:
-        with _producing(module, task, "Cannot start a transaction on"):
-            producer.init_transactions(timeout)
-        skip = already_committed(task, batch_id, partition)
-        if skip is not None:
-            return skip
-        with _producing(module, task, "Cannot start a transaction on"):
-            producer.begin_transaction()
+
+    def __init__(self, task: WriteTask, partition: int, stamp: Stamp | None) -> None:
+        self.task, self.partition = task, partition
+        self.module = _module(task)
+        self.timeout = task.flush_timeout_ms
+        properties = transaction_properties(task, partition)
+        self.producer = _producer(self.module, task, properties, stamp)
         try:
-            report = _send_all(module, task, producer, batches)
-            with _producing(module, task, "Cannot commit the transaction on"):
-                group = progress_group(task, partition)
-                marker = (task.route.marker_topic, 0, batch_id)
-                producer.send_offset(group, *marker, MARKER, timeout)
-                producer.commit_transaction(timeout)
+            with _producing(self.module, task, "Cannot start a transaction on"):
+                self.producer.init_transactions(self.timeout)
         except BaseException:
-            # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
-            with contextlib.suppress(module.WriteFailure):
-                producer.abort_transaction(timeout)
+            self.producer.close()
             raise
-        return report
-    finally:
-        producer.close()
+
+    def begin(self) -> None:
+        with _producing(self.module, self.task, "Cannot start a transaction on"):
+            self.producer.begin_transaction()
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+        return _send_all(self.module, self.task, self.producer, batches)
+
+    def commit(self, batch_id: int) -> None:
+        task = self.task
+        with _producing(self.module, task, "Cannot commit the transaction on"):
+            marker = (task.route.marker_topic, 0, batch_id)
+            group = progress_group(task, self.partition)
+            self.producer.send_offset(group, *marker, MARKER, self.timeout)
+            self.producer.commit_transaction(self.timeout)
+
+    def abort(self) -> None:
+        with contextlib.suppress(self.module.WriteFailure):
+            self.producer.abort_transaction(self.timeout)
+
+    def close(self) -> None:
+        self.producer.close()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import WriterCommitMessage
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
+from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
 __all__ = ["MarkerCluster", "WriteReport", "WriteTask"]
@@ -58,8 +59,9 @@ class WriteTask:
     dedupe_headers:
         Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
         headers (sink id, batch, Spark partition, sequence).
-    native:
-        Whether the compiled core produces (the ``writer`` option, decided on the driver).
+    engine:
+        Who produces: ``librdkafka`` (the compiled core's producer) or ``python``
+        (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.kafka.engine`).
     """
 
     route: WriteRoute
@@ -70,7 +72,12 @@ class WriteTask:
     sink_id: str | None = None
     marker_clusters: tuple[MarkerCluster, ...] = ()
     dedupe_headers: bool = False
-    native: bool = False
+    engine: str = PYTHON
+
+    @property
+    def native(self) -> bool:
+        """Whether the compiled core produces."""
+        return self.engine != PYTHON
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -32,6 +33,8 @@ from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport,
 
 __all__ = [
     "MARKER",
+    "Opener",
+    "Transaction",
     "already_committed",
     "committed_batch",
     "open_transaction",
@@ -175,16 +178,81 @@ def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) 
     producer.commit_transaction(_timeout_s(task))
 
 
+class Transaction(Protocol):
+    """One producer's side of a task's transaction (confluent-kafka's or the compiled core's),
+    its ``transactional.id`` initialised: older attempts are fenced. Each step fails with a
+    :class:`~pyspark_dynamic_kafka.errors.WriteError` naming the cluster."""
+
+    def begin(self) -> None:
+        """Begin the transaction."""
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+        """Send every row, flush, and check the deliveries."""
+        ...
+
+    def commit(self, batch_id: int) -> None:
+        """Send the progress marker of micro-batch ``batch_id`` and commit, atomically."""
+
+    def abort(self) -> None:
+        """Abort the open transaction (its errors ignored: the broker aborts it on timeout)."""
+
+    def close(self) -> None:
+        """Release the producer."""
+
+
+#: Opens a :class:`Transaction` for a task's Spark partition, with a stamp for its records.
+Opener = Callable[[WriteTask, int, Stamp | None], Transaction]
+
+
+class _Confluent:
+    """:class:`Transaction` with confluent-kafka's producer."""
+
+    def __init__(self, task: WriteTask, partition: int, stamp: Stamp | None) -> None:
+        self.task, self.partition, self.stamp = task, partition, stamp
+        self.producer = open_transaction(task, partition)
+
+    def begin(self) -> None:
+        self.producer.begin_transaction()
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
+        with self._failing():
+            deliveries = send_all(self.task, self.producer, batches, self.stamp)
+        return deliveries.report(self.task.route.cluster_id)
+
+    def commit(self, batch_id: int) -> None:
+        with self._failing():
+            _commit(self.task, self.producer, self.partition, batch_id)
+
+    def abort(self) -> None:
+        with contextlib.suppress(KafkaException):
+            self.producer.abort_transaction(_timeout_s(self.task))
+
+    def close(self) -> None:
+        """Nothing to release: confluent-kafka's producer ends with its last reference."""
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        try:
+            yield
+        except KafkaException as exc:
+            raise failure(self.task, "Cannot commit the transaction on", None, exc) from None
+
+
 def produce_transaction(
     task: WriteTask,
     batches: Iterable[pa.RecordBatch],
     batch_id: int,
     partition: int,
     stamp: Stamp | None = None,
+    opener: Opener | None = None,
 ) -> WriteReport:
     """exactlyOnce: write Spark partition ``partition`` of micro-batch ``batch_id`` in one
     transaction with its progress marker (and ``stamp``'s headers, if any), or nothing when a
-    marker says it is committed.
+    marker says it is committed, with the producer ``opener`` opens (confluent-kafka's by
+    default; the compiled core's:
+    :class:`~pyspark_dynamic_kafka.sink.executor.native.NativeTransaction`). The same course
+    for both: initialise (fences older attempts), skip if marked, begin, write, commit; any
+    error aborts the transaction before it is raised again.
 
     Raises
     ------
@@ -192,19 +260,19 @@ def produce_transaction(
         As :func:`~pyspark_dynamic_kafka.sink.executor.produce.send_all`, after the transaction
         was aborted; a fenced attempt fails with a :class:`WriteError`.
     """
-    producer = open_transaction(task, partition)
-    skip = already_committed(task, batch_id, partition)
-    if skip is not None:
-        return skip
-    producer.begin_transaction()
+    transaction = (opener or _Confluent)(task, partition, stamp)
     try:
-        deliveries = send_all(task, producer, batches, stamp)
-        _commit(task, producer, partition, batch_id)
-    except BaseException as exc:
-        # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
-        with contextlib.suppress(KafkaException):
-            producer.abort_transaction(_timeout_s(task))
-        if isinstance(exc, KafkaException):
-            raise failure(task, "Cannot commit the transaction on", None, exc) from None
-        raise
-    return deliveries.report(task.route.cluster_id)
+        skip = already_committed(task, batch_id, partition)
+        if skip is not None:
+            return skip
+        transaction.begin()
+        try:
+            report = transaction.write(batches)
+            transaction.commit(batch_id)
+        except BaseException:
+            # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
+            transaction.abort()
+            raise
+        return report
+    finally:
+        transaction.close()

@@ -17,15 +17,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import InputPartition
 
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
 from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
-from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.executor.task import ReadTask
+from pyspark_dynamic_kafka.source.executor.planned import PhaseTask
 
-__all__ = ["ArchiveRead", "ArchiveTask", "read_archive", "read_planned"]
+__all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
 
 _BATCH_ROWS = 65536
 
@@ -49,7 +47,7 @@ class ArchiveRead:
     before_ms: int | None = None
 
 
-class ArchiveTask(InputPartition):  # type: ignore[misc]
+class ArchiveTask(PhaseTask):
     """One Spark task of the archive phase: whole files, read in this order.
 
     Parameters
@@ -69,15 +67,9 @@ class ArchiveTask(InputPartition):  # type: ignore[misc]
         more = f", +{len(self.files) - 3} more" if len(self.files) > 3 else ""
         return f"ArchiveTask({shown}{more})"
 
-
-def read_planned(partition: object) -> Iterator[pa.RecordBatch] | None:
-    """Read a task the source planned: an archive task's files, or a Kafka task's ranges;
-    ``None`` for any other partition (the adapter decides what that means)."""
-    if isinstance(partition, ArchiveTask):
-        return read_archive(partition)
-    if isinstance(partition, ReadTask):
-        return read_task(partition)
-    return None
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """The files' rows (:func:`read_archive`)."""
+        return read_archive(self)
 
 
 def read_archive(task: ArchiveTask) -> Iterator[pa.RecordBatch]:

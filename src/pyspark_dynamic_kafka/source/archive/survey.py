@@ -25,7 +25,7 @@ from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile
 
-__all__ = ["KEY_COLUMNS", "FileSurvey", "Span", "key_types", "survey_files"]
+__all__ = ["KEY_COLUMNS", "FileSurvey", "Span", "survey_files"]
 
 #: The columns that say which partition a record is of.
 KEY_COLUMNS = ("cluster", "topic", "partition")
@@ -35,11 +35,6 @@ _KEY_TYPES = {"cluster": pa.string(), "topic": pa.string(), "partition": pa.int3
 Span = tuple[int, int]
 _THREADS = 8
 _VARIES = object()
-
-
-def key_types() -> Mapping[str, pa.DataType]:
-    """The Arrow type of each key column."""
-    return dict(_KEY_TYPES)
 
 
 @dataclass(frozen=True)

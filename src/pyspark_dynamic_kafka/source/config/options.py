@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import CHOICES
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     Mode,
@@ -280,7 +281,7 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
     ),
     OptionSpec(
         "reader",
-        choice("auto", "native", "python"),
+        choice(*CHOICES),
         "auto",
         "Which reader reads records on the executors: `native` (the compiled core, "
         "pyspark-dynamic-kafka-core: librdkafka straight into Arrow columns; the query fails at "

@@ -81,6 +81,11 @@ class ArchivePhase(Protocol):
         """``rule`` with where the archive hands each partition over to Kafka first."""
         return rule
 
+    def covers(self, key: PartitionKey) -> bool:
+        """Whether the archive decides where ``key`` starts in Kafka (a batch read then reads
+        nothing of it from Kafka when that start is past its end)."""
+        return False
+
     def initial(self, offsets: Offsets) -> SourceOffset:
         """The first offset of a stream whose Kafka partitions start at ``offsets``."""
         return SourceOffset(offsets)

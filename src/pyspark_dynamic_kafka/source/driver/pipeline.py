@@ -34,6 +34,7 @@ from pyspark_dynamic_kafka.source.driver.task_packing import (
     new_group_id,
     offset_ranges,
     pack_query_tasks,
+    read_paths,
 )
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
@@ -133,6 +134,8 @@ class MicroBatches:
         )
         state = self.selection.select(driver, previous, subscription)
         self._observe(state, subscription, len(previous.keys() - state.offsets.keys()))
+        properties = {c: a.properties for c, a in subscription.items()}
+        self.status.read_paths(read_paths(driver.options, properties, self._group_id))
         self.selection.submit(previous, subscription)
         driver.report(self.archive.switch_losses(start, previous, driver.lister, subscription))
         self.latest_offset = encode(SourceOffset(state.offsets))

@@ -4,7 +4,8 @@
 the stream reports beside its latest offsets, in the form
 :mod:`~pyspark_dynamic_kafka.source.contract` declares: ``changes`` holds the last few
 reconciliations that changed what is read (numbered by ``seq``), ``planned`` the offsets the
-micro-batch planned with these latest offsets covers, per cluster and topic. Each such
+micro-batch planned with these latest offsets covers, per cluster and topic, ``readPaths`` the
+engine that reads each cluster (``direct``, ``librdkafka`` or ``python``). Each such
 reconciliation is also logged as one structured line (event ``reconciliation``).
 """
 
@@ -69,6 +70,7 @@ class SourceStatus:
         self._seq = 0
         self._discovery: dict[str, Any] = {}
         self._planned: dict[str, dict[str, int]] = {}
+        self._read_paths: dict[str, str] = {}
 
     def observe(
         self,
@@ -121,6 +123,10 @@ class SourceStatus:
         returned)."""
         self._planned = planned_offsets(begin, end)
 
+    def read_paths(self, paths: Mapping[str, str]) -> None:
+        """Record the engine that reads each cluster (the driver's decision for its tasks)."""
+        self._read_paths = dict(sorted(paths.items()))
+
     def report(self, latest: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """``latest`` (the encoded latest offsets) with the status under :data:`STATUS_KEY`."""
         if latest is None:
@@ -130,5 +136,6 @@ class SourceStatus:
             "discovery": self._discovery,
             "changes": self._changes,
             "planned": self._planned,
+            "readPaths": self._read_paths,
         }
         return {**latest, STATUS_KEY: status}

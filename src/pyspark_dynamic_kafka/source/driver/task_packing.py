@@ -14,10 +14,11 @@ import heapq
 import uuid
 from collections.abc import Iterable, Mapping
 
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import read_engines
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.executor.native import native_clusters
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "offset_ranges",
     "pack_query_tasks",
     "pack_tasks",
+    "read_paths",
     "task_properties",
 ]
 
@@ -160,6 +162,21 @@ def new_group_id(options: SourceOptions) -> str:
     return f"{options.group_id_prefix}-{uuid.uuid4().hex}"
 
 
+def read_paths(
+    options: SourceOptions, properties: Mapping[str, Mapping[str, str]], group_id: str
+) -> dict[str, str]:
+    """Cluster -> the engine that reads it (``direct``, ``librdkafka`` or ``python``), decided
+    by :func:`~pyspark_dynamic_kafka.kafka.engine.read_engine` on the properties tasks carry.
+
+    Raises
+    ------
+    OptionsError
+        With ``reader=native``, when the compiled core cannot read a cluster.
+    """
+    carried = task_properties(properties, group_id)
+    return {c: e.name for c, e in read_engines(options.reader, carried).items()}
+
+
 def pack_query_tasks(
     ranges: Iterable[OffsetRange],
     properties: Mapping[str, Mapping[str, str]],
@@ -190,7 +207,7 @@ def pack_query_tasks(
         fail_on_data_loss=options.fail_on_data_loss,
         include_headers=options.include_headers,
         generation=generation,
-        native_clusters=native_clusters(options.reader, carried),
+        engines=FrozenMapping(read_paths(options, properties, group_id)),
     )
     return pack_tasks(
         ranges,

@@ -20,15 +20,10 @@ is abandoned; a collector already disabled by the caller stays so.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
-from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from collections.abc import Iterator
 
-__all__ = ["cyclic_gc_paused", "gc_paused"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["cyclic_gc_paused"]
 
 
 @contextlib.contextmanager
@@ -42,14 +37,3 @@ def cyclic_gc_paused(pause: bool = True) -> Iterator[None]:
         yield
     finally:
         gc.enable()
-
-
-def gc_paused(method: Callable[P, R]) -> Callable[P, R]:
-    """Run ``method`` with the cyclic garbage collector paused (if it was running)."""
-
-    @functools.wraps(method)
-    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
-        with cyclic_gc_paused():
-            return method(*args, **kwargs)
-
-    return paused

@@ -1,15 +1,14 @@
 """The native read path: the compiled core (``pyspark-dynamic-kafka-core``) reads a task's ranges.
 
-The core is a separate distribution (module ``pyspark_dynamic_kafka_core``): librdkafka,
-vendored and statically linked, fills Arrow columns directly, so no Python object is made per
-record. The option ``reader`` chooses: ``auto`` (the default) reads a cluster natively when the
-core is installed and the cluster's client properties allow it, else with the Python reader
-(:mod:`~pyspark_dynamic_kafka.source.executor.read`) and one log line naming the cluster and
-the reason; ``native`` fails at query start naming the reason; ``python`` is the Python reader.
-
-The driver decides, per cluster, in :func:`native_clusters`; the task carries the decision in
-:attr:`~pyspark_dynamic_kafka.source.executor.task.ReadSettings.native_clusters` and the
-executor reads those clusters with :func:`read_native` (it never re-parses options).
+The core is a separate distribution (module ``pyspark_dynamic_kafka_core``): Rust fills Arrow
+columns directly, so no Python object is made per record. It reads a cluster with its direct
+fetch path or with librdkafka's consumer: which one (or the Python reader,
+:mod:`~pyspark_dynamic_kafka.source.executor.read`) the driver decided once per cluster
+(:mod:`~pyspark_dynamic_kafka.kafka.engine`), and the task carries the decision in
+:attr:`~pyspark_dynamic_kafka.source.executor.task.ReadSettings.engines`: the executor never
+decides again nor re-parses options. A reader planned on the direct path that hands its ranges
+to librdkafka's consumer (a broker error, a lost connection) is logged once per cluster and
+reason (:func:`~pyspark_dynamic_kafka.kafka.engine.report_handover`).
 """
 
 from __future__ import annotations
@@ -22,52 +21,16 @@ import pyarrow as pa
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, ReadError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
-from pyspark_dynamic_kafka.kafka.core import CoreChoice, core, core_problem, core_serves
-from pyspark_dynamic_kafka.kafka.pool import consumer_config
+from pyspark_dynamic_kafka.kafka.engine import DIRECT, core, report_handover
+from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory, consumer_config
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 
-__all__ = ["READERS", "core", "native_clusters", "native_consumer", "native_problem", "read_native"]
+__all__ = ["core", "direct_consumer", "librdkafka_consumer", "native_factory", "read_native"]
 
 _log = logging.getLogger(__name__)
 
-#: The values of the ``reader`` option.
-READERS = ("auto", "native", "python")
-_CHOICE = CoreChoice("reader", "read", "read", "with the Python reader", _log)
 
-
-def native_problem(properties: Mapping[str, str]) -> str | None:
-    """Why the native reader cannot read a cluster with these client properties, or ``None``
-    (asked of librdkafka once per properties value)."""
-    return core_problem(consumer_config(properties))
-
-
-def native_clusters(reader: str, properties: Mapping[str, Mapping[str, str]]) -> frozenset[str]:
-    """The clusters the native reader reads, given the ``reader`` option and each cluster's
-    client properties (as tasks carry them).
-
-    Raises
-    ------
-    OptionsError
-        With ``reader=native``, when a cluster cannot be read natively (naming it and why).
-    """
-    return frozenset(
-        cluster_id
-        for cluster_id in sorted(properties)
-        if core_serves(_CHOICE, reader, cluster_id, consumer_config(properties[cluster_id]))
-    )
-
-
-def native_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
-    """A consumer of the compiled core for a cluster's merged properties (a
-    :data:`~pyspark_dynamic_kafka.kafka.pool.ConsumerFactory`: the pool keeps it across tasks).
-
-    Raises
-    ------
-    ReadError
-        This Python worker has no compiled core.
-    KafkaClientError
-        librdkafka refused the client properties.
-    """
+def _consumer(cluster_id: str, properties: Mapping[str, str], direct: bool) -> Any:
     module = core()
     if module is None:
         raise ReadError(
@@ -76,7 +39,7 @@ def native_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
         )
     config = consumer_config(properties)
     try:
-        return module.Consumer(sorted(config.items()))
+        return module.Consumer(sorted(config.items()), direct=direct)
     except module.ClientError as exc:
         detail = redact_secrets(str(exc), config)
         raise KafkaClientError(
@@ -85,11 +48,41 @@ def native_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
         ) from None
 
 
+def direct_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
+    """A consumer of the compiled core that reads with its direct fetch path, for a cluster's
+    merged properties (a :data:`~pyspark_dynamic_kafka.kafka.pool.ConsumerFactory`: the pool
+    keeps it across tasks).
+
+    Raises
+    ------
+    ReadError
+        This Python worker has no compiled core.
+    KafkaClientError
+        librdkafka refused the client properties.
+    """
+    return _consumer(cluster_id, properties, True)
+
+
+def librdkafka_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
+    """As :func:`direct_consumer`, for a consumer that reads with librdkafka's consumer only."""
+    return _consumer(cluster_id, properties, False)
+
+
+def native_factory(engine: str) -> ConsumerFactory:
+    """The pool's factory of the compiled core's consumers for a cluster planned on ``engine``
+    (:data:`~pyspark_dynamic_kafka.kafka.engine.DIRECT` or ``LIBRDKAFKA``)."""
+    return direct_consumer if engine == DIRECT else librdkafka_consumer
+
+
 def read_native(
-    consumer: Any, cluster_id: str, ranges: list[OffsetRange], settings: ReadSettings
+    consumer: Any,
+    cluster_id: str,
+    ranges: list[OffsetRange],
+    settings: ReadSettings,
+    properties: Mapping[str, str],
 ) -> Iterator[pa.RecordBatch]:
-    """Read one cluster's ranges with a consumer of :func:`native_consumer`: the Python
-    reader's batches, exactly. The consumer is lent to the core's reader while it reads and is
+    """Read one cluster's ranges with a consumer of :func:`native_factory`: the Python reader's
+    batches, exactly. The consumer is lent to the core's reader while it reads and is
     unassigned when it is given back (also when reading fails or stops early).
 
     Raises
@@ -114,6 +107,9 @@ def read_native(
         yield from _batches(module, reader)
     finally:
         reader.close()
+        handover = reader.fallback()
+        if handover is not None and settings.engine(cluster_id) == DIRECT:
+            report_handover(cluster_id, handover, properties)
 
 
 def _batches(module: Any, reader: Any) -> Iterator[pa.RecordBatch]:

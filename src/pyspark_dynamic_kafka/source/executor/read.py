@@ -27,10 +27,11 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
+from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
-from pyspark_dynamic_kafka.source.executor.native import native_consumer, read_native
+from pyspark_dynamic_kafka.source.executor.native import native_factory, read_native
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
@@ -55,13 +56,16 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     with cyclic_gc_paused():  # every message is a GC-tracked object (see gcpause)
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
-            native = cluster_id in settings.native_clusters
-            factory = native_consumer if native else confluent_consumer
+            engine = settings.engine(cluster_id)
+            native = engine != PYTHON
+            factory = native_factory(engine) if native else confluent_consumer
             consumer = pool.acquire(cluster_id, properties, generation, factory)
             reusable = False
             try:
-                read = read_native if native else _read_cluster
-                yield from read(consumer, cluster_id, ranges, settings)
+                if native:
+                    yield from read_native(consumer, cluster_id, ranges, settings, properties)
+                else:
+                    yield from _read_cluster(consumer, cluster_id, ranges, settings)
                 reusable = True
             finally:
                 timeout_ms = settings.cache_timeout_ms

@@ -10,11 +10,13 @@ the executor needs: never the metadata, never the source options (executors do n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
+from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.engine import PYTHON
 
 __all__ = ["OffsetRange", "ReadSettings", "ReadTask"]
 
@@ -54,9 +56,10 @@ class ReadSettings:
     generation:
         Pooled consumers of another generation are not reused: the driver bumps it after a
         topic was deleted or recreated under the query.
-    native_clusters:
-        Clusters the compiled core reads (:mod:`~pyspark_dynamic_kafka.source.executor.native`): the
-        driver's decision for the ``reader`` option; the others use the Python reader.
+    engines:
+        Cluster -> the engine that reads it, ``direct``, ``librdkafka`` or ``python``: the
+        driver's decision (:mod:`~pyspark_dynamic_kafka.kafka.engine`); a cluster it does not
+        name is read with the Python reader.
     """
 
     poll_timeout_ms: int
@@ -65,7 +68,11 @@ class ReadSettings:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     generation: int = 0
-    native_clusters: frozenset[str] = frozenset()
+    engines: FrozenMapping[str] = field(default_factory=FrozenMapping)
+
+    def engine(self, cluster_id: str) -> str:
+        """The engine the driver planned for ``cluster_id``."""
+        return self.engines.get(cluster_id, PYTHON)
 
 
 class ReadTask(InputPartition):  # type: ignore[misc]

@@ -132,6 +132,7 @@ pub fn parse_fetch(body: &[u8]) -> Result<Fetched, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::sample::request_header;
 
     #[test]
     fn fetch_request_groups_partitions_by_topic_and_prefixes_its_size() {
@@ -160,13 +161,8 @@ mod tests {
             },
         ];
         let req = fetch_request(9, "me", &limits, &parts);
-        let mut c = Cursor::new(&req);
-        assert_eq!(c.i32().unwrap() as usize, req.len() - 4);
-        assert_eq!(
-            (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap()),
-            (1, 11, 9)
-        );
-        assert_eq!(c.string().unwrap(), Some("me"));
+        let (mut c, named) = request_header(&req);
+        assert_eq!(named, (1, 11, 9));
         assert_eq!(
             (c.i32().unwrap(), c.i32().unwrap(), c.i32().unwrap()),
             (-1, 500, 1)

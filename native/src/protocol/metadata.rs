@@ -76,6 +76,7 @@ pub fn parse_metadata(body: &[u8]) -> Result<Leaders, Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::sample::request_header;
 
     fn string(s: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(&(s.len() as i16).to_be_bytes());
@@ -113,10 +114,12 @@ mod tests {
         assert_eq!(m.errors, vec![("t/1".to_string(), 5)]);
         assert!(parse_metadata(&b[..b.len() - 1]).is_err());
         let req = metadata_request(7, "me", &["a", "b"]);
-        let mut c = Cursor::new(&req[4..]);
+        let (mut c, named) = request_header(&req);
+        assert_eq!(named, (3, 4, 7));
+        assert_eq!(c.count().unwrap(), 2);
         assert_eq!(
-            (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap()),
-            (3, 4, 7)
+            (c.string().unwrap(), c.string().unwrap()),
+            (Some("a"), Some("b"))
         );
     }
 }

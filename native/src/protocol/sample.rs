@@ -1,6 +1,17 @@
-//! Test support: record batches as a broker writes them, byte for byte.
+//! Test support: record batches as a broker writes them, byte for byte, and requests' headers.
 
+use super::primitives::Cursor;
 use super::records::{CONTROL, HEAD_LEN, TRANSACTIONAL};
+
+/// A request's header checked (its size prefix matches its length; client id "me"): a cursor at
+/// its body, and the (API key, version, correlation id) it names.
+pub fn request_header(request: &[u8]) -> (Cursor<'_>, (i16, i16, i32)) {
+    let mut c = Cursor::new(request);
+    assert_eq!(c.i32().unwrap() as usize, request.len() - 4);
+    let named = (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap());
+    assert_eq!(c.string().unwrap(), Some("me"));
+    (c, named)
+}
 
 /// `v` as a zigzag varint.
 pub fn varint(v: i64, out: &mut Vec<u8>) {

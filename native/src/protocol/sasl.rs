@@ -79,27 +79,19 @@ pub fn parse_authenticate(body: &[u8]) -> Result<Authenticated, Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::sample::request_header;
 
     #[test]
     fn requests_carry_the_mechanism_and_the_step() {
         let h = handshake_request(3, "me", "PLAIN");
-        let mut c = Cursor::new(&h);
-        assert_eq!(c.i32().unwrap() as usize, h.len() - 4);
-        assert_eq!(
-            (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap()),
-            (17, 1, 3)
-        );
-        assert_eq!(c.string().unwrap(), Some("me"));
+        let (mut c, named) = request_header(&h);
+        assert_eq!(named, (17, 1, 3));
         assert_eq!(c.string().unwrap(), Some("PLAIN"));
         let a = authenticate_request(4, "me", b"\0u\0p");
-        let mut c = Cursor::new(&a[4..]);
-        assert_eq!(
-            (c.i16().unwrap(), c.i16().unwrap(), c.i32().unwrap()),
-            (36, 1, 4)
-        );
-        c.string().unwrap();
+        let (mut c, named) = request_header(&a);
+        assert_eq!(named, (36, 1, 4));
         let step = c.bytes_range().unwrap();
-        assert_eq!(&a[4..][step], b"\0u\0p");
+        assert_eq!(&a[step], b"\0u\0p");
     }
 
     #[test]

@@ -12,8 +12,8 @@ const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
 const XERIAL_HEADER: usize = 16;
 
 /// `compressed` decompressed with `codec` into `out` (cleared first), refused past `max_size`
-/// bytes: what a snappy header claims is checked before anything is allocated, and the stream
-/// codecs stop reading one byte past the bound.
+/// bytes: what a snappy header claims is checked before anything is allocated, the stream
+/// codecs stop reading one byte past the bound, and `out`'s capacity never passes it.
 pub fn decompress(
     codec: i16,
     compressed: &[u8],
@@ -32,23 +32,21 @@ pub fn decompress(
             )))
         }
     };
-    let bounded = |reader: &mut dyn Read, out: &mut Vec<u8>| -> Result<(), Failure> {
-        reader
-            .take(max_size as u64 + 1)
-            .read_to_end(out)
-            .map_err(|e| Failure::Broken(e.to_string()))?;
-        if out.len() > max_size {
-            return Err(Failure::TooLarge);
-        }
-        Ok(())
-    };
     let done = match codec {
-        1 => bounded(&mut flate2::read::MultiGzDecoder::new(compressed), out),
+        1 => bounded(
+            &mut flate2::read::MultiGzDecoder::new(compressed),
+            out,
+            max_size,
+        ),
         2 => snappy(compressed, out, max_size),
-        3 => bounded(&mut lz4_flex::frame::FrameDecoder::new(compressed), out),
+        3 => bounded(
+            &mut lz4_flex::frame::FrameDecoder::new(compressed),
+            out,
+            max_size,
+        ),
         _ => zstd::stream::read::Decoder::new(compressed)
             .map_err(|e| Failure::Broken(e.to_string()))
-            .and_then(|mut d| bounded(&mut d, out)),
+            .and_then(|mut d| bounded(&mut d, out, max_size)),
     };
     done.map_err(|failure| {
         Problem::Unsupported(match failure {
@@ -73,6 +71,50 @@ impl From<snap::Error> for Failure {
     }
 }
 
+/// Make room in `out` for `more` bytes past its length, doubling its capacity as `Vec` does but
+/// never past `max_size`.
+fn grow(out: &mut Vec<u8>, more: usize, max_size: usize) {
+    let needed = out.len() + more;
+    if needed > out.capacity() {
+        let target = needed
+            .max(out.capacity() * 2)
+            .clamp(needed, max_size.max(needed));
+        out.reserve_exact(target - out.len());
+    }
+}
+
+/// Everything `reader` gives, into `out`, refused past `max_size` bytes (one byte past it is
+/// read to tell, into a byte of its own). The room read into doubles, each byte zeroed once.
+fn bounded(reader: &mut dyn Read, out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
+    let mut filled = out.len();
+    let done = loop {
+        if filled == max_size {
+            let mut probe = [0u8; 1];
+            break match reader.read(&mut probe) {
+                Ok(0) => Ok(()),
+                Ok(_) => Err(Failure::TooLarge),
+                Err(e) => Err(Failure::Broken(e.to_string())),
+            };
+        }
+        if filled == out.len() {
+            let room = (filled + CHUNK.max(filled)).min(max_size);
+            grow(out, room - filled, max_size);
+            out.resize(room, 0);
+        }
+        match reader.read(&mut out[filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(Failure::Broken(e.to_string())),
+        }
+    };
+    out.truncate(filled);
+    done
+}
+
+/// The least room made for a stream codec's output at a time.
+const CHUNK: usize = 64 * 1024;
+
 fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
     let mut decoder = snap::raw::Decoder::new();
     if !data.starts_with(XERIAL_MAGIC) {
@@ -80,6 +122,7 @@ fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure
         if size > max_size {
             return Err(Failure::TooLarge);
         }
+        grow(out, size, max_size);
         out.resize(size, 0);
         decoder.decompress(data, out)?;
         return Ok(());
@@ -101,6 +144,7 @@ fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure
         if size > max_size - at {
             return Err(Failure::TooLarge);
         }
+        grow(out, size, max_size);
         out.resize(at + size, 0);
         decoder.decompress(block, &mut out[at..])?;
         rest = &rest[4 + len..];
@@ -172,5 +216,40 @@ mod tests {
         xerial.extend_from_slice(&claim);
         assert!(decompress(2, &xerial, &mut out, 100_000_000).is_err());
         assert_eq!(out.capacity(), 0);
+    }
+
+    #[test]
+    fn a_batch_decompressing_far_past_the_bound_never_grows_the_buffer_past_it() {
+        // 4 MB of zeros, a few kilobytes compressed: refused at 100,000 bytes, and read whole
+        // at exactly its size, without the buffer's capacity passing the bound either way.
+        let zeros = vec![0u8; 4 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&zeros).unwrap();
+        let mut lz4 = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        lz4.write_all(&zeros).unwrap();
+        let raw_snappy = snap::raw::Encoder::new().compress_vec(&zeros).unwrap();
+        let zstd = zstd::stream::encode_all(zeros.as_slice(), 1).unwrap();
+        let bombs = [
+            (1, gz.finish().unwrap()),
+            (2, raw_snappy),
+            (3, lz4.finish().unwrap()),
+            (4, zstd),
+        ];
+        for (codec, data) in &bombs {
+            let mut out = Vec::new();
+            assert!(decompress(*codec, data, &mut out, 100_000).is_err());
+            assert!(
+                out.capacity() <= 100_000,
+                "codec {codec}: {}",
+                out.capacity()
+            );
+            decompress(*codec, data, &mut out, zeros.len()).unwrap();
+            assert_eq!(out.len(), zeros.len());
+            assert!(
+                out.capacity() <= zeros.len(),
+                "codec {codec}: {}",
+                out.capacity()
+            );
+        }
     }
 }

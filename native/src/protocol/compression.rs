@@ -4,6 +4,7 @@
 use std::io::Read;
 
 use super::error::Problem;
+use super::primitives::{grow, read_growing};
 
 /// Snappy as Java producers frame it (xerial's `SnappyOutputStream`): this magic, a version and
 /// a compatible version, then blocks of a 4-byte length and a raw snappy block. librdkafka's
@@ -71,49 +72,16 @@ impl From<snap::Error> for Failure {
     }
 }
 
-/// Make room in `out` for `more` bytes past its length, doubling its capacity as `Vec` does but
-/// never past `max_size`.
-fn grow(out: &mut Vec<u8>, more: usize, max_size: usize) {
-    let needed = out.len() + more;
-    if needed > out.capacity() {
-        let target = needed
-            .max(out.capacity() * 2)
-            .clamp(needed, max_size.max(needed));
-        out.reserve_exact(target - out.len());
-    }
-}
-
 /// Everything `reader` gives, into `out`, refused past `max_size` bytes (one byte past it is
-/// read to tell, into a byte of its own). The room read into doubles, each byte zeroed once.
+/// read to tell, into a byte of its own).
 fn bounded(reader: &mut dyn Read, out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
-    let mut filled = out.len();
-    let done = loop {
-        if filled == max_size {
-            let mut probe = [0u8; 1];
-            break match reader.read(&mut probe) {
-                Ok(0) => Ok(()),
-                Ok(_) => Err(Failure::TooLarge),
-                Err(e) => Err(Failure::Broken(e.to_string())),
-            };
-        }
-        if filled == out.len() {
-            let room = (filled + CHUNK.max(filled)).min(max_size);
-            grow(out, room - filled, max_size);
-            out.resize(room, 0);
-        }
-        match reader.read(&mut out[filled..]) {
-            Ok(0) => break Ok(()),
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(Failure::Broken(e.to_string())),
-        }
-    };
-    out.truncate(filled);
-    done
+    let broken = |e: std::io::Error| Failure::Broken(e.to_string());
+    read_growing(reader, out, max_size).map_err(broken)?;
+    if out.len() == max_size && reader.read(&mut [0u8; 1]).map_err(broken)? > 0 {
+        return Err(Failure::TooLarge);
+    }
+    Ok(())
 }
-
-/// The least room made for a stream codec's output at a time.
-const CHUNK: usize = 64 * 1024;
 
 fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
     let mut decoder = snap::raw::Decoder::new();

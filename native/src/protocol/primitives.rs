@@ -132,6 +132,48 @@ fn length(len: i32) -> Result<Option<usize>, Malformed> {
     }
 }
 
+/// Make room in `out` for `more` bytes past its length, doubling its capacity as `Vec` does but
+/// never past `limit` (unless the room asked for is past it).
+pub fn grow(out: &mut Vec<u8>, more: usize, limit: usize) {
+    let needed = out.len() + more;
+    if needed > out.capacity() {
+        let target = (out.capacity() * 2).clamp(needed, limit.max(needed));
+        out.reserve_exact(target - out.len());
+    }
+}
+
+/// What `reader` gives into `out` (after what it holds), until its end or until `out` holds
+/// `limit` bytes. `out` grows with the bytes that arrive, its room doubling, each byte zeroed
+/// once, and its capacity never past `limit`: a length that promises more than comes claims no
+/// memory for it.
+pub fn read_growing(
+    reader: &mut dyn std::io::Read,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<()> {
+    /// The least room made at a time.
+    const CHUNK: usize = 64 * 1024;
+    let mut filled = out.len();
+    let done = loop {
+        if filled >= limit {
+            break Ok(());
+        }
+        if filled == out.len() {
+            let room = (filled + CHUNK.max(filled)).min(limit);
+            grow(out, room - filled, limit);
+            out.resize(room, 0);
+        }
+        match reader.read(&mut out[filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    out.truncate(filled);
+    done
+}
+
 /// A request being written: the size prefix is filled in by [`Request::finish`].
 pub struct Request(Vec<u8>);
 
@@ -224,6 +266,21 @@ mod tests {
         let big = zigzag(i64::from(i32::MAX) + 1);
         assert!(Cursor::new(&big).varint().is_err());
         assert!(Cursor::new(&[0x80, 0x80]).varlong().is_err());
+    }
+
+    #[test]
+    fn a_growing_read_stops_at_the_end_or_the_limit_and_allocates_no_more() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+        let mut out = b"ab".to_vec();
+        read_growing(&mut data.as_slice(), &mut out, 1 << 30).unwrap();
+        assert_eq!((&out[..2], &out[2..]), (&b"ab"[..], data.as_slice()));
+        assert!(out.capacity() < 2 * out.len());
+        let mut out = Vec::new();
+        read_growing(&mut data.as_slice(), &mut out, 100_001).unwrap();
+        assert_eq!(
+            (out.as_slice(), out.capacity()),
+            (&data[..100_001], 100_001)
+        );
     }
 
     #[test]

@@ -71,6 +71,12 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         SCRAM-SHA-256 (users: :mod:`~.scram`); SSL and SASL_SSL ones (clients: :mod:`~.tls`).
     broker_config:
         Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
+    advertised_ports:
+        The port each node advertises for its ``PLAINTEXT`` listener instead of its own (one per
+        node): a proxy's, forwarding to :attr:`listening_ports`, which must accept connections
+        before :meth:`start` (its readiness check asks metadata through them). Every client
+        then connects through it, :attr:`bootstrap_servers` naming it; so do the brokers of a
+        cluster of several (``PLAINTEXT`` is their listener too). ``None``: their own ports.
     """
 
     multi_broker = True
@@ -89,8 +95,15 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         scram: bool = False,
         tls: bool = False,
         broker_config: Mapping[str, str] | None = None,
+        advertised_ports: Sequence[int] | None = None,
     ) -> None:
         super().__init__(name, client_config)
+        if advertised_ports is not None and len(advertised_ports) != brokers:
+            raise ValueError(
+                f"advertised_ports names {len(advertised_ports)} port(s) for {brokers} "
+                "broker(s): give one per broker"
+            )
+        self.advertised_ports = None if advertised_ports is None else list(advertised_ports)
         self.broker_config = dict(broker_config or {})
         self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
@@ -110,8 +123,15 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down)."""
-        return ",".join(f"127.0.0.1:{b.address.port}" for b in self._started())
+        """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down); the
+        advertised ports when given."""
+        return ",".join(f"127.0.0.1:{b.address.client_port}" for b in self._started())
+
+    @property
+    def listening_ports(self) -> list[int]:
+        """Each broker's own ``PLAINTEXT`` port (where a proxy at its advertised port forwards),
+        known once :meth:`start` has chosen them (before it returns)."""
+        return [b.address.port for b in self._brokers]
 
     @property
     def sasl_bootstrap_servers(self) -> str:
@@ -127,8 +147,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def port(self) -> int:
-        """The client port of broker 0."""
-        return self._started()[0].address.port
+        """The client port of broker 0 (its advertised one when given)."""
+        return self._started()[0].address.client_port
 
     @property
     def log_paths(self) -> list[Path]:
@@ -310,7 +330,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self.cluster_id = new_cluster_id()
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         ports = free_ports(ports_per_broker(self.scram, self.tls) * self.broker_count)
-        addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls)
+        addresses = broker_addresses(
+            ports, self.broker_count, self.scram, self.tls, self.advertised_ports
+        )
         self.tls_store = make_tls_store(root, find_java()) if self.tls else None
         logs = self._log_dir or root
         logs.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,8 @@
 //! - `protocol/aborted.rs`: read_committed's filter of aborted transactions (the Java consumer's rules);
 //! - `protocol/compression.rs`: gzip, snappy, lz4 and zstd, bounded;
 //! - `protocol/error.rs`: why bytes cannot be read: malformed, or unsupported here;
+//! - `protocol/fuzz.rs`: test support: the parsers fuzzed with proptest (record batches, compression, read_committed's filter);
+//! - `protocol/fuzz/responses.rs`: test support: Fetch, Metadata, ApiVersions and SASL answers fuzzed;
 //! - `protocol/sample.rs`: test support: batches as a broker writes them;
 //! - `read.rs`: reading exact offset ranges of one cluster into Arrow batches;
 //! - `read/direct.rs`: the direct fetch path: Fetch requests to each leader, batches parsed in place;

@@ -10,7 +10,8 @@
 //! - [`aborted`]: read_committed's filter of aborted transactions;
 //! - [`sasl`]: SaslHandshake and SaslAuthenticate;
 //! - [`compression`]: gzip, snappy, lz4 and zstd;
-//! - [`error`]: why bytes cannot be read.
+//! - [`error`]: why bytes cannot be read;
+//! - `fuzz`: the parsers fuzzed (tests only).
 
 pub mod aborted;
 pub mod api_versions;
@@ -18,6 +19,8 @@ pub mod compression;
 pub mod error;
 pub mod fetch;
 pub mod framing;
+#[cfg(test)]
+mod fuzz;
 pub mod metadata;
 pub mod primitives;
 pub mod records;

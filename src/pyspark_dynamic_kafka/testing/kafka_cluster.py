@@ -27,6 +27,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     LOG4J2_PROPERTIES,
     STARTED_LINE,
     broker_addresses,
+    check_advertised,
     check_layout,
     new_cluster_id,
     ports_per_broker,
@@ -34,7 +35,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     server_properties,
 )
 from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka_jars, find_java
-from pyspark_dynamic_kafka.testing.kafka_process import BrokerProcess, run_all
+from pyspark_dynamic_kafka.testing.kafka_process import BrokerProcess, format_storage
 
 __all__ = ["ApacheKafkaCluster"]
 
@@ -72,11 +73,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     broker_config:
         Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
     advertised_ports:
-        The port each node advertises for its ``PLAINTEXT`` listener instead of its own (one per
-        node): a proxy's, forwarding to :attr:`listening_ports`, which must accept connections
-        before :meth:`start` (its readiness check asks metadata through them). Every client
-        then connects through it, :attr:`bootstrap_servers` naming it; so do the brokers of a
-        cluster of several (``PLAINTEXT`` is their listener too). ``None``: their own ports.
+        Each node's advertised ``PLAINTEXT`` port, a proxy's to :attr:`listening_ports`, open
+        before :meth:`start`: every client and broker connects through it.
     """
 
     multi_broker = True
@@ -98,12 +96,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         advertised_ports: Sequence[int] | None = None,
     ) -> None:
         super().__init__(name, client_config)
-        if advertised_ports is not None and len(advertised_ports) != brokers:
-            raise ValueError(
-                f"advertised_ports names {len(advertised_ports)} port(s) for {brokers} "
-                "broker(s): give one per broker"
-            )
-        self.advertised_ports = None if advertised_ports is None else list(advertised_ports)
+        self.advertised_ports = check_advertised(brokers, advertised_ports)
         self.broker_config = dict(broker_config or {})
         self.racks = check_layout(brokers, racks)
         self.broker_count = brokers
@@ -123,14 +116,12 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every broker's ``127.0.0.1:<port>``, comma-separated (clients survive one down); the
-        advertised ports when given."""
+        """Every broker's advertised ``127.0.0.1:<port>``, comma-separated."""
         return ",".join(f"127.0.0.1:{b.address.client_port}" for b in self._started())
 
     @property
     def listening_ports(self) -> list[int]:
-        """Each broker's own ``PLAINTEXT`` port (where a proxy at its advertised port forwards),
-        known once :meth:`start` has chosen them (before it returns)."""
+        """Each broker's own ``PLAINTEXT`` port, chosen early in :meth:`start`."""
         return [b.address.port for b in self._brokers]
 
     @property
@@ -330,9 +321,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self.cluster_id = new_cluster_id()
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         ports = free_ports(ports_per_broker(self.scram, self.tls) * self.broker_count)
-        addresses = broker_addresses(
-            ports, self.broker_count, self.scram, self.tls, self.advertised_ports
-        )
+        shown = self.advertised_ports
+        addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls, shown)
         self.tls_store = make_tls_store(root, find_java()) if self.tls else None
         logs = self._log_dir or root
         logs.mkdir(parents=True, exist_ok=True)
@@ -345,20 +335,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
             config_path.write_text(render_properties(config))
             log_path = logs / f"{prefix}broker-{i}.log"
             self._brokers.append(BrokerProcess(i, addresses[i], config_path, log_path))
-        self._format_storage()
-
-    def _format_storage(self) -> None:
-        """Format every broker's storage under ``cluster_id``, all at once."""
-        command = [*self._java_command(), "kafka.tools.StorageTool", "format"]
-        formats = [
-            (
-                [*command, "-t", str(self.cluster_id), "-c", str(broker.config_path)],
-                broker.log_path.with_suffix(".format.log"),
-            )
-            for broker in self._brokers
-        ]
-        what = f"Apache Kafka cluster {self.name!r}: formatting storage"
-        run_all(formats, self.startup_timeout, what)
+        java, timeout = self._java_command(), self.startup_timeout
+        format_storage(java, self.cluster_id, self._brokers, timeout, self.name)
 
     def _java_command(self) -> list[str]:
         log_config = f"-Dlog4j2.configurationFile={self._root}/log4j2.properties"

@@ -27,6 +27,7 @@ __all__ = [
     "STARTED_LINE",
     "BrokerAddress",
     "broker_addresses",
+    "check_advertised",
     "check_layout",
     "new_cluster_id",
     "ports_per_broker",
@@ -137,6 +138,22 @@ def check_layout(brokers: int, racks: Sequence[str] | None) -> list[str] | None:
     return None if racks is None else list(racks)
 
 
+def check_advertised(brokers: int, ports: Sequence[int] | None) -> list[int] | None:
+    """Check advertised ports (one per broker); them as a list.
+
+    Raises
+    ------
+    ValueError
+        If they are not one per broker.
+    """
+    if ports is not None and len(ports) != brokers:
+        raise ValueError(
+            f"advertised ports name {len(ports)} port(s) for {brokers} broker(s): give one per "
+            "broker"
+        )
+    return None if ports is None else list(ports)
+
+
 def ports_per_broker(sasl: bool, tls: bool = False) -> int:
     """The ports of one node: 2, one more with ``sasl``, two more with ``tls``."""
     return 2 + sasl + 2 * tls
@@ -154,11 +171,7 @@ def broker_addresses(
     per = ports_per_broker(sasl, tls)
     if len(ports) < per * brokers:
         raise ValueError(f"{brokers} broker(s) need {per * brokers} ports, got {len(ports)}")
-    if advertised is not None and len(advertised) != brokers:
-        raise ValueError(
-            f"advertised ports name {len(advertised)} port(s) for {brokers} broker(s): give one "
-            "per broker"
-        )
+    advertised = check_advertised(brokers, advertised)
     addresses = []
     for i in range(brokers):
         mine = iter(ports[per * i : per * (i + 1)])

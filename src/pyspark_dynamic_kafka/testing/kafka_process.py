@@ -172,3 +172,19 @@ def run_all(commands: list[tuple[list[str], Path]], timeout: float, what: str) -
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def format_storage(
+    java: list[str], cluster_id: str, brokers: list[BrokerProcess], timeout: float, name: str
+) -> None:
+    """Format the storage of every broker of cluster ``name`` under ``cluster_id`` with ``java``
+    (the JVM command), all at once (:func:`run_all`)."""
+    command = [*java, "kafka.tools.StorageTool", "format"]
+    formats = [
+        (
+            [*command, "-t", cluster_id, "-c", str(broker.config_path)],
+            broker.log_path.with_suffix(".format.log"),
+        )
+        for broker in brokers
+    ]
+    run_all(formats, timeout, f"Apache Kafka cluster {name!r}: formatting storage")

@@ -16,7 +16,7 @@ use super::aborted::Aborted;
 use super::compression::decompress;
 use super::framing::{crc, frame};
 use super::records::{head, payload, records, HEAD_LEN, TRANSACTIONAL};
-use super::sample::{batch, marker, raw_batch, record, Item};
+use super::sample::{batch, batch_of, marker, Item};
 
 /// The bound of a response and of a decompressed batch in these properties.
 const MAX: usize = 1 << 16;
@@ -122,23 +122,10 @@ fn items(owned: &[Owned]) -> Vec<Item<'_>> {
 
 /// A batch of `items` at `base`, its records compressed with `codec` (0: none).
 fn encoded(base: i64, codec: i16, items: &[Item<'_>]) -> Vec<u8> {
-    if codec == 0 {
-        return batch(base, 0, -1, items);
+    match codec {
+        0 => batch(base, 0, -1, items),
+        _ => batch_of(base, codec, -1, items, |plain| compress(codec, &plain)),
     }
-    let plain: Vec<u8> = items
-        .iter()
-        .enumerate()
-        .flat_map(|(i, item)| record(i, item))
-        .collect();
-    let last = items.last().map_or(0, |i| i.0);
-    raw_batch(
-        base,
-        codec,
-        -1,
-        last,
-        items.len() as i32,
-        &compress(codec, &plain),
-    )
 }
 
 fn compress(codec: i16, plain: &[u8]) -> Vec<u8> {

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -53,6 +53,12 @@ ifeq ($(NATIVE),1)
 	cd native && $(CARGO) clippy --quiet --release --all-targets --locked -j 2 -- -D warnings
 	cd native && $(CARGO) test --quiet --release --locked -j 2
 endif
+
+# The compiled core's protocol parsers fuzzed with proptest (native/src/protocol/fuzz.rs): FUZZ_CASES
+# cases for each of its 10 properties, a million in all by default (cargo test runs 256 each).
+FUZZ_CASES ?= 100000
+fuzz:
+	cd native && PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked -j 2 protocol::fuzz
 
 unit: $(SETUP)
 	$(PY) -m pytest -q tests/unit

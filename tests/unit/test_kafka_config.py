@@ -123,6 +123,7 @@ def test_new_cluster_ids_are_random_16_byte_base64url() -> None:
         ({"brokers": 0}, ValueError, "at least 1 broker, got brokers=0"),
         ({"brokers": 3, "racks": ["dc1", "dc2"]}, ValueError, "2 rack.s. for 3 broker"),
         ({"brokers": 3, "racks": "dc1"}, TypeError, "a list of rack names"),
+        ({"brokers": 2, "advertised_ports": [7]}, ValueError, "1 port.s. for 2 broker"),
     ],
 )
 def test_cluster_arguments_are_checked(
@@ -220,6 +221,27 @@ def test_broker_addresses_take_two_or_three_ports_each() -> None:
     ]
     with pytest.raises(ValueError, match="2 broker\\(s\\) need 6 ports, got 4"):
         broker_addresses([1, 2, 3, 4], 2, sasl=True)
+
+
+def test_an_advertised_port_stands_for_the_plaintext_listener_and_no_other() -> None:
+    """A proxy's port in front of each broker: advertised for PLAINTEXT (where clients and
+    brokers connect), while the broker listens on its own port; other listeners unchanged."""
+    nodes = broker_addresses([1, 2, 3, 4, 5, 6], 2, sasl=True, advertised=[71, 72])
+    assert nodes == [
+        BrokerAddress(1, 2, 3, advertised_port=71),
+        BrokerAddress(4, 5, 6, None, None, 72),
+    ]
+    assert [n.client_port for n in nodes] == [71, 72]
+    assert BrokerAddress(1, 2).client_port == 1
+    config = server_properties(1, nodes, "/data/1")
+    assert config["listeners"] == (
+        "PLAINTEXT://127.0.0.1:4,CONTROLLER://127.0.0.1:5,SASL_PLAINTEXT://127.0.0.1:6"
+    )
+    assert config["advertised.listeners"] == (
+        "PLAINTEXT://127.0.0.1:72,SASL_PLAINTEXT://127.0.0.1:6"
+    )
+    with pytest.raises(ValueError, match="1 port\\(s\\) for 2 broker"):
+        broker_addresses([1, 2, 3, 4], 2, sasl=False, advertised=[71])
 
 
 def test_a_cluster_without_scram_has_no_sasl_address() -> None:

@@ -4,6 +4,7 @@
 use std::io::Read;
 
 use super::error::Problem;
+use super::primitives::{grow, read_growing};
 
 /// Snappy as Java producers frame it (xerial's `SnappyOutputStream`): this magic, a version and
 /// a compatible version, then blocks of a 4-byte length and a raw snappy block. librdkafka's
@@ -12,8 +13,8 @@ const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
 const XERIAL_HEADER: usize = 16;
 
 /// `compressed` decompressed with `codec` into `out` (cleared first), refused past `max_size`
-/// bytes: what a snappy header claims is checked before anything is allocated, and the stream
-/// codecs stop reading one byte past the bound.
+/// bytes: what a snappy header claims is checked before anything is allocated, the stream
+/// codecs stop reading one byte past the bound, and `out`'s capacity never passes it.
 pub fn decompress(
     codec: i16,
     compressed: &[u8],
@@ -32,23 +33,21 @@ pub fn decompress(
             )))
         }
     };
-    let bounded = |reader: &mut dyn Read, out: &mut Vec<u8>| -> Result<(), Failure> {
-        reader
-            .take(max_size as u64 + 1)
-            .read_to_end(out)
-            .map_err(|e| Failure::Broken(e.to_string()))?;
-        if out.len() > max_size {
-            return Err(Failure::TooLarge);
-        }
-        Ok(())
-    };
     let done = match codec {
-        1 => bounded(&mut flate2::read::MultiGzDecoder::new(compressed), out),
+        1 => bounded(
+            &mut flate2::read::MultiGzDecoder::new(compressed),
+            out,
+            max_size,
+        ),
         2 => snappy(compressed, out, max_size),
-        3 => bounded(&mut lz4_flex::frame::FrameDecoder::new(compressed), out),
+        3 => bounded(
+            &mut lz4_flex::frame::FrameDecoder::new(compressed),
+            out,
+            max_size,
+        ),
         _ => zstd::stream::read::Decoder::new(compressed)
             .map_err(|e| Failure::Broken(e.to_string()))
-            .and_then(|mut d| bounded(&mut d, out)),
+            .and_then(|mut d| bounded(&mut d, out, max_size)),
     };
     done.map_err(|failure| {
         Problem::Unsupported(match failure {
@@ -73,6 +72,17 @@ impl From<snap::Error> for Failure {
     }
 }
 
+/// Everything `reader` gives, into `out`, refused past `max_size` bytes (one byte past it is
+/// read to tell, into a byte of its own).
+fn bounded(reader: &mut dyn Read, out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
+    let broken = |e: std::io::Error| Failure::Broken(e.to_string());
+    read_growing(reader, out, max_size).map_err(broken)?;
+    if out.len() == max_size && reader.read(&mut [0u8; 1]).map_err(broken)? > 0 {
+        return Err(Failure::TooLarge);
+    }
+    Ok(())
+}
+
 fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure> {
     let mut decoder = snap::raw::Decoder::new();
     if !data.starts_with(XERIAL_MAGIC) {
@@ -80,6 +90,7 @@ fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure
         if size > max_size {
             return Err(Failure::TooLarge);
         }
+        grow(out, size, max_size);
         out.resize(size, 0);
         decoder.decompress(data, out)?;
         return Ok(());
@@ -101,6 +112,7 @@ fn snappy(data: &[u8], out: &mut Vec<u8>, max_size: usize) -> Result<(), Failure
         if size > max_size - at {
             return Err(Failure::TooLarge);
         }
+        grow(out, size, max_size);
         out.resize(at + size, 0);
         decoder.decompress(block, &mut out[at..])?;
         rest = &rest[4 + len..];
@@ -172,5 +184,40 @@ mod tests {
         xerial.extend_from_slice(&claim);
         assert!(decompress(2, &xerial, &mut out, 100_000_000).is_err());
         assert_eq!(out.capacity(), 0);
+    }
+
+    #[test]
+    fn a_batch_decompressing_far_past_the_bound_never_grows_the_buffer_past_it() {
+        // 4 MB of zeros, a few kilobytes compressed: refused at 100,000 bytes, and read whole
+        // at exactly its size, without the buffer's capacity passing the bound either way.
+        let zeros = vec![0u8; 4 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&zeros).unwrap();
+        let mut lz4 = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        lz4.write_all(&zeros).unwrap();
+        let raw_snappy = snap::raw::Encoder::new().compress_vec(&zeros).unwrap();
+        let zstd = zstd::stream::encode_all(zeros.as_slice(), 1).unwrap();
+        let bombs = [
+            (1, gz.finish().unwrap()),
+            (2, raw_snappy),
+            (3, lz4.finish().unwrap()),
+            (4, zstd),
+        ];
+        for (codec, data) in &bombs {
+            let mut out = Vec::new();
+            assert!(decompress(*codec, data, &mut out, 100_000).is_err());
+            assert!(
+                out.capacity() <= 100_000,
+                "codec {codec}: {}",
+                out.capacity()
+            );
+            decompress(*codec, data, &mut out, zeros.len()).unwrap();
+            assert_eq!(out.len(), zeros.len());
+            assert!(
+                out.capacity() <= zeros.len(),
+                "codec {codec}: {}",
+                out.capacity()
+            );
+        }
     }
 }

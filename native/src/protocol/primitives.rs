@@ -60,23 +60,27 @@ impl<'a> Cursor<'a> {
 
     /// An int16-length string (null when the length is -1).
     pub fn string(&mut self) -> Result<Option<&'a str>, Malformed> {
-        let len = self.i16()?;
-        if len < 0 {
+        let Some(len) = length(self.i16()?.into())? else {
             return Ok(None);
-        }
-        std::str::from_utf8(self.take(len as usize)?)
+        };
+        std::str::from_utf8(self.take(len)?)
             .map(Some)
             .map_err(|_| Malformed("a string is not UTF-8"))
     }
 
-    /// An int32 array length (0 for a null array).
+    /// An int32 array length (0 for a null array), never more than the bytes left: every
+    /// element of the arrays read here takes at least one byte.
     pub fn count(&mut self) -> Result<usize, Malformed> {
-        Ok(self.i32()?.max(0) as usize)
+        let n = length(self.i32()?)?.unwrap_or(0);
+        if n > self.remaining() {
+            return Err(Malformed("an array has more elements than the bytes left"));
+        }
+        Ok(n)
     }
 
     /// The index range of int32-length bytes (empty for null), for a caller keeping the buffer.
     pub fn bytes_range(&mut self) -> Result<Range<usize>, Malformed> {
-        let len = self.i32()?.max(0) as usize;
+        let len = length(self.i32()?)?.unwrap_or(0);
         let start = self.pos;
         self.take(len)?;
         Ok(start..start + len)
@@ -111,12 +115,63 @@ impl<'a> Cursor<'a> {
 
     /// Varint-length bytes: `None` for a length of -1.
     pub fn var_bytes(&mut self) -> Result<Option<&'a [u8]>, Malformed> {
-        let len = self.varint()?;
-        if len < 0 {
-            return Ok(None);
+        match length(self.varint()?)? {
+            None => Ok(None),
+            Some(len) => self.take(len).map(Some),
         }
-        self.take(len as usize).map(Some)
     }
+}
+
+/// A length as Kafka encodes one: `None` for -1 (null), an error for any other negative one
+/// (Kafka defines none; librdkafka and the Java client refuse them too).
+fn length(len: i32) -> Result<Option<usize>, Malformed> {
+    match len {
+        -1 => Ok(None),
+        ..=-2 => Err(Malformed("a negative length other than -1 (null)")),
+        _ => Ok(Some(len as usize)),
+    }
+}
+
+/// Make room in `out` for `more` bytes past its length, doubling its capacity as `Vec` does but
+/// never past `limit` (unless the room asked for is past it).
+pub fn grow(out: &mut Vec<u8>, more: usize, limit: usize) {
+    let needed = out.len() + more;
+    if needed > out.capacity() {
+        let target = (out.capacity() * 2).clamp(needed, limit.max(needed));
+        out.reserve_exact(target - out.len());
+    }
+}
+
+/// What `reader` gives into `out` (after what it holds), until its end or until `out` holds
+/// `limit` bytes. `out` grows with the bytes that arrive, its room doubling, each byte zeroed
+/// once, and its capacity never past `limit`: a length that promises more than comes claims no
+/// memory for it.
+pub fn read_growing(
+    reader: &mut dyn std::io::Read,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<()> {
+    /// The least room made at a time.
+    const CHUNK: usize = 64 * 1024;
+    let mut filled = out.len();
+    let done = loop {
+        if filled >= limit {
+            break Ok(());
+        }
+        if filled == out.len() {
+            let room = (filled + CHUNK.max(filled)).min(limit);
+            grow(out, room - filled, limit);
+            out.resize(room, 0);
+        }
+        match reader.read(&mut out[filled..]) {
+            Ok(0) => break Ok(()),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    out.truncate(filled);
+    done
 }
 
 /// A request being written: the size prefix is filled in by [`Request::finish`].
@@ -211,5 +266,42 @@ mod tests {
         let big = zigzag(i64::from(i32::MAX) + 1);
         assert!(Cursor::new(&big).varint().is_err());
         assert!(Cursor::new(&[0x80, 0x80]).varlong().is_err());
+    }
+
+    #[test]
+    fn a_growing_read_stops_at_the_end_or_the_limit_and_allocates_no_more() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+        let mut out = b"ab".to_vec();
+        read_growing(&mut data.as_slice(), &mut out, 1 << 30).unwrap();
+        assert_eq!((&out[..2], &out[2..]), (&b"ab"[..], data.as_slice()));
+        assert!(out.capacity() < 2 * out.len());
+        let mut out = Vec::new();
+        read_growing(&mut data.as_slice(), &mut out, 100_001).unwrap();
+        assert_eq!(
+            (out.as_slice(), out.capacity()),
+            (&data[..100_001], 100_001)
+        );
+    }
+
+    #[test]
+    fn minus_one_is_null_and_other_negative_lengths_are_malformed() {
+        let negative = Malformed("a negative length other than -1 (null)");
+        assert_eq!(Cursor::new(&[0xff, 0xff]).string(), Ok(None));
+        assert_eq!(Cursor::new(&[0xff, 0xfe]).string(), Err(negative.clone()));
+        assert_eq!(Cursor::new(&(-1i32).to_be_bytes()).count(), Ok(0));
+        assert_eq!(
+            Cursor::new(&(-2i32).to_be_bytes()).count(),
+            Err(negative.clone())
+        );
+        assert_eq!(Cursor::new(&(-1i32).to_be_bytes()).bytes_range(), Ok(4..4));
+        let min = i32::MIN.to_be_bytes();
+        assert_eq!(Cursor::new(&min).bytes_range(), Err(negative.clone()));
+        assert_eq!(Cursor::new(&zigzag(-1)).var_bytes(), Ok(None));
+        assert_eq!(Cursor::new(&zigzag(-2)).var_bytes(), Err(negative));
+        // An array claiming more elements than bytes follow is refused before any is read.
+        let mut claim = 5i32.to_be_bytes().to_vec();
+        claim.extend_from_slice(&[0; 4]);
+        let too_many = Cursor::new(&claim).count().unwrap_err();
+        assert_eq!(too_many.0, "an array has more elements than the bytes left");
     }
 }

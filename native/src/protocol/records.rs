@@ -6,7 +6,8 @@
 //! batch): such a batch is [`Problem::Malformed`], and so is nothing of it read. What this path
 //! does not read (an older message format, an unknown codec, a batch decompressing past the
 //! size bound) is [`Problem::Unsupported`]. Either way the reader hands the partition to
-//! librdkafka from the batch's first offset.
+//! librdkafka from the batch's first offset. Where a batch ends, and whether its bytes are the
+//! ones it was written with, is [`super::framing`]'s.
 
 use std::borrow::Cow;
 
@@ -15,8 +16,6 @@ use super::error::Problem;
 use super::primitives::Cursor;
 
 pub const HEAD_LEN: usize = 61;
-/// Where the bytes a batch's CRC covers begin: its attributes.
-const CRC_FROM: usize = 21;
 const COMPRESSION_MASK: i16 = 0x07;
 pub const LOG_APPEND_TIME: i16 = 0x08;
 pub const TRANSACTIONAL: i16 = 0x10;
@@ -61,29 +60,16 @@ impl BatchHead {
     }
 }
 
-/// The head of the batch at the start of `bytes`; `None` when `bytes` holds only part of it
-/// (a Fetch response may end inside a batch).
-pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
-    if bytes.len() < 12 {
-        return Ok(None);
-    }
-    let mut c = Cursor::new(bytes);
-    let base_offset = c.i64()?;
-    let length = c.i32()?;
-    if length < (HEAD_LEN - 12) as i32 {
+/// The head of a whole batch, as [`super::framing::frame`] delimits it in a response.
+pub fn head(batch: &[u8]) -> Result<BatchHead, Problem> {
+    if batch.len() < HEAD_LEN {
         return Err(Problem::Malformed("a batch is shorter than its header"));
     }
-    let size = 12 + length as usize;
-    if bytes.len() < size {
-        return Ok(None);
-    }
+    let mut c = Cursor::new(batch);
+    let base_offset = c.i64()?;
+    c.i32()?; // length
     c.i32()?; // partition leader epoch
-    let magic = c.i8()?;
-    if magic != 2 {
-        return Err(Problem::Unsupported(format!(
-            "a record batch of message format v{magic} (this path reads v2)"
-        )));
-    }
+    c.i8()?; // magic
     let crc = c.i32()? as u32;
     let attributes = c.i16()?;
     let last_delta = c.i32()?;
@@ -98,28 +84,25 @@ pub fn head(bytes: &[u8]) -> Result<Option<BatchHead>, Problem> {
             "a negative record count or last offset delta",
         ));
     }
-    Ok(Some(BatchHead {
+    let last_offset = base_offset
+        .checked_add(i64::from(last_delta))
+        .ok_or(Problem::Malformed("a batch's last offset is past 2^63"))?;
+    Ok(BatchHead {
         base_offset,
-        last_offset: base_offset + i64::from(last_delta),
+        last_offset,
         attributes,
         base_timestamp,
         max_timestamp,
         producer_id,
         crc,
         count,
-        size,
-    }))
+        size: batch.len(),
+    })
 }
 
 /// A record's headers in order: (name, value), the value null or bytes. A name that is not
 /// UTF-8 is given as the Java client decodes it (invalid bytes as U+FFFD), on every reader.
 pub type Headers<'a> = Vec<(Cow<'a, str>, Option<&'a [u8]>)>;
-
-/// The CRC-32C (Castagnoli) of a whole batch's bytes from its attributes on: what its head's
-/// `crc` must be.
-pub fn crc(batch: &[u8]) -> u32 {
-    crc32c::crc32c(&batch[CRC_FROM.min(batch.len())..])
-}
 
 /// One record of a batch, borrowed from the response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +124,9 @@ pub fn payload<'b>(
     scratch: &'b mut Vec<u8>,
     max_size: usize,
 ) -> Result<&'b [u8], Problem> {
-    let records = &batch[HEAD_LEN..h.size];
+    let records = batch
+        .get(HEAD_LEN..h.size)
+        .ok_or(Problem::Malformed("a batch is shorter than its head says"))?;
     match h.attributes & COMPRESSION_MASK {
         0 => Ok(records),
         codec => {
@@ -181,12 +166,20 @@ pub fn records<'a>(
         }
         let key = c.var_bytes()?;
         let value = c.var_bytes()?;
-        let header_count = c.varint()?;
+        // Each header takes two bytes at least (its name's and its value's lengths).
+        let header_count = usize::try_from(c.varint()?)
+            .ok()
+            .filter(|&n| n <= c.remaining() / 2)
+            .ok_or(Problem::Malformed(
+                "a record's header count is negative or more than its bytes hold",
+            ))?;
         let mut headers = None;
         if header_count > 0 {
-            let mut list = Vec::new();
+            let mut list = Vec::with_capacity(if with_headers { header_count } else { 0 });
             for _ in 0..header_count {
-                let name = c.var_bytes()?.unwrap_or_default();
+                let name = c
+                    .var_bytes()?
+                    .ok_or(Problem::Malformed("a record header's name is null"))?;
                 let value = c.var_bytes()?;
                 if with_headers {
                     // As the Java client decodes a header key: invalid UTF-8 becomes U+FFFD.
@@ -205,7 +198,8 @@ pub fn records<'a>(
         let timestamp = if log_append {
             (LOG_APPEND_TIME_TYPE, h.max_timestamp)
         } else {
-            (CREATE_TIME_TYPE, h.base_timestamp + ts_delta)
+            // As the Java client adds them (a long's overflow wraps).
+            (CREATE_TIME_TYPE, h.base_timestamp.wrapping_add(ts_delta))
         };
         out.push(Rec {
             offset: h.base_offset + offset_delta,
@@ -266,7 +260,7 @@ mod tests {
     const MAX: usize = 1 << 20;
 
     fn all<'a>(b: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<Rec<'a>>, Problem> {
-        let h = head(b)?.expect("a whole batch");
+        let h = head(b)?;
         records(&h, payload(&h, b, scratch, MAX)?, true)
     }
 
@@ -281,7 +275,7 @@ mod tests {
                 (3, Some(b"k"), None, vec![(b"h", Some(b"1")), (b"n", None)]),
             ],
         );
-        let h = head(&b).unwrap().unwrap();
+        let h = head(&b).unwrap();
         assert_eq!((h.base_offset, h.last_offset, h.size), (40, 43, b.len()));
         let mut scratch = Vec::new();
         let seen = all(&b, &mut scratch).unwrap();
@@ -310,17 +304,11 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_batch_waits_and_unsupported_ones_say_why() {
-        let b = batch(0, 0, -1, &[(0, None, Some(b"x"), vec![])]);
-        assert_eq!(head(&b[..b.len() - 1]).unwrap(), None);
-        assert_eq!(head(&b[..5]).unwrap(), None);
+    fn an_unknown_codec_says_why() {
         let odd = batch(0, 5, -1, &[(0, None, Some(b"x"), vec![])]);
-        let h = head(&odd).unwrap().unwrap();
+        let h = head(&odd).unwrap();
         let unknown = payload(&h, &odd, &mut Vec::new(), MAX).map(<[u8]>::to_vec);
         assert!(matches!(unknown, Err(Problem::Unsupported(w)) if w.contains("codec 5")));
-        let mut old = b.clone();
-        old[16] = 1;
-        assert!(matches!(head(&old), Err(Problem::Unsupported(_))));
     }
 
     #[test]
@@ -331,6 +319,15 @@ mod tests {
             .enumerate()
             .flat_map(|(i, r)| record(i, r))
             .collect();
+        // A head is read from whole batches only, and its last offset stays within 2^63.
+        assert!(head(&[0; HEAD_LEN - 1]).is_err());
+        let mut past = raw_batch(i64::MAX, 0, -1, 1, 0, &[]);
+        let overflow = Err(Problem::Malformed("a batch's last offset is past 2^63"));
+        assert_eq!(head(&past), overflow);
+        past[..8].copy_from_slice(&(i64::MAX - 1).to_be_bytes());
+        assert_eq!(head(&past).unwrap().last_offset, i64::MAX);
+        let h = head(&past).unwrap();
+        assert!(payload(&h, &past[..HEAD_LEN - 1], &mut Vec::new(), MAX).is_err());
         let malformed = |b: Vec<u8>, what: &str| {
             let why = all(&b, &mut Vec::new()).unwrap_err();
             assert!(
@@ -351,9 +348,23 @@ mod tests {
         malformed(raw_batch(0, 0, -1, 0, 1, &long), "length does not match");
         let negative = raw_batch(0, 0, -1, 0, -1, &[]);
         assert!(matches!(head(&negative), Err(Problem::Malformed(_))));
+        // Header counts and names: a negative count, more headers than bytes, a null name.
+        let headed = record(0, &(0, None, None, vec![(b"h", None)]));
+        let count_at = headed.len() - 4; // the count's varint, before "h"'s name length
+        assert_eq!(headed[count_at], 2); // 1 as a zigzag varint
+        for (count, what) in [(1u8, "header count"), (0x7e, "header count")] {
+            let mut bad = headed.clone();
+            bad[count_at] = count; // -1, then 63
+            malformed(raw_batch(0, 0, -1, 0, 1, &bad), what);
+        }
+        let mut null_name = headed.clone();
+        null_name[count_at + 1] = 1; // the name's length: -1
+        null_name.remove(count_at + 2); // its byte "h"
+        null_name[0] -= 1;
+        malformed(raw_batch(0, 0, -1, 0, 1, &null_name), "name is null");
         // An empty batch (the log cleaner keeps one for its producer state) reads as no records.
         let empty = raw_batch(10, TRANSACTIONAL, 7, 4, 0, &[]);
-        let h = head(&empty).unwrap().unwrap();
+        let h = head(&empty).unwrap();
         assert_eq!(h.last_offset, 14);
         assert!(all(&empty, &mut Vec::new()).unwrap().is_empty());
     }

@@ -97,20 +97,26 @@ pub fn raw_batch(
 
 /// A well-formed uncompressed batch of `items`.
 pub fn batch(base: i64, attributes: i16, producer: i64, items: &[Item<'_>]) -> Vec<u8> {
+    batch_of(base, attributes, producer, items, |records| records)
+}
+
+/// A batch of `items` whose records section is `section` of their bytes (compressed, say, as
+/// `attributes` names a codec).
+pub fn batch_of(
+    base: i64,
+    attributes: i16,
+    producer: i64,
+    items: &[Item<'_>],
+    section: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) -> Vec<u8> {
     let records: Vec<u8> = items
         .iter()
         .enumerate()
         .flat_map(|(i, item)| record(i, item))
         .collect();
     let last = items.last().map_or(0, |i| i.0);
-    raw_batch(
-        base,
-        attributes,
-        producer,
-        last,
-        items.len() as i32,
-        &records,
-    )
+    let count = items.len() as i32;
+    raw_batch(base, attributes, producer, last, count, &section(records))
 }
 
 /// A transaction marker of `producer` at `offset`: type 0 aborts, 1 commits.

@@ -16,6 +16,7 @@ pub mod config;
 mod parse;
 pub mod sasl;
 pub mod scram;
+mod stream;
 pub mod tls;
 
 use std::collections::{HashMap, VecDeque};
@@ -97,24 +98,44 @@ impl Direct {
 
     /// Send the request `build` writes to the broker `key` names, over its kept connection or
     /// a new one; the answer is in `self.body`. A connection is kept only while its requests
-    /// succeed and its session lasts: one kept from an earlier reader may have been closed by
-    /// the broker meanwhile (idle), so a failed request is tried once more on a new one.
+    /// succeed and its session lasts. A request is tried once more on a new connection when
+    /// the first try was on a kept one (the broker may have closed it while idle) or when its
+    /// connection broke under it (closed or cut mid-response): not after a new connection
+    /// timed out, which would only double the wait.
     fn call(
         &mut self,
         key: BrokerKey,
         build: &dyn Fn(i32, &str) -> Vec<u8>,
     ) -> Result<(), Refusal> {
         let mut body = std::mem::take(&mut self.body);
-        let kept = self.brokers.open.remove(&key).filter(|b| !b.expiring());
-        let kept = kept.and_then(|mut kept| kept.call(build, &mut body).is_ok().then_some(kept));
-        let called = match kept {
-            Some(kept) => Ok(kept),
-            None => Broker::connect(&key.1, key.2, &self.config).and_then(|mut b| {
-                b.call(build, &mut body)
-                    .map(|()| b)
-                    .map_err(Refusal::Unreachable)
-            }),
-        };
+        let mut kept = self.brokers.open.remove(&key).filter(|b| !b.expiring());
+        let mut called = Err(Refusal::Unreachable(String::new()));
+        for _ in 0..2 {
+            let was_kept = kept.is_some();
+            let connected = match kept.take() {
+                Some(broker) => broker,
+                None => match Broker::connect(&key.1, key.2, &self.config) {
+                    Ok(broker) => broker,
+                    Err(refusal) => {
+                        called = Err(refusal);
+                        break;
+                    }
+                },
+            };
+            let mut broker = connected;
+            match broker.call(build, &mut body) {
+                Ok(()) => {
+                    called = Ok(broker);
+                    break;
+                }
+                Err(no) => {
+                    called = Err(Refusal::Unreachable(no.why));
+                    if !was_kept && !no.broke {
+                        break;
+                    }
+                }
+            }
+        }
         self.body = body;
         self.brokers.open.insert(key, called?);
         Ok(())
@@ -204,8 +225,8 @@ impl ClusterReader {
         d.brokers.count(broker_id, d.body.len() + 8);
         let fetched = parse_fetch(&d.body)?;
         if !fetched.throttle.is_zero() {
-            d.throttled
-                .insert(broker_id, Instant::now() + fetched.throttle);
+            let until = throttled_until(fetched.throttle, d.config.socket_timeout);
+            d.throttled.insert(broker_id, until);
         }
         for data in fetched.partitions {
             if data.error != 0 {
@@ -263,6 +284,13 @@ impl ClusterReader {
     }
 }
 
+/// Until when a broker that asked for `throttle` is not asked again: honoured up to the socket
+/// timeout (itself within the poll timeout), as a throttle time of days, damaged or not, would
+/// hold the read past any timeout.
+fn throttled_until(throttle: Duration, socket_timeout: Duration) -> Instant {
+    Instant::now() + throttle.min(socket_timeout)
+}
+
 /// The index in `brokers` of the next one to ask after `turn`, passing over throttled ones;
 /// when every one is throttled, waits for the first to be free and gives it.
 fn next_turn(brokers: &[i32], turn: usize, throttled: &HashMap<i32, Instant>) -> usize {
@@ -280,6 +308,15 @@ fn next_turn(brokers: &[i32], turn: usize, throttled: &HashMap<i32, Instant>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttle_time_of_weeks_is_honoured_up_to_the_socket_timeout() {
+        let weeks = Duration::from_millis(i32::MAX as u64);
+        let until = throttled_until(weeks, Duration::from_secs(5));
+        assert!(until <= Instant::now() + Duration::from_secs(5));
+        let brief = throttled_until(Duration::from_millis(10), Duration::from_secs(5));
+        assert!(brief <= Instant::now() + Duration::from_millis(10));
+    }
 
     #[test]
     fn throttled_brokers_are_passed_over_until_every_one_is() {

@@ -12,6 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from pyspark_dynamic_kafka.testing.certificates import TlsStore, make_tls_store
@@ -28,6 +29,7 @@ from pyspark_dynamic_kafka.testing.kafka_config import (
     LOG4J2_PROPERTIES,
     STARTED_LINE,
     broker_addresses,
+    check_advertised,
     check_layout,
     client_security,
     new_cluster_id,
@@ -39,7 +41,9 @@ from pyspark_dynamic_kafka.testing.kafka_jars import class_archive, ensure_kafka
 from pyspark_dynamic_kafka.testing.kafka_process import (
     BrokerProcess,
     brokers_report,
+    exited,
     format_storages,
+    not_started,
 )
 
 __all__ = ["ApacheKafkaCluster"]
@@ -76,10 +80,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     broker_config:
         Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
     client_listener:
-        The listener :attr:`bootstrap_servers` and the helpers' clients use: ``PLAINTEXT``, or
-        ``SSL`` / ``SASL_SSL`` (then ``tls`` is on and ``client_config`` gets the security
-        properties, :func:`~.kafka_config.client_security`); ``None`` reads
-        ``DYNAMIC_KAFKA_TEST_LISTENER`` (unset: ``PLAINTEXT``).
+        The listener of :attr:`bootstrap_servers` and ``client_config``'s security
+        (:func:`~.kafka_config.client_security`); ``None``: ``DYNAMIC_KAFKA_TEST_LISTENER``.
+    advertised_ports:
+        Each node's advertised ``PLAINTEXT`` port: a proxy's to :attr:`listening_ports`.
     """
 
     multi_broker = True
@@ -99,8 +103,10 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         tls: bool = False,
         broker_config: Mapping[str, str] | None = None,
         client_listener: str | None = None,
+        advertised_ports: Sequence[int] | None = None,
     ) -> None:
         super().__init__(name, client_config)
+        self.advertised_ports = check_advertised(brokers, advertised_ports)
         self.broker_config = dict(broker_config or {})
         listener = client_listener or os.environ.get(LISTENER_ENV_VAR, "").strip() or "PLAINTEXT"
         self.client_listener = listener.upper()
@@ -123,10 +129,15 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every broker's ``127.0.0.1:<port>`` of ``client_listener``, comma-separated."""
+        """Every broker's advertised ``127.0.0.1:<port>`` of ``client_listener``."""
         if self.client_listener != "PLAINTEXT":
             return self.listener_servers(self.client_listener)
-        return ",".join(f"127.0.0.1:{b.address.port}" for b in self._started())
+        return ",".join(f"127.0.0.1:{b.address.client_port}" for b in self._started())
+
+    @property
+    def listening_ports(self) -> list[int]:
+        """Each broker's own ``PLAINTEXT`` port, chosen early in :meth:`start`."""
+        return [b.address.port for b in self._brokers]
 
     @property
     def sasl_bootstrap_servers(self) -> str:
@@ -142,8 +153,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
 
     @property
     def port(self) -> int:
-        """The client port of broker 0."""
-        return self._started()[0].address.port
+        """The client port of broker 0 (its advertised one when given)."""
+        return self._started()[0].address.client_port
 
     @property
     def log_paths(self) -> list[Path]:
@@ -325,7 +336,8 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         self.cluster_id = new_cluster_id()
         (root / "log4j2.properties").write_text(LOG4J2_PROPERTIES)
         ports = free_ports(ports_per_broker(self.scram, self.tls) * self.broker_count)
-        addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls)
+        shown = self.advertised_ports
+        addresses = broker_addresses(ports, self.broker_count, self.scram, self.tls, shown)
         self.tls_store = make_tls_store(root, find_java()) if self.tls else None
         self.client_config |= client_security(self.client_listener, self.tls_store)
         logs = self._log_dir or root
@@ -355,28 +367,13 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     def _await_brokers(self, brokers: Sequence[BrokerProcess], deadline: float) -> None:
         """Wait until each of ``brokers`` logged its start and metadata lists all of them."""
         self._awaited = list(brokers)
-        quiet = list(brokers)
-
-        def exited() -> str | None:
-            down = [
-                f"broker {b.node_id} exited with code {b.exit_code}"
-                for b in brokers
-                if not b.running
-            ]
-            return "; ".join(down) or None
-
-        def not_started() -> str | None:
-            quiet[:] = [b for b in quiet if not b.logged(STARTED_LINE)]
-            ids = [b.node_id for b in quiet]
-            return f"broker(s) {ids} have not logged {STARTED_LINE!r} yet" if quiet else None
-
         self.wait_ready(
             deadline,
             brokers=[b.node_id for b in brokers],
             cluster_id=self.cluster_id,
             servers=[f"127.0.0.1:{b.address.port}" for b in brokers],
-            problem=exited,
-            pending=not_started,
+            problem=partial(exited, brokers),
+            pending=not_started(brokers, STARTED_LINE),
         )
 
     def _start_failure(self, what: str) -> str:

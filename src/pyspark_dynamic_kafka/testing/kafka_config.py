@@ -27,6 +27,7 @@ __all__ = [
     "STARTED_LINE",
     "BrokerAddress",
     "broker_addresses",
+    "check_advertised",
     "check_layout",
     "client_security",
     "new_cluster_id",
@@ -95,6 +96,9 @@ class BrokerAddress:
     ssl_port, sasl_ssl_port:
         The ``SSL`` and ``SASL_SSL`` (PLAIN, SCRAM-SHA-256/512) client listeners, ``None`` for
         none.
+    advertised_port:
+        The port the broker advertises for its ``PLAINTEXT`` listener instead of ``port`` (a
+        proxy's in front of it), ``None`` for ``port`` itself.
     """
 
     port: int
@@ -102,6 +106,12 @@ class BrokerAddress:
     sasl_port: int | None = None
     ssl_port: int | None = None
     sasl_ssl_port: int | None = None
+    advertised_port: int | None = None
+
+    @property
+    def client_port(self) -> int:
+        """The ``PLAINTEXT`` port clients connect to: the advertised one."""
+        return self.port if self.advertised_port is None else self.advertised_port
 
     def client_ports(self) -> dict[str, int]:
         """The port of each client listener, by its security protocol."""
@@ -129,25 +139,48 @@ def check_layout(brokers: int, racks: Sequence[str] | None) -> list[str] | None:
     return None if racks is None else list(racks)
 
 
+def check_advertised(brokers: int, ports: Sequence[int] | None) -> list[int] | None:
+    """Check advertised ports (one per broker); them as a list.
+
+    Raises
+    ------
+    ValueError
+        If they are not one per broker.
+    """
+    if ports is not None and len(ports) != brokers:
+        raise ValueError(
+            f"advertised ports name {len(ports)} port(s) for {brokers} broker(s): give one per "
+            "broker"
+        )
+    return None if ports is None else list(ports)
+
+
 def ports_per_broker(sasl: bool, tls: bool = False) -> int:
     """The ports of one node: 2, one more with ``sasl``, two more with ``tls``."""
     return 2 + sasl + 2 * tls
 
 
 def broker_addresses(
-    ports: Sequence[int], brokers: int, sasl: bool, tls: bool = False
+    ports: Sequence[int],
+    brokers: int,
+    sasl: bool,
+    tls: bool = False,
+    advertised: Sequence[int] | None = None,
 ) -> list[BrokerAddress]:
-    """The addresses of ``brokers`` nodes over free ``ports`` (:func:`ports_per_broker` each)."""
+    """The addresses of ``brokers`` nodes over free ``ports`` (:func:`ports_per_broker` each);
+    ``advertised`` gives each node's advertised ``PLAINTEXT`` port (``None``: its own)."""
     per = ports_per_broker(sasl, tls)
     if len(ports) < per * brokers:
         raise ValueError(f"{brokers} broker(s) need {per * brokers} ports, got {len(ports)}")
+    advertised = check_advertised(brokers, advertised)
     addresses = []
     for i in range(brokers):
         mine = iter(ports[per * i : per * (i + 1)])
         port, controller = next(mine), next(mine)
         sasl_port = next(mine) if sasl else None
         ssl_port, sasl_ssl_port = (next(mine), next(mine)) if tls else (None, None)
-        addresses.append(BrokerAddress(port, controller, sasl_port, ssl_port, sasl_ssl_port))
+        shown = None if advertised is None else advertised[i]
+        addresses.append(BrokerAddress(port, controller, sasl_port, ssl_port, sasl_ssl_port, shown))
     return addresses
 
 
@@ -210,12 +243,13 @@ def server_properties(
     for name, port in me.client_ports().items():
         listeners[name] = (port, name)
     addresses = {name: f"{name}://127.0.0.1:{port}" for name, (port, _) in listeners.items()}
+    advertised = {**addresses, "PLAINTEXT": f"PLAINTEXT://127.0.0.1:{me.client_port}"}
     properties = {
         "process.roles": "broker,controller",
         "node.id": str(node_id),
         "controller.quorum.voters": voters,
         "listeners": ",".join(addresses.values()),
-        "advertised.listeners": ",".join(v for k, v in addresses.items() if k != "CONTROLLER"),
+        "advertised.listeners": ",".join(v for k, v in advertised.items() if k != "CONTROLLER"),
         "listener.security.protocol.map": ",".join(
             f"{name}:{protocol}" for name, (_, protocol) in listeners.items()
         ),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,3 +194,22 @@ def brokers_report(brokers: list[BrokerProcess]) -> str:
         f"log {b.log_path}:\n{b.log_tail()}"
         for b in brokers
     )
+
+
+def exited(brokers: Sequence[BrokerProcess]) -> str | None:
+    """Which of ``brokers`` exited, and with what code; ``None`` when all run."""
+    down = [f"broker {b.node_id} exited with code {b.exit_code}" for b in brokers if not b.running]
+    return "; ".join(down) or None
+
+
+def not_started(brokers: Sequence[BrokerProcess], line: str) -> Callable[[], str | None]:
+    """A check of which of ``brokers`` have not logged ``line`` yet (``None``: all have); a
+    broker that logged it is not read again."""
+    quiet = list(brokers)
+
+    def check() -> str | None:
+        quiet[:] = [b for b in quiet if not b.logged(line)]
+        ids = [b.node_id for b in quiet]
+        return f"broker(s) {ids} have not logged {line!r} yet" if quiet else None
+
+    return check

@@ -8,12 +8,12 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use openssl::ssl::SslStream;
-
 use super::config::DirectConfig;
+use super::stream::{Stream, Timed};
 use crate::protocol::api_versions;
 use crate::protocol::fetch::{FETCH, FETCH_VERSION};
 use crate::protocol::metadata::{METADATA, METADATA_VERSION};
+use crate::protocol::primitives::read_growing;
 use crate::protocol::sasl::{
     SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
 };
@@ -27,40 +27,20 @@ pub enum Refusal {
     Refused(String),
 }
 
-/// The bytes a connection carries: plain TCP, or TLS over it.
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<SslStream<TcpStream>>),
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
-        }
-    }
+/// Why a request got no answer, and whether its connection broke under it (closed or reset by
+/// the broker, mid-response too) rather than timed out: a broken one is worth a new connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoAnswer {
+    pub why: String,
+    pub broke: bool,
 }
 
 /// A connection to one broker; requests go one at a time.
 pub struct Broker {
     stream: Stream,
+    /// How long a request may take, its answer read whole (a Fetch may be held by the broker
+    /// for `fetch.wait.max.ms` on top of the socket timeout).
+    timeout: Duration,
     correlation: i32,
     client_id: String,
     max_response: usize,
@@ -90,8 +70,8 @@ impl Broker {
                 |e: std::io::Error| unreachable(format!("setting up {host}:{port} failed: {e}"));
             tcp.set_nodelay(true).map_err(io)?;
             let held = Duration::from_millis(config.limits.max_wait_ms.max(0) as u64);
-            tcp.set_read_timeout(Some(config.socket_timeout + held))
-                .map_err(io)?;
+            let timeout = config.socket_timeout + held;
+            tcp.set_read_timeout(Some(timeout)).map_err(io)?;
             tcp.set_write_timeout(Some(config.socket_timeout))
                 .map_err(io)?;
             let stream = match &config.tls {
@@ -100,6 +80,7 @@ impl Broker {
             };
             let mut broker = Broker {
                 stream,
+                timeout,
                 correlation: 0,
                 client_id: config.client_id.clone(),
                 max_response: config.max_response,
@@ -108,7 +89,7 @@ impl Broker {
             let mut body = Vec::new();
             broker
                 .call(api_versions::api_versions_request, &mut body)
-                .map_err(unreachable)?;
+                .map_err(|no| unreachable(no.why))?;
             let versions = api_versions::parse_versions(&body)
                 .map_err(|m| unreachable(format!("a malformed ApiVersions answer: {}", m.0)))?;
             let mut needed = vec![
@@ -132,7 +113,7 @@ impl Broker {
                 let started = Instant::now();
                 let lifetime = sasl.authenticate(&mut broker)?;
                 // As the Java client: renew after 85% of the session's lifetime.
-                broker.renew_at = lifetime.map(|l| started + l.mul_f64(0.85));
+                broker.renew_at = lifetime.and_then(|l| started.checked_add(l.mul_f64(0.85)));
             }
             return Ok(broker);
         }
@@ -145,42 +126,63 @@ impl Broker {
     }
 
     /// Send the request `build` writes for the next correlation id; `body` receives the
-    /// response after its header. A response larger than `max_response`, or answering another
-    /// request, is refused before its body is read or allocated (the connection is then unusable:
-    /// the caller drops it).
+    /// response after its header, growing with the bytes received. A response larger than
+    /// `max_response`, or answering another request, is refused before its body is read; the
+    /// whole request may take the connection's timeout, however slowly bytes trickle in (the
+    /// connection is then unusable: the caller drops it).
     pub fn call(
         &mut self,
         build: impl FnOnce(i32, &str) -> Vec<u8>,
         body: &mut Vec<u8>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NoAnswer> {
         self.correlation = self.correlation.wrapping_add(1);
         let request = build(self.correlation, &self.client_id);
-        let io = |e: std::io::Error| format!("talking to the broker failed: {e}");
-        self.stream.write_all(&request).map_err(io)?;
+        let refused = |why: String| NoAnswer { why, broke: false };
+        let io = |e: std::io::Error| NoAnswer {
+            why: format!("talking to the broker failed: {e}"),
+            broke: e.kind() != std::io::ErrorKind::TimedOut,
+        };
+        let mut stream = Timed {
+            stream: &mut self.stream,
+            deadline: Instant::now() + self.timeout,
+        };
+        stream.write_all(&request).map_err(io)?;
         let mut header = [0u8; 8];
-        self.stream.read_exact(&mut header[..4]).map_err(io)?;
+        stream.read_exact(&mut header[..4]).map_err(io)?;
         let size = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
         if size < 4 {
-            return Err(format!("the broker sent a response of {size} bytes"));
+            return Err(refused(format!(
+                "the broker sent a response of {size} bytes"
+            )));
         }
         if size as usize > self.max_response {
-            return Err(format!(
+            return Err(refused(format!(
                 "the broker sent a response of {size} bytes, more than \
                  receive.message.max.bytes ({})",
                 self.max_response
-            ));
+            )));
         }
-        self.stream.read_exact(&mut header[4..]).map_err(io)?;
+        stream.read_exact(&mut header[4..]).map_err(io)?;
         let correlation = i32::from_be_bytes([header[4], header[5], header[6], header[7]]);
         if correlation != self.correlation {
-            return Err(format!(
+            return Err(refused(format!(
                 "the broker answered request {correlation}, not {}",
                 self.correlation
-            ));
+            )));
         }
         body.clear();
-        body.resize(size as usize - 4, 0);
-        self.stream.read_exact(body).map_err(io)
+        let len = size as usize - 4;
+        read_growing(&mut stream.take(len as u64), body, len).map_err(io)?;
+        if body.len() < len {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the connection closed {} bytes into a response of {len}",
+                    body.len()
+                ),
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -228,8 +230,9 @@ mod tests {
     use std::net::TcpListener;
 
     /// A stand-in broker on loopback (no real broker sends these answers) that answers the
-    /// first request with `reply`, and a connection to it.
-    fn answering(reply: Vec<u8>) -> Broker {
+    /// first request with `reply`, `pace` between its bytes (all at once for zero), then closes
+    /// the connection when `close`, and a connection to it whose requests may take `timeout`.
+    fn stand_in(reply: Vec<u8>, pace: Duration, close: bool, timeout: Duration) -> Broker {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
@@ -238,16 +241,31 @@ mod tests {
             s.read_exact(&mut size).unwrap();
             let mut request = vec![0; i32::from_be_bytes(size) as usize];
             s.read_exact(&mut request).unwrap();
-            s.write_all(&reply).unwrap();
-            let _ = s.read(&mut [0u8; 1]); // open until the client hangs up
+            if pace.is_zero() {
+                s.write_all(&reply).unwrap();
+            }
+            for byte in reply.iter().take_while(|_| !pace.is_zero()) {
+                std::thread::sleep(pace);
+                if s.write_all(&[*byte]).is_err() {
+                    return; // the client gave up
+                }
+            }
+            if !close {
+                let _ = s.read(&mut [0u8; 1]); // open until the client hangs up
+            }
         });
         Broker {
             stream: Stream::Plain(TcpStream::connect(addr).unwrap()),
+            timeout,
             correlation: 0,
             client_id: "test".into(),
             max_response: 100_000_000,
             renew_at: None,
         }
+    }
+
+    fn answering(reply: Vec<u8>) -> Broker {
+        stand_in(reply, Duration::ZERO, false, Duration::from_secs(60))
     }
 
     fn reply(size: i32, correlation: i32, body: &[u8]) -> Vec<u8> {
@@ -257,21 +275,69 @@ mod tests {
         r
     }
 
+    fn request(c: i32, id: &str) -> Vec<u8> {
+        api_versions::api_versions_request(c, id)
+    }
+
     #[test]
     fn responses_past_the_bound_or_for_another_request_are_refused_unread() {
-        let request = |c: i32, id: &str| api_versions::api_versions_request(c, id);
         let mut body = Vec::new();
         let huge = answering(reply(i32::MAX, 1, b"")).call(request, &mut body);
         assert!(huge
             .unwrap_err()
+            .why
             .contains("2147483647 bytes, more than receive.message"));
         assert_eq!(body.capacity(), 0);
         let other = answering(reply(1 << 20, 5, b"")).call(request, &mut body);
-        assert_eq!(other.unwrap_err(), "the broker answered request 5, not 1");
+        assert_eq!(
+            other.unwrap_err().why,
+            "the broker answered request 5, not 1"
+        );
         assert_eq!(body.capacity(), 0);
         answering(reply(7, 1, b"abc"))
             .call(request, &mut body)
             .unwrap();
         assert_eq!(body, b"abc");
+    }
+
+    #[test]
+    fn a_response_cut_short_claims_no_memory_for_what_never_came_and_says_it_broke() {
+        // 99 MB announced, 6 bytes sent, then the connection closed.
+        let cut = stand_in(
+            reply(99_000_000, 1, b"abcdef"),
+            Duration::ZERO,
+            true,
+            Duration::from_secs(60),
+        );
+        let mut body = Vec::new();
+        let no = { cut }.call(request, &mut body).unwrap_err();
+        assert!(no.broke, "{no:?}");
+        assert!(
+            no.why
+                .contains("closed 6 bytes into a response of 98999996"),
+            "{no:?}"
+        );
+        assert!(body.capacity() <= 64 * 1024, "{}", body.capacity());
+    }
+
+    #[test]
+    fn a_broker_trickling_its_answer_is_given_up_on_at_the_timeout() {
+        // A byte every 50 ms, each well within the 600 ms timeout: the whole answer, 2,000
+        // bytes (100 s), is not waited for; and a timeout is no broken connection.
+        let body_bytes = vec![7u8; 2_000];
+        let pace = Duration::from_millis(50);
+        let timeout = Duration::from_millis(600);
+        let mut slow = stand_in(reply(2_004, 1, &body_bytes), pace, false, timeout);
+        let started = Instant::now();
+        let no = slow.call(request, &mut Vec::new()).unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            !no.broke && no.why.contains("within the socket timeout"),
+            "{no:?}"
+        );
     }
 }

@@ -8,13 +8,22 @@ use std::time::Instant;
 use super::{Direct, Stop};
 use crate::into_arrow::{BatchBuilder, Record};
 use crate::protocol::error::Problem;
+use crate::protocol::framing;
 use crate::protocol::records::{self, BatchHead};
 use crate::read::ClusterReader;
 
+/// What is wrong with a batch's bytes as they arrived: its CRC-32C does not match, or its
+/// length (which the CRC does not cover) cannot be a batch's.
+enum Damage {
+    Crc { stored: u32, computed: u32 },
+    Framing(&'static str),
+}
+
 impl ClusterReader {
     /// Parse the next record batch of the current response; whether records were added. A
-    /// batch whose CRC-32C does not match is fetched again once; twice at the same offset, the
-    /// read fails naming it.
+    /// damaged batch (see [`Damage`]) is fetched again once; twice at the same offset, the read
+    /// fails naming it (a CRC mismatch), or the partition is handed to librdkafka (a length
+    /// that cannot be a batch's).
     pub(super) fn parse_one(&mut self, d: &mut Direct) -> Result<bool, Stop> {
         let Direct {
             body,
@@ -27,33 +36,48 @@ impl ClusterReader {
         let Some(part) = parts.front_mut() else {
             return Ok(false);
         };
-        let idx = self.find(&part.topic, part.partition);
+        let Some(idx) = self.find(&part.topic, part.partition) else {
+            parts.pop_front();
+            return Ok(false);
+        };
         let rest = &body[part.records.clone()];
-        let head = match idx {
-            Some(_) => records::head(rest).map_err(|p| p.to_string())?,
-            None => None,
-        };
-        let (Some(idx), Some(h)) = (idx, head) else {
-            parts.pop_front();
-            return Ok(false);
-        };
-        let batch = &rest[..h.size];
-        let computed = records::crc(batch);
-        if config.check_crcs && computed != h.crc {
-            let at = (part.topic.clone(), part.partition, h.base_offset);
-            if damaged.as_ref() == Some(&at) {
-                return Err(Stop::Failed(self.failed(&format!(
-                    "the record batch at offset {} of {}/{} failed its CRC-32C check twice \
-                     (stored {:#010x}, computed {:#010x}): its bytes were damaged on the way \
-                     or on the broker",
-                    h.base_offset, at.0, at.1, h.crc, computed
-                ))));
-            }
-            *damaged = Some(at);
-            parts.pop_front();
-            return Ok(false);
-        }
         let max = config.max_response;
+        let (size, damage) = match framing::frame(rest, max) {
+            Ok(Some(size)) => (size, None),
+            Ok(None) => {
+                parts.pop_front();
+                return Ok(false);
+            }
+            Err(Problem::Malformed(why)) => (0, Some(Damage::Framing(why))),
+            Err(unsupported) => return Err(Stop::Fallback(unsupported.to_string())),
+        };
+        let batch = &rest[..size];
+        let damage = damage.or_else(|| {
+            let stored = u32::from_be_bytes([batch[17], batch[18], batch[19], batch[20]]);
+            let computed = framing::crc(batch);
+            (config.check_crcs && stored != computed).then_some(Damage::Crc { stored, computed })
+        });
+        if let Some(damage) = damage {
+            let at = (part.topic.clone(), part.partition, self.pending[idx].next);
+            if damaged.as_ref() != Some(&at) {
+                *damaged = Some(at);
+                parts.pop_front();
+                return Ok(false);
+            }
+            return Err(match damage {
+                Damage::Crc { stored, computed } => {
+                    let base = i64::from_be_bytes(rest[..8].try_into().expect("8 bytes"));
+                    Stop::Failed(self.failed(&format!(
+                        "the record batch at offset {base} of {}/{} failed its CRC-32C check \
+                         twice (stored {stored:#010x}, computed {computed:#010x}): its bytes \
+                         were damaged on the way or on the broker",
+                        at.0, at.1
+                    )))
+                }
+                Damage::Framing(why) => Stop::Fallback(Problem::Malformed(why).to_string()),
+            });
+        }
+        let h = records::head(batch).map_err(|p| p.to_string())?;
         let hidden = if config.limits.read_committed {
             part.aborted.hides(&h, batch, max)
         } else {
@@ -150,11 +174,11 @@ mod tests {
         };
         let mut builder = BatchBuilder::new("east", false, 100, 1 << 20);
         let broken = raw_batch(0, 0, -1, 2, 3, &bytes);
-        let h = head(&broken).unwrap().unwrap();
+        let h = head(&broken).unwrap();
         assert!(append(&mut builder, &h, &broken[records::HEAD_LEN..], &wanted).is_err());
         assert_eq!(builder.rows(), 0);
         let whole = batch(0, 0, -1, &items);
-        let h = head(&whole).unwrap().unwrap();
+        let h = head(&whole).unwrap();
         append(&mut builder, &h, &whole[records::HEAD_LEN..], &wanted).unwrap();
         assert_eq!(builder.rows(), 3);
     }

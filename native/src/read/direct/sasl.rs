@@ -78,7 +78,7 @@ impl Sasl {
         let name = self.name();
         broker
             .call(|c, id| sasl::handshake_request(c, id, name), &mut body)
-            .map_err(Refusal::Unreachable)?;
+            .map_err(|no| Refusal::Unreachable(no.why))?;
         let handshake = sasl::parse_handshake(&body).map_err(|m| malformed(m.0))?;
         if handshake.error == UNSUPPORTED_SASL_MECHANISM {
             return Err(Refusal::Refused(format!(
@@ -118,7 +118,7 @@ impl Sasl {
     ) -> Result<Authenticated, Refusal> {
         broker
             .call(|c, id| sasl::authenticate_request(c, id, step), body)
-            .map_err(Refusal::Unreachable)?;
+            .map_err(|no| Refusal::Unreachable(no.why))?;
         let answer = sasl::parse_authenticate(body).map_err(|m| malformed(m.0))?;
         if answer.error != 0 {
             return Err(self.refused(answer.error, answer.message));

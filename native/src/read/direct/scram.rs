@@ -1,7 +1,7 @@
 //! The client side of SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka speaks it:
 //! no channel binding (`n,,`), no authorization id, a username with `=` and `,` escaped, at
-//! least 4096 iterations (as Kafka's Java client demands), and the server's signature checked
-//! before the session is trusted.
+//! least 4096 iterations (as Kafka's Java client demands) and at most 16384 (what a Kafka
+//! cluster stores), and the server's signature checked before the session is trusted.
 
 use openssl::hash::{hash, MessageDigest};
 use openssl::pkey::PKey;
@@ -9,6 +9,9 @@ use openssl::sign::Signer;
 
 /// Kafka's lowest iteration count for either mechanism.
 const MIN_ITERATIONS: usize = 4096;
+/// The most a Kafka cluster stores a credential with (its controller refuses more): a broker
+/// asking for billions would hold the connection in PBKDF2 for hours.
+const MAX_ITERATIONS: usize = 16384;
 
 /// SCRAM's hash function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +87,12 @@ impl Scram {
         if iterations < MIN_ITERATIONS {
             return Err(format!(
                 "the broker asks for {iterations} SCRAM iterations, fewer than {MIN_ITERATIONS}"
+            ));
+        }
+        if iterations > MAX_ITERATIONS {
+            return Err(format!(
+                "the broker asks for {iterations} SCRAM iterations, more than a Kafka cluster \
+                 stores ({MAX_ITERATIONS})"
             ));
         }
         let digest = self.hash.digest();
@@ -185,6 +194,10 @@ mod tests {
             ("r=xyz123,s=QUJD,i=4096", "does not extend"),
             ("r=abc,s=QUJD,i=4096", "does not extend"),
             ("r=abc1,s=QUJD,i=1000", "fewer than 4096"),
+            (
+                "r=abc1,s=QUJD,i=4294967295",
+                "more than a Kafka cluster stores",
+            ),
             ("r=abc1,s=***,i=4096", "not base64"),
             ("r=abc1,i=4096", "lacks"),
             ("e=unknown-user", "unknown-user"),

@@ -37,6 +37,18 @@ def end_offset(query: Any) -> dict[str, Any]:
     return json.loads(end) if isinstance(end, str) else end
 
 
+def read_paths(progress: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """The engines the source's progress names per cluster (``readPaths`` of its status, see
+    ``source/contract.py``), over every report: what a user sees read each cluster."""
+    paths: dict[str, set[str]] = {}
+    for report in progress:
+        latest = report["sources"][0].get("latestOffset") or {}
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+        for cluster, path in latest.get("dynamicKafka", {}).get("readPaths", {}).items():
+            paths.setdefault(cluster, set()).add(path)
+    return paths
+
+
 _tables = itertools.count()
 
 
@@ -64,6 +76,10 @@ class MemoryQuery:
     def offsets(self) -> dict[str, Any]:
         """The end offset of the query's last progress (as JSON); ``{}`` before the first."""
         return end_offset(self.query)
+
+    def read_paths(self) -> dict[str, set[str]]:
+        """:func:`read_paths` of the query's recent progress."""
+        return read_paths(self.query.recentProgress)
 
     def batch_sizes(self) -> list[int]:
         """Rows of each micro-batch that read something, in order."""

@@ -88,6 +88,8 @@ def _reading_both(
     with memory_query(spark, _options(setup, reader)) as query:
         query.expect(expected)
         _check_reader(reader, [east, west])
+        path = "direct" if reader == "native" else "python"
+        assert query.read_paths() == {"east": {path}, "west": {path}}
         yield setup, query, expected
 
 

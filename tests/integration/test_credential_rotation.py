@@ -13,6 +13,7 @@ its progress reports or in its checkpoint.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -34,6 +35,7 @@ from tests.integration.helpers import (
     source_options,
     write_metadata,
 )
+from tests.integration.queries import read_paths
 
 from pyspark_dynamic_kafka.testing import (
     scram_client_properties,
@@ -84,6 +86,9 @@ def test_a_password_rotated_in_the_metadata_is_used_by_the_next_micro_batch(
         result = app.finish()
     assert result.error is None
     assert result.values == sorted(expected)
+    if native_expected():  # the direct fetch path read east, before and after the rotation
+        progress = [json.loads(line) for line in result.progress]
+        assert read_paths(progress) == {"east": {"direct"}}
     assert "Authentication failed" in refusal and "invalid credentials" in refusal
 
     # The logs were as verbose as they get, and neither password is anywhere.

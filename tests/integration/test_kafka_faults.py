@@ -92,6 +92,9 @@ def test_a_killed_and_restarted_broker_does_not_stop_the_query(
                     lambda: reading_with_core(os.getpid(), east),
                     what="a Python worker reading east with the compiled core",
                 )
+                # ... with its direct fetch path, as the progress shows users (on every
+                # listener the suite's clients use: PLAINTEXT, or SASL_SSL in make test-secure).
+                assert query.read_paths() == {"east": {"direct"}}
             east.kill_broker(1)  # a leader of a partition (leaders are spread over the brokers)
             seen = read_more(seen, "broker 1 down")
             east.start_broker(1)

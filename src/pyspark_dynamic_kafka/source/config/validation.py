@@ -54,8 +54,8 @@ def apply_rules(
     OptionsError
         Naming the options in conflict and the fix.
     """
+    check_client_keys(kafka)  # first: kafka.bootstrap.servers says where streams come from
     check_subscription(parsed)
-    check_client_keys(kafka)
     starting = position_spec(parsed, STARTING_KEYS)
     ending = position_spec(parsed, ENDING_KEYS)
     batch_only = parsed.given_in_scope("batch")

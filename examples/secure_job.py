@@ -1,5 +1,5 @@
 """A secure first job: two SASL_SSL clusters, one SCRAM and one PLAIN, passwords by reference
-(an environment variable and a properties file, never in the metadata), read into Parquet while
+(an environment variable and a properties file, never in the metadata), read into a table while
 the stream moves from one cluster to the other (README, "Coming from format("kafka")").
 
 Run it with the project's Python: ``.venv/bin/python examples/secure_job.py``. It starts two
@@ -17,8 +17,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from pyspark.sql import functions as F
 
 from pyspark_dynamic_kafka.testing import (
     local_spark_session,
@@ -43,7 +41,7 @@ with start_clusters(["east", "west"], "kafka", tls=True, scram=True) as clusters
     set_scram_password(east, "orders-reader", os.environ["EAST_KAFKA_PASSWORD"])
     for cluster in (east, west):
         cluster.create_topic("orders", partitions=2)
-    east.produce("orders", [(f"k{i}", f'{{"id": {i}, "amount": {i}.5}}') for i in range(100)])
+    east.produce("orders", [(f"k{i}", str(i)) for i in range(100)])  # order ids 0..99
 
     # The metadata: each cluster's SASL_SSL client properties, its password by reference.
     metadata = work / "streams.json"
@@ -63,7 +61,7 @@ with start_clusters(["east", "west"], "kafka", tls=True, scram=True) as clusters
     subprocess.run(check, check=True)  # as `dynamic-kafka validate streams.json`
 
     spark = local_spark_session("secure-job")  # after the variable is set: workers inherit it
-    orders = (
+    query = (
         spark.readStream.format("dynamic_kafka")
         .option("metadataService", "file")
         .option("metadataService.path", str(metadata))
@@ -71,40 +69,30 @@ with start_clusters(["east", "west"], "kafka", tls=True, scram=True) as clusters
         .option("startingOffsets", "earliest")
         .option("metadataDiscoveryIntervalMs", "1000")
         .load()
-        .select(
-            "cluster",
-            F.from_json(F.col("value").cast("string"), "id INT, amount DOUBLE").alias("o"),
-        )
-        .select("cluster", "o.id", "o.amount")
-    )
-    query = (
-        orders.writeStream.format("parquet")
-        .option("path", str(work / "orders"))
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(processingTime="1 second")
+        .selectExpr("cluster", "CAST(CAST(value AS STRING) AS INT) AS id")
+        .writeStream.format("memory")  # a table of the session, for this example
+        .queryName("secure_orders")
         .start()
     )
 
-    def wait_for(count: int) -> None:
-        """Wait until the Parquet output holds ``count`` orders (at most 5 minutes)."""
+    def orders_read(count: int) -> list:
+        """The rows of ``secure_orders`` once it holds ``count`` (waiting at most 5 minutes)."""
         deadline = time.monotonic() + 300
-        while (
-            query.lastProgress is None or spark.read.parquet(str(work / "orders")).count() < count
-        ):
-            if not query.isActive or time.monotonic() > deadline:
-                raise RuntimeError(f"no {count} orders yet: {query.exception()}")
+        while len(rows := spark.table("secure_orders").collect()) < count:
+            if query.exception() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{len(rows)} orders, not {count}: {query.exception()}")
             time.sleep(0.5)
+        return rows
 
-    wait_for(100)  # east's 100 orders are written
+    orders_read(100)  # east's 100 orders are read
 
     # The producers switch to west; then the stream moves there, while the query runs.
-    west.produce("orders", [(f"k{i}", f'{{"id": {i}, "amount": {i}.5}}') for i in range(100, 150)])
+    west.produce("orders", [(f"k{i}", str(i)) for i in range(100, 150)])
     move = f"move orders --from east --to west --metadata {metadata}"
     subprocess.run([sys.executable, "-m", "pyspark_dynamic_kafka", *move.split()], check=True)
-    wait_for(150)  # and west's 50
+    rows = orders_read(150)  # and west's 50
 
     query.stop()
-    rows = spark.read.parquet(str(work / "orders")).collect()
     per_cluster = {c: sum(1 for r in rows if r.cluster == c) for c in ("east", "west")}
     print(f"secure job: {len(rows)} orders {per_cluster}, {len({r.id for r in rows})} distinct ids")
     spark.stop()

@@ -17,7 +17,12 @@ import pytest
 import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from tests.integration.helpers import local_kafka_problem, numbered, produce, source_options
+from tests.integration.helpers import (
+    numbered,
+    produce,
+    skip_without_local_kafka,
+    source_options,
+)
 from tests.integration.queries import batch_read, keyed_rows, memory_query
 
 from pyspark_dynamic_kafka.cli.commands import main
@@ -28,16 +33,13 @@ from pyspark_dynamic_kafka.testing import (
     tls_client_properties,
 )
 from pyspark_dynamic_kafka.testing.kafka_config import PLAIN_PASSWORD, PLAIN_USER
-from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 
 @pytest.fixture(scope="module")
 def east() -> Iterator[Any]:
     """Cluster east with its SASL_PLAINTEXT, SSL and SASL_SSL listeners, for the module (each
     test reads a topic of its own)."""
-    problem = local_kafka_problem() or tooling_problem()
-    if problem is not None:
-        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
+    skip_without_local_kafka("an Apache Kafka cluster with TLS and SASL listeners")
     with start_clusters(["east"], "kafka", scram=True, tls=True) as clusters:
         yield clusters["east"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.integration.faults import fault_app, leaks, verbose_environment
-from tests.integration.helpers import local_kafka_problem, numbered, produce, source_options
+from tests.integration.helpers import numbered, produce, secured_cluster, source_options
 from tests.integration.queries import batch_read, memory_query
 
 from pyspark_dynamic_kafka.testing import (
@@ -26,19 +26,10 @@ from pyspark_dynamic_kafka.testing import (
     scram_refusal,
     set_scram_password,
 )
-from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 
 _PASSWORD_KEY = "file.reader.password"
-
-
-def _secured(kafka_clusters: Any) -> Any:
-    """Cluster east with its SASL_PLAINTEXT, SSL and SASL_SSL listeners."""
-    problem = local_kafka_problem() or tooling_problem()
-    if problem is not None:
-        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
-    return kafka_clusters("east", scram=True, tls=True)["east"]
 
 
 def _replace(path: Path, text: str) -> None:
@@ -59,7 +50,7 @@ def _metadata(path: Path, clusters: dict[str, dict[str, str]]) -> Path:
 def test_passwords_by_reference_read_rotate_and_leave_no_trace(
     kafka_clusters: Any, tmp_path: Path
 ) -> None:
-    east = _secured(kafka_clusters)
+    east = secured_cluster(kafka_clusters)
     by_env, by_file = "by-env", "by-file"
     for topic in (by_env, by_file):
         east.create_topic(topic, partitions=2)
@@ -123,7 +114,7 @@ def test_passwords_by_reference_read_rotate_and_leave_no_trace(
 def test_a_reference_that_does_not_resolve_fails_the_query_naming_key_and_reference(
     spark: Any, kafka_clusters: Any, tmp_path: Path
 ) -> None:
-    east = _secured(kafka_clusters)
+    east = secured_cluster(kafka_clusters)
     east.create_topic("unresolved", partitions=1)
     produce(east, "unresolved", numbered("v", 2))
     secrets = tmp_path / "kafka.properties"

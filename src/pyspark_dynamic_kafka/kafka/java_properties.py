@@ -109,68 +109,112 @@ class _Jaas(ValueError):
 
 def translate(properties: Mapping[str, str]) -> Translation:
     """Translate the Java client properties of ``properties`` (keys matched in any case)."""
-    out = {str(k): str(v) for k, v in properties.items()}
-    keys = {k.lower(): k for k in out}
-    translated: list[str] = []
-    problems: list[tuple[str, str]] = []
-
-    if JAAS in keys and not is_reference(out[keys[JAAS]]):
-        _jaas(out, keys, translated, problems)
-    _truststore(out, keys, translated, problems)
-    _keystore(out, keys, translated, problems)
-    endpoint = keys.get("ssl.endpoint.identification.algorithm")
-    if endpoint is not None and not out[endpoint].strip():
-        out[endpoint] = "none"
-        translated.append('ssl.endpoint.identification.algorithm="" -> none')
-    for lowered, key in sorted(keys.items()):
-        advice = _NO_EQUIVALENT.get(lowered)
-        if advice is None and lowered.endswith((".class", ".classes")):
-            advice = _CLASSES
-        if advice is None and lowered.endswith(("serializer", "deserializer")):
-            advice = _SERDE
-        if advice is not None:
-            problems.append((key, advice))
-    return Translation(out, tuple(translated), tuple(sorted(problems)))
+    return _Translating(properties).result()
 
 
-def _jaas(
-    out: dict[str, str],
-    keys: dict[str, str],
-    translated: list[str],
-    problems: list[tuple[str, str]],
-) -> None:
-    key = keys[JAAS]
-    try:
-        module, options = _parse_jaas(out[key])
-    except _Jaas as exc:
-        problems.append((key, f"{exc}; {_NO_JAAS}"))
-        return
-    name = module.rsplit(".", 1)[-1]
-    if name not in ("PlainLoginModule", "ScramLoginModule"):
-        advice = {"Krb5LoginModule": _KERBEROS, "OAuthBearerLoginModule": _OAUTH}
-        problems.append(
-            (
-                key,
-                f"login module {module} has no librdkafka equivalent: {advice.get(name, _NO_JAAS)}",
+class _Translating:
+    """One translation: the properties as they become (``out``), their keys by lowercased name,
+    what was translated and what cannot be."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self.out = {str(k): str(v) for k, v in properties.items()}
+        self.keys = {k.lower(): k for k in self.out}
+        self.translated: list[str] = []
+        self.problems: list[tuple[str, str]] = []
+
+    def result(self) -> Translation:
+        if JAAS in self.keys and not is_reference(self.out[self.keys[JAAS]]):
+            self._jaas()
+        self._truststore()
+        self._keystore()
+        endpoint = self.keys.get("ssl.endpoint.identification.algorithm")
+        if endpoint is not None and not self.out[endpoint].strip():
+            self.out[endpoint] = "none"
+            self.translated.append('ssl.endpoint.identification.algorithm="" -> none')
+        for lowered, key in sorted(self.keys.items()):
+            advice = _NO_EQUIVALENT.get(lowered)
+            if advice is None and lowered.endswith((".class", ".classes")):
+                advice = _CLASSES
+            if advice is None and lowered.endswith(("serializer", "deserializer")):
+                advice = _SERDE
+            if advice is not None:
+                self.problems.append((key, advice))
+        return Translation(self.out, tuple(self.translated), tuple(sorted(self.problems)))
+
+    def _drop(self, name: str) -> str:
+        """Remove property ``name`` (any case); its value."""
+        return self.out.pop(self.keys.pop(name))
+
+    def _jaas(self) -> None:
+        key = self.keys[JAAS]
+        try:
+            module, options = _parse_jaas(self.out[key])
+        except _Jaas as exc:
+            self.problems.append((key, f"{exc}; {_NO_JAAS}"))
+            return
+        name = module.rsplit(".", 1)[-1]
+        if name not in ("PlainLoginModule", "ScramLoginModule"):
+            advice = {"Krb5LoginModule": _KERBEROS, "OAuthBearerLoginModule": _OAUTH}
+            said = f"login module {module} has no librdkafka equivalent"
+            self.problems.append((key, f"{said}: {advice.get(name, _NO_JAAS)}"))
+            return
+        extra = sorted(set(options) - {"username", "password"})
+        missing = [o for o in ("username", "password") if o not in options]
+        both = [k for k in ("sasl.username", "sasl.password") if k in self.keys]
+        if extra or missing or both:
+            what = (
+                f"option(s) {', '.join(extra)} of {name} have no librdkafka equivalent"
+                if extra
+                else f"{name} lacks {' and '.join(missing)}"
+                if missing
+                else f"{' and '.join(both)} set as well"
             )
+            self.problems.append((key, f"{what}: write sasl.username and sasl.password only"))
+            return
+        self._drop(JAAS)
+        self.out["sasl.username"], self.out["sasl.password"] = (
+            options["username"],
+            options["password"],
         )
-        return
-    extra = sorted(set(options) - {"username", "password"})
-    missing = [o for o in ("username", "password") if o not in options]
-    both = [k for k in ("sasl.username", "sasl.password") if k in keys]
-    if extra or missing or both:
-        what = (
-            f"option(s) {', '.join(extra)} of {name} have no librdkafka equivalent"
-            if extra
-            else f"{name} lacks {' and '.join(missing)}"
-            if missing
-            else f"{' and '.join(both)} set as well"
-        )
-        problems.append((key, f"{what}: write sasl.username and sasl.password only"))
-        return
-    del out[keys.pop(JAAS)]
-    out["sasl.username"], out["sasl.password"] = options["username"], options["password"]
-    translated.append(f"{JAAS} ({name}) -> sasl.username, sasl.password")
+        self.translated.append(f"{JAAS} ({name}) -> sasl.username, sasl.password")
+
+    def _truststore(self) -> None:
+        kind = self.keys.get("ssl.truststore.type")
+        store_type = "JKS" if kind is None else self.out[kind].strip().upper()
+        given = [self.keys[name] for name in _TRUSTSTORE if name in self.keys]
+        if given and store_type != "PEM":
+            for key in given:
+                self.problems.append((key, f"a {store_type} trust store: {_KEYTOOL_CA}"))
+            return
+        renamed = {
+            "ssl.truststore.location": "ssl.ca.location",
+            "ssl.truststore.certificates": "ssl.ca.pem",
+        }
+        for name, target in renamed.items():
+            if name in self.keys and target in self.keys:
+                self.problems.append((self.keys[name], f"{target} is set as well: keep one"))
+                return
+        for name, target in renamed.items():
+            if name in self.keys:
+                self.out[target] = self._drop(name)
+                self.translated.append(f"{name} -> {target}")
+        for name in ("ssl.truststore.type", "ssl.truststore.password"):
+            if name in self.keys:
+                self._drop(name)
+                self.translated.append(f"{name} -> (not needed)")
+
+    def _keystore(self) -> None:
+        key = self.keys.get("ssl.keystore.type")
+        if key is None:
+            return
+        store_type = self.out[key].strip().upper()
+        if store_type == "PKCS12":
+            self._drop("ssl.keystore.type")
+            self.translated.append("ssl.keystore.type=PKCS12 -> (ssl.keystore.location is PKCS#12)")
+        elif store_type == "PEM":
+            self.problems.append((key, f"a PEM key store: {_PEM_KEYSTORE}"))
+        else:
+            self.problems.append((key, f"a {store_type or 'JKS'} key store: {_KEYTOOL_P12}"))
 
 
 def _parse_jaas(text: str) -> tuple[str, dict[str, str]]:
@@ -202,53 +246,3 @@ def _parse_jaas(text: str) -> tuple[str, dict[str, str]]:
             raise _Jaas('its options must be written name="value"')
         options[name] = value
     return tokens[0][1], options
-
-
-def _truststore(
-    out: dict[str, str],
-    keys: dict[str, str],
-    translated: list[str],
-    problems: list[tuple[str, str]],
-) -> None:
-    store_type = out.get(keys.get("ssl.truststore.type", ""), "JKS").strip().upper()
-    given = [keys[name] for name in _TRUSTSTORE if name in keys]
-    if given and store_type != "PEM":
-        for key in given:
-            problems.append((key, f"a {store_type} trust store: {_KEYTOOL_CA}"))
-        return
-    renamed = {
-        "ssl.truststore.location": "ssl.ca.location",
-        "ssl.truststore.certificates": "ssl.ca.pem",
-    }
-    done = []
-    for name, target in renamed.items():
-        if name in keys:
-            if target in keys:
-                problems.append((keys[name], f"{target} is set as well: keep one of the two"))
-                return
-            out[target] = out.pop(keys.pop(name))
-            done.append(f"{name} -> {target}")
-    for name in ("ssl.truststore.type", "ssl.truststore.password"):
-        if name in keys:
-            del out[keys.pop(name)]
-            done.append(f"{name} -> (not needed)")
-    translated.extend(done)
-
-
-def _keystore(
-    out: dict[str, str],
-    keys: dict[str, str],
-    translated: list[str],
-    problems: list[tuple[str, str]],
-) -> None:
-    key = keys.get("ssl.keystore.type")
-    if key is None:
-        return
-    store_type = out[key].strip().upper()
-    if store_type == "PKCS12":
-        del out[keys.pop("ssl.keystore.type")]
-        translated.append("ssl.keystore.type=PKCS12 -> (ssl.keystore.location is PKCS#12)")
-    elif store_type == "PEM":
-        problems.append((key, f"a PEM key store: {_PEM_KEYSTORE}"))
-    else:
-        problems.append((key, f"a {store_type or 'JKS'} key store: {_KEYTOOL_P12}"))

@@ -73,7 +73,7 @@ def test_java_client_properties_are_translated_and_the_queries_read_through_them
     scram = _jaas("scram.ScramLoginModule", "java-reader", password)
     sasl = {"bootstrap.servers": sasl_ssl, "security.protocol": "SASL_SSL", **pem}
     tls = {"bootstrap.servers": ssl, "security.protocol": "SSL", **pem}
-    # One Kafka cluster, four entries: each reads it through other Java client properties.
+    # One Kafka cluster, five entries: each reads it through other Java client properties.
     clusters = {
         "jaas-plain": {**sasl, "sasl.mechanism": "PLAIN", "sasl.jaas.config": plain},
         "jaas-scram": {**sasl, "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": scram},
@@ -82,6 +82,12 @@ def test_java_client_properties_are_translated_and_the_queries_read_through_them
             "ssl.keystore.type": "PKCS12",
             "ssl.keystore.location": str(store.keystore),
             "ssl.keystore.password": store.password,
+        },
+        "pem-certificates": {
+            "bootstrap.servers": ssl,
+            "security.protocol": "SSL",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": store.ca_location.read_text(),
         },
         # The certificate names 127.0.0.1 only: as localhost, only no host name check connects.
         "no-host-check": {

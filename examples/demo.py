@@ -3,10 +3,12 @@
 1. Start two local Kafka-protocol clusters, ``east`` and ``west``, write a metadata file
    mapping stream ``orders`` to ``east`` and serve it with the reference metadata server
    (``dynamic-kafka serve``, writes protected by a token).
-2. The producer job: a Spark ``writeStream`` of numbered JSON events (a ``rate-micro-batch``
-   source) with format ``dynamic_kafka``, stream ``orders``: the sink writes each micro-batch
-   to the cluster marked ``write: true`` (deliveryGuarantee exactlyOnce on Apache Kafka,
-   atLeastOnce on Tansu, whose read_committed fetches do not skip aborted transactions).
+2. The producer job: a Spark ``writeStream`` of numbered JSON events (``demo_ids``, a source of
+   200 ids a micro-batch that has no more once every id is out, so the writer is idle when the
+   demo stops it: no micro-batch is cancelled) with format ``dynamic_kafka``, stream
+   ``orders``: the sink writes each micro-batch to the cluster marked ``write: true``
+   (deliveryGuarantee exactlyOnce on Apache Kafka, atLeastOnce on Tansu, whose read_committed
+   fetches do not skip aborted transactions).
 3. The reader job: a Spark pipeline reads ``orders`` with format ``dynamic_kafka`` from the
    metadata service (``metadataService=http``), parses the JSON, writes the events to a
    checkpointed Parquet sink and prints per-cluster counts per micro-batch.
@@ -35,7 +37,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from demo_server import DEADLINE_S, TOKEN, MetadataServer, write_metadata  # examples/
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
 from pyspark_dynamic_kafka.kafka.engine import core, read_engine
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
@@ -55,7 +58,7 @@ from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
 PARTITIONS = 3
 ROWS_PER_BATCH = 200  # the writer's micro-batches, one a second
-TOTAL = ROWS_PER_BATCH * 24  # ids written; the writer's later micro-batches are empty
+TOTAL = ROWS_PER_BATCH * 24  # ids written; then the writer has nothing more to write
 FLIP_AFTER_BATCH = 8  # the writes flip to west once the writer completed this micro-batch
 MAX_PER_BATCH = 400
 REPORT_DIR = Path("demo-report")
@@ -69,18 +72,46 @@ def guarantee_for(broker: str) -> str:
     return "exactlyOnce" if broker == "kafka" else "atLeastOnce"
 
 
+class DemoIdsReader(SimpleDataSourceStreamReader):
+    """Ids 0..TOTAL-1, ROWS_PER_BATCH a micro-batch; then no new data, so no micro-batch."""
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"next": 0}
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[int]], dict[str, int]]:
+        end = min(start["next"] + ROWS_PER_BATCH, TOTAL)
+        return self.readBetweenOffsets(start, {"next": end}), {"next": end}
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[int]]:
+        return iter([(i,) for i in range(start["next"], end["next"])])
+
+
+class DemoIds(DataSource):
+    """The writer's source, ``demo_ids``: column ``value``, the ids."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "demo_ids"
+
+    def schema(self) -> str:
+        return "value long"
+
+    def simpleStreamReader(self, schema: Any) -> DemoIdsReader:
+        return DemoIdsReader()
+
+
 def writer(spark: SparkSession, metadata_url: str, checkpoint: Path, broker: str) -> Any:
-    """The producer job: numbered events ``{"id": n, "produced_at": t}`` (ids 0..TOTAL-1, then
-    empty micro-batches) written to stream ``orders`` by the ``dynamic_kafka`` sink."""
+    """The producer job: numbered events ``{"id": n, "produced_at": t}`` (ids 0..TOTAL-1, 200 a
+    micro-batch, then none) written to stream ``orders`` by the ``dynamic_kafka`` sink."""
     # Tansu's high watermark is the base offset of a partition's last record batch + 1: the
     # rest of the last batch east gets would stay hidden from readers, as nothing lands after it.
     batching = {"kafka.batch.num.messages": "1"} if broker == "tansu" else {}
+    spark.dataSource.register(DemoIds)
     return (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", ROWS_PER_BATCH)
-        .option("numPartitions", PARTITIONS)
+        spark.readStream.format("demo_ids")
         .load()
-        .where(F.col("value") < TOTAL)
         .selectExpr(
             "CAST(value AS STRING) AS key",
             "to_json(named_struct('id', value, 'produced_at', unix_micros(current_timestamp())"
@@ -305,11 +336,13 @@ def migrate(
     print("runbook 4: remove east (dynamic-kafka move)")
     server.move("orders", "east", "west")
 
-    wait_for(lambda: batch_of(producer) >= TOTAL // ROWS_PER_BATCH, queries, "every id written")
+    wait_for(lambda: batch_of(producer) >= TOTAL // ROWS_PER_BATCH - 1, queries, "every id written")
     wait_for(
         lambda: rows_on(metrics, "east") + rows_on(metrics, "west") >= TOTAL, queries, "metrics"
     )
-    producer.stop()  # its micro-batches past TOTAL // ROWS_PER_BATCH write nothing
+    # Every id is out: the writer has no micro-batch to run, so stopping it cancels none.
+    wait_for(lambda: not producer.status["isDataAvailable"], queries, "the writer to be idle")
+    producer.stop()
     query.processAllAvailable()
     query.stop()
     monitor.detach()

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 __all__ = [
     "ArchiveError",
+    "ClientPropertyError",
     "ClusterUnreachableError",
     "DataLossError",
     "DiscoveryError",
@@ -119,6 +120,19 @@ class KafkaClientError(DynamicKafkaError):
     """
 
     answered: bool = False
+
+
+class ClientPropertyError(KafkaClientError):
+    """A client cannot be built from its properties: a secret reference (``${env:VAR}``,
+    ``${file:path:key}``) that does not resolve where the client is built (the variable is not
+    set there, the file cannot be read or lacks the key), or a Java client property librdkafka has
+    no equivalent for that only its resolved value revealed. The message names the property and
+    the reference, never a value.
+
+    Not retryable: the environment or the properties must change.
+    """
+
+    retryable = False
 
 
 class ReadError(KafkaClientError):

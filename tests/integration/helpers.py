@@ -26,6 +26,7 @@ from pyspark_dynamic_kafka.testing import (
     ApacheKafkaCluster,
     BaseKafkaCluster,
 )
+from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 DEADLINE = 300.0
 """Seconds after which a wait fails: Spark starts slowly on a loaded two-core machine."""
@@ -65,6 +66,20 @@ def local_kafka_problem(environ: Mapping[str, str] = os.environ) -> str | None:
     if kind != "kafka":
         return f"{BROKER_ENV_VAR}={kind}: needs Apache Kafka brokers ({BROKER_ENV_VAR}=kafka)"
     return None
+
+
+def skip_without_local_kafka(what: str) -> None:
+    """Skip the test, with the reason, where the suite cannot start Apache Kafka brokers of its
+    own (``what``: what the test needs them for)."""
+    problem = local_kafka_problem() or tooling_problem()
+    if problem is not None:
+        pytest.skip(f"needs {what}: {problem}")
+
+
+def secured_cluster(kafka_clusters: Callable[..., dict[str, Any]]) -> Any:
+    """Cluster ``east`` (Apache Kafka) with its SASL_PLAINTEXT, SSL and SASL_SSL listeners."""
+    skip_without_local_kafka("an Apache Kafka cluster with TLS and SASL listeners")
+    return kafka_clusters("east", scram=True, tls=True)["east"]
 
 
 def requires_kafka(gap: str) -> pytest.MarkDecorator:

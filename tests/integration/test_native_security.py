@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.helpers import local_kafka_problem
+from tests.integration.helpers import secured_cluster, skip_without_local_kafka
 from tests.integration.read_tasks import make_task, read_table
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
@@ -24,7 +24,7 @@ from pyspark_dynamic_kafka.kafka.engine import core, read_engine
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.testing import scram_client_properties, set_scram_password
 from pyspark_dynamic_kafka.testing.certificates import make_tls_store
-from pyspark_dynamic_kafka.testing.kafka_jars import find_java, tooling_problem
+from pyspark_dynamic_kafka.testing.kafka_jars import find_java
 from pyspark_dynamic_kafka.testing.tls import (
     plain_client_properties,
     sasl_ssl_scram_client_properties,
@@ -34,16 +34,8 @@ from pyspark_dynamic_kafka.testing.tls import (
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 
 
-def _secured(kafka_clusters: Any) -> Any:
-    """Cluster east with its SASL_PLAINTEXT, SSL and SASL_SSL listeners."""
-    problem = local_kafka_problem() or tooling_problem()
-    if problem is not None:
-        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
-    return kafka_clusters("east", scram=True, tls=True)["east"]
-
-
 def test_tls_and_sasl_listeners_give_the_exact_records(kafka_clusters: Any, reader: str) -> None:
-    east = _secured(kafka_clusters)
+    east = secured_cluster(kafka_clusters)
     east.create_topic("orders", partitions=2)
     east.produce("orders", [(f"k{i}", f"a{i}") for i in range(10)], partition=0)
     east.produce("orders", [(None, f"b{i}") for i in range(6)], partition=1)
@@ -80,7 +72,7 @@ def test_a_refused_password_or_an_untrusted_certificate_fails_the_read(
 ) -> None:
     # The password never shows in the error; a broker certificate the client does not trust
     # (checked against another self-signed certificate) fails too: the reads above verified it.
-    east = _secured(kafka_clusters)
+    east = secured_cluster(kafka_clusters)
     east.create_topic("orders", partitions=1)
     east.produce("orders", [(None, "a")], partition=0)
     wrong = f"wrong-{uuid.uuid4().hex}"
@@ -126,7 +118,7 @@ def test_the_direct_path_serves_tls_and_sasl_and_refusals_fail_at_once(
     # The core's own TLS (librdkafka's OpenSSL) and SASL: every listener is read by the direct
     # path (fallback() None), and a refused connection fails the read in seconds (the poll
     # timeout is a minute) naming the cluster and the cause, never the password.
-    east = _secured(kafka_clusters)
+    east = secured_cluster(kafka_clusters)
     east.create_topic("orders", partitions=1)
     east.produce("orders", [(None, f"v{i}") for i in range(5)], partition=0)
     password = f"scram-{uuid.uuid4().hex}"
@@ -179,9 +171,7 @@ def test_connections_outlive_the_brokers_session_lifetime(kafka_clusters: Any) -
     # The broker ends an authenticated session after connections.max.reauth.ms (KIP-368); a
     # pooled consumer's direct connections are kept across readers, so reads spread over
     # several lifetimes meet expired sessions: each read is still exact, and still direct.
-    problem = local_kafka_problem() or tooling_problem()
-    if problem is not None:
-        pytest.skip(f"needs an Apache Kafka cluster with TLS and SASL listeners: {problem}")
+    skip_without_local_kafka("an Apache Kafka cluster with TLS and SASL listeners")
     lifetime_ms = 2_000
     east = kafka_clusters(
         "east",

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, write_metadata
 from tests.integration.queries import memory_query
 
+from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.testing import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,12 +87,16 @@ def _newcomer_environment(tmp_path: Path) -> dict[str, str]:
 
 
 def run_as_newcomer(
-    tmp_path: Path, argv: list[str], cwd: Path | None = None
+    tmp_path: Path,
+    argv: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``.venv/bin/python ARGV...`` as from a shell without the venv activated."""
+    """Run ``.venv/bin/python ARGV...`` as from a shell without the venv activated (``env``:
+    variables exported there too)."""
     return subprocess.run(
         [sys.executable, *argv],
-        env=_newcomer_environment(tmp_path),
+        env={**_newcomer_environment(tmp_path), **(env or {})},
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -147,6 +153,34 @@ def test_the_readme_first_job_runs_as_written(tmp_path: Path) -> None:
 
 
 _RECONCILED = '"event": "reconciliation"'
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get(ENV_VAR)) or on_tansu(),
+    reason="the secure job starts Apache Kafka clusters of its own with TLS and SASL listeners",
+)
+def test_the_readme_secure_job_runs_as_written(tmp_path: Path) -> None:
+    """examples/secure_job.py, which the README shows verbatim (tests/unit/test_docs.py), run as
+    a newcomer runs it, with the package's INFO log on: two SASL_SSL clusters (SCRAM, PLAIN),
+    passwords by reference, the stream moved while the query runs; each order exactly once, the
+    driver's log naming each cluster's reader and path once, and the password nowhere."""
+    password = f"SENTINEL-east-{uuid.uuid4().hex}"
+    env = {"EAST_KAFKA_PASSWORD": password, "DYNAMIC_KAFKA_LOG_LEVEL": "INFO"}
+    done = run_as_newcomer(tmp_path, [str(ROOT / "examples" / "secure_job.py")], cwd=ROOT, env=env)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "secure job: 150 orders {'east': 100, 'west': 50}, 150 distinct ids" in done.stdout
+    assert "streams.json: valid (2 clusters, 1 streams)" in done.stdout
+    assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout
+    # reader=auto (the job's default): the compiled core's direct path where it is installed
+    path = (
+        "the compiled core's direct fetch path (its own Fetch requests)"
+        if core() is not None
+        else "the Python reader: the compiled core (pyspark-dynamic-kafka-core) is not installed"
+    )
+    paths = [x[x.index("reader=") :] for x in done.stderr.splitlines() if " reader=" in x]
+    assert paths == [f"reader=auto: cluster '{c}' is read with {path}" for c in ("east", "west")]
+    assert password not in done.stdout + done.stderr
 
 
 def test_a_move_is_visible_in_the_progress_of_the_micro_batch_it_took_effect_in(

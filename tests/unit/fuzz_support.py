@@ -17,7 +17,7 @@ from pyspark_dynamic_kafka.errors import DynamicKafkaError
 #: Secret client property -> the sentinel value the strategies give it.
 SECRETS: Mapping[str, str] = {
     "sasl.password": "SENTINEL-sasl-password-5b1f0c",
-    "sasl.jaas.config": "SENTINEL-jaas-config-e93a27",
+    "ssl.keystore.password": "SENTINEL-keystore-password-e93a27",
     "ssl.key.password": "SENTINEL-ssl-key-password-04d8",
     "sasl.oauthbearer.client.secret": "SENTINEL-oauth-secret-7c2e",
     "ssl.key.pem": "SENTINEL-ssl-key-pem-a61b",

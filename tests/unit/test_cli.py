@@ -411,3 +411,51 @@ def test_move_write_in_a_flow_sequence_and_its_dry_run(
     assert meta.read_text() == FLOW.replace(
         "{cluster: west, topics: [b]}", '{"cluster": "west", "topics": ["b"], "write": true}'
     )
+
+
+def test_validate_refuses_java_properties_without_an_equivalent_and_notes_translations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `validate` said "valid" before: JAAS and Java trust stores; now each property
+    without a librdkafka equivalent is a problem naming the cluster, the key and what to write
+    (never the value), and each translated one a note, keys only."""
+    secret = "SENTINEL-validate-5e1d"
+    jaas = 'org.apache.kafka.common.security.{0} required username="u" password="{1}";'
+    bad = tmp_path / "java.yaml"
+    bad.write_text(
+        "clusters:\n"
+        "  east:\n    bootstrap.servers: h:1\n"
+        f"    sasl.jaas.config: '{jaas.format('oauthbearer.OAuthBearerLoginModule', secret)}'\n"
+        "  west:\n    bootstrap.servers: h:2\n    ssl.truststore.location: /etc/t.jks\n"
+        f"    ssl.truststore.password: {secret}\n"
+        "  north:\n    bootstrap.servers: h:3\n    sasl.password: ${vault:kv/north:password}\n"
+        "streams:\n  orders: [{cluster: east, topics: [orders]}]\n"
+    )
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: 3 problem(s):" in err and secret not in err
+    assert 'clusters.east["sasl.jaas.config"]: a Java client property with no librdkafka ' in err
+    assert "sasl.oauthbearer.method=oidc" in err
+    assert 'clusters.west["ssl.truststore.location"]: ' in err and "keytool -list -rfc" in err
+    assert 'clusters.north["sasl.password"]: the secret reference ${vault:kv/north:password}' in err
+
+    good = tmp_path / "translated.yaml"
+    good.write_text(
+        "clusters:\n"
+        "  east:\n    bootstrap.servers: h:1\n"
+        f"    sasl.jaas.config: '{jaas.format('plain.PlainLoginModule', secret)}'\n"
+        "    ssl.truststore.type: PEM\n    ssl.truststore.location: /etc/ca.pem\n"
+        "  west:\n    bootstrap.servers: h:2\n    sasl.password: ${env:WEST_PASSWORD}\n"
+        "streams:\n  orders: [{cluster: east, topics: [orders]}]\n"
+    )
+    assert main(["validate", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == [
+        f"{good}: valid (2 clusters, 1 streams)",
+        "  clusters.east: Java client property translated: sasl.jaas.config (PlainLoginModule) "
+        "-> sasl.username, sasl.password",
+        "  clusters.east: Java client property translated: ssl.truststore.location -> "
+        "ssl.ca.location",
+        "  clusters.east: Java client property translated: ssl.truststore.type -> (not needed)",
+    ]
+    assert secret not in out

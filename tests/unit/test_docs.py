@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from pyspark_dynamic_kafka.kafka.java_properties import translate
+from pyspark_dynamic_kafka.metadata.document import validate_metadata_document
 from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
 from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
 from pyspark_dynamic_kafka.metadata.single_cluster import OPTIONS as SINGLE_CLUSTER_OPTIONS
@@ -86,3 +90,48 @@ def test_readme_first_job_is_the_example_the_suite_runs() -> None:
     assert f"```python\n{code}```\n" in section
     # Right after the two commands: the README's first section.
     assert text[text.index("\n## ") :].startswith("\n## Your first job\n")
+
+
+def test_readme_secure_job_is_the_example_the_suite_runs() -> None:
+    """The README's secure first job ("Coming from format("kafka")") is examples/secure_job.py
+    from its marker on, verbatim (tests/integration/test_newcomer.py runs the example)."""
+    example = (README.parent / "examples" / "secure_job.py").read_text()
+    marker = "# --- README: secure job ---\n"
+    assert marker in example
+    code = example.split(marker, 1)[1]
+    section = README.read_text().split('## Coming from `format("kafka")`\n', 1)[1]
+    assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
+
+
+def _anchor(title: str) -> str:
+    """GitHub's anchor of a heading: lowercased, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def test_readme_table_of_contents_links_every_section_in_order() -> None:
+    text = README.read_text()
+    outside_code = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    headings = re.findall(r"^(##|###) (.+)$", outside_code, flags=re.MULTILINE)
+    expected = [
+        ("  " if level == "###" else "") + f"- [{title}](#{_anchor(title)})"
+        for level, title in headings
+    ]
+    contents = text.split("Contents:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert contents == expected
+    # every link to a section of the README names a heading's anchor
+    anchors = {_anchor(title) for _, title in headings}
+    assert sorted(set(re.findall(r"\]\(#([^)]+)\)", text)) - anchors) == []
+
+
+def test_readme_coming_from_kafka_metadata_validates_and_translates() -> None:
+    """The metadata of "Coming from format("kafka")", written as the Java client had it, is
+    valid and its Java client properties translate (the password stays a reference)."""
+    section = README.read_text().split('## Coming from `format("kafka")`\n', 1)[1]
+    document = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    assert validate_metadata_document(document, "README") == []
+    translation = translate(document["clusters"]["east"])
+    assert translation.problems == ()
+    assert translation.properties["sasl.password"] == (
+        "${file:/etc/kafka/secrets.properties:east.password}"
+    )
+    assert translation.properties["ssl.ca.location"] == "/etc/kafka/ca.pem"

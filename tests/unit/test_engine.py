@@ -34,12 +34,17 @@ def test_reader_option_defaults_to_auto_and_names_bad_values() -> None:
         parse_options({**options, "streamIds": "s", "reader": "fast"})
 
 
-def test_python_reader_reads_every_cluster_in_python() -> None:
-    engines = read_engines("python", {"east": PLAIN, "west": KERBEROS})
+def test_python_reader_reads_every_cluster_in_python(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO):
+        engines = read_engines("python", {"python-east": PLAIN, "python-west": KERBEROS})
     assert engines == {
-        "east": Engine("python", "reader=python"),
-        "west": Engine("python", "reader=python"),
+        "python-east": Engine("python", "reader=python"),
+        "python-west": Engine("python", "reader=python"),
     }
+    assert [r.getMessage() for r in caplog.records if "python-" in r.getMessage()] == [
+        f"reader=python: cluster '{c}' is read with the Python reader"
+        for c in ("python-east", "python-west")
+    ]
 
 
 @needs_core
@@ -56,8 +61,10 @@ def test_auto_picks_the_fastest_engine_of_each_cluster_and_logs_the_rest_once(
         "kerberos-west": "python",
     }
     assert engines["east"].reason is None and engines["rack-west"].reason == FOLLOWER
-    lines = [r.getMessage() for r in caplog.records if "-west" in r.getMessage()]
-    assert lines == [  # clusters in id order
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reader=")]
+    assert lines == [  # one per cluster, in id order, naming the reader and its path
+        "reader=auto: cluster 'east' is read with the compiled core's direct fetch path (its "
+        "own Fetch requests)",
         "reader=auto: cluster 'kerberos-west' is read with the Python reader: SASL GSSAPI "
         "(Kerberos) needs Cyrus SASL, which the compiled core does not link",
         "reader=auto: cluster 'rack-west' is read with librdkafka's consumer, not the direct "

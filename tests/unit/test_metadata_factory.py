@@ -247,3 +247,22 @@ def test_unknown_kind(kind: str, hint: str) -> None:
     assert "'file', 'http', 'singleCluster' or 'package.module:ClassName'" in message
     if hint:
         assert f"Did you mean '{hint}'?" in message
+
+
+def test_single_cluster_refuses_java_properties_naming_the_option() -> None:
+    # metadataService.<property> of singleCluster are client properties: a Java one without a
+    # librdkafka equivalent fails when the service is made (the query's start).
+    options = {"bootstrap.servers": "h:1", "ssl.keystore.type": "JKS"}
+    with pytest.raises(OptionsError) as failed:
+        create_metadata_service("singleCluster", options)
+    message = str(failed.value)
+    assert message.startswith("Option 'metadataService.ssl.keystore.type' is a Java client ")
+    assert "keytool -importkeystore" in message
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="u" password="p";'
+    )
+    service = create_metadata_service(
+        "singleCluster", {"bootstrap.servers": "h:1", "sasl.jaas.config": jaas}
+    )
+    service.close()  # translated per cluster when the query merges its properties

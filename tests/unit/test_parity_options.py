@@ -181,3 +181,51 @@ def test_secrets_never_in_repr_of_parsed_options() -> None:
     )
     assert "SENTINEL" not in repr(parsed)
     assert parsed.metadata_options["sasl.password"] == "SENTINEL-meta"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("subscribe", "orders", "Did you mean 'streamIds'?"),
+        ("subscribe", "orders", "metadataService=singleCluster"),
+        ("subscribePattern", "^orders", "Did you mean 'streamPattern'?"),
+        ("assign", '{"orders": [0]}', "startingOffsets (and, for a batch read, endingOffsets)"),
+        ("kafka.bootstrap.servers", "h:9092", "clusters.<id>.bootstrap.servers"),
+        ("kafka.bootstrap.servers", "h:9092", "metadataService=singleCluster"),
+    ],
+)
+def test_spark_kafka_option_names_point_at_ours(key: str, value: str, said: str) -> None:
+    message = rejection({**BASE, key.lower(): value})  # Spark hands keys lowercased
+    assert f"'{key}'" in message and said in message, message
+    assert "Spark's kafka source" in message or key.startswith("kafka."), message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("kafka.ssl.truststore.location", "/t.jks", "keytool -list -rfc"),
+        ("kafka.ssl.keystore.type", "JKS", "keytool -importkeystore"),
+        (
+            "kafka.sasl.jaas.config",
+            'com.sun.security.auth.module.Krb5LoginModule required keyTab="SENTINEL-k";',
+            "sasl.mechanism=GSSAPI",
+        ),
+        ("kafka.sasl.login.callback.handler.class", "x.Y", "cannot load Java classes"),
+        ("kafka.sasl.password", "${vault:secret/x:SENTINEL-k}", "only ${env:VAR} and"),
+    ],
+)
+def test_java_client_options_without_an_equivalent_are_refused(
+    key: str, value: str, said: str
+) -> None:
+    message = rejection({**BASE, key: value})
+    assert f"Option '{key}'" in message and said in message
+    assert "SENTINEL" not in message or "${vault:" in value
+
+
+def test_java_client_options_with_an_equivalent_pass_as_given() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="u" password="${env:PASSWORD}";'
+    )
+    parsed = parse_options({**BASE, "kafka.sasl.jaas.config": jaas})
+    assert parsed.kafka_properties["sasl.jaas.config"] == jaas  # translated per cluster

@@ -21,6 +21,7 @@ from pyspark_dynamic_kafka.cli.drained import check_drained
 from pyspark_dynamic_kafka.cli.location import TOKEN_ENV, MetadataLocation, select_streams
 from pyspark_dynamic_kafka.cli.render import render_report, render_streams
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
+from pyspark_dynamic_kafka.kafka.java_properties import translate
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file, validate_metadata_file
 from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS
 
@@ -70,6 +71,9 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     parsed = load_metadata_file(args.file)
     print(f"{args.file}: valid ({len(parsed.clusters)} clusters, {len(parsed.streams)} streams)")
+    for cluster_id, properties in sorted(parsed.clusters.items()):
+        for done in translate(properties).translated:  # keys only, never a value
+            print(f"  clusters.{cluster_id}: Java client property translated: {done}")
     return 0
 
 

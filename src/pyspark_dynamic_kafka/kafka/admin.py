@@ -20,7 +20,12 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.config import (
+    client_properties,
+    properties_fingerprint,
+    redact_secrets,
+)
+from pyspark_dynamic_kafka.kafka.references import has_references
 from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -68,11 +73,20 @@ _FIX = "Check that the cluster is reachable and the metadata's client properties
 NO_OFFSET = -1
 
 
-def admin_config(properties: Mapping[str, str]) -> dict[str, str | int | float | bool]:
-    """Client properties for an admin client: ``properties`` without consumer-only keys."""
+def admin_config(
+    properties: Mapping[str, str], cluster_id: str | None = None
+) -> dict[str, str | int | float | bool]:
+    """Client properties for an admin client: ``properties`` without consumer-only keys, secret
+    references resolved (:func:`~pyspark_dynamic_kafka.kafka.config.client_properties`).
+
+    Raises
+    ------
+    ClientPropertyError
+        When a secret reference does not resolve (naming ``cluster_id``).
+    """
     return {
         k: v
-        for k, v in properties.items()
+        for k, v in client_properties(properties, cluster_id).items()
         if not any(k.startswith(prefix) for prefix in _CONSUMER_ONLY_PREFIXES)
     }
 
@@ -99,6 +113,9 @@ class TopicListing:
 class ClusterAdmin:
     """The one way to a cluster's admin API: lists topics, partitions, offsets (and, through
     :meth:`request`, anything else); the client is created lazily, from :func:`admin_config`.
+
+    With secret references among the properties, each request resolves them again and a secret
+    that changed (a rotated password file) gets a new client.
 
     A failed request is retried ``retries`` times, ``retry_interval_ms`` apart, unless it timed
     out (the timeout already waited long enough; a cluster that is down must not hold up the
@@ -138,11 +155,16 @@ class ClusterAdmin:
         self.retry_interval_s = retry_interval_ms / 1000.0
         self.fix = fix
         self._client: Any = None
+        self._secrets = ""  # what the client's secret references resolved to (a digest)
 
     def _admin(self) -> Any:
+        if has_references(self.properties):
+            secrets = properties_fingerprint(self.properties, self.cluster_id)
+            if secrets != self._secrets:
+                self._client, self._secrets = None, secrets
         if self._client is None:
             try:
-                self._client = AdminClient(admin_config(self.properties))
+                self._client = AdminClient(admin_config(self.properties, self.cluster_id))
             except (KafkaException, ValueError, TypeError) as exc:
                 raise self._fail("create an admin client", exc, self.fix) from None
         return self._client

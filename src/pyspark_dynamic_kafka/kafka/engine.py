@@ -16,8 +16,10 @@ Writing, two (the option ``writer``, same values): ``librdkafka`` (the core's pr
 
 The driver decides once per cluster (:func:`read_engine`, :func:`write_engine`; the answers are
 kept per configuration) and its tasks carry the engine's name: executors never decide again.
-Under ``auto`` a cluster not served by the fastest engine is logged once per process with the
-reason; ``native`` fails naming the cluster and the reason when only ``python`` could serve it.
+Each cluster's reading engine is one INFO line per process (the driver's log names the reader and
+path of every cluster, and the reason when it is not the fastest); a cluster the core cannot
+write to under ``writer=auto`` is one too. ``native`` fails naming the cluster and the reason when
+only ``python`` could serve it.
 On an executor, a reader planned ``direct`` that handed its ranges to librdkafka (a broker
 error, a lost connection) is logged once per cluster and reason (:func:`report_handover`).
 Reasons never carry a secret (masked against the cluster's properties).
@@ -128,9 +130,10 @@ def _core_engine(option: _Option, value: str, cluster_id: str, config: Mapping[s
             f"natively: {problem}. Use {option.option}=auto to {option.verb} it "
             f"{option.instead}."
         )
-    message = "%s=auto: cluster %r is %s %s: %s"
-    args = (option.option, cluster_id, option.done, option.instead, problem)
-    _once((option.option, cluster_id, problem), logging.INFO, message, *args)
+    if option is _WRITER:  # the reader's line is read_engine's, one per cluster
+        message = "%s=auto: cluster %r is %s %s: %s"
+        args = (option.option, cluster_id, option.done, option.instead, problem)
+        _once((option.option, cluster_id, problem), logging.INFO, message, *args)
     return Engine(PYTHON, problem)
 
 
@@ -138,29 +141,28 @@ def read_engine(reader: str, cluster_id: str, properties: Mapping[str, str]) -> 
     """The engine that reads ``cluster_id``, given the ``reader`` option and the cluster's client
     properties as tasks carry them (the full consumer configuration is built from them).
 
+    Logs one INFO line per cluster (and engine) in this process, naming the reader and its path:
+    on the driver, where the decision is made, the driver's log says how each cluster is read.
+
     Raises
     ------
     OptionsError
         With ``reader=native``, when the compiled core cannot read the cluster.
     """
-    config = consumer_config(properties)
+    config = consumer_config(properties, cluster_id)
     engine = _core_engine(_READER, reader, cluster_id, config)
-    if not engine.compiled:
-        return engine
-    problem = direct_problem(config)
-    if problem is None:
-        return Engine(DIRECT)
-    message = "%s=%s: cluster %r is read with librdkafka's consumer, not the direct fetch path: %s"
-    _once(
-        ("direct", cluster_id, problem),
-        logging.INFO,
-        message,
-        "reader",
-        reader,
-        cluster_id,
-        problem,
-    )
-    return Engine(LIBRDKAFKA, problem)
+    if engine.compiled:
+        problem = direct_problem(config)
+        engine = Engine(DIRECT) if problem is None else Engine(LIBRDKAFKA, problem)
+    how = {
+        DIRECT: "with the compiled core's direct fetch path (its own Fetch requests)",
+        LIBRDKAFKA: "with librdkafka's consumer, not the direct fetch path",
+        PYTHON: "with the Python reader",
+    }[engine.name]
+    why = "" if engine.reason is None or reader == "python" else f": {engine.reason}"
+    key = ("read", cluster_id, f"{engine.name} {engine.reason}")
+    _once(key, logging.INFO, "reader=%s: cluster %r is read %s%s", reader, cluster_id, how, why)
+    return engine
 
 
 def read_engines(reader: str, properties: Mapping[str, Mapping[str, str]]) -> dict[str, Engine]:
@@ -184,7 +186,7 @@ def report_handover(cluster_id: str, reason: str, properties: Mapping[str, str])
     """On an executor: the core's reader of ``cluster_id``, planned ``direct``, handed all or part
     of its ranges to librdkafka's consumer because of ``reason``; one warning per cluster and
     reason in this process (``properties``: the cluster's, to mask secrets in the reason)."""
-    reason = redact_secrets(reason, consumer_config(properties))
+    reason = redact_secrets(reason, properties)
     message = "Cluster %r: the direct fetch path handed reading over to librdkafka's consumer: %s"
     _once(("handover", cluster_id, reason), logging.WARNING, message, cluster_id, reason)
 

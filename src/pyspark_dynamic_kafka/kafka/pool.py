@@ -22,7 +22,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, redact_secrets
+from pyspark_dynamic_kafka.kafka.config import (
+    DEFAULT_GROUP_ID_PREFIX,
+    client_properties,
+    properties_fingerprint,
+    redact_secrets,
+)
+from pyspark_dynamic_kafka.kafka.references import has_references
 
 __all__ = [
     "CONSUMER_DEFAULTS",
@@ -69,10 +75,17 @@ _FORCED: Mapping[str, str] = {
 MAX_IDLE_PER_CLUSTER = 2
 
 
-def consumer_config(properties: Mapping[str, str]) -> dict[str, str]:
-    """The full consumer configuration for a cluster's merged properties."""
+def consumer_config(properties: Mapping[str, str], cluster_id: str | None = None) -> dict[str, str]:
+    """The full consumer configuration for a cluster's merged properties (secret references
+    resolved now, :func:`~pyspark_dynamic_kafka.kafka.config.client_properties`).
+
+    Raises
+    ------
+    ClientPropertyError
+        When a secret reference does not resolve (naming ``cluster_id``).
+    """
     config = dict(CONSUMER_DEFAULTS)
-    config.update(properties)
+    config.update(client_properties(properties, cluster_id))
     config.update(_FORCED)
     config.setdefault("group.id", DEFAULT_GROUP_ID_PREFIX)
     return config
@@ -86,7 +99,7 @@ ConsumerFactory = Callable[[str, Mapping[str, str]], Any]
 def confluent_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
     """A confluent-kafka consumer (the Python reader's) for a cluster's merged properties."""
     try:
-        return Consumer(consumer_config(properties))
+        return Consumer(consumer_config(properties, cluster_id))
     except KafkaException as exc:
         detail = redact_secrets(str(exc), properties)
         raise KafkaClientError(
@@ -99,14 +112,18 @@ def confluent_consumer(cluster_id: str, properties: Mapping[str, str]) -> Any:
 class _Idle:
     consumer: Any
     cluster_id: str
-    key: tuple[str, Mapping[str, str], ConsumerFactory]
+    key: tuple[str, Mapping[str, str], ConsumerFactory, str]
     since: float
     timeout_s: float
     generation: int = 0
 
 
 class ConsumerPool:
-    """Idle consumers keyed by (cluster id, client properties, factory, generation).
+    """Idle consumers keyed by (cluster id, client properties, factory, what their secret
+    references resolve to, generation).
+
+    A secret a reference points to (a password file) that changed gives a new key: the next task
+    builds a consumer with the new secret, and the old one ages out.
 
     The generation lets the driver retire every pooled consumer of a query: it bumps it when a
     topic was deleted or recreated under the query, which a consumer cannot reliably notice (an
@@ -117,6 +134,7 @@ class ConsumerPool:
         self._lock = threading.Lock()
         self._idle: list[_Idle] = []
         self._reaper: threading.Thread | None = None
+        self._lent: dict[int, str] = {}  # id(consumer) -> the secrets it was built with
 
     def acquire(
         self,
@@ -131,14 +149,19 @@ class ConsumerPool:
         Idle consumers of the same cluster, properties and factory but another generation are
         closed.
         """
-        key = (cluster_id, properties, factory)
+        secrets = _secrets_key(properties, cluster_id)
+        key = (cluster_id, properties, factory, secrets)
         self._close_where(lambda e: e.key == key and e.generation != generation)
         with self._lock:
             for i, entry in enumerate(self._idle):
                 if entry.key == key and entry.generation == generation:
                     del self._idle[i]
+                    self._lent[id(entry.consumer)] = secrets
                     return entry.consumer
-        return factory(cluster_id, properties)
+        consumer = factory(cluster_id, properties)
+        with self._lock:
+            self._lent[id(consumer)] = secrets
+        return consumer
 
     def release(
         self,
@@ -152,13 +175,15 @@ class ConsumerPool:
     ) -> None:
         """Give a consumer back (``factory`` is the one it was acquired with); it is closed
         instead when not reusable or no caching is wanted."""
+        with self._lock:
+            secrets = self._lent.pop(id(consumer), None)
         if not reusable or timeout_ms <= 0:
             _close(consumer)
             return
         entry = _Idle(
             consumer,
             cluster_id,
-            (cluster_id, properties, factory),
+            (cluster_id, properties, factory, secrets or _secrets_key(properties, cluster_id)),
             time.monotonic(),
             timeout_ms / 1000,
             generation,
@@ -203,6 +228,11 @@ class ConsumerPool:
         while True:
             time.sleep(0.5)
             self._close_where(_expired)
+
+
+def _secrets_key(properties: Mapping[str, str], cluster_id: str) -> str:
+    """What the properties' secret references resolve to, as a digest (``""`` without one)."""
+    return properties_fingerprint(properties, cluster_id) if has_references(properties) else ""
 
 
 def _expired(entry: _Idle) -> bool:

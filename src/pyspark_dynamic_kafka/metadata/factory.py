@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, MetadataError, OptionsError
-from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.config import check_client_options, redact_secrets
 from pyspark_dynamic_kafka.metadata.file import OPTIONS as FILE_OPTIONS
 from pyspark_dynamic_kafka.metadata.file import FileMetadataService
 from pyspark_dynamic_kafka.metadata.http import OPTIONS as HTTP_OPTIONS
@@ -51,6 +51,7 @@ def _single_cluster_service(options: Mapping[str, str]) -> SingleClusterMetadata
     parsed = SINGLE_CLUSTER_OPTIONS.parse(options, keep_unknown=True)
     properties = {key.lower(): value for key, value in parsed.rest.items()}
     properties["bootstrap.servers"] = parsed["bootstrap.servers"]
+    check_client_options(properties, SINGLE_CLUSTER_OPTIONS.prefix)
     return SingleClusterMetadataService(properties=properties, **parsed.fields)
 
 

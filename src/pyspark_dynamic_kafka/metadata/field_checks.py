@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping
 
 from pyspark_dynamic_kafka.kafka.config import is_secret_key
+from pyspark_dynamic_kafka.kafka.java_properties import translate
+from pyspark_dynamic_kafka.kafka.references import is_reference, reference_problem
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.optionspec import did_you_mean
 
@@ -143,7 +145,7 @@ def collect_secrets(value: object, out: set[str]) -> None:
         for key, item in current.items():
             if isinstance(key, str) and is_secret_key(key):
                 text = scalar_text(item)
-                if text is not None:
+                if text is not None and not is_reference(text):  # a reference is shown
                     out.add(text)
                     out.add(str(item))
             else:
@@ -160,7 +162,8 @@ def secrets_in_text(text: str) -> set[str]:
             continue
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
-        secrets.add(value)
+        if not is_reference(value):
+            secrets.add(value)
     return secrets
 
 
@@ -211,6 +214,16 @@ def parse_properties(value: object, path: str, problems: Problems) -> dict[str, 
             valid = False
             continue
         result[key] = text
+        reference = reference_problem(text)
+        if reference is not None:
+            problems.add(key_path, f"the secret reference {reference}.")
+            valid = False
+    for key, advice in translate(result).problems:
+        problems.add(
+            child_path(path, key),
+            f"a Java client property with no librdkafka equivalent: {advice}.",
+        )
+        valid = False
     if _BOOTSTRAP not in value:
         near = [k for k in result if suggestion(k, [_BOOTSTRAP])]
         hint = f" {near[0]!r} is set: did you mean '{_BOOTSTRAP}'?" if near else ""

@@ -17,6 +17,8 @@ Options (``config/``, parsed once on the driver; no Kafka call):
 - :mod:`~pyspark_dynamic_kafka.source.config.options`: every option declared once (key, parser,
   default, doc, scope) with :mod:`pyspark_dynamic_kafka.optionspec`; parsing.
 - :mod:`~pyspark_dynamic_kafka.source.config.validation`: every rule across options.
+- :mod:`~pyspark_dynamic_kafka.source.config.spark_kafka`: what a query moved over from Spark's
+  ``format("kafka")`` meets: Spark's option names pointed at ours, the ``kafka.*`` keys refused.
 - :mod:`~pyspark_dynamic_kafka.source.config.position_options`: the parsers of the starting and
   ending options.
 - :mod:`~pyspark_dynamic_kafka.source.config.parsed`: :class:`SourceOptions`, the parsed options,

@@ -117,6 +117,11 @@ from pyspark_dynamic_kafka.testing.standalone import (
     start_spark_standalone,
 )
 from pyspark_dynamic_kafka.testing.tcp import count_client_connections
+from pyspark_dynamic_kafka.testing.tls import (
+    plain_client_properties,
+    sasl_ssl_scram_client_properties,
+    tls_client_properties,
+)
 
 __all__ = [
     "BROKER_ENV_VAR",
@@ -144,6 +149,8 @@ __all__ = [
     "local_spark_session",
     "open_clusters",
     "parse_brokers_env",
+    "plain_client_properties",
+    "sasl_ssl_scram_client_properties",
     "scram_client_properties",
     "scram_refusal",
     "set_scram_password",
@@ -151,4 +158,5 @@ __all__ = [
     "start_clusters",
     "start_spark_connect",
     "start_spark_standalone",
+    "tls_client_properties",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties, check_client_options
 from pyspark_dynamic_kafka.kafka.engine import CHOICES
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
@@ -195,6 +195,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
                 "the cluster comes from the metadata's write route and the sink manages "
                 "transactions itself. Remove the option."
             )
+    check_client_options(kafka, KAFKA_PREFIX)
     parsed = SINK_OPTIONS.parse(declared, "any")
     if parsed["deliveryGuarantee"] == EXACTLY_ONCE and parsed["sinkId"] is None:
         raise OptionsError(

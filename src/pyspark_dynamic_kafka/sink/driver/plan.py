@@ -78,7 +78,7 @@ def _marker_clusters(options: SinkOptions, stream: KafkaStream) -> tuple[MarkerC
     return tuple(
         MarkerCluster(
             cluster_id,
-            merge_client_properties(options.kafka_properties, cluster.properties),
+            merge_client_properties(options.kafka_properties, cluster.properties, cluster_id),
             min(cluster.topics),
         )
         for cluster_id, cluster in sorted(stream.clusters.items())

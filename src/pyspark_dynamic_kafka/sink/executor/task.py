@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from pyspark_dynamic_kafka.kafka.config import FrozenProperties, merge_client_properties
+from pyspark_dynamic_kafka.kafka.config import (
+    FrozenProperties,
+    client_properties,
+    merge_client_properties,
+)
 from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
@@ -80,8 +84,17 @@ class WriteTask:
         return self.engine != PYTHON
 
     def producer_properties(self) -> dict[str, str]:
-        """The producer's client properties: query-wide, the cluster's, then the sink's own."""
-        merged = dict(merge_client_properties(self.kafka_properties, self.route.properties))
+        """The producer's client properties: query-wide, the cluster's, then the sink's own, with
+        secret references resolved (now: a rotated password file is read again).
+
+        Raises
+        ------
+        ClientPropertyError
+            When a secret reference does not resolve.
+        """
+        cluster_id = self.route.cluster_id
+        carried = merge_client_properties(self.kafka_properties, self.route.properties, cluster_id)
+        merged = client_properties(carried, cluster_id)
         merged["enable.idempotence"] = "true"
         merged.setdefault("message.timeout.ms", str(self.flush_timeout_ms))
         return merged

@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, failure, send_all
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport, WriteTask
 
@@ -90,7 +90,8 @@ def committed_batch(task: WriteTask, cluster: MarkerCluster, partition: int) -> 
         When the cluster does not answer (naming it; a replay cannot be checked, so the task
         must not write).
     """
-    consumer = _marker_consumer(dict(cluster.properties), progress_group(task, partition))
+    properties = client_properties(cluster.properties, cluster.cluster_id)
+    consumer = _marker_consumer(properties, progress_group(task, partition))
     deadline = time.monotonic() + _timeout_s(task)
     try:
         while True:

@@ -38,6 +38,7 @@ from pyspark_dynamic_kafka.source.config.position_options import (
     parse_timestamp,
     parse_timestamps_spec,
 )
+from pyspark_dynamic_kafka.source.config.spark_kafka import check_spark_names
 from pyspark_dynamic_kafka.source.config.validation import apply_rules
 
 __all__ = [
@@ -385,6 +386,7 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
         and the value.
     """
     declared, kafka, metadata = split_prefixed(options, KAFKA_PREFIX, METADATA_PREFIX)
+    check_spark_names(declared)  # subscribe, assign, ...: what to write instead
     parsed = SOURCE_OPTIONS.parse(declared, mode)
     starting, ending = apply_rules(parsed, kafka, mode)
     return SourceOptions(

@@ -1,5 +1,6 @@
 """Every rule across source options, as Spark's kafka source has them, applied by
-:func:`apply_rules`: one subscription, which client properties are refused, which option wins
+:func:`apply_rules`: one subscription, which client properties are refused
+(:mod:`~pyspark_dynamic_kafka.source.config.spark_kafka`), which option wins
 among the starting (or ending) ones, what only batch accepts, and trigger limits that agree.
 
 Rules about one option alone (its type, range, whether it is required) are its declaration in
@@ -14,6 +15,7 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.optionspec import Mode, ParsedOptions
 from pyspark_dynamic_kafka.position import PositionSpec
 from pyspark_dynamic_kafka.source.config import position_options
+from pyspark_dynamic_kafka.source.config.spark_kafka import check_client_keys
 
 __all__ = [
     "ENDING_KEYS",
@@ -22,7 +24,6 @@ __all__ = [
     "check_archive",
     "check_assignment",
     "check_batch",
-    "check_client_keys",
     "check_commits",
     "position_spec",
 ]
@@ -31,22 +32,6 @@ __all__ = [
 STARTING_KEYS = ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets")
 #: The ending options, in precedence order.
 ENDING_KEYS = ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")
-
-#: ``kafka.*`` keys Spark's kafka source rejects too, with the reason.
-_FORBIDDEN_CLIENT_KEYS: Mapping[str, str] = {
-    "auto.offset.reset": "set 'startingOffsets' (or a starting timestamp) to choose where a new "
-    "query starts; later offsets live in the Spark checkpoint and 'failOnDataLoss' decides what "
-    "happens when they are no longer available",
-    "enable.auto.commit": "offsets are never committed to Kafka by the consumers: the source "
-    "tracks them in the Spark checkpoint (set 'commitOffsetsToKafka' to also commit each "
-    "micro-batch's end offsets to 'kafka.group.id')",
-    "key.deserializer": "keys are always read as bytes (the binary column 'key'); deserialize "
-    "them with DataFrame operations, e.g. cast(key as string)",
-    "value.deserializer": "values are always read as bytes (the binary column 'value'); "
-    "deserialize them with DataFrame operations, e.g. cast(value as string) or from_json",
-    "interceptor.classes": "consumer interceptors are not supported: the source reads exact "
-    "offset ranges and an interceptor could change the records it sees",
-}
 
 
 def apply_rules(
@@ -69,8 +54,8 @@ def apply_rules(
     OptionsError
         Naming the options in conflict and the fix.
     """
+    check_client_keys(kafka)  # first: kafka.bootstrap.servers says where streams come from
     check_subscription(parsed)
-    check_client_keys(kafka)
     starting = position_spec(parsed, STARTING_KEYS)
     ending = position_spec(parsed, ENDING_KEYS)
     batch_only = parsed.given_in_scope("batch")
@@ -95,22 +80,6 @@ def check_subscription(parsed: ParsedOptions) -> None:
         given = [k for k in ("streamIds", "streamPattern") if k in parsed.given]
         shown = ", ".join(f"{k}={parsed.given[k]!r}" for k in given) or "neither"
         raise OptionsError(f"Set exactly one of 'streamIds' and 'streamPattern' (got {shown}).")
-
-
-def check_client_keys(kafka: Mapping[str, str]) -> None:
-    """Refuse the ``kafka.*`` keys Spark's kafka source refuses, saying why.
-
-    Raises
-    ------
-    OptionsError
-        Naming the key and the reason.
-    """
-    for key in kafka:
-        reason = _FORBIDDEN_CLIENT_KEYS.get(key.lower())
-        if reason is not None:
-            raise OptionsError(
-                f"Option 'kafka.{key}' is not supported: {reason}. Remove the option."
-            )
 
 
 def position_spec(parsed: ParsedOptions, keys: tuple[str, str, str]) -> PositionSpec:

@@ -85,7 +85,7 @@ def resolve_subscription(
                 _merge_starting(starting.setdefault(cluster_id, {}), cluster_id, stream_id, cluster)
     return {
         cluster_id: ClusterSubscription(
-            merge_client_properties(kafka_properties, properties[cluster_id]),
+            merge_client_properties(kafka_properties, properties[cluster_id], cluster_id),
             frozenset(topics[cluster_id]),
             tuple(sorted(starting.get(cluster_id, {}).items())),
         )

@@ -37,7 +37,7 @@ def _consumer(cluster_id: str, properties: Mapping[str, str], direct: bool) -> A
             f"Cluster '{cluster_id}' was planned for the native reader, but this Python worker "
             "has no pyspark-dynamic-kafka-core: install it on the executors or set reader=python."
         )
-    config = consumer_config(properties)
+    config = consumer_config(properties, cluster_id)
     try:
         return module.Consumer(sorted(config.items()), direct=direct)
     except module.ClientError as exc:

@@ -25,7 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets
 
 __all__ = ["GroupMember", "member_config"]
 
@@ -47,9 +47,10 @@ _DEFAULTS: Mapping[str, str] = {
 }
 
 
-def member_config(properties: Mapping[str, str]) -> dict[str, str]:
-    """The consumer configuration of a group member for a cluster's merged properties."""
-    return {**_DEFAULTS, **properties, **_FORCED}
+def member_config(properties: Mapping[str, str], cluster_id: str | None = None) -> dict[str, str]:
+    """The consumer configuration of a group member for a cluster's merged properties (secret
+    references resolved)."""
+    return {**_DEFAULTS, **client_properties(properties, cluster_id), **_FORCED}
 
 
 class GroupMember:
@@ -90,7 +91,7 @@ class GroupMember:
         self._assigned = False
         self._closing = False
         self._requests: list[_Commit] = []
-        config = member_config(properties)
+        config = member_config(properties, cluster_id)
         self._incremental = "cooperative" in config["partition.assignment.strategy"]
         try:
             self._consumer = factory(config)

@@ -1,0 +1,212 @@
+"""A query moved over from Spark's ``format("kafka")``, on Apache Kafka with TLS and SASL
+listeners: its Java client properties are translated and the query reads every record once
+through them (in a metadata cluster entry, a ``kafka.*`` option, the ``singleCluster`` service's
+properties); those without a librdkafka equivalent fail when the query starts and in
+``dynamic-kafka validate``, naming the key, where it came from and what to write instead, never
+a secret; Spark's own option names get a did-you-mean.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from tests.integration.helpers import (
+    numbered,
+    produce,
+    skip_without_local_kafka,
+    source_options,
+)
+from tests.integration.queries import batch_read, keyed_rows, memory_query
+
+from pyspark_dynamic_kafka.cli.commands import main
+from pyspark_dynamic_kafka.kafka.config import client_properties
+from pyspark_dynamic_kafka.testing import (
+    set_scram_password,
+    start_clusters,
+    tls_client_properties,
+)
+from pyspark_dynamic_kafka.testing.kafka_config import PLAIN_PASSWORD, PLAIN_USER
+
+
+@pytest.fixture(scope="module")
+def east() -> Iterator[Any]:
+    """Cluster east with its SASL_PLAINTEXT, SSL and SASL_SSL listeners, for the module (each
+    test reads a topic of its own)."""
+    skip_without_local_kafka("an Apache Kafka cluster with TLS and SASL listeners")
+    with start_clusters(["east"], "kafka", scram=True, tls=True) as clusters:
+        yield clusters["east"]
+
+
+def _jaas(module: str, user: str, password: str) -> str:
+    """A ``sasl.jaas.config`` as a Java client's configuration writes it."""
+    return (
+        f"org.apache.kafka.common.security.{module} required "
+        f'username="{user}" password="{password}";'
+    )
+
+
+def _write(path: Path, clusters: dict[str, dict[str, str]], topic: str) -> Path:
+    """A metadata file mapping stream ``orders`` to ``topic`` on every cluster."""
+    streams = {"orders": [{"cluster": c, "topics": [topic]} for c in clusters]}
+    path.write_text(yaml.safe_dump({"clusters": clusters, "streams": streams}))
+    return path
+
+
+def test_java_client_properties_are_translated_and_the_queries_read_through_them(
+    spark: Any, east: Any, tmp_path: Path
+) -> None:
+    east.create_topic("translated", partitions=2)
+    values = produce(east, "translated", numbered("v", 8), 2)
+    password = f"SENTINEL-{uuid.uuid4().hex}"
+    set_scram_password(east, "java-reader", password)
+    store = east.tls_store
+    sasl_ssl, ssl = east.listener_servers("SASL_SSL"), east.listener_servers("SSL")
+    pem = {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(store.ca_location)}
+    plain = _jaas("plain.PlainLoginModule", PLAIN_USER, PLAIN_PASSWORD)
+    scram = _jaas("scram.ScramLoginModule", "java-reader", password)
+    sasl = {"bootstrap.servers": sasl_ssl, "security.protocol": "SASL_SSL", **pem}
+    tls = {"bootstrap.servers": ssl, "security.protocol": "SSL", **pem}
+    # One Kafka cluster, five entries: each reads it through other Java client properties.
+    clusters = {
+        "jaas-plain": {**sasl, "sasl.mechanism": "PLAIN", "sasl.jaas.config": plain},
+        "jaas-scram": {**sasl, "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": scram},
+        "pkcs12-keystore": {
+            **tls,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(store.keystore),
+            "ssl.keystore.password": store.password,
+        },
+        "pem-certificates": {
+            "bootstrap.servers": ssl,
+            "security.protocol": "SSL",
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.certificates": store.ca_location.read_text(),
+        },
+        # The certificate names 127.0.0.1 only: as localhost, only no host name check connects.
+        "no-host-check": {
+            **tls,
+            "bootstrap.servers": ssl.replace("127.0.0.1", "localhost"),
+            "ssl.endpoint.identification.algorithm": "",
+        },
+    }
+    meta = _write(tmp_path / "streams.yaml", clusters, "translated")
+    rows = keyed_rows(batch_read(spark, source_options(meta, streamIds="orders")))
+    assert sorted((cluster, value) for cluster, _, _, _, value in rows) == sorted(
+        (cluster, value) for cluster in clusters for value in values
+    )
+    # Each translation carries weight: without it no client of that entry connects.
+    with pytest.raises(KafkaException, match=r"ssl\.keystore"):
+        wrong = {**clusters["pkcs12-keystore"], "ssl.keystore.password": "wrong"}
+        AdminClient(client_properties(wrong))
+    checked = {**clusters["no-host-check"]}
+    del checked["ssl.endpoint.identification.algorithm"]
+    with pytest.raises(KafkaException):
+        AdminClient(client_properties(checked)).list_topics(timeout=5)
+
+    # In a query's kafka.* options, and in the singleCluster service's properties.
+    bare = {**sasl, "sasl.mechanism": "SCRAM-SHA-512"}
+    bare_meta = _write(tmp_path / "bare.yaml", {"bare": bare}, "translated")
+    options = source_options(bare_meta, streamIds="orders")
+    rows = keyed_rows(batch_read(spark, {**options, "kafka.sasl.jaas.config": scram}))
+    assert sorted(value for *_, value in rows) == sorted(values) and rows[0][0] == "bare"
+    single = {f"metadataService.{k}": v for k, v in {**sasl, "sasl.jaas.config": plain}.items()}
+    single |= {"metadataService.sasl.mechanism": "PLAIN", "metadataService.clusterId": "single"}
+    options = {**options, "metadataService": "singleCluster", **single, "streamIds": "translated"}
+    del options["metadataService.path"]  # every topic of the cluster is a stream of its name
+    rows = keyed_rows(batch_read(spark, options))
+    assert sorted(value for *_, value in rows) == sorted(values) and rows[0][0] == "single"
+
+
+def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_validate(
+    spark: Any, east: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    east.create_topic("refused", partitions=1)
+    produce(east, "refused", numbered("v", 2))
+    secret = f"SENTINEL-{uuid.uuid4().hex}"
+    krb5 = (
+        f'com.sun.security.auth.module.Krb5LoginModule required keyTab="/k" principal="{secret}";'
+    )
+    oauth = (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+        f'clientId="reader" clientSecret="{secret}";'
+    )
+    # cluster -> (its Java properties, the key refused, what the message says to write)
+    refused = {
+        "jks-truststore": (
+            {"ssl.truststore.location": "/etc/kafka/t.jks", "ssl.truststore.password": secret},
+            "ssl.truststore.location",
+            "keytool -list -rfc -keystore <truststore>",
+        ),
+        "jks-keystore": (
+            {"ssl.keystore.type": "JKS", "ssl.keystore.location": "/etc/kafka/k.jks"},
+            "ssl.keystore.type",
+            "keytool -importkeystore -srckeystore keystore.jks",
+        ),
+        "kerberos": ({"sasl.jaas.config": krb5}, "sasl.jaas.config", "sasl.mechanism=GSSAPI"),
+        "oauth": ({"sasl.jaas.config": oauth}, "sasl.jaas.config", "sasl.oauthbearer.method=oidc"),
+        "callback-class": (
+            {"sasl.login.callback.handler.class": "com.example.Handler"},
+            "sasl.login.callback.handler.class",
+            "librdkafka cannot load Java classes",
+        ),
+    }
+    base = tls_client_properties(east)
+    meta = _write(
+        tmp_path / "streams.yaml",
+        {c: {**base, **java} for c, (java, _, _) in refused.items()},
+        "refused",
+    )
+
+    assert main(["validate", str(meta)]) == 1
+    said = capsys.readouterr().err
+    assert f"{meta}: 5 problem(s):" in said and secret not in said
+    for cluster, (_, key, fix) in refused.items():
+        assert f'clusters.{cluster}["{key}"]: a Java client property with no librdkafka' in said
+        assert fix in said, (cluster, said)
+
+    # The stream fails when it starts, before its first micro-batch, every problem named.
+    with memory_query(spark, source_options(meta, streamIds="orders")) as query:
+        failure = query.failure()
+        assert query.query.recentProgress == []
+    assert secret not in failure
+    for cluster, (_, key, fix) in refused.items():
+        assert f'clusters.{cluster}["{key}"]' in failure and fix in failure, failure
+
+    # As kafka.* options: the query is refused when it is defined.
+    fine = _write(tmp_path / "fine.yaml", {"east": base}, "refused")
+    for _, (java, key, fix) in refused.items():
+        options = source_options(fine, streamIds="orders") | {
+            f"kafka.{k}": v for k, v in java.items()
+        }
+        with pytest.raises(Exception) as failed:
+            spark.readStream.format("dynamic_kafka").options(**options).load()
+        message = str(failed.value)
+        assert f"Option 'kafka.{key}' is a Java client property with no librdkafka" in message
+        assert fix in message and secret not in message
+
+
+@pytest.mark.parametrize(
+    ("spark_option", "value", "said"),
+    [
+        ("subscribe", "orders", "Did you mean 'streamIds'?"),
+        ("subscribePattern", "^ord", "Did you mean 'streamPattern'?"),
+        ("assign", '{"orders": [0]}', "startingOffsets (and, for a batch read, endingOffsets)"),
+        ("kafka.bootstrap.servers", "127.0.0.1:9092", "metadataService=singleCluster"),
+    ],
+)
+def test_spark_kafka_option_names_get_a_did_you_mean(
+    spark: Any, east: Any, tmp_path: Path, spark_option: str, value: str, said: str
+) -> None:
+    meta = _write(tmp_path / "streams.yaml", {"east": tls_client_properties(east)}, "refused")
+    options = source_options(meta) | {spark_option: value}  # as a format("kafka") job has it
+    with pytest.raises(Exception) as failed:
+        spark.readStream.format("dynamic_kafka").options(**options).load()
+    message = str(failed.value)
+    assert f"'{spark_option}'" in message and said in message, message

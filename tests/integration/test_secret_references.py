@@ -1,0 +1,141 @@
+"""Secrets by reference on Apache Kafka: passwords in the metadata as ``${env:VAR}`` and
+``${file:/path/to/file.properties:key}`` are resolved where each client is built (the driver's
+admin clients, the executors' consumers), a rotated file is read again at the next connection,
+and a reference that does not resolve fails the query at once naming the property and the
+reference. No password appears in any log line (Python logging at DEBUG in every Python process,
+Spark at INFO, librdkafka's configuration and security debug logs), progress report or
+checkpoint file, as the secrets tests scan them (test_secrets.py, test_credential_rotation.py).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.integration.faults import fault_app, leaks, verbose_environment
+from tests.integration.helpers import numbered, produce, secured_cluster, source_options
+from tests.integration.queries import batch_read, memory_query
+
+from pyspark_dynamic_kafka.testing import (
+    sasl_ssl_scram_client_properties,
+    scram_client_properties,
+    scram_refusal,
+    set_scram_password,
+)
+
+pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
+
+_PASSWORD_KEY = "file.reader.password"
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file + rename), as a secrets agent does."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _metadata(path: Path, clusters: dict[str, dict[str, str]]) -> Path:
+    """Stream ``orders``: topic ``<cluster id>`` on each cluster (one Kafka cluster, one entry
+    per way of authenticating)."""
+    streams = {"orders": [{"cluster": c, "topics": [c]} for c in clusters]}
+    _replace(path, yaml.safe_dump({"clusters": clusters, "streams": streams}))
+    return path
+
+
+def test_passwords_by_reference_read_rotate_and_leave_no_trace(
+    kafka_clusters: Any, tmp_path: Path
+) -> None:
+    east = secured_cluster(kafka_clusters)
+    by_env, by_file = "by-env", "by-file"
+    for topic in (by_env, by_file):
+        east.create_topic(topic, partitions=2)
+    env_password = f"ENV-{uuid.uuid4().hex}"
+    old, new = f"OLD-{uuid.uuid4().hex}", f"NEW-{uuid.uuid4().hex}"
+    set_scram_password(east, "env-reader", env_password)
+    set_scram_password(east, "file-reader", old)
+    secrets = tmp_path / "secrets" / "kafka.properties"
+    secrets.parent.mkdir()
+    _replace(secrets, f"# the file's readers' passwords\n{_PASSWORD_KEY}={old}\n")
+    debug = {"debug": "conf,security"}  # librdkafka logs its configuration too
+    meta = _metadata(
+        tmp_path / "streams.yaml",
+        {
+            by_env: {  # SASL_SSL, SCRAM-SHA-512
+                **sasl_ssl_scram_client_properties(
+                    east, "env-reader", "${env:DK_TEST_EAST_PASSWORD}", "SCRAM-SHA-512"
+                ),
+                **debug,
+            },
+            by_file: {  # SASL_PLAINTEXT, SCRAM-SHA-256
+                **scram_client_properties(
+                    east, "file-reader", f"${{file:{secrets}:{_PASSWORD_KEY}}}"
+                ),
+                **debug,
+            },
+        },
+    )
+    written = meta.read_text()
+    expected = produce(east, by_env, numbered("e", 6), 2) + produce(
+        east, by_file, numbered("f", 6), 2
+    )
+    # No pooling: every task builds its consumers, and so reads the file again.
+    options = source_options(meta, streamIds="orders", **{"kafkaConsumer.cacheTimeoutMs": "0"})
+    env = {**verbose_environment(tmp_path / "site"), "DK_TEST_EAST_PASSWORD": env_password}
+    with fault_app(tmp_path / "app", options, env=env) as app:
+        app.wait_rows(len(expected))
+        set_scram_password(east, "file-reader", new)  # from now on the old one is refused
+        _replace(secrets, f"{_PASSWORD_KEY}={new}\n")  # the metadata does not change
+        expected += produce(east, by_file, numbered("g", 6), 2)
+        app.wait_rows(len(expected))
+        refusal = scram_refusal(east, "file-reader", old)
+        result = app.finish()
+    assert result.error is None
+    assert result.values == sorted(expected)
+    assert "Authentication failed" in refusal
+    assert meta.read_text() == written  # references only, untouched
+
+    # The logs were as verbose as they get, and no password is anywhere.
+    logs = result.logs
+    assert "'pyspark.worker']" in logs  # Python workers log at DEBUG
+    assert "INFO MicroBatchExecution" in logs  # Spark's own log
+    assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump
+    assert len(result.progress) >= 2 and '"latestOffset"' in result.progress[-1]
+    files = [p for p in app.checkpoint.rglob("*") if p.is_file()]
+    assert any("offsets" in p.parts for p in files)
+    for password in (env_password, old, new):
+        assert leaks(password, logs, files) == []
+
+
+def test_a_reference_that_does_not_resolve_fails_the_query_naming_key_and_reference(
+    spark: Any, kafka_clusters: Any, tmp_path: Path
+) -> None:
+    east = secured_cluster(kafka_clusters)
+    east.create_topic("unresolved", partitions=1)
+    produce(east, "unresolved", numbered("v", 2))
+    secrets = tmp_path / "kafka.properties"
+    secrets.write_text("other.password=SENTINEL-not-this-one\n")
+    variable = f"DK_TEST_UNSET_{uuid.uuid4().hex[:8].upper()}"
+    failures = {
+        f"${{env:{variable}}}": f"but the environment variable {variable} is not set",
+        f"${{file:{tmp_path / 'absent.properties'}:password}}": "cannot be read (No such file",
+        f"${{file:{secrets}:password}}": f"but {secrets} has no key 'password'",
+    }
+    for index, (reference, said) in enumerate(failures.items()):
+        properties = sasl_ssl_scram_client_properties(east, "nobody", reference, "SCRAM-SHA-512")
+        meta = _metadata(tmp_path / f"streams{index}.yaml", {"unresolved": properties})
+        expected = f"Cluster 'unresolved': client property 'sasl.password' refers to {reference}"
+        if index == 0:  # a stream fails when it starts, not after unreachableClusterTimeoutMs
+            with memory_query(spark, source_options(meta, streamIds="orders")) as query:
+                message = query.failure()
+                assert query.query.recentProgress == []
+        else:
+            with pytest.raises(Exception) as failed:
+                batch_read(spark, source_options(meta, streamIds="orders")).count()
+            message = str(failed.value)
+        assert expected in message and said in message, message
+        assert "SENTINEL" not in message

@@ -55,10 +55,6 @@ class Query:
     inside: float
     add_batch: float
 
-    @property
-    def outside(self) -> float:
-        return self.seconds - self.inside
-
 
 def _progress_times(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
     rows = sum(int(p["numInputRows"]) for p in progress)
@@ -144,7 +140,8 @@ def _sides(
 def _line(name: str, q: Query) -> str:
     return (
         f"{name:14} {q.rows / q.seconds:>11,.0f} rows/s  {q.seconds:6.2f} s "
-        f"(triggers {q.inside:5.2f}, addBatch {q.add_batch:5.2f}, outside {q.outside:5.2f})  "
+        f"(triggers {q.inside:5.2f}, addBatch {q.add_batch:5.2f}, "
+        f"outside {q.seconds - q.inside:5.2f})  "
         f"{q.cpu / max(q.rows, 1) * 1e6:5.2f} us/record"
     )
 

@@ -61,13 +61,16 @@ with start_clusters(["east", "west"], "kafka", tls=True, scram=True) as clusters
     subprocess.run(check, check=True)  # as `dynamic-kafka validate streams.json`
 
     spark = local_spark_session("secure-job")  # after the variable is set: workers inherit it
+    source = {
+        "metadataService": "file",
+        "metadataService.path": str(metadata),
+        "streamIds": "orders",
+        "startingOffsets": "earliest",
+        "metadataDiscoveryIntervalMs": "1000",
+    }
     query = (
         spark.readStream.format("dynamic_kafka")
-        .option("metadataService", "file")
-        .option("metadataService.path", str(metadata))
-        .option("streamIds", "orders")
-        .option("startingOffsets", "earliest")
-        .option("metadataDiscoveryIntervalMs", "1000")
+        .options(**source)
         .load()
         .selectExpr("cluster", "CAST(CAST(value AS STRING) AS INT) AS id")
         .writeStream.format("memory")  # a table of the session, for this example

@@ -192,18 +192,20 @@ def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_valid
         assert fix in message and secret not in message
 
 
-@pytest.mark.parametrize(
-    ("spark_option", "value", "said"),
-    [
-        ("subscribe", "orders", "Did you mean 'streamIds'?"),
-        ("subscribePattern", "^ord", "Did you mean 'streamPattern'?"),
-        ("assign", '{"orders": [0]}', "startingOffsets (and, for a batch read, endingOffsets)"),
-        ("kafka.bootstrap.servers", "127.0.0.1:9092", "metadataService=singleCluster"),
-    ],
-)
+#: A format("kafka") job's option, its value there, and what the refusal points at instead.
+_SPARK_OPTIONS = {
+    "subscribe": ("orders", "Did you mean 'streamIds'?"),
+    "subscribePattern": ("^ord", "Did you mean 'streamPattern'?"),
+    "assign": ('{"orders": [0]}', "startingOffsets (and, for a batch read, endingOffsets)"),
+    "kafka.bootstrap.servers": ("127.0.0.1:9092", "metadataService=singleCluster"),
+}
+
+
+@pytest.mark.parametrize("spark_option", list(_SPARK_OPTIONS))
 def test_spark_kafka_option_names_get_a_did_you_mean(
-    spark: Any, east: Any, tmp_path: Path, spark_option: str, value: str, said: str
+    spark: Any, east: Any, tmp_path: Path, spark_option: str
 ) -> None:
+    value, said = _SPARK_OPTIONS[spark_option]
     meta = _write(tmp_path / "streams.yaml", {"east": tls_client_properties(east)}, "refused")
     options = source_options(meta) | {spark_option: value}  # as a format("kafka") job has it
     with pytest.raises(Exception) as failed:

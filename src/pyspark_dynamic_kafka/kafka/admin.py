@@ -20,12 +20,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import (
-    client_properties,
-    properties_fingerprint,
-    redact_secrets,
-)
-from pyspark_dynamic_kafka.kafka.references import has_references
+from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
 from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -158,10 +153,9 @@ class ClusterAdmin:
         self._secrets = ""  # what the client's secret references resolved to (a digest)
 
     def _admin(self) -> Any:
-        if has_references(self.properties):
-            secrets = properties_fingerprint(self.properties, self.cluster_id)
-            if secrets != self._secrets:
-                self._client, self._secrets = None, secrets
+        secrets = secrets_key(self.properties, self.cluster_id)
+        if secrets != self._secrets:
+            self._client, self._secrets = None, secrets
         if self._client is None:
             try:
                 self._client = AdminClient(admin_config(self.properties, self.cluster_id))

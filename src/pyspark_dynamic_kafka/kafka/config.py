@@ -32,6 +32,7 @@ __all__ = [
     "properties_fingerprint",
     "redact",
     "redact_secrets",
+    "secrets_key",
 ]
 
 _log = logging.getLogger(__name__)
@@ -85,6 +86,12 @@ def redact_secrets(text: str, properties: Mapping[str, Any]) -> str:
         for shown in (resolved, translate(resolved).properties):
             secrets.extend(v for k, v in shown.items() if is_secret_key(k))
     return redact(text, secrets)
+
+
+def secrets_key(properties: Mapping[str, str], cluster_id: str | None = None) -> str:
+    """What the secret references of ``properties`` resolve to, as a digest (``""`` without a
+    reference): a client built when it was different is replaced (a rotated password file)."""
+    return properties_fingerprint(properties, cluster_id) if has_references(properties) else ""
 
 
 def properties_fingerprint(properties: Mapping[str, str], cluster_id: str | None = None) -> str:

@@ -25,10 +25,9 @@ from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.config import (
     DEFAULT_GROUP_ID_PREFIX,
     client_properties,
-    properties_fingerprint,
     redact_secrets,
+    secrets_key,
 )
-from pyspark_dynamic_kafka.kafka.references import has_references
 
 __all__ = [
     "CONSUMER_DEFAULTS",
@@ -149,7 +148,7 @@ class ConsumerPool:
         Idle consumers of the same cluster, properties and factory but another generation are
         closed.
         """
-        secrets = _secrets_key(properties, cluster_id)
+        secrets = secrets_key(properties, cluster_id)
         key = (cluster_id, properties, factory, secrets)
         self._close_where(lambda e: e.key == key and e.generation != generation)
         with self._lock:
@@ -183,7 +182,7 @@ class ConsumerPool:
         entry = _Idle(
             consumer,
             cluster_id,
-            (cluster_id, properties, factory, secrets or _secrets_key(properties, cluster_id)),
+            (cluster_id, properties, factory, secrets or secrets_key(properties, cluster_id)),
             time.monotonic(),
             timeout_ms / 1000,
             generation,
@@ -228,11 +227,6 @@ class ConsumerPool:
         while True:
             time.sleep(0.5)
             self._close_where(_expired)
-
-
-def _secrets_key(properties: Mapping[str, str], cluster_id: str) -> str:
-    """What the properties' secret references resolve to, as a digest (``""`` without one)."""
-    return properties_fingerprint(properties, cluster_id) if has_references(properties) else ""
 
 
 def _expired(entry: _Idle) -> bool:

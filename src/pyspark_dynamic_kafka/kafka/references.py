@@ -42,18 +42,12 @@ _SEPARATORS = "=: \t\f"
 
 @dataclass(frozen=True)
 class Reference:
-    """One ``${provider:[path:]key}`` in a value.
+    """One ``${provider:[path:]key}`` in a value, and its parts."""
 
-    Attributes
-    ----------
-    text:
-        The reference as written (what messages show).
-    provider, path, key:
-        Its parts; ``path`` is ``None`` when it has none (``${env:VAR}``).
-    """
-
+    #: The reference as written (what messages show).
     text: str
     provider: str
+    #: ``None`` when it has none (``${env:VAR}``).
     path: str | None
     key: str
 

@@ -20,7 +20,10 @@ window and the CPU); raw is two processes (:mod:`.raw`); Flink is one long-lived
 mini-cluster of parallelism 2 per job (:mod:`.peers.flink`). A warm-up round runs every side
 once (JIT, Python workers), then ``--rounds`` rounds run the sides interleaved, order reversed
 every other round; the ratios ours / peer are printed per round with their median. Brokers are
-processes of their own, outside every measured tree. Results also go to ``$BENCH_DIR/results.json``.
+processes of their own, outside every measured tree; the Apache Kafka brokers run with the
+JVM's defaults and a 1 GiB heap (``SERVING_JVM_OPTIONS``), not the test suite's C1-only JVM,
+under which a broker's TLS, not the reader, sets every reader's pace. Results also go to
+``$BENCH_DIR/results.json``.
 
 Run with ``make bench``; options: ``--records N --size B --rounds R --cases ...``.
 """
@@ -64,6 +67,7 @@ from pyspark_dynamic_kafka.source.driver.task_packing import pack_tasks
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
+from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 from pyspark_dynamic_kafka.testing.kafka_jars import find_java
 from pyspark_dynamic_kafka.testing.tls import (
     plain_client_properties,
@@ -229,7 +233,10 @@ def main() -> None:
     with ExitStack() as stack:
         # The Apache Kafka clusters have TLS and SASL listeners when a case reads through them.
         secured = any(CASES[c][3] for c in args.cases)
-        options = {"kafka": {"tls": secured, "scram": secured}, "tansu": {}}
+        options = {
+            "kafka": {"tls": secured, "scram": secured, "jvm_options": SERVING_JVM_OPTIONS},
+            "tansu": {},
+        }
         started = {
             kind: stack.enter_context(
                 start_clusters([f"{kind}{i}" for i in range(n)], broker=kind, **options[kind])

@@ -43,6 +43,7 @@ from benchmarks.spark_sides import write_metadata as write_bench_metadata
 from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
+from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,9 @@ def main() -> None:
     results: dict[str, list[dict[str, Query]]] = {c: [] for c in args.cases}
     with ExitStack() as stack:
         names = [f"kafka{i}" for i in range(count)]
-        clusters = start_clusters(names, broker="kafka", tls=secured, scram=secured)
+        clusters = start_clusters(
+            names, broker="kafka", tls=secured, scram=secured, jvm_options=SERVING_JVM_OPTIONS
+        )
         started = {"kafka": stack.enter_context(clusters)}
         for cluster in started["kafka"].values() if secured else ():
             set_scram_password(cluster, "bench", "bench-scram-password")

@@ -24,6 +24,7 @@ __all__ = [
     "RACK_AWARE_SELECTOR",
     "SCRAM_MECHANISM",
     "SCRAM_MECHANISMS",
+    "SERVING_JVM_OPTIONS",
     "STARTED_LINE",
     "BrokerAddress",
     "broker_addresses",
@@ -62,6 +63,17 @@ DEFAULT_JVM_OPTIONS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
 )
 """JVM flags of every broker (a small heap for a shared test machine)."""
+
+SERVING_JVM_OPTIONS: tuple[str, ...] = (
+    "-Xms1g",
+    "-Xmx1g",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+"""JVM flags of a broker measured for throughput (``make bench``): the JVM's own defaults (the
+C2 compiler, G1) and a 1 GiB heap, as a production broker runs. Under
+:data:`DEFAULT_JVM_OPTIONS`' C1-only compiler a broker encrypts TLS about ten times slower
+(~35 MB/s here), so on a TLS listener the broker, not the reader, would set every reader's pace."""
 
 LOG4J2_PROPERTIES = """\
 # log4j 2 configuration of the Apache Kafka test brokers: everything to stdout (a log file).

@@ -8,6 +8,9 @@ from typing import Any
 from hypothesis import strategies as st
 from tests.unit.fuzz_support import SECRETS, json_values, scalars, short_text
 
+from pyspark_dynamic_kafka.kafka.java_properties import translate
+from pyspark_dynamic_kafka.registry.endpoint import is_registry_key
+
 _ID_ALPHABET = st.characters(codec="utf-8", exclude_categories=("Cs",))
 #: Valid ids: non-blank, no surrounding whitespace (often short names, so they collide).
 ids = st.one_of(
@@ -21,8 +24,16 @@ startings = st.one_of(
     st.sampled_from(["earliest", "latest"]),
     st.builds(lambda t: {"timestamp": t}, st.integers(0, 2**63 - 1)),
 )
+#: Valid property names: not a Java client property with no librdkafka equivalent (``x.classes``,
+#: ``y.deserializer``), nor a schema registry key (those are checked, and tested, apart).
 property_keys = st.text(_ID_ALPHABET, min_size=1, max_size=10).filter(
-    lambda k: bool(k.strip()) and k not in SECRETS and k != "bootstrap.servers"
+    lambda k: (
+        bool(k.strip())
+        and k not in SECRETS
+        and k != "bootstrap.servers"
+        and not translate({k: "x"}).problems
+        and not is_registry_key(k)
+    )
 )
 property_values = st.one_of(
     st.text(max_size=10), st.integers(), st.booleans(), st.floats(allow_nan=False)

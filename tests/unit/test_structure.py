@@ -25,6 +25,7 @@ LAYERS = {
     "position": 0,
     "optionspec": 1,
     "kafka": 1,
+    "registry": 1,
     "metadata": 2,
     "source": 3,
     "sink": 3,

@@ -20,6 +20,11 @@ from pyspark_dynamic_kafka.errors import (
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.java_properties import Translation, translate
 from pyspark_dynamic_kafka.kafka.references import has_references, reference_problem, resolve
+from pyspark_dynamic_kafka.registry.endpoint import (
+    is_registry_key,
+    registry_problems,
+    without_registry,
+)
 
 __all__ = [
     "DEFAULT_GROUP_ID_PREFIX",
@@ -42,7 +47,15 @@ _LOGGED: set[tuple[str, tuple[str, ...]]] = set()
 #: Default of the ``groupIdPrefix`` option, and the ``group.id`` of a consumer given none.
 DEFAULT_GROUP_ID_PREFIX = "spark-dynamic-kafka"
 
-_SECRET_MARKERS = ("password", "secret", "token", "sasl.jaas.config", "ssl.key.pem", "credentials")
+_SECRET_MARKERS = (
+    "password",
+    "secret",
+    "token",
+    "sasl.jaas.config",
+    "ssl.key.pem",
+    "credentials",
+    "user.info",
+)
 _MASK = "******"
 _MIN_REDACTED_LENGTH = 3
 
@@ -114,8 +127,9 @@ def properties_fingerprint(properties: Mapping[str, str], cluster_id: str | None
 def client_properties(
     properties: Mapping[str, str], cluster_id: str | None = None
 ) -> dict[str, str]:
-    """The properties a librdkafka client is built from: secret references resolved (read now:
-    a rotated file is read again), then Java client properties translated.
+    """The properties a librdkafka client is built from: the schema registry's keys left out
+    (:mod:`~pyspark_dynamic_kafka.registry.endpoint`), secret references resolved (read now: a
+    rotated file is read again), then Java client properties translated.
 
     Raises
     ------
@@ -123,7 +137,8 @@ def client_properties(
         When a reference does not resolve, or a resolved value is a Java client property with no
         librdkafka equivalent (naming the property, never its value).
     """
-    resolved = resolve(properties, cluster_id) if has_references(properties) else dict(properties)
+    properties = without_registry(properties)
+    resolved = resolve(properties, cluster_id) if has_references(properties) else properties
     translation = translate(resolved)
     if translation.problems:
         where = f"Cluster '{cluster_id}': client" if cluster_id else "Client"
@@ -153,10 +168,15 @@ class FrozenProperties(FrozenMapping[str]):
         return f"FrozenProperties({mask_properties(self._items)!r})"
 
 
-def check_client_options(properties: Mapping[str, str], prefix: str) -> None:
+def check_client_options(
+    properties: Mapping[str, str], prefix: str, cluster_entry: bool = False
+) -> None:
     """Refuse client properties given as options (``<prefix><key>``: ``kafka.*``, the
     ``metadataService.*`` of ``singleCluster``) that are Java client properties without a
-    librdkafka equivalent, or whose secret reference is malformed.
+    librdkafka equivalent, or whose secret reference is malformed. Schema registry keys belong
+    to a cluster's entry: refused unless the options are one (``cluster_entry``, as
+    ``singleCluster``'s are), where they are checked
+    (:func:`~pyspark_dynamic_kafka.registry.endpoint.registry_problems`).
 
     Raises
     ------
@@ -168,6 +188,15 @@ def check_client_options(properties: Mapping[str, str], prefix: str) -> None:
             f"Option '{prefix}{key}' is a Java client property with no librdkafka equivalent: "
             f"{advice}."
         )
+    for key, message in registry_problems(properties) if cluster_entry else ():
+        raise OptionsError(f"Option '{prefix}{key}': {message}.")
+    for key in () if cluster_entry else properties:
+        if is_registry_key(key):
+            raise OptionsError(
+                f"Option '{prefix}{key}': a schema registry is part of its cluster's entry in "
+                f"the metadata, not a client property; write '{key}' there, beside the "
+                "cluster's bootstrap.servers."
+            )
     for key, value in properties.items():
         problem = reference_problem(value)
         if problem is not None:

@@ -51,7 +51,7 @@ def _single_cluster_service(options: Mapping[str, str]) -> SingleClusterMetadata
     parsed = SINGLE_CLUSTER_OPTIONS.parse(options, keep_unknown=True)
     properties = {key.lower(): value for key, value in parsed.rest.items()}
     properties["bootstrap.servers"] = parsed["bootstrap.servers"]
-    check_client_options(properties, SINGLE_CLUSTER_OPTIONS.prefix)
+    check_client_options(properties, SINGLE_CLUSTER_OPTIONS.prefix, cluster_entry=True)
     return SingleClusterMetadataService(properties=properties, **parsed.fields)
 
 

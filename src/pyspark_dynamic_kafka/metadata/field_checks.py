@@ -16,6 +16,7 @@ from pyspark_dynamic_kafka.kafka.java_properties import translate
 from pyspark_dynamic_kafka.kafka.references import is_reference, reference_problem
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
 from pyspark_dynamic_kafka.optionspec import did_you_mean
+from pyspark_dynamic_kafka.registry.endpoint import registry_problems
 
 __all__ = [
     "MAX_INT64",
@@ -218,6 +219,9 @@ def parse_properties(value: object, path: str, problems: Problems) -> dict[str, 
         if reference is not None:
             problems.add(key_path, f"the secret reference {reference}.")
             valid = False
+    for key, message in registry_problems(result):
+        problems.add(child_path(path, key), f"{message}.")
+        valid = False
     for key, advice in translate(result).problems:
         problems.add(
             child_path(path, key),

@@ -9,6 +9,7 @@ from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import Position, PositionKind
+from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 
 __all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
 
@@ -116,6 +117,12 @@ class ClusterMetadata:
     def bootstrap_servers(self) -> str:
         """The cluster's ``bootstrap.servers`` property."""
         return self.properties["bootstrap.servers"]
+
+    @property
+    def registry(self) -> RegistryEndpoint | None:
+        """The cluster's schema registry (its entry's ``schema.registry.*`` keys), if it names
+        one (:class:`~pyspark_dynamic_kafka.registry.endpoint.RegistryEndpoint`)."""
+        return RegistryEndpoint.of(self.properties)
 
 
 @dataclass(frozen=True)

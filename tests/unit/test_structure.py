@@ -26,6 +26,7 @@ LAYERS = {
     "optionspec": 1,
     "kafka": 1,
     "registry": 1,
+    "avro": 1,
     "metadata": 2,
     "source": 3,
     "sink": 3,

@@ -1,0 +1,1 @@
+"""Avro values: the Spark columns an Avro schema decodes into (:mod:`.spark_types`)."""

@@ -25,116 +25,123 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    TimeType,
 )
 
 from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, SparkType, spark_type
 
+#: (Avro schema, Spark type) of schemas whose values are never null.
+TYPED: list[tuple[Any, DataType]] = [
+    ("boolean", BooleanType()),
+    ("int", IntegerType()),
+    ("long", LongType()),
+    ("float", FloatType()),
+    ("double", DoubleType()),
+    ("string", StringType()),
+    ("bytes", BinaryType()),
+    ({"type": "string", "logicalType": "uuid"}, StringType()),
+    ({"type": "enum", "name": "E", "symbols": ["A", "B"]}, StringType()),
+    ({"type": "fixed", "name": "F", "size": 16}, BinaryType()),
+    ({"type": "int", "logicalType": "date"}, DateType()),
+    ({"type": "int", "logicalType": "time-millis"}, IntegerType()),
+    ({"type": "long", "logicalType": "time-micros"}, TimeType(6)),
+    ({"type": "long", "logicalType": "timestamp-millis"}, TimestampType()),
+    ({"type": "long", "logicalType": "timestamp-micros"}, TimestampType()),
+    ({"type": "long", "logicalType": "local-timestamp-millis"}, TimestampNTZType()),
+    ({"type": "long", "logicalType": "local-timestamp-micros"}, TimestampNTZType()),
+    ({"type": "string", "logicalType": "date"}, StringType()),  # not on its base: ignored
+    (
+        {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+        DecimalType(9, 2),
+    ),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 5}, DecimalType(5, 0)),
+    (
+        {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 18},
+        DecimalType(18, 0),
+    ),
+    # 8 bytes hold 18 digits, not 19: Avro ignores the logical type, Spark reads bytes.
+    (
+        {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 19},
+        BinaryType(),
+    ),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 5}, BinaryType()),
+    ({"type": "array", "items": "long"}, ArrayType(LongType(), False)),
+    ({"type": "array", "items": ["null", "long"]}, ArrayType(LongType(), True)),
+    ({"type": "map", "values": "string"}, MapType(StringType(), StringType(), False)),
+    ({"type": "map", "values": ["string", "null"]}, MapType(StringType(), StringType(), True)),
+    (["int", "long"], LongType()),
+    (["double", "float"], DoubleType()),
+    (["string"], StringType()),
+    ([], StructType([])),
+    (
+        ["int", "string", {"type": "array", "items": "int"}],
+        StructType(
+            [
+                StructField("member0", IntegerType(), True),
+                StructField("member1", StringType(), True),
+                StructField("member2", ArrayType(IntegerType(), False), True),
+            ]
+        ),
+    ),
+]
 
-@pytest.mark.parametrize(
-    ("schema", "expected"),
-    [
-        ("boolean", BooleanType()),
-        ("int", IntegerType()),
-        ("long", LongType()),
-        ("float", FloatType()),
-        ("double", DoubleType()),
-        ("string", StringType()),
-        ("bytes", BinaryType()),
-        ({"type": "string", "logicalType": "uuid"}, StringType()),
-        ({"type": "enum", "name": "E", "symbols": ["A", "B"]}, StringType()),
-        ({"type": "fixed", "name": "F", "size": 16}, BinaryType()),
-        ({"type": "int", "logicalType": "date"}, DateType()),
-        ({"type": "int", "logicalType": "time-millis"}, IntegerType()),
-        ({"type": "long", "logicalType": "time-micros"}, LongType()),
-        ({"type": "long", "logicalType": "timestamp-millis"}, TimestampType()),
-        ({"type": "long", "logicalType": "timestamp-micros"}, TimestampType()),
-        ({"type": "long", "logicalType": "local-timestamp-millis"}, TimestampNTZType()),
-        ({"type": "long", "logicalType": "local-timestamp-micros"}, TimestampNTZType()),
-        ({"type": "string", "logicalType": "date"}, StringType()),  # not on its base: ignored
-        (
-            {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-            DecimalType(9, 2),
-        ),
-        ({"type": "bytes", "logicalType": "decimal", "precision": 5}, DecimalType(5, 0)),
-        (
-            {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 18},
-            DecimalType(18, 0),
-        ),
-        # 8 bytes hold 18 digits, not 19: Avro ignores the logical type, Spark reads bytes.
-        (
-            {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 19},
-            BinaryType(),
-        ),
-        ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 5}, BinaryType()),
-        ({"type": "array", "items": "long"}, ArrayType(LongType(), False)),
-        ({"type": "array", "items": ["null", "long"]}, ArrayType(LongType(), True)),
-        ({"type": "map", "values": "string"}, MapType(StringType(), StringType(), False)),
-        ({"type": "map", "values": ["string", "null"]}, MapType(StringType(), StringType(), True)),
-        (["int", "long"], LongType()),
-        (["double", "float"], DoubleType()),
-        (["string"], StringType()),
-        (
-            ["int", "string", {"type": "array", "items": "int"}],
-            StructType(
-                [
-                    StructField("member0", IntegerType(), True),
-                    StructField("member1", StringType(), True),
-                    StructField("member2", ArrayType(IntegerType(), False), True),
-                ]
-            ),
-        ),
-    ],
-)
+
+@pytest.mark.parametrize(("schema", "expected"), TYPED)
 def test_each_avro_type_has_from_avros_spark_type(schema: Any, expected: DataType) -> None:
     assert spark_type(schema) == SparkType(expected, False)
 
 
-@pytest.mark.parametrize(
-    ("schema", "expected"),
-    [
-        ("null", NullType()),
-        (["null"], NullType()),
-        (["null", "string"], StringType()),
-        (["long", "null"], LongType()),
-        (["null", "int", "long"], LongType()),
-        (
-            ["null", "int", "string"],
-            StructType(
-                [StructField("member0", IntegerType(), True), StructField("member1", StringType())]
-            ),
+#: (Avro schema, Spark type) of schemas whose values may be null.
+NULLABLE: list[tuple[Any, DataType]] = [
+    ("null", NullType()),
+    (["null"], StructType([])),
+    (["null", "string"], StringType()),
+    (["long", "null"], LongType()),
+    (["null", "int", "long"], LongType()),
+    (
+        ["null", "int", "string"],
+        StructType(
+            [StructField("member0", IntegerType(), True), StructField("member1", StringType())]
         ),
-    ],
-)
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "expected"), NULLABLE)
 def test_a_union_with_null_is_nullable_and_the_rest_decides(
     schema: Any, expected: DataType
 ) -> None:
     assert spark_type(schema) == SparkType(expected, True)
 
 
-def test_records_nest_and_named_types_are_used_again_by_name_in_their_namespace() -> None:
-    schema = {
-        "type": "record",
-        "name": "Order",
-        "namespace": "shop",
-        "fields": [
-            {"name": "id", "type": "long"},
-            {"name": "note", "type": ["null", "string"], "default": None},
-            {
-                "name": "ship",
-                "type": {
-                    "type": "record",
-                    "name": "Address",
-                    "fields": [
-                        {"name": "city", "type": "string"},
-                        {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A"]}},
-                    ],
-                },
+#: A record with nested, optional and reused named types.
+ORDER: dict[str, Any] = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {
+            "name": "ship",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [
+                    {"name": "city", "type": "string"},
+                    {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A"]}},
+                ],
             },
-            {"name": "bill", "type": ["null", "Address"]},
-            {"name": "bill_kind", "type": "shop.K"},
-            {"name": "tags", "type": {"type": "map", "values": "Address"}},
-        ],
-    }
+        },
+        {"name": "bill", "type": ["null", "Address"]},
+        {"name": "bill_kind", "type": "shop.K"},
+        {"name": "tags", "type": {"type": "map", "values": "Address"}},
+    ],
+}
+
+
+def test_records_nest_and_named_types_are_used_again_by_name_in_their_namespace() -> None:
+    schema = ORDER
     address = StructType(
         [StructField("city", StringType(), False), StructField("kind", StringType(), False)]
     )
@@ -153,31 +160,39 @@ def test_records_nest_and_named_types_are_used_again_by_name_in_their_namespace(
     )
 
 
-@pytest.mark.parametrize(
-    ("schema", "said"),
-    [
-        (
-            {
-                "type": "record",
-                "name": "Node",
-                "fields": [{"name": "next", "type": ["null", "Node"]}],
-            },
-            "$.fields[0].type[1]: record 'Node' contains itself",
-        ),
-        (
-            {"type": "record", "name": "R", "fields": [{"name": "x", "type": "Missing"}]},
-            "$.fields[0].type: unknown type 'Missing'",
-        ),
-        ({"type": "record", "name": "R"}, "$: record 'R' needs 'fields'"),
-        ({"type": "record", "fields": []}, "$: a record needs a 'name'"),
-        ([], "$: an empty union"),
-        (42, "$: expected a type name"),
-        (
-            {"type": "bytes", "logicalType": "decimal", "precision": 40},
-            "exceeds Spark's largest decimal precision, 38",
-        ),
-    ],
-)
+#: (Avro schema, what the refusal says) of schemas with no Spark type.
+REFUSED: list[tuple[Any, str]] = [
+    (
+        {
+            "type": "record",
+            "name": "Node",
+            "fields": [{"name": "next", "type": ["null", "Node"]}],
+        },
+        "$.fields[0].type[1]: record 'Node' contains itself",
+    ),
+    (
+        {"type": "record", "name": "R", "fields": [{"name": "x", "type": "Missing"}]},
+        "$.fields[0].type: unknown type 'Missing'",
+    ),
+    ({"type": "record", "name": "R"}, "$: record 'R' needs 'fields'"),
+    ({"type": "record", "fields": []}, "$: a record needs a 'name'"),
+    (42, "$: expected a type name"),
+    (
+        {"type": "bytes", "logicalType": "decimal", "precision": 40},
+        "exceeds Spark's largest decimal precision, 38",
+    ),
+]
+
+
+#: Schemas spark-avro types with types PySpark cannot represent: refused, saying what to do.
+UNREPRESENTABLE: list[Any] = [
+    {"type": "long", "logicalType": "timestamp-nanos"},
+    {"type": "long", "logicalType": "local-timestamp-nanos"},
+]
+REFUSED += [(schema, "give a reader schema (valueSchema)") for schema in UNREPRESENTABLE]
+
+
+@pytest.mark.parametrize(("schema", "said"), REFUSED)
 def test_schemas_without_a_spark_type_are_refused_naming_where(schema: Any, said: str) -> None:
     with pytest.raises(AvroSchemaError) as refused:
         spark_type(schema)

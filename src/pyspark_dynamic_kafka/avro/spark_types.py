@@ -7,15 +7,18 @@ The rules, by Avro type: ``boolean``, ``int``, ``long``, ``float``, ``double``, 
 string; ``fixed`` to binary; ``record`` to a struct of its fields in order; ``array`` to an array
 and ``map`` to a map of string keys, their elements nullable as their schema is; ``null`` to
 Spark's null type. Logical types: ``date`` (on int) is a date, ``timestamp-millis`` and
-``timestamp-micros`` (on long) a timestamp, ``local-timestamp-millis`` and ``-micros`` a timestamp
-without time zone, ``decimal`` (on bytes, or on a fixed large enough for its precision) a decimal
-of its precision and scale; any other (``uuid``, ``time-millis``, ...) reads as its base type.
-Unions: with ``null`` among the branches the rest decides and the column is nullable; one
-branch is that branch; ``int`` with ``long`` is bigint and ``float`` with ``double`` is double;
-any other union is a struct of nullable ``member0``, ``member1``, ... in branch order. Nothing is
-nullable unless a union with ``null`` makes it so. A record that contains itself is refused
-(Spark refuses it too, unless told how deep to go). Named types may be referred to by name,
-with Avro's namespace rules.
+``timestamp-micros`` (on long) a timestamp, ``local-timestamp-millis`` and ``-micros`` a
+timestamp without time zone, ``time-micros`` (on long) a ``time(6)``, ``decimal`` (on bytes, or on
+a fixed large enough for its precision) a decimal of its precision and scale; any other
+(``uuid``, ``time-millis``, ...) reads as its base type, except the nanosecond timestamps,
+refused: Spark reads them as ``timestamp_ltz(9)`` / ``timestamp_ntz(9)``, types PySpark cannot
+represent. Unions: with ``null`` among the branches the rest decides and the column is
+nullable; one branch is that branch; none (``[]``, or ``["null"]``) an empty struct; ``int``
+with ``long`` is bigint and ``float`` with ``double`` is double; any other union is a struct of
+nullable ``member0``, ``member1``, ... in branch order. Nothing is nullable unless a union with
+``null`` makes it so. A record that contains itself is refused (Spark refuses it too, unless
+told how deep to go). Named types may be referred to by name, with Avro's namespace rules.
+Checked against spark-avro itself by ``tests/integration/test_avro_spark_types_oracle.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    TimeType,
 )
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
@@ -64,7 +68,11 @@ _ON_LONG: Mapping[str, DataType] = {
     "timestamp-micros": TimestampType(),
     "local-timestamp-millis": TimestampNTZType(),
     "local-timestamp-micros": TimestampNTZType(),
+    "time-micros": TimeType(6),
 }
+#: Logical types on long whose Spark type (``timestamp_ltz(9)``, ``timestamp_ntz(9)``) PySpark
+#: cannot represent, so no Python data source can produce it.
+_NANOS = ("timestamp-nanos", "local-timestamp-nanos")
 _NAMED = ("record", "error", "enum", "fixed")
 _MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType
 
@@ -189,12 +197,10 @@ class _Converter:
     def _union(
         self, branches: list[Any], namespace: str, enclosing: tuple[str, ...], path: str
     ) -> SparkType:
-        if not branches:
-            raise AvroSchemaError(f"Avro schema at {path}: an empty union")
         rest = [(i, b) for i, b in enumerate(branches) if not _is_null(b)]
         if len(rest) < len(branches):
-            if not rest:
-                return SparkType(NullType(), True)
+            if not rest:  # only null: an empty struct, as an empty union
+                return SparkType(StructType([]), True)
             if len(rest) == 1:
                 only = self.convert(rest[0][1], namespace, enclosing, f"{path}[{rest[0][0]}]")
                 return SparkType(only.data_type, True)
@@ -231,6 +237,12 @@ def _logical(schema: Mapping[str, Any], base: SparkType, path: str) -> SparkType
     data_type = base.data_type
     if logical == "date" and isinstance(data_type, IntegerType):
         return SparkType(DateType(), base.nullable)
+    if logical in _NANOS and isinstance(data_type, LongType):
+        raise AvroSchemaError(
+            f"Avro schema at {path}: {logical} reads in Spark as a nanosecond timestamp, which "
+            "PySpark's data sources cannot produce; give a reader schema (valueSchema) whose "
+            "field is a plain long to read the nanoseconds as numbers"
+        )
     if isinstance(logical, str) and logical in _ON_LONG and isinstance(data_type, LongType):
         return SparkType(_ON_LONG[logical], base.nullable)
     if logical == "decimal" and isinstance(data_type, BinaryType):

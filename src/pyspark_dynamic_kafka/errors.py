@@ -31,6 +31,7 @@ __all__ = [
     "OffsetsError",
     "OptionsError",
     "ReadError",
+    "SchemaRegistryError",
     "WriteError",
     "WriteRouteError",
 ]
@@ -168,6 +169,20 @@ class DataLossError(KafkaClientError):
     """Records the query should have read are no longer available."""
 
     retryable = False
+
+
+class SchemaRegistryError(DynamicKafkaError):
+    """A cluster's schema registry could not be reached, refused the credentials, or does not
+    hold a schema asked for. The message names the cluster, the registry's URL and what was
+    asked, never a credential.
+
+    Attributes
+    ----------
+    reachable:
+        The registry answered (with an error): asking again will not help until it changes.
+    """
+
+    reachable: bool = False
 
 
 class ArchiveError(DynamicKafkaError):

@@ -1,0 +1,243 @@
+"""Avro keys or values decoded into an Arrow column of the reader schema's Spark type
+(:mod:`.spark_types`), with fastavro: the Python reader's decoder.
+
+Each record names the schema it was written with (:mod:`.framing`); that writer schema comes
+from the record's cluster's registry (fetched once per id, :mod:`~pyspark_dynamic_kafka.registry.
+client`) and is resolved to the reader schema by Avro's rules (fields added with defaults,
+fields removed, promotions). A null payload (a tombstone) is a null value. What fastavro gives
+is then shaped into what Arrow takes for the Spark type: ``time-millis`` as milliseconds (Spark
+reads it as an int), a ``uuid`` as its text, a map as its pairs, and a union of several types as
+a struct with the branch that was written set (``member0``, ``member1``, ...).
+
+A record that cannot be decoded (no schema in a known framing, an id its registry does not
+hold, a registry that cannot be reached, truncated or damaged Avro, a writer schema the reader
+schema cannot be resolved from) fails the read in ``FAILFAST`` mode, naming where it is and why;
+in ``PERMISSIVE`` mode its value is null and its raw bytes are kept for the ``_corrupt_value``
+column, and a schema that could not be fetched is asked for again at the next record that names
+it (a registry's return is picked up).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+
+from pyspark_dynamic_kafka.avro.framing import FramingError, SchemaRef, frame
+from pyspark_dynamic_kafka.avro.spark_types import spark_type
+from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+
+__all__ = ["AvroDecodeError", "Decoded", "Decoder"]
+
+Shaper = Callable[[Any], Any]
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+class AvroDecodeError(DynamicKafkaError):
+    """A record that cannot be decoded, in ``FAILFAST`` mode (the message says where and why)."""
+
+
+@dataclass
+class Decoded:
+    """A batch decoded: the values, the schema id of each (null for a tombstone, a GUID-named
+    schema, or a record that could not be decoded), and the raw bytes of each record that could
+    not be decoded (``PERMISSIVE``; null for the others)."""
+
+    values: pa.Array
+    schema_ids: pa.Array
+    corrupt: pa.Array
+
+
+@dataclass
+class Decoder:
+    """Decodes one cluster's keys or values into the reader schema's column.
+
+    Parameters
+    ----------
+    reader_schema:
+        The reader schema (Avro JSON text).
+    fetch:
+        The writer schema a record names, from its cluster's registry
+        (``RegistryClient.schema_by_id`` / ``schema_by_guid``).
+    permissive:
+        ``PERMISSIVE`` mode (else ``FAILFAST``).
+    key:
+        Decode keys (their schema header is ``__key_schema_id``).
+    """
+
+    reader_schema: str
+    fetch: Callable[[SchemaRef], RegisteredSchema]
+    permissive: bool = False
+    key: bool = False
+    _writers: dict[SchemaRef, Any] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        parsed = json.loads(self.reader_schema)
+        self._reader = fastavro.parse_schema(parsed)
+        self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
+        self._shape = _shaper(self._reader, {})
+
+    def decode(
+        self,
+        payloads: Sequence[bytes | None],
+        headers: Sequence[Headers] | None = None,
+        where: Callable[[int], str] = lambda i: f"record {i}",
+    ) -> Decoded:
+        """Decode ``payloads`` (with each record's ``headers``); ``where(i)`` names record ``i``
+        in a message (cluster, topic, partition, offset)."""
+        values: list[Any] = []
+        ids: list[int | None] = []
+        corrupt: list[bytes | None] = []
+        for i, payload in enumerate(payloads):
+            value, schema_id, bad = self._one(i, payload, headers[i] if headers else None, where)
+            values.append(value)
+            ids.append(schema_id)
+            corrupt.append(bad)
+        return Decoded(
+            pa.array(values, type=self.arrow_type),
+            pa.array(ids, type=pa.int32()),
+            pa.array(corrupt, type=pa.binary()),
+        )
+
+    def _one(
+        self, i: int, payload: bytes | None, headers: Headers, where: Callable[[int], str]
+    ) -> tuple[Any, int | None, bytes | None]:
+        """Record ``i``'s value, schema id and (when it cannot be decoded) raw bytes."""
+        if payload is None:
+            return None, None, None
+        ref: SchemaRef | None = None
+        try:
+            ref, body = frame(payload, headers, self.key)
+            value = fastavro.schemaless_reader(
+                io.BytesIO(body), self._writer(ref), self._reader, return_named_type=True
+            )
+            return self._shape(value), ref.schema_id, None
+        except SchemaRegistryError as exc:
+            if not self.permissive:
+                raise SchemaRegistryError(f"{where(i)}: {exc}") from None
+        except (FramingError, ValueError, EOFError, IndexError, TypeError, KeyError) as exc:
+            if not self.permissive:
+                named = f" ({ref})" if ref is not None else ""
+                raise AvroDecodeError(
+                    f"{where(i)}{named} cannot be decoded as Avro: {_reason(exc)}. Set "
+                    f"{'key' if self.key else 'value'}Mode=PERMISSIVE to read such records "
+                    "as null with their bytes in _corrupt_value"
+                ) from None
+        return None, None, payload
+
+    def _writer(self, ref: SchemaRef) -> Any:
+        writer = self._writers.get(ref)
+        if writer is None:
+            registered = self.fetch(ref)
+            if registered.schema_type != "AVRO":
+                raise ValueError(f"{ref} is a {registered.schema_type} schema, not Avro")
+            writer = fastavro.parse_schema(json.loads(registered.schema))
+            self._writers[ref] = writer
+        return writer
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, EOFError | IndexError):
+        return "its bytes end before the schema's values do (truncated or damaged)"
+    return str(exc) or type(exc).__name__
+
+
+def _shaper(schema: Any, named: dict[str, Any]) -> Shaper:
+    """What turns fastavro's value of ``schema`` (parsed) into what Arrow takes for its type."""
+    if isinstance(schema, str):
+        return _shaper(named[schema], named) if schema in named else _same
+    if isinstance(schema, list):
+        return _union(schema, named)
+    kind, logical = schema["type"], schema.get("logicalType")
+    if kind in ("record", "error"):
+        named[schema["name"]] = schema
+        fields = [(f["name"], _shaper(f["type"], named)) for f in schema["fields"]]
+        return lambda v: {name: shape(v[name]) for name, shape in fields}
+    if kind in ("enum", "fixed"):
+        named[schema["name"]] = schema
+        return _same
+    if kind == "array":
+        items = _shaper(schema["items"], named)
+        return lambda v: [items(x) for x in v]
+    if kind == "map":
+        values = _shaper(schema["values"], named)
+        return lambda v: [(k, values(x)) for k, x in v.items()]
+    if kind == "int" and logical == "time-millis":
+        return _millis
+    if kind == "string" and logical == "uuid":
+        return lambda v: str(v)
+    return _shaper(kind, named) if isinstance(kind, list | dict) else _same
+
+
+def _union(branches: list[Any], named: dict[str, Any]) -> Shaper:
+    rest = [b for b in branches if b != "null"]
+    if len(rest) == 1:  # a named type's value comes tagged with its name: untag it
+        only = _shaper(rest[0], named)
+        return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
+    kinds = {_kind(b, named) for b in rest}
+    if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:
+        return lambda v: v
+    shapes = [(_kind(b, named), _name(b, named), _shaper(b, named)) for b in rest]
+
+    def member(v: Any) -> Any:
+        if v is None:
+            return None
+        name, value = v if isinstance(v, tuple) else (None, v)
+        for i, (kind, branch_name, shape) in enumerate(shapes):
+            if (name is not None and name == branch_name) or (
+                name is None and branch_name is None and _matches(kind, value)
+            ):
+                return {f"member{j}": shape(value) if j == i else None for j in range(len(rest))}
+        raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
+
+    return member
+
+
+def _kind(schema: Any, named: Mapping[str, Any]) -> str:
+    if isinstance(schema, str):
+        return str(named[schema]["type"]) if schema in named else schema
+    return str(schema["type"]) if isinstance(schema["type"], str) else "union"
+
+
+def _name(schema: Any, named: Mapping[str, Any]) -> str | None:
+    """The full name of a named type (what fastavro tags a union's value with), else None."""
+    if isinstance(schema, dict) and schema.get("type") in ("record", "error", "enum", "fixed"):
+        return str(schema["name"])
+    return schema if isinstance(schema, str) and schema in named else None
+
+
+_PYTHON = {
+    "boolean": (bool,),
+    "int": (int, datetime.date, datetime.time),
+    "long": (int, datetime.datetime, datetime.time),
+    "float": (float,),
+    "double": (float,),
+    "string": (str,),
+    "bytes": (bytes,),
+    "array": (list,),
+    "map": (dict,),
+}
+
+
+def _matches(kind: str, value: Any) -> bool:
+    types = _PYTHON.get(kind, ())
+    return isinstance(value, types) and not (kind != "boolean" and isinstance(value, bool))
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _millis(value: Any) -> Any:
+    if value is None:
+        return None
+    t: datetime.time = value
+    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1000 + t.microsecond // 1000

@@ -1,0 +1,200 @@
+"""The Python reader's Avro decoder (:mod:`pyspark_dynamic_kafka.avro.decode`): records written
+by confluent-kafka's own AvroSerializer (a real serializer, against the testing kit's schema
+registry, a test double of its REST API) decoded into the reader schema's Arrow column, writer
+schemas resolved to the reader's, every Avro type shaped as Spark reads it, and FAILFAST and
+PERMISSIVE on records that cannot be decoded."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import fastavro
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.errors import SchemaRegistryError
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
+
+V1 = {
+    "type": "record",
+    "name": "Order",
+    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
+}
+V2 = {
+    **V1,
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "qty", "type": "int", "default": 1},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+VALUE = SerializationContext("orders", MessageField.VALUE)
+
+
+@pytest.fixture
+def registry() -> Iterator[LocalSchemaRegistry]:
+    with LocalSchemaRegistry(first_id=40) as started:
+        yield started
+
+
+def _fetch(registry: LocalSchemaRegistry) -> Any:
+    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
+
+    def fetch(ref: SchemaRef) -> RegisteredSchema:
+        if ref.schema_id is not None:
+            return client.schema_by_id(ref.schema_id)
+        return client.schema_by_guid(str(ref.guid))
+
+    return fetch
+
+
+def test_writer_schemas_resolve_to_the_reader_schema(registry: LocalSchemaRegistry) -> None:
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V1))
+    written = [serializer({"id": i, "item": f"i{i}"}, VALUE) for i in range(3)]
+    v2 = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V2))
+    written.append(v2({"id": 9, "qty": 4, "note": "n"}, VALUE))
+    decoder = Decoder(json.dumps(V2), _fetch(registry))
+    decoded = decoder.decode([*written, None])
+    assert decoded.values.to_pylist() == [
+        {"id": 0, "qty": 1, "note": None},  # removed item, defaults for the added fields
+        {"id": 1, "qty": 1, "note": None},
+        {"id": 2, "qty": 1, "note": None},
+        {"id": 9, "qty": 4, "note": "n"},
+        None,  # a tombstone
+    ]
+    assert decoded.schema_ids.to_pylist() == [40, 40, 40, 41, None]
+    assert decoded.corrupt.null_count == 5
+    assert (
+        str(decoded.values.type) == "struct<id: int64 not null, qty: int32 not null, note: string>"
+    )
+
+
+#: Every kind of Avro type, written and read with one schema.
+RICH = {
+    "type": "record",
+    "name": "Rich",
+    "namespace": "shop",
+    "fields": [
+        {"name": "flag", "type": "boolean"},
+        {"name": "f", "type": "float"},
+        {"name": "blob", "type": "bytes"},
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}},
+        {"name": "hash", "type": {"type": "fixed", "name": "Hash", "size": 2}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
+        {"name": "clock", "type": {"type": "int", "logicalType": "time-millis"}},
+        {
+            "name": "price",
+            "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
+        },
+        {"name": "ref", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "counts", "type": {"type": "map", "values": ["null", "long"]}},
+        {"name": "either", "type": ["int", "string", "Kind"]},
+        {
+            "name": "ship",
+            "type": [
+                "null",
+                {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}]},
+            ],
+        },
+    ],
+}
+
+
+def test_every_avro_type_is_shaped_as_spark_reads_it(registry: LocalSchemaRegistry) -> None:
+    schema_id = registry.register("rich-value", json.dumps(RICH))
+    at = datetime.datetime(2026, 11, 27, 1, 2, 3, 4000, tzinfo=datetime.timezone.utc)
+    ref = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    base = {
+        "flag": True, "f": 1.5, "blob": b"\x00\x01", "kind": "B", "hash": b"ab",
+        "day": datetime.date(2026, 11, 27), "at": at,
+        "local": datetime.datetime(2026, 11, 27, 1, 2, 3, 5),
+        "clock": datetime.time(1, 2, 3, 4000), "price": decimal.Decimal("12.34"), "ref": ref,
+        "tags": ["x", "y"], "counts": {"a": 1, "b": None}, "ship": {"city": "Oslo"},
+    }  # fmt: skip
+    records = [
+        {**base, "either": 7},
+        {**base, "either": "s", "ship": None},
+        {**base, "either": "A"},
+    ]
+    parsed = fastavro.parse_schema(RICH)
+    payloads = []
+    for record in records:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, record)
+        payloads.append(b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue())
+    # The enum branch of "either" is written as an enum: tell it from the string "A".
+    body = io.BytesIO()
+    fastavro.schemaless_writer(body, parsed, {**base, "either": ("shop.Kind", "A")})
+    payloads[2] = b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue()
+    rows = Decoder(json.dumps(RICH), _fetch(registry)).decode(payloads).values.to_pylist()
+    expected = {
+        **base,
+        "kind": "B",
+        "clock": 3_723_004,  # Spark reads time-millis as an int
+        "ref": str(ref),
+        "counts": [("a", 1), ("b", None)],
+    }
+    assert rows[0] == {**expected, "either": {"member0": 7, "member1": None, "member2": None}}
+    assert rows[1] == {
+        **expected,
+        "either": {"member0": None, "member1": "s", "member2": None},
+        "ship": None,
+    }
+    assert rows[2]["either"] == {"member0": None, "member1": None, "member2": "A"}
+
+
+def test_failfast_names_the_record_permissive_keeps_its_bytes(
+    registry: LocalSchemaRegistry,
+) -> None:
+    good = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V1))(
+        {"id": 1, "item": "pen"}, VALUE
+    )
+    bad = {
+        "no magic byte": (b'{"id": 1}', "not a magic byte"),
+        "truncated": (good[:-2], "its bytes end before the schema's values do"),
+        "unknown id": (b"\x00\x00\x00\x03\xe7" + good[5:], "does not hold schema id 999"),
+    }
+    where = "cluster east, orders/0 offset 7"
+    for name, (payload, said) in bad.items():
+        failfast = Decoder(json.dumps(V1), _fetch(registry))
+        with pytest.raises((AvroDecodeError, SchemaRegistryError)) as failed:
+            failfast.decode([good, payload], where=lambda i: where)
+        assert str(failed.value).startswith(where) and said in str(failed.value), name
+    permissive = Decoder(json.dumps(V1), _fetch(registry), permissive=True)
+    payloads = [good, *(p for p, _ in bad.values())]
+    decoded = permissive.decode(payloads)
+    assert decoded.values.to_pylist() == [{"id": 1, "item": "pen"}, None, None, None]
+    assert decoded.corrupt.to_pylist() == [None, *payloads[1:]]
+    assert decoded.schema_ids.to_pylist() == [40, None, None, None]
+
+    # A registry that is down: FAILFAST fails naming the record and the registry; PERMISSIVE
+    # reads on and picks the registry up when it is back. (Writer schemas are cached for the
+    # process, so the outage is met before any read of id 41 succeeds.)
+    v2_bytes = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V2))(
+        {"id": 2, "qty": 3, "note": None}, VALUE
+    )
+    with registry.down(), pytest.raises(SchemaRegistryError) as outage:
+        Decoder(json.dumps(V2), _fetch(registry)).decode([v2_bytes], where=lambda i: where)
+    assert str(outage.value).startswith(f"{where}: Cluster 'east': schema registry")
+    assert "could not be reached for schema id 41" in str(outage.value)
+    reader = Decoder(json.dumps(V2), _fetch(registry), permissive=True)
+    with registry.down():
+        down = reader.decode([v2_bytes])
+    assert down.values.to_pylist() == [None] and down.corrupt.to_pylist() == [v2_bytes]
+    back = reader.decode([v2_bytes])
+    assert back.values.to_pylist() == [{"id": 2, "qty": 3, "note": None}]

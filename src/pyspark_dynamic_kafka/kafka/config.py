@@ -20,6 +20,7 @@ from pyspark_dynamic_kafka.errors import (
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.java_properties import Translation, translate
 from pyspark_dynamic_kafka.kafka.references import has_references, reference_problem, resolve
+from pyspark_dynamic_kafka.kafka.refusals import option_refusal
 
 __all__ = [
     "DEFAULT_GROUP_ID_PREFIX",
@@ -156,7 +157,9 @@ class FrozenProperties(FrozenMapping[str]):
 def check_client_options(properties: Mapping[str, str], prefix: str) -> None:
     """Refuse client properties given as options (``<prefix><key>``: ``kafka.*``, the
     ``metadataService.*`` of ``singleCluster``) that are Java client properties without a
-    librdkafka equivalent, or whose secret reference is malformed.
+    librdkafka equivalent, that librdkafka refuses (an unknown property, a value of the wrong
+    type, :func:`~pyspark_dynamic_kafka.kafka.refusals.option_refusal`), or whose secret
+    reference is malformed.
 
     Raises
     ------
@@ -172,6 +175,13 @@ def check_client_options(properties: Mapping[str, str], prefix: str) -> None:
         problem = reference_problem(value)
         if problem is not None:
             raise OptionsError(f"Option '{prefix}{key}': the secret reference {problem}.")
+    refusal = option_refusal(properties)
+    if refusal is not None:
+        key, detail = refusal
+        raise OptionsError(
+            f"Option '{prefix}{key}': librdkafka refuses it ({redact_secrets(detail, properties)})."
+            " Fix the option or remove it."
+        )
 
 
 def merge_client_properties(

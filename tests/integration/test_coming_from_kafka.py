@@ -3,8 +3,9 @@ listeners: its Java client properties are translated and the query reads every r
 through them (in a metadata cluster entry, a ``kafka.*`` option, the ``singleCluster`` service's
 properties); those without a librdkafka equivalent fail when the query starts and in
 ``dynamic-kafka validate``, naming the key, where it came from and what to write instead, never
-a secret; a property librdkafka refuses fails naming the option or the metadata it came from;
-Spark's own option names get a did-you-mean.
+a secret; the driver's log names the keys translated, never a value; a property librdkafka
+refuses fails naming the option or the metadata it came from; Spark's own option names get a
+did-you-mean.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+from tests.integration.faults import fault_app, leaks, verbose_environment
 from tests.integration.helpers import (
     numbered,
     produce,
@@ -237,6 +239,50 @@ def test_spark_kafka_option_names_get_a_did_you_mean(
         spark.readStream.format("dynamic_kafka").options(**options).load()
     message = str(failed.value)
     assert f"'{spark_option}'" in message and said in message, message
+
+
+def test_the_driver_log_names_the_translated_keys_never_their_values(
+    east: Any, tmp_path: Path
+) -> None:
+    # A stream in a job of its own, every log at its most verbose: the driver's INFO line says
+    # which Java keys were translated and where they came from; no password is anywhere. The
+    # option's JAAS string holds its password by reference, resolved where clients are built.
+    east.create_topic("logged", partitions=2)
+    expected = produce(east, "logged", numbered("v", 6), 2)
+    password = f"SENTINEL-{uuid.uuid4().hex}"
+    set_scram_password(east, "logged-reader", password)
+    cluster = {
+        "bootstrap.servers": east.listener_servers("SASL_SSL"),
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(east.tls_store.ca_location),
+        "debug": "conf,security",  # librdkafka logs its configuration too
+    }
+    meta = _write(tmp_path / "streams.yaml", {"east": cluster}, "logged")
+    jaas = _jaas("scram.ScramLoginModule", "logged-reader", "${env:DK_TEST_LOGGED_PASSWORD}")
+    options = source_options(meta, streamIds="orders", **{"kafka.sasl.jaas.config": jaas})
+    env = {**verbose_environment(tmp_path / "site"), "DK_TEST_LOGGED_PASSWORD": password}
+    with fault_app(tmp_path / "app", options, env=env) as app:
+        app.wait_rows(len(expected))
+        result = app.finish()
+    assert result.error is None and result.values == sorted(expected)
+    logs = result.logs
+    [line] = {
+        line.split(" INFO ", 1)[1]
+        for line in logs.splitlines()
+        if "pyspark_dynamic_kafka.kafka.config INFO" in line
+    }
+    assert line == (
+        "Cluster 'east': Java client properties translated for librdkafka (kafka.* options: "
+        "sasl.jaas.config (ScramLoginModule) -> sasl.username, sasl.password; the metadata: "
+        "ssl.truststore.location -> ssl.ca.location; ssl.truststore.type -> (not needed))"
+    )
+    assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump
+    assert len(result.progress) >= 1 and '"latestOffset"' in result.progress[-1]
+    files = [p for p in app.checkpoint.rglob("*") if p.is_file()]
+    assert any("offsets" in p.parts for p in files)
+    assert leaks(password, logs, files) == []
 
 
 def test_a_client_property_librdkafka_refuses_fails_naming_where_it_came_from(

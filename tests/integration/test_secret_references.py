@@ -1,9 +1,10 @@
 """Secrets by reference on Apache Kafka: passwords in the metadata as ``${env:VAR}`` and
 ``${file:/path/to/file.properties:key}`` are resolved where each client is built (the driver's
-admin clients, the executors' consumers), a rotated file is read again at the next connection,
-and a reference that does not resolve fails the query at once naming the property and the
-reference. No password appears in any log line (Python logging at DEBUG in every Python process,
-Spark at INFO, librdkafka's configuration and security debug logs), progress report or
+admin clients, the executors' consumers), a rotated file is read again at the next connection
+(with ``assignment=group`` too, whose driver-side group member re-authenticates for the query's
+whole life), and a reference that does not resolve fails the query at once naming the property
+and the reference. No password appears in any log line (Python logging at DEBUG in every Python
+process, Spark at INFO, librdkafka's configuration and security debug logs), progress report or
 checkpoint file, as the secrets tests scan them (test_secrets.py, test_credential_rotation.py).
 """
 

@@ -1,4 +1,5 @@
-"""Secrets by reference on Apache Kafka: passwords in the metadata as ``${env:VAR}`` and
+"""Secrets by reference on Apache Kafka: passwords in the metadata (a file, or the HTTP metadata
+service, which serves the reference) as ``${env:VAR}`` and
 ``${file:/path/to/file.properties:key}`` are resolved where each client is built (the driver's
 admin clients, the executors' consumers), a rotated file is read again at the next connection
 (with ``assignment=group`` too, whose driver-side group member re-authenticates for the query's
@@ -201,3 +202,30 @@ def test_a_reference_that_does_not_resolve_fails_the_query_naming_key_and_refere
             message = str(failed.value)
         assert expected in message and said in message, message
         assert "SENTINEL" not in message
+
+
+def test_references_served_by_the_http_metadata_service_resolve_where_clients_are_built(
+    spark: Any, kafka_clusters: Any, metadata_server: Any, tmp_path: Path
+) -> None:
+    east = secured_cluster(kafka_clusters)
+    east.create_topic("served", partitions=2)
+    password = f"SENTINEL-{uuid.uuid4().hex}"
+    set_scram_password(east, "served-reader", password)
+    secrets = tmp_path / "kafka.properties"
+    _replace(secrets, f"{_PASSWORD_KEY}={password}\n")
+    reference = f"${{file:{secrets}:{_PASSWORD_KEY}}}"
+    properties = sasl_ssl_scram_client_properties(east, "served-reader", reference, "SCRAM-SHA-512")
+    server = metadata_server(_metadata(tmp_path / "streams.yaml", {"served": properties}))
+    expected = produce(east, "served", numbered("h", 6), 2)
+    # The server answers with the reference, as written: never what it resolves to.
+    status, _, body = server.get("/v1/streams?id=orders")
+    assert status == 200 and reference in body.decode() and password not in body.decode()
+    options = {
+        "metadataService": "http",
+        "metadataService.url": server.url,
+        "streamIds": "orders",
+        "startingOffsets": "earliest",
+    }
+    rows = batch_read(spark, options).selectExpr("cast(value as string) as value").collect()
+    assert sorted(row.value for row in rows) == sorted(expected)
+    assert password not in server.log_text()

@@ -56,32 +56,60 @@ def refused_property(message: str) -> str | None:
 def option_refusal(properties: Mapping[str, str]) -> tuple[str, str] | None:
     """``(key as written, librdkafka's reason)`` when librdkafka refuses one of a query's client
     options on their own (their Java client properties translated, values with a secret
-    reference left to when they are resolved), else ``None``. Nothing connects."""
+    reference left to when they are resolved), else ``None``.
+
+    Checked: each property's name and value, the ``security.protocol`` and the SASL mechanism
+    (one librdkafka has). Not checked here: what depends on the cluster's own properties (a
+    key store opened with its password, the credentials a mechanism needs), which the cluster's
+    first client meets (:func:`property_source` names it then). Nothing connects, reads a file
+    or runs a command: no TLS or SASL is set up but the mechanism's, with placeholder
+    credentials.
+    """
     translation = translate(properties)
-    checked = {
+    given = {
         k: v
         for k, v in translation.properties.items()
         if k != "bootstrap.servers" and not has_references({k: v})
     }
-    if any(k in checked for k in _ALIASES) and "security.protocol" not in checked:
-        checked["security.protocol"] = "SASL_PLAINTEXT"  # librdkafka checks mechanisms then
-    try:
-        Consumer({"group.id": "dynamic-kafka-check", **checked, "logger": _QUIET}).close()
-    except KafkaException as exc:
-        detail = librdkafka_detail(exc)
-        key = refused_property(detail)
-        if key is None:
-            return None  # not about one property: left to the client that is created
-        for said in translation.translated:  # named as written when it was translated
-            java, _, rdkafka = said.partition(" -> ")
-            if key in rdkafka:
-                return java.split(" ")[0].split("=")[0], detail
-        written = {k.lower(): k for k in properties}
-        for name in (key, _ALIASES.get(key, key)):
-            if name in written:
-                return written[name], detail
-        return key, detail
+    protocol = given.pop("security.protocol", None)
+    credentials = {"sasl.username": "u", "sasl.password": "p"}
+    checks: list[tuple[str | None, dict[str, str]]] = [(None, given)]
+    if protocol is not None:
+        sasl = {**credentials, "sasl.mechanism": "PLAIN"}
+        checks.append(("security.protocol", {"security.protocol": protocol, **sasl}))
+    for name in _ALIASES:
+        if name in given:
+            sasl = {**credentials, "security.protocol": "SASL_PLAINTEXT", name: given[name]}
+            checks.append((name, sasl))
+    for named, config in checks:
+        detail = _refusal(config)
+        key = named or (refused_property(detail) if detail is not None else None)
+        if detail is not None and key is not None:
+            return _as_written(key, properties, translation.translated), detail
     return None
+
+
+def _refusal(config: Mapping[str, str]) -> str | None:
+    """librdkafka's reason when it refuses to create a consumer of ``config``, else ``None``."""
+    try:
+        Consumer({"group.id": "dynamic-kafka-check", **config, "logger": _QUIET}).close()
+    except KafkaException as exc:
+        return librdkafka_detail(exc)
+    return None
+
+
+def _as_written(key: str, properties: Mapping[str, str], translated: tuple[str, ...]) -> str:
+    """The option's key as the user wrote it: the Java key it was translated from, or the
+    librdkafka key (or its alias) in the case written."""
+    for said in translated:
+        java, _, rdkafka = said.partition(" -> ")
+        if key in rdkafka:
+            return java.split(" ")[0].split("=")[0]
+    written = {k.lower(): k for k in properties}
+    for name in (key, _ALIASES.get(key, key)):
+        if name in written:
+            return written[name]
+    return key
 
 
 def property_source(

@@ -3,7 +3,9 @@ listeners: its Java client properties are translated and the query reads every r
 through them (in a metadata cluster entry, a ``kafka.*`` option, the ``singleCluster`` service's
 properties); those without a librdkafka equivalent fail when the query starts and in
 ``dynamic-kafka validate``, naming the key, where it came from and what to write instead, never
-a secret; Spark's own option names get a did-you-mean.
+a secret; the driver's log names the keys translated, never a value; a property librdkafka
+refuses fails naming the option or the metadata it came from; Spark's own option names get a
+did-you-mean.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 import yaml
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
+from tests.integration.faults import fault_app, leaks, verbose_environment
 from tests.integration.helpers import (
     numbered,
     produce,
@@ -156,6 +159,26 @@ def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_valid
             "sasl.login.callback.handler.class",
             "librdkafka cannot load Java classes",
         ),
+        "pkcs12-truststore": (
+            {"ssl.truststore.type": "PKCS12", "ssl.truststore.location": "/etc/kafka/t.p12"},
+            "ssl.truststore.location",
+            "a PKCS12 trust store: librdkafka trusts CA certificates in PEM",
+        ),
+        "pem-keystore": (
+            {"ssl.keystore.type": "PEM", "ssl.keystore.location": "/etc/kafka/k.pem"},
+            "ssl.keystore.type",
+            "ssl.certificate.location and ssl.key.location",
+        ),
+        "tls-versions": (
+            {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3"},
+            "ssl.enabled.protocols",
+            "OpenSSL negotiates the highest TLS version",
+        ),
+        "deserializer": (
+            {"value.deserializer": "org.apache.kafka.common.serialization.ByteArrayDeserializer"},
+            "value.deserializer",
+            "librdkafka's clients take bytes",
+        ),
     }
     base = tls_client_properties(east)
     meta = _write(
@@ -166,7 +189,7 @@ def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_valid
 
     assert main(["validate", str(meta)]) == 1
     said = capsys.readouterr().err
-    assert f"{meta}: 5 problem(s):" in said and secret not in said
+    assert f"{meta}: {len(refused)} problem(s):" in said and secret not in said
     for cluster, (_, key, fix) in refused.items():
         assert f'clusters.{cluster}["{key}"]: a Java client property with no librdkafka' in said
         assert fix in said, (cluster, said)
@@ -188,8 +211,12 @@ def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_valid
         with pytest.raises(Exception) as failed:
             spark.readStream.format("dynamic_kafka").options(**options).load()
         message = str(failed.value)
+        assert secret not in message
+        if key == "value.deserializer":  # as Spark's own source refuses the option
+            assert "Option 'kafka.value.deserializer'" in message and "from_json" in message
+            continue
         assert f"Option 'kafka.{key}' is a Java client property with no librdkafka" in message
-        assert fix in message and secret not in message
+        assert fix in message
 
 
 #: A format("kafka") job's option, its value there, and what the refusal points at instead.
@@ -212,3 +239,92 @@ def test_spark_kafka_option_names_get_a_did_you_mean(
         spark.readStream.format("dynamic_kafka").options(**options).load()
     message = str(failed.value)
     assert f"'{spark_option}'" in message and said in message, message
+
+
+def test_the_driver_log_names_the_translated_keys_never_their_values(
+    east: Any, tmp_path: Path
+) -> None:
+    # A stream in a job of its own, every log at its most verbose: the driver's INFO line says
+    # which Java keys were translated and where they came from; no password is anywhere. The
+    # option's JAAS string holds its password by reference, resolved where clients are built.
+    east.create_topic("logged", partitions=2)
+    expected = produce(east, "logged", numbered("v", 6), 2)
+    password = f"SENTINEL-{uuid.uuid4().hex}"
+    set_scram_password(east, "logged-reader", password)
+    cluster = {
+        "bootstrap.servers": east.listener_servers("SASL_SSL"),
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(east.tls_store.ca_location),
+        "debug": "conf,security",  # librdkafka logs its configuration too
+    }
+    meta = _write(tmp_path / "streams.yaml", {"east": cluster}, "logged")
+    jaas = _jaas("scram.ScramLoginModule", "logged-reader", "${env:DK_TEST_LOGGED_PASSWORD}")
+    options = source_options(meta, streamIds="orders", **{"kafka.sasl.jaas.config": jaas})
+    env = {**verbose_environment(tmp_path / "site"), "DK_TEST_LOGGED_PASSWORD": password}
+    with fault_app(tmp_path / "app", options, env=env) as app:
+        app.wait_rows(len(expected))
+        result = app.finish()
+    assert result.error is None and result.values == sorted(expected)
+    logs = result.logs
+    [line] = {
+        line.split(" INFO ", 1)[1]
+        for line in logs.splitlines()
+        if "pyspark_dynamic_kafka.kafka.config INFO" in line
+    }
+    assert line == (
+        "Cluster 'east': Java client properties translated for librdkafka (kafka.* options: "
+        "sasl.jaas.config (ScramLoginModule) -> sasl.username, sasl.password; the metadata: "
+        "ssl.truststore.location -> ssl.ca.location; ssl.truststore.type -> (not needed))"
+    )
+    assert "sasl.password = [redacted]" in logs  # librdkafka's configuration dump
+    assert len(result.progress) >= 1 and '"latestOffset"' in result.progress[-1]
+    files = [p for p in app.checkpoint.rglob("*") if p.is_file()]
+    assert any("offsets" in p.parts for p in files)
+    assert leaks(password, logs, files) == []
+
+
+def test_a_client_property_librdkafka_refuses_fails_naming_where_it_came_from(
+    spark: Any, east: Any, tmp_path: Path
+) -> None:
+    east.create_topic("refusing", partitions=1)
+    produce(east, "refusing", numbered("v", 2))
+    secret = f"SENTINEL-{uuid.uuid4().hex}"
+    meta = _write(tmp_path / "streams.yaml", {"east": tls_client_properties(east)}, "refusing")
+    options = source_options(meta, streamIds="orders")
+    # Refused on its own: the query is refused when it is defined.
+    for key, value, said in (
+        ("kafka.no.such.property", "1", 'No such configuration property: "no.such.property"'),
+        ("kafka.sasl.mechanism", "NOPE", "Unsupported SASL mechanism: NOPE"),
+    ):
+        with pytest.raises(Exception) as failed:
+            spark.readStream.format("dynamic_kafka").options(**options, **{key: value}).load()
+        message = str(failed.value)
+        assert f"Option '{key}': librdkafka refuses it (" in message and said in message, message
+
+    # Refused with the cluster's own properties (SSL: librdkafka opens the key store): when
+    # the query starts, naming the option, not the metadata, raised where it failed.
+    store = {"ssl.keystore.location": str(tmp_path / "absent.p12"), "ssl.keystore.password": secret}
+    refusing = {**options, **{f"kafka.{k}": v for k, v in store.items()}}
+    said = "librdkafka refuses option 'kafka.ssl.keystore.location' (Failed to open"
+    with pytest.raises(Exception) as failed:
+        batch_read(spark, refusing).count()
+    message = str(failed.value)
+    assert f"could not create an admin client: {said}" in message, message
+    assert "Fix the option or remove it." in message
+    assert "in the metadata" not in message and "metadata's client properties" not in message
+    assert "close()" not in message and secret not in message  # the traceback's frames
+    with memory_query(spark, refusing) as query:
+        failure = query.failure()  # at once: bad properties stay bad, no reachability to wait for
+        assert query.query.recentProgress == []
+    assert said in failure and "in the metadata" not in failure and secret not in failure
+
+    # The same key in the metadata's cluster entry: named there.
+    meta = _write(tmp_path / "own.yaml", {"east": {**tls_client_properties(east), **store}}, "x")
+    with pytest.raises(Exception) as failed:
+        batch_read(spark, source_options(meta, streamIds="orders")).count()
+    message = str(failed.value)
+    said = "librdkafka refuses client property 'ssl.keystore.location' of cluster 'east' in the"
+    assert f"{said} metadata (Failed to open" in message and "Fix it in the metadata." in message
+    assert secret not in message

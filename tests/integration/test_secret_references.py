@@ -1,15 +1,18 @@
-"""Secrets by reference on Apache Kafka: passwords in the metadata as ``${env:VAR}`` and
+"""Secrets by reference on Apache Kafka: passwords in the metadata (a file, or the HTTP metadata
+service, which serves the reference) as ``${env:VAR}`` and
 ``${file:/path/to/file.properties:key}`` are resolved where each client is built (the driver's
-admin clients, the executors' consumers), a rotated file is read again at the next connection,
-and a reference that does not resolve fails the query at once naming the property and the
-reference. No password appears in any log line (Python logging at DEBUG in every Python process,
-Spark at INFO, librdkafka's configuration and security debug logs), progress report or
+admin clients, the executors' consumers), a rotated file is read again at the next connection
+(with ``assignment=group`` too, whose driver-side group member re-authenticates for the query's
+whole life), and a reference that does not resolve fails the query at once naming the property
+and the reference. No password appears in any log line (Python logging at DEBUG in every Python
+process, Spark at INFO, librdkafka's configuration and security debug logs), progress report or
 checkpoint file, as the secrets tests scan them (test_secrets.py, test_credential_rotation.py).
 """
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,13 @@ from typing import Any
 import pytest
 import yaml
 from tests.integration.faults import fault_app, leaks, verbose_environment
-from tests.integration.helpers import numbered, produce, secured_cluster, source_options
+from tests.integration.helpers import (
+    numbered,
+    produce,
+    secured_cluster,
+    skip_without_local_kafka,
+    source_options,
+)
 from tests.integration.queries import batch_read, memory_query
 
 from pyspark_dynamic_kafka.testing import (
@@ -111,6 +120,60 @@ def test_passwords_by_reference_read_rotate_and_leave_no_trace(
         assert leaks(password, logs, files) == []
 
 
+def test_group_members_read_a_rotated_password_file_again(
+    kafka_clusters: Any, tmp_path: Path
+) -> None:
+    # assignment=group: the driver's group member holds its connections for the whole query.
+    # The broker ends each authenticated session after connections.max.reauth.ms (KIP-368), so
+    # the member authenticates again and again: after the file is rotated, with its new password.
+    skip_without_local_kafka("an Apache Kafka cluster with a SASL listener of its own")
+    lifetime_s, session_s = 3, 10
+    east = kafka_clusters(
+        "east", scram=True, broker_config={"connections.max.reauth.ms": str(lifetime_s * 1000)}
+    )["east"]
+    east.create_topic("grouped", partitions=2)
+    old, new = f"OLD-{uuid.uuid4().hex}", f"NEW-{uuid.uuid4().hex}"
+    set_scram_password(east, "group-reader", old)
+    secrets = tmp_path / "kafka.properties"
+    _replace(secrets, f"{_PASSWORD_KEY}={old}\n")
+    reference = f"${{file:{secrets}:{_PASSWORD_KEY}}}"
+    properties = {**scram_client_properties(east, "group-reader", reference), "debug": "security"}
+    meta = _metadata(tmp_path / "streams.yaml", {"grouped": properties})
+    expected = produce(east, "grouped", numbered("a", 6), 2)
+    group = {
+        "kafka.group.id": f"rotating-{uuid.uuid4().hex[:8]}",
+        "kafka.session.timeout.ms": str(session_s * 1000),
+        # between the broker's change and the file's, the member's reconnections are refused
+        "kafka.reconnect.backoff.max.ms": "1000",
+    }
+    options = source_options(meta, streamIds="orders", assignment="group", **group)
+    with fault_app(tmp_path / "app", options, env=verbose_environment(tmp_path / "site")) as app:
+        app.wait_rows(len(expected))
+        set_scram_password(east, "group-reader", new)  # from now on the old one is refused
+        _replace(secrets, f"{_PASSWORD_KEY}={new}\n")
+        # Records produced over several session lifetimes and group session timeouts: a member
+        # that authenticated with the old password would be out of the group, and read nothing.
+        rotated, rounds = time.monotonic(), 0
+        while rounds < 3 or time.monotonic() - rotated < 3 * (lifetime_s + session_s):
+            expected += produce(east, "grouped", numbered(f"r{rounds}-", 4), 2)
+            app.wait_rows(len(expected))
+            rounds += 1
+        refusal = scram_refusal(east, "group-reader", old)
+        result = app.finish()
+    assert result.error is None
+    assert result.values == sorted(expected)
+    assert "Authentication failed" in refusal
+    logs = result.logs
+    assert f"Received session lifetime {lifetime_s * 1000} ms from broker" in logs  # KIP-368
+    # The driver's member took the file's new password, and kept its partitions throughout.
+    said = "Group member on 'grouped': its secret references changed; its next authentication"
+    assert said in logs
+    assert "the membership expired" not in logs
+    files = [p for p in app.checkpoint.rglob("*") if p.is_file()]
+    for password in (old, new):
+        assert leaks(password, logs, files) == []
+
+
 def test_a_reference_that_does_not_resolve_fails_the_query_naming_key_and_reference(
     spark: Any, kafka_clusters: Any, tmp_path: Path
 ) -> None:
@@ -139,3 +202,30 @@ def test_a_reference_that_does_not_resolve_fails_the_query_naming_key_and_refere
             message = str(failed.value)
         assert expected in message and said in message, message
         assert "SENTINEL" not in message
+
+
+def test_references_served_by_the_http_metadata_service_resolve_where_clients_are_built(
+    spark: Any, kafka_clusters: Any, metadata_server: Any, tmp_path: Path
+) -> None:
+    east = secured_cluster(kafka_clusters)
+    east.create_topic("served", partitions=2)
+    password = f"SENTINEL-{uuid.uuid4().hex}"
+    set_scram_password(east, "served-reader", password)
+    secrets = tmp_path / "kafka.properties"
+    _replace(secrets, f"{_PASSWORD_KEY}={password}\n")
+    reference = f"${{file:{secrets}:{_PASSWORD_KEY}}}"
+    properties = sasl_ssl_scram_client_properties(east, "served-reader", reference, "SCRAM-SHA-512")
+    server = metadata_server(_metadata(tmp_path / "streams.yaml", {"served": properties}))
+    expected = produce(east, "served", numbered("h", 6), 2)
+    # The server answers with the reference, as written: never what it resolves to.
+    status, _, body = server.get("/v1/streams?id=orders")
+    assert status == 200 and reference in body.decode() and password not in body.decode()
+    options = {
+        "metadataService": "http",
+        "metadataService.url": server.url,
+        "streamIds": "orders",
+        "startingOffsets": "earliest",
+    }
+    rows = batch_read(spark, options).selectExpr("cast(value as string) as value").collect()
+    assert sorted(row.value for row in rows) == sorted(expected)
+    assert password not in server.log_text()

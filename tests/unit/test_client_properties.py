@@ -17,6 +17,7 @@ from pyspark_dynamic_kafka.errors import (
 )
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.config import (
+    check_client_options,
     client_properties,
     merge_client_properties,
     properties_fingerprint,
@@ -260,3 +261,57 @@ def test_merging_translates_each_side_logs_keys_once_and_refuses_naming_the_orig
         merge_client_properties({}, {"ssl.keystore.type": "JKS"}, "east")
     with pytest.raises(OptionsError, match=r"Option 'kafka.ssl.truststore.location' is a Java"):
         merge_client_properties({"ssl.truststore.location": "/t.jks"}, {}, "east")
+
+
+def test_client_options_librdkafka_refuses_fail_when_the_query_is_defined() -> None:
+    # Each on its own, as written (a Java key by its Java name), never with a secret's value.
+    refused = {
+        "no.such.property": ({"no.such.property": "1"}, 'No such configuration property: "no'),
+        "fetch.max.bytes": ({"fetch.max.bytes": "lots"}, "Invalid value"),
+        "sasl.mechanism": (
+            {"sasl.mechanism": "NOPE", "sasl.password": SECRET},
+            "Unsupported SASL mechanism: NOPE",
+        ),
+        "security.protocol": ({"security.protocol": "SASL_TLS"}, 'Invalid value "SASL_TLS"'),
+    }
+    for key, (options, said) in refused.items():
+        with pytest.raises(OptionsError) as info:
+            check_client_options(options, "kafka.")
+        message = str(info.value)
+        assert message.startswith(f"Option 'kafka.{key}': librdkafka refuses it ("), message
+        assert said in message and SECRET not in message
+    # Values with a reference wait for the client; fine options pass, and nothing connects.
+    check_client_options(
+        {"sasl.password": "${env:DK_UNSET_VARIABLE}", "fetch.max.bytes": "1048576"}, "kafka."
+    )
+    # What depends on the cluster's own properties waits for its first client: a query-wide
+    # protocol or mechanism with the credentials in the metadata, a key store and its password.
+    for fine in (
+        {"security.protocol": "SASL_SSL"},
+        {"sasl.mechanism": "SCRAM-SHA-512"},
+        {"security.protocol": "SSL", "ssl.keystore.location": "/absent/keystore.p12"},
+        {"ssl.truststore.type": "PEM", "ssl.truststore.location": "/absent/ca.pem"},
+    ):
+        check_client_options(fine, "kafka.")
+
+
+def test_a_client_that_cannot_be_created_names_the_option_or_the_cluster() -> None:
+    # The cluster speaks SSL: librdkafka opens the key store only then, when the client is made.
+    cluster = {"bootstrap.servers": "h:1", "security.protocol": "SSL", "sasl.password": SECRET}
+    options = {"ssl.keystore.location": "/absent/keystore.p12", "ssl.keystore.password": SECRET}
+    merged = merge_client_properties(options, cluster, "east")
+    admin = ClusterAdmin("east", merged, 1000, retries=3, query_wide=options)
+    with pytest.raises(ClientPropertyError) as info:  # never retried: it cannot get better
+        admin.list_topics(["orders"])
+    message = str(info.value)
+    assert "could not create an admin client: librdkafka refuses option " in message
+    assert (
+        "'kafka.ssl.keystore.location' (" in message and "Fix the option or remove it." in message
+    )
+    assert "metadata" not in message and SECRET not in message
+    merged = merge_client_properties({}, {**cluster, **options}, "east")
+    with pytest.raises(ClientPropertyError) as info:
+        ClusterAdmin("east", merged, 1000, query_wide={"client.id": "x"}).list_topics(["orders"])
+    message = str(info.value)
+    assert "client property 'ssl.keystore.location' of cluster 'east' in the metadata" in message
+    assert "Fix it in the metadata." in message and SECRET not in message

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.unit.fuzz_documents import corrupt
@@ -145,3 +146,17 @@ def test_offset_options_round_trip(values: dict[PartitionKey, int]) -> None:
         by_time = parse_timestamps_spec(json.dumps(_nested(stamps)), "startingOffsetsByTimestamp")
         assert {k: p.value for k, p in by_time.specific.items()} == stamps
         assert {p.kind for p in by_time.specific.values()} == {PositionKind.TIMESTAMP}
+
+
+def test_cluster_and_topic_names_that_are_not_text_are_refused_and_shown() -> None:
+    # Found by the fuzzing above: an int too long to write as text, as a cluster or topic name
+    # (a decoded document is not always JSON's), raised ValueError from the message itself.
+    huge = 10**5000
+    for document in (
+        {"version": 1, "clusters": {huge: {}}},
+        {"version": 1, "clusters": {"c": {huge: {}}}},
+    ):
+        with pytest.raises(OffsetsError) as refused:
+            decode(document)
+        said = str(refused.value)
+        assert "<a int too large to show>" in said and "must be a name (a string)" in said

@@ -19,8 +19,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
     OffsetSpec,
 )
 
-from pyspark_dynamic_kafka.errors import KafkaClientError
+from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
+from pyspark_dynamic_kafka.kafka.refusals import (
+    librdkafka_detail,
+    property_source,
+    refused_property,
+)
 from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -114,9 +119,11 @@ class ClusterAdmin:
 
     A failed request is retried ``retries`` times, ``retry_interval_ms`` apart, unless it timed
     out (the timeout already waited long enough; a cluster that is down must not hold up the
-    others for several timeouts). Creating the client is never retried: bad properties stay bad.
-    Every failure is a :class:`~pyspark_dynamic_kafka.errors.KafkaClientError` naming the cluster
-    and the request, with the values of secret properties masked.
+    others for several timeouts). Creating the client is never retried: bad properties stay bad
+    (a :class:`~pyspark_dynamic_kafka.errors.ClientPropertyError` naming the property librdkafka
+    refuses and where it came from, a query option or the metadata). Every failure is a
+    :class:`~pyspark_dynamic_kafka.errors.KafkaClientError` naming the cluster and the request,
+    with the values of secret properties masked.
 
     Parameters
     ----------
@@ -131,6 +138,9 @@ class ClusterAdmin:
     fix:
         What a failure message tells to check, by default the cluster and its client
         properties in the metadata.
+    query_wide, option_prefix:
+        The query's client options among ``properties`` (``kafka.*`` without the prefix;
+        ``metadataService.`` for ``singleCluster``'s), to name a refused property's source.
     """
 
     def __init__(
@@ -142,8 +152,12 @@ class ClusterAdmin:
         retry_interval_ms: int = 0,
         *,
         fix: str = _FIX,
+        query_wide: Mapping[str, str] | None = None,
+        option_prefix: str = "kafka.",
     ) -> None:
         self.cluster_id = cluster_id
+        self.query_wide = dict(query_wide or {})
+        self.option_prefix = option_prefix
         self.properties = properties
         self.timeout_s = timeout_ms / 1000.0
         self.retries = retries
@@ -160,8 +174,25 @@ class ClusterAdmin:
             try:
                 self._client = AdminClient(admin_config(self.properties, self.cluster_id))
             except (KafkaException, ValueError, TypeError) as exc:
-                raise self._fail("create an admin client", exc, self.fix) from None
+                raise self._refused(exc) from None
         return self._client
+
+    def _refused(self, exc: BaseException) -> ClientPropertyError:
+        """The failure of creating the client: librdkafka refused a property (never retried)."""
+        servers = self.properties.get("bootstrap.servers", "?")
+        detail = redact_secrets(librdkafka_detail(exc), self.properties)
+        key = refused_property(detail)
+        said = f"Cluster '{self.cluster_id}' ({servers}): could not create an admin client"
+        if key is None:
+            return ClientPropertyError(
+                f"{said}: {detail}. Check the cluster's client properties in the metadata and "
+                f"the query's {self.option_prefix}* options."
+            )
+        source = property_source(
+            key, self.properties, self.query_wide, self.cluster_id, self.option_prefix
+        )
+        fix = "the option or remove it" if source.startswith("option") else "it in the metadata"
+        return ClientPropertyError(f"{said}: librdkafka refuses {source} ({detail}). Fix {fix}.")
 
     def _fail(self, what: str, exc: BaseException, fix: str) -> KafkaClientError:
         servers = self.properties.get("bootstrap.servers", "?")

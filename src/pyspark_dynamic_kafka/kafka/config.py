@@ -20,6 +20,7 @@ from pyspark_dynamic_kafka.errors import (
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.java_properties import Translation, translate
 from pyspark_dynamic_kafka.kafka.references import has_references, reference_problem, resolve
+from pyspark_dynamic_kafka.kafka.refusals import option_refusal
 from pyspark_dynamic_kafka.registry.endpoint import (
     is_registry_key,
     registry_problems,
@@ -173,10 +174,12 @@ def check_client_options(
 ) -> None:
     """Refuse client properties given as options (``<prefix><key>``: ``kafka.*``, the
     ``metadataService.*`` of ``singleCluster``) that are Java client properties without a
-    librdkafka equivalent, or whose secret reference is malformed. Schema registry keys belong
-    to a cluster's entry: refused unless the options are one (``cluster_entry``, as
-    ``singleCluster``'s are), where they are checked
-    (:func:`~pyspark_dynamic_kafka.registry.endpoint.registry_problems`).
+    librdkafka equivalent, that librdkafka refuses (an unknown property, a value of the wrong
+    type, :func:`~pyspark_dynamic_kafka.kafka.refusals.option_refusal`), or whose secret
+    reference is malformed. Schema registry keys belong to a cluster's entry: refused unless the
+    options are one (``cluster_entry``, as ``singleCluster``'s are), where they are checked
+    (:func:`~pyspark_dynamic_kafka.registry.endpoint.registry_problems`) and not given to
+    librdkafka.
 
     Raises
     ------
@@ -201,6 +204,13 @@ def check_client_options(
         problem = reference_problem(value)
         if problem is not None:
             raise OptionsError(f"Option '{prefix}{key}': the secret reference {problem}.")
+    refusal = option_refusal(without_registry(properties))
+    if refusal is not None:
+        key, detail = refusal
+        raise OptionsError(
+            f"Option '{prefix}{key}': librdkafka refuses it ({redact_secrets(detail, properties)})."
+            " Fix the option or remove it."
+        )
 
 
 def merge_client_properties(

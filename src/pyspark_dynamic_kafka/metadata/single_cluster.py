@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError, MetadataValidationError
+from pyspark_dynamic_kafka.errors import (
+    KafkaClientError,
+    MetadataError,
+    MetadataValidationError,
+    OptionsError,
+)
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
@@ -105,7 +110,14 @@ class SingleClusterMetadataService:
             )
         self._cluster_id = cluster_id
         self._properties = props
-        self._admin = ClusterAdmin(cluster_id, props, request_timeout_ms, fix=_FIX)
+        self._admin = ClusterAdmin(
+            cluster_id,
+            props,
+            request_timeout_ms,
+            fix=_FIX,
+            query_wide=props,
+            option_prefix=OPTIONS.prefix,
+        )
 
     @property
     def cluster_id(self) -> str:
@@ -116,6 +128,8 @@ class SingleClusterMetadataService:
         try:
             topics = self._admin.topic_names()
         except KafkaClientError as exc:
+            if not exc.retryable:  # its properties, options of the query: a retry cannot help
+                raise OptionsError(f"singleCluster metadata service: {exc}") from None
             # A MetadataError, so that the source counts it as a discovery failure.
             raise MetadataError(f"singleCluster metadata service: {exc}") from None
         return [name for name in topics if not name.startswith(INTERNAL_TOPIC_PREFIX)]

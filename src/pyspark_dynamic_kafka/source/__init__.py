@@ -72,8 +72,9 @@ Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
 - :mod:`~pyspark_dynamic_kafka.source.group.committer`: background commits, one in flight per
   cluster.
 - :mod:`~pyspark_dynamic_kafka.source.group.query_commits`: ``commitOffsetsToKafka``.
-- :mod:`~pyspark_dynamic_kafka.source.group.membership`: the driver-side members of a group, one
-  per cluster.
+- :mod:`~pyspark_dynamic_kafka.source.group.membership`: a driver-side member of a group on one
+  cluster (a rotated SASL password it takes for its next authentication).
+- :mod:`~pyspark_dynamic_kafka.source.group.members`: the query's members, one per cluster.
 - :mod:`~pyspark_dynamic_kafka.source.group.handoff`: the reader's side of the handoff
   (completed micro-batches the listener reports).
 - :mod:`~pyspark_dynamic_kafka.source.group.coordinator`: completed micro-batches as the

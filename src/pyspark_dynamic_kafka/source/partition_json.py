@@ -74,12 +74,18 @@ def partition_map(
         )
     result: dict[PartitionKey, int] = {}
     for cluster, topics in document.items():
+        if not isinstance(cluster, str):
+            raise OffsetsError(f"{where}: cluster {shown(cluster)} must be a name (a string).")
         if not isinstance(topics, Mapping):
             raise OffsetsError(
                 f"{where}: cluster {shown(cluster)} must map topics to partitions, got "
                 f"{shown(topics)}."
             )
         for topic, partitions in topics.items():
+            if not isinstance(topic, str):
+                raise OffsetsError(
+                    f"{where}: topic {shown(topic)} of {cluster} must be a name (a string)."
+                )
             if not isinstance(partitions, Mapping):
                 raise OffsetsError(
                     f"{where}: {cluster}/{topic} must map partitions to {meaning}, got "

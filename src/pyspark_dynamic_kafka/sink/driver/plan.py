@@ -8,6 +8,7 @@ the driver's planning worker before every micro-batch's tasks, and again in the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -42,11 +43,10 @@ def plan_write(
     WriteRouteError
         When the stream is unknown or its route is ambiguous.
     """
+    # closed by ``with``: a failure's traceback shows where it was raised, not close()
     service = service_factory(options.metadata_service, options.metadata_options)
-    try:
+    with contextlib.closing(service):
         streams = service.describe_streams([options.stream_id])
-    finally:
-        service.close()
     route = resolve_write_route(streams, options.stream_id)
     if options.topic is not None:
         route.topic_of(options.topic)  # fail on the driver, before any task starts

@@ -107,6 +107,7 @@ class OffsetLister:
             options.admin_timeout_ms,
             options.fetch_retries,
             options.fetch_retry_interval_ms,
+            query_wide=options.kafka_properties,
         )
 
     def retire_except(self, live: Collection[str]) -> None:

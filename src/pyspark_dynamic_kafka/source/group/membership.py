@@ -25,7 +25,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
-from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets
+from pyspark_dynamic_kafka.kafka.config import (
+    client_properties,
+    properties_fingerprint,
+    redact_secrets,
+    secrets_key,
+)
 
 __all__ = ["GroupMember", "member_config"]
 
@@ -40,6 +45,8 @@ _FORCED: Mapping[str, str] = {
     "enable.auto.offset.store": "false",
     "enable.partition.eof": "false",
 }
+#: What a consumer takes anew for its next authentication (``set_sasl_credentials``).
+_CREDENTIALS = ("sasl.username", "sasl.password")
 #: Defaults a query's ``kafka.*`` options may override.
 _DEFAULTS: Mapping[str, str] = {
     "partition.assignment.strategy": "cooperative-sticky",
@@ -91,7 +98,10 @@ class GroupMember:
         self._assigned = False
         self._closing = False
         self._requests: list[_Commit] = []
+        self._credentials: tuple[str, str] | None = None  # for the poll thread to hand over
+        self._secrets = secrets_key(self.properties, cluster_id)
         config = member_config(properties, cluster_id)
+        self._settings = _settings(config)
         self._incremental = "cooperative" in config["partition.assignment.strategy"]
         try:
             self._consumer = factory(config)
@@ -111,6 +121,35 @@ class GroupMember:
             target=self._poll, name=f"dynamic-kafka-member-{cluster_id}", daemon=True
         )
         self._thread.start()
+
+    def refresh_secrets(self) -> bool:
+        """Resolve the secret references of the member's properties again (a rotated password
+        file is read again): SASL credentials that changed are the ones its next
+        authentication uses (a new connection, or the broker's re-authentication), without
+        leaving the group. Returns ``False`` when another property's reference changed: such a
+        member must be replaced.
+
+        Raises
+        ------
+        ClientPropertyError
+            When a reference no longer resolves.
+        """
+        secrets = secrets_key(self.properties, self.cluster_id)
+        if secrets == self._secrets:
+            return True
+        config = member_config(self.properties, self.cluster_id)
+        if _settings(config) != self._settings:
+            return False
+        with self._lock:  # handed to the consumer on the poll thread (it serializes calls)
+            self._credentials = (config.get("sasl.username", ""), config.get("sasl.password", ""))
+            self._lock.notify_all()
+        self._secrets = secrets
+        _log.info(
+            "Group member on %r: its secret references changed; its next authentication uses "
+            "the SASL credentials they name now",
+            self.cluster_id,
+        )
+        return True
 
     # ------------------------------------------------------------------ the poll thread
     def _poll(self) -> None:
@@ -237,10 +276,15 @@ class GroupMember:
             self._lock.notify_all()
 
     def _serve(self) -> None:
-        """Send the commits the driver asked for, oldest first (on the poll thread: librdkafka's
-        synchronous commit does not return while another thread polls the consumer)."""
+        """Hand the consumer the SASL credentials :meth:`refresh_secrets` read, and send the
+        commits the driver asked for, oldest first (on the poll thread: the consumer takes one
+        call at a time, and librdkafka's synchronous commit does not return while another thread
+        polls it)."""
         with self._lock:
             requests, self._requests = self._requests, []
+            credentials, self._credentials = self._credentials, None
+        if credentials is not None:
+            self._consumer.set_sasl_credentials(*credentials)
         for request in requests:
             try:
                 answer = self._consumer.commit(offsets=request.offsets, asynchronous=False)
@@ -303,65 +347,10 @@ class _Commit:
     on_failure: Callable[[str], None]
 
 
+def _settings(config: Mapping[str, str]) -> str:
+    """A digest of a member's resolved configuration but its SASL credentials."""
+    return properties_fingerprint({k: v for k, v in config.items() if k not in _CREDENTIALS})
+
+
 def _show(keys: Collection[TopicPartitionKey]) -> str:
     return ", ".join(f"{t}/{p}" for t, p in sorted(keys)) or "nothing"
-
-
-#: Longest wait for a member's first assignment before planning without it.
-JOIN_TIMEOUT_S = 60.0
-
-
-class GroupMembers:
-    """The members of one query: one :class:`GroupMember` per cluster of its assignment."""
-
-    def __init__(self) -> None:
-        self._members: dict[str, GroupMember] = {}
-
-    def sync(self, assignment: Mapping[str, Any]) -> list[str]:
-        """Join the group on clusters added to ``assignment`` (waiting for their first
-        assignment), leave it on clusters removed or changed; returns the clusters left."""
-        left = []
-        for cluster_id, member in list(self._members.items()):
-            cluster = assignment.get(cluster_id)
-            if (
-                cluster is None
-                or member.properties != dict(cluster.properties)
-                or member.topics != frozenset(cluster.topics)
-            ):
-                self.leave(cluster_id)
-                left.append(cluster_id)
-        joined = []
-        for cluster_id, cluster in assignment.items():
-            if cluster_id not in self._members:
-                member = GroupMember(cluster_id, cluster.properties, cluster.topics)
-                self._members[cluster_id] = member
-                joined.append(member)
-        for member in joined:
-            if not member.wait_assigned(JOIN_TIMEOUT_S):
-                _log.warning(
-                    "Group %r on %r assigned nothing within %.0f s; planning without it.",
-                    member.group,
-                    member.cluster_id,
-                    JOIN_TIMEOUT_S,
-                )
-        return left
-
-    def leave(self, cluster_id: str) -> None:
-        """Leave the group on ``cluster_id``."""
-        self._members.pop(cluster_id).close()
-
-    def get(self, cluster_id: str) -> GroupMember | None:
-        """The member on ``cluster_id``, if any."""
-        return self._members.get(cluster_id)
-
-    def clusters(self) -> list[str]:
-        """The clusters with a member."""
-        return list(self._members)
-
-    def items(self) -> list[tuple[str, GroupMember]]:
-        """(cluster id, member) pairs."""
-        return list(self._members.items())
-
-    def owned(self) -> set[tuple[str, str, int]]:
-        """Every (cluster, topic, partition) the group assigns to this query now."""
-        return {(c, t, p) for c, m in self._members.items() for t, p in m.owned()}

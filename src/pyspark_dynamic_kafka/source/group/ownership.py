@@ -1,7 +1,7 @@
 """Driver side of ``assignment=group``: plan only the partitions Kafka's consumer group assigns.
 
 For every cluster of the subscription the reader is a member of ``kafka.group.id`` there
-(:class:`~pyspark_dynamic_kafka.source.group.membership.GroupMembers`).
+(:class:`~pyspark_dynamic_kafka.source.group.members.GroupMembers`).
 :class:`GroupOwnership` turns the offsets reconciliation found for *every* partition into the
 offsets of the partitions this query owns:
 
@@ -38,7 +38,7 @@ from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
 from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 from pyspark_dynamic_kafka.source.group.coordinator import HandoffWatcher
-from pyspark_dynamic_kafka.source.group.membership import GroupMembers
+from pyspark_dynamic_kafka.source.group.members import GroupMembers
 
 __all__ = ["GroupOwnership"]
 

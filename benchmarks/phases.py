@@ -1,0 +1,263 @@
+"""Where a whole query's time goes: the Python side's calls on a timeline, per process.
+
+:mod:`.whole_query` with ``--phases`` reads through traced twins of the sides' sources:
+``bench_traced_dk`` (``dynamic_kafka``'s own classes, each Spark-called method timed) and
+``bench_traced_floor`` (the floor's). Every Python process that Spark starts for them appends
+one JSON line per call to :data:`TRACE` (wall-clock start and end, pid, the process's own start
+time and the Spark worker module it runs); :func:`split` then lays the calls on the query's
+timeline (``start()``, the triggers from the progress, termination) as phases:
+
+* ``spawn -> source``: the planner process's start, its pyspark and source imports, unpickling
+  the source (up to the first call into it);
+* ``reader``: building the stream reader; ``availableNow``, ``initialOffset``, ``latestOffset``,
+  ``partitions``: the reader's own calls (the listings and planning);
+* ``first read``: the first task's ``read()`` call from the Python worker's start (worker start,
+  imports, unpickling the reader) and to its first batch (the core's first connections);
+* ``stop``: the reader's ``stop()``; ``after last trigger``: the last trigger's end to
+  ``awaitTermination()`` returning.
+
+The module travels to Spark's Python processes by value (``cloudpickle.register_pickle_by_value``),
+like :mod:`.floor`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from benchmarks.floor import FloorSource, FloorStreamReader
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.streaming.datasource import ReadLimit
+
+from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
+from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
+
+#: Where Spark's Python processes append their calls (one JSON object a line).
+TRACE = os.environ.get("BENCH_TRACE", "/tmp/dynamic-kafka-bench/trace.jsonl")
+
+
+def _process_start() -> float:
+    """This process's start, wall clock, from ``/proc`` (0.0 where there is none)."""
+    try:
+        with open("/proc/self/stat") as stat:
+            ticks = int(stat.read().rpartition(")")[2].split()[19])
+        with open("/proc/stat") as system:
+            boot = next(float(line.split()[1]) for line in system if line.startswith("btime"))
+    except (OSError, StopIteration, ValueError):
+        return 0.0
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def emit(side: str, call: str, start: float, end: float) -> None:
+    """Append one call of ``side``'s source in this process to :data:`TRACE`."""
+    line = {
+        "side": side,
+        "call": call,
+        "start": start,
+        "end": end,
+        "pid": os.getpid(),
+        "process": _process_start(),
+        "worker": os.path.basename(sys.argv[0]) if sys.argv else "",
+    }
+    with open(TRACE, "a") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+def _timed_batches(side: str, batches: Iterator[Any], called: float) -> Iterator[Any]:
+    first = None
+    for batch in batches:
+        if first is None:
+            first = time.time()
+            emit(side, "read first batch", called, first)
+        yield batch
+    emit(side, "read", called, time.time())
+
+
+class TracedStreamReader(DynamicKafkaStreamReader):
+    """``dynamic_kafka``'s stream reader with every call Spark makes timed."""
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        emit("native", "unpickled", time.time(), time.time())
+
+    def initialOffset(self) -> dict[str, Any]:
+        t = time.time()
+        out = super().initialOffset()
+        emit("native", "initialOffset", t, time.time())
+        return out
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        t = time.time()
+        super().prepareForTriggerAvailableNow()
+        emit("native", "availableNow", t, time.time())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        t = time.time()
+        out = super().getDefaultReadLimit()
+        emit("native", "getDefaultReadLimit", t, time.time())
+        return out
+
+    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        t = time.time()
+        out = super().latestOffset(start, limit)
+        emit("native", "latestOffset", t, time.time())
+        return out
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        t = time.time()
+        out = super().reportLatestOffset()
+        emit("native", "reportLatestOffset", t, time.time())
+        return out
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Any:
+        t = time.time()
+        out = super().partitions(start, end)
+        emit("native", "partitions", t, time.time())
+        return out
+
+    def commit(self, end: dict[str, Any]) -> None:
+        t = time.time()
+        super().commit(end)
+        emit("native", "commit", t, time.time())
+
+    def stop(self) -> None:
+        t = time.time()
+        super().stop()
+        emit("native", "stop", t, time.time())
+
+    def read(self, partition: Any) -> Iterator[Any]:
+        t = time.time()
+        return _timed_batches("native", super().read(partition), t)
+
+
+class TracedDynamicKafka(DynamicKafkaDataSource):
+    """``dynamic_kafka`` under another name, its stream reader traced."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_traced_dk"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        t = time.time()
+        emit("native", "source", t, t)
+        reader = super().streamReader(schema)
+        reader.__class__ = TracedStreamReader
+        emit("native", "reader", t, time.time())
+        return reader
+
+
+class TracedFloorReader(FloorStreamReader):
+    """The floor's stream reader with every call Spark makes timed."""
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        emit("floor", "unpickled", time.time(), time.time())
+
+    def initialOffset(self) -> dict[str, int]:
+        t = time.time()
+        out = super().initialOffset()
+        emit("floor", "initialOffset", t, time.time())
+        return out
+
+    def latestOffset(self) -> dict[str, int]:
+        t = time.time()
+        out = super().latestOffset()
+        emit("floor", "latestOffset", t, time.time())
+        return out
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Any:
+        t = time.time()
+        out = super().partitions(start, end)
+        emit("floor", "partitions", t, time.time())
+        return out
+
+    def stop(self) -> None:
+        t = time.time()
+        emit("floor", "stop", t, time.time())
+
+    def read(self, partition: Any) -> Iterator[Any]:
+        t = time.time()
+        return _timed_batches("floor", super().read(partition), t)
+
+
+class TracedFloor(FloorSource):
+    reader = TracedFloorReader
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_traced_floor"
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        t = time.time()
+        emit("floor", "source", t, t)
+        reader = super().streamReader(schema)
+        emit("floor", "reader", t, time.time())
+        return reader
+
+
+def _seconds(stamp: str) -> float:
+    return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def read_trace() -> list[dict[str, Any]]:
+    """Every call traced since the file was last emptied."""
+    try:
+        with open(TRACE) as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def reset() -> None:
+    """Empty :data:`TRACE` (before a query)."""
+    os.makedirs(os.path.dirname(TRACE), exist_ok=True)
+    open(TRACE, "w").close()
+
+
+def split(
+    side: str, started: float, ended: float, progress: list[dict[str, Any]]
+) -> dict[str, float]:
+    """One query's phases in seconds (see the module's docstring), from its trace and progress.
+
+    ``started``/``ended``: around ``start()`` and ``awaitTermination()``.
+    """
+    calls = [c for c in read_trace() if c["side"] == side]
+    triggers = [
+        (
+            _seconds(p["timestamp"]),
+            _seconds(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1e3,
+        )
+        for p in progress
+    ]
+    out: dict[str, float] = {}
+    first_trigger = min(t for t, _ in triggers) if triggers else ended
+    last_end = max(e for _, e in triggers) if triggers else ended
+    out["start() -> first trigger"] = first_trigger - started
+    planner = [c for c in calls if c["call"] == "source"]
+    if planner:
+        first = min(planner, key=lambda c: c["start"])
+        out["  planner spawn -> source"] = first["start"] - max(first["process"], started)
+    for name in ("reader", "availableNow", "initialOffset", "latestOffset", "partitions", "stop"):
+        spans = [c["end"] - c["start"] for c in calls if c["call"] == name]
+        if spans:
+            out[f"  {name} (x{len(spans)})"] = sum(spans)
+    planners = {c["pid"]: c for c in calls if c["call"] == "source"}
+    for i, (pid, call) in enumerate(sorted(planners.items(), key=lambda p: p[1]["process"])):
+        worker = f"planner {i + 1} ({call['worker'].removesuffix('.py')})"
+        first = min(c["start"] for c in calls if c["pid"] == pid)
+        out[f"  {worker} spawned at"] = call["process"] - started
+        out[f"  {worker} first call at"] = first - started
+    reads = [c for c in calls if c["call"] == "read first batch"]
+    if reads:
+        first = min(reads, key=lambda c: c["start"])
+        out["  worker start -> read()"] = first["start"] - max(first["process"], started)
+        out["  read() -> first batch"] = first["end"] - first["start"]
+    out["triggers"] = sum(e - s for s, e in triggers)
+    out["between triggers"] = (last_end - first_trigger) - out["triggers"]
+    out["last trigger -> terminated"] = ended - last_end
+    return out

@@ -5,26 +5,26 @@ Everything a micro-batch decides is :class:`~pyspark_dynamic_kafka.source.driver
 MicroBatches`; which partitions are read (``assignment``) and whether an archive comes first
 (``archive.path``) are chosen once here, as objects
 (:func:`~pyspark_dynamic_kafka.source.group.selection.partition_selection`,
-:func:`~pyspark_dynamic_kafka.source.archive.hybrid.archive_phase`).
+:func:`~pyspark_dynamic_kafka.source.archive.archive_phase`).
+
+Every Spark task unpickles this class, so the driver's modules are imported where the driver
+builds the reader and the executor's where a task reads: each role imports only its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
-from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
-from pyspark_dynamic_kafka.source.executor.planned import read_planned
-from pyspark_dynamic_kafka.source.group.selection import partition_selection
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pyspark_dynamic_kafka.source.driver.pipeline import Tuning
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -45,6 +45,13 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """
 
     def __init__(self, options: SourceOptions, tuning: Tuning | None = None) -> None:
+        from pyspark_dynamic_kafka.source.archive import archive_phase
+        from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
+        from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+        from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
+        from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
+        from pyspark_dynamic_kafka.source.group.selection import partition_selection
+
         tuning = tuning or Tuning()
         self._options = options
         lister = OffsetLister(options)
@@ -121,6 +128,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches."""
+        from pyspark_dynamic_kafka.source.executor.planned import read_planned
+
         batches = read_planned(partition)
         if batches is None:
             raise TypeError(f"unexpected input partition {partition!r}")

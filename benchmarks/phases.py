@@ -7,8 +7,11 @@ one JSON line per call to :data:`TRACE` (wall-clock start and end, pid, the proc
 time and the Spark worker module it runs); :func:`split` then lays the calls on the query's
 timeline (``start()``, the triggers from the progress, termination) as phases:
 
-* ``spawn -> source``: the planner process's start, its pyspark and source imports, unpickling
-  the source (up to the first call into it);
+* ``runner spawn -> its first call``: the source's planner process (pyspark's
+  ``python_streaming_source_runner``, a new interpreter for each query) from its start to the
+  first call into the source: interpreter, pyspark and source imports, unpickling the source;
+  ``planner N spawned at`` / ``first call at``: each Python process that called the source, from
+  ``start()`` (``load()``'s ``schema``, the runner, pyspark's read planner);
 * ``reader``: building the stream reader; ``availableNow``, ``initialOffset``, ``latestOffset``,
   ``partitions``: the reader's own calls (the listings and planning);
 * ``first read``: the first task's ``read()`` call from the Python worker's start (worker start,
@@ -42,15 +45,16 @@ TRACE = os.environ.get("BENCH_TRACE", "/tmp/dynamic-kafka-bench/trace.jsonl")
 
 
 def _process_start() -> float:
-    """This process's start, wall clock, from ``/proc`` (0.0 where there is none)."""
+    """This process's start, wall clock, from ``/proc`` (0.0 where there is none): its age is
+    the system's uptime less its start in clock ticks after boot (``btime`` is whole seconds)."""
     try:
         with open("/proc/self/stat") as stat:
             ticks = int(stat.read().rpartition(")")[2].split()[19])
-        with open("/proc/stat") as system:
-            boot = next(float(line.split()[1]) for line in system if line.startswith("btime"))
-    except (OSError, StopIteration, ValueError):
+        with open("/proc/uptime") as uptime:
+            up = float(uptime.read().split()[0])
+    except (OSError, ValueError):
         return 0.0
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - (up - ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def emit(side: str, call: str, start: float, end: float) -> None:
@@ -142,6 +146,12 @@ class TracedDynamicKafka(DynamicKafkaDataSource):
     def name(cls) -> str:
         return "bench_traced_dk"
 
+    def schema(self) -> Any:
+        t = time.time()
+        out = super().schema()
+        emit("native", "schema", t, time.time())
+        return out
+
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         t = time.time()
         emit("native", "source", t, t)
@@ -192,12 +202,22 @@ class TracedFloor(FloorSource):
     def name(cls) -> str:
         return "bench_traced_floor"
 
+    def schema(self) -> Any:
+        t = time.time()
+        out = super().schema()
+        emit("floor", "schema", t, time.time())
+        return out
+
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         t = time.time()
         emit("floor", "source", t, t)
         reader = super().streamReader(schema)
         emit("floor", "reader", t, time.time())
         return reader
+
+
+#: The source's calls summed per query, in the order Spark makes them.
+_CALLS = ("schema", "reader", "availableNow", "initialOffset", "latestOffset", "partitions", "stop")
 
 
 def _seconds(stamp: str) -> float:
@@ -242,11 +262,19 @@ def split(
     if planner:
         first = min(planner, key=lambda c: c["start"])
         out["  planner spawn -> source"] = first["start"] - max(first["process"], started)
-    for name in ("reader", "availableNow", "initialOffset", "latestOffset", "partitions", "stop"):
+    for name in (
+        "schema",
+        "reader",
+        "availableNow",
+        "initialOffset",
+        "latestOffset",
+        "partitions",
+        "stop",
+    ):
         spans = [c["end"] - c["start"] for c in calls if c["call"] == name]
         if spans:
             out[f"  {name} (x{len(spans)})"] = sum(spans)
-    planners = {c["pid"]: c for c in calls if c["call"] == "source"}
+    planners = {c["pid"]: c for c in calls if c["call"] in ("schema", "source")}
     for i, (pid, call) in enumerate(sorted(planners.items(), key=lambda p: p[1]["process"])):
         worker = f"planner {i + 1} ({call['worker'].removesuffix('.py')})"
         first = min(c["start"] for c in calls if c["pid"] == pid)

@@ -63,8 +63,8 @@ def test_the_executors_read_path_imports_no_driver_cli_server_yaml_or_pandas() -
     assert "pyspark_dynamic_kafka.source.executor.read" in loaded
 
 
-#: What the source's planner process runs: the data source builds the stream reader (its
-#: driver modules) from file metadata; nothing connects until Spark asks for offsets.
+#: What the source's planner process runs: the data source builds the stream reader, whose first
+#: driver call builds its pipeline (the driver's modules); nothing connects before offsets.
 _PLANNER = """
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 source = DynamicKafkaDataSource({
@@ -76,8 +76,14 @@ batch = source.reader(None)
 """
 
 
-def test_the_planner_imports_no_arrow_builders_parquet_pandas_or_sink() -> None:
+def test_pysparks_read_planner_builds_a_reader_without_the_drivers_modules() -> None:
+    # plan_data_source_read builds a stream reader only to pickle its read(): no driver call.
     loaded = _loaded(_PLANNER)
+    assert _present(loaded, ("pyspark_dynamic_kafka.source.driver", "yaml")) == []
+
+
+def test_the_planner_imports_no_arrow_builders_parquet_pandas_or_sink() -> None:
+    loaded = _loaded(_PLANNER + "reader.getDefaultReadLimit()\n")
     unwanted = (
         *_NEVER,
         "pyarrow.compute",

@@ -24,7 +24,7 @@ from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from pyspark_dynamic_kafka.source.driver.pipeline import Tuning
+    from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -33,7 +33,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """Reads the subscribed streams micro-batch by micro-batch.
 
     On the driver it keeps the metadata discovery and one admin client per cluster (created
-    lazily, never pickled); executors get a pickled copy that only runs :meth:`read`.
+    at the first driver call, never pickled); executors get a pickled copy that only runs
+    :meth:`read`.
 
     Parameters
     ----------
@@ -45,24 +46,33 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """
 
     def __init__(self, options: SourceOptions, tuning: Tuning | None = None) -> None:
-        from pyspark_dynamic_kafka.source.archive import archive_phase
-        from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-        from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-        from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
-        from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
-        from pyspark_dynamic_kafka.source.group.selection import partition_selection
-
-        tuning = tuning or Tuning()
         self._options = options
-        lister = OffsetLister(options)
-        policy = StartPolicy.of(options)
-        self._batches = MicroBatches(
-            ClusterView(options, lister, tuning.parallel_clusters),
-            partition_selection(options, lister, policy),
-            archive_phase(options),
-            policy,
-            pause_gc=tuning.pause_gc,
-        )
+        self._tuning = tuning
+        self._pipeline: MicroBatches | None = None
+
+    @property
+    def _batches(self) -> MicroBatches:
+        """The driver's pipeline, built at the first driver call: pyspark also builds a reader
+        in its read planner only to pickle :meth:`read`, which needs none of it."""
+        if self._pipeline is None:
+            from pyspark_dynamic_kafka.source.archive import archive_phase
+            from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
+            from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+            from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
+            from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
+            from pyspark_dynamic_kafka.source.group.selection import partition_selection
+
+            options, tuning = self._options, self._tuning or Tuning()
+            lister = OffsetLister(options)
+            policy = StartPolicy.of(options)
+            self._pipeline = MicroBatches(
+                ClusterView(options, lister, tuning.parallel_clusters),
+                partition_selection(options, lister, policy),
+                archive_phase(options),
+                policy,
+                pause_gc=tuning.pause_gc,
+            )
+        return self._pipeline
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
@@ -121,9 +131,10 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         Spark runs this when the source's process ends on its own; a ``query.stop()`` ends it
         with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.group.coordinator.
-        stop_on_sigterm`).
+        stop_on_sigterm`). A reader that never planned has nothing to leave.
         """
-        self._batches.selection.stop()
+        if self._pipeline is not None:
+            self._pipeline.selection.stop()
 
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

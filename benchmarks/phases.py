@@ -30,7 +30,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks.floor import FloorSource, FloorStreamReader
@@ -82,6 +82,14 @@ def _timed_batches(side: str, batches: Iterator[Any], called: float) -> Iterator
     emit(side, "read", called, time.time())
 
 
+def _timed(side: str, call: str, method: Callable[..., Any], *args: Any) -> Any:
+    """``method(*args)``, its span emitted as ``side``'s ``call``."""
+    t = time.time()
+    out = method(*args)
+    emit(side, call, t, time.time())
+    return out
+
+
 class TracedStreamReader(DynamicKafkaStreamReader):
     """``dynamic_kafka``'s stream reader with every call Spark makes timed."""
 
@@ -90,49 +98,28 @@ class TracedStreamReader(DynamicKafkaStreamReader):
         emit("native", "unpickled", time.time(), time.time())
 
     def initialOffset(self) -> dict[str, Any]:
-        t = time.time()
-        out = super().initialOffset()
-        emit("native", "initialOffset", t, time.time())
-        return out
+        return _timed("native", "initialOffset", super().initialOffset)  # type: ignore[no-any-return]
 
     def prepareForTriggerAvailableNow(self) -> None:
-        t = time.time()
-        super().prepareForTriggerAvailableNow()
-        emit("native", "availableNow", t, time.time())
+        _timed("native", "availableNow", super().prepareForTriggerAvailableNow)
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        t = time.time()
-        out = super().getDefaultReadLimit()
-        emit("native", "getDefaultReadLimit", t, time.time())
-        return out
+        return _timed("native", "getDefaultReadLimit", super().getDefaultReadLimit)
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
-        t = time.time()
-        out = super().latestOffset(start, limit)
-        emit("native", "latestOffset", t, time.time())
-        return out
+        return _timed("native", "latestOffset", super().latestOffset, start, limit)  # type: ignore[no-any-return]
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        t = time.time()
-        out = super().reportLatestOffset()
-        emit("native", "reportLatestOffset", t, time.time())
-        return out
+        return _timed("native", "reportLatestOffset", super().reportLatestOffset)  # type: ignore[no-any-return]
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Any:
-        t = time.time()
-        out = super().partitions(start, end)
-        emit("native", "partitions", t, time.time())
-        return out
+        return _timed("native", "partitions", super().partitions, start, end)
 
     def commit(self, end: dict[str, Any]) -> None:
-        t = time.time()
-        super().commit(end)
-        emit("native", "commit", t, time.time())
+        _timed("native", "commit", super().commit, end)
 
     def stop(self) -> None:
-        t = time.time()
-        super().stop()
-        emit("native", "stop", t, time.time())
+        _timed("native", "stop", super().stop)
 
     def read(self, partition: Any) -> Iterator[Any]:
         t = time.time()
@@ -147,48 +134,26 @@ class TracedDynamicKafka(DynamicKafkaDataSource):
         return "bench_traced_dk"
 
     def schema(self) -> Any:
-        t = time.time()
-        out = super().schema()
-        emit("native", "schema", t, time.time())
-        return out
+        return _timed("native", "schema", super().schema)
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        t = time.time()
-        emit("native", "source", t, t)
-        reader = super().streamReader(schema)
+        emit("native", "source", time.time(), time.time())
+        reader = _timed("native", "reader", super().streamReader, schema)
         reader.__class__ = TracedStreamReader
-        emit("native", "reader", t, time.time())
-        return reader
+        return reader  # type: ignore[no-any-return]
 
 
 class TracedFloorReader(FloorStreamReader):
     """The floor's stream reader with every call Spark makes timed."""
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        emit("floor", "unpickled", time.time(), time.time())
-
     def initialOffset(self) -> dict[str, int]:
-        t = time.time()
-        out = super().initialOffset()
-        emit("floor", "initialOffset", t, time.time())
-        return out
+        return _timed("floor", "initialOffset", super().initialOffset)  # type: ignore[no-any-return]
 
     def latestOffset(self) -> dict[str, int]:
-        t = time.time()
-        out = super().latestOffset()
-        emit("floor", "latestOffset", t, time.time())
-        return out
+        return _timed("floor", "latestOffset", super().latestOffset)  # type: ignore[no-any-return]
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Any:
-        t = time.time()
-        out = super().partitions(start, end)
-        emit("floor", "partitions", t, time.time())
-        return out
-
-    def stop(self) -> None:
-        t = time.time()
-        emit("floor", "stop", t, time.time())
+        return _timed("floor", "partitions", super().partitions, start, end)
 
     def read(self, partition: Any) -> Iterator[Any]:
         t = time.time()
@@ -203,17 +168,11 @@ class TracedFloor(FloorSource):
         return "bench_traced_floor"
 
     def schema(self) -> Any:
-        t = time.time()
-        out = super().schema()
-        emit("floor", "schema", t, time.time())
-        return out
+        return _timed("floor", "schema", super().schema)
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        t = time.time()
-        emit("floor", "source", t, t)
-        reader = super().streamReader(schema)
-        emit("floor", "reader", t, time.time())
-        return reader
+        emit("floor", "source", time.time(), time.time())
+        return _timed("floor", "reader", super().streamReader, schema)  # type: ignore[no-any-return]
 
 
 #: The source's calls summed per query, in the order Spark makes them.

@@ -126,21 +126,33 @@ class TracedStreamReader(DynamicKafkaStreamReader):
         return _timed_batches("native", super().read(partition), t)
 
 
-class TracedDynamicKafka(DynamicKafkaDataSource):
-    """``dynamic_kafka`` under another name, its stream reader traced."""
+class _TracedSource:
+    """What both traced sources add to their data source: a format name of their own, and
+    ``schema`` and ``streamReader`` timed as ``side``'s (the reader as ``reader_class``)."""
+
+    side: str
+    format_name: str
+    reader_class: type | None = None
 
     @classmethod
     def name(cls) -> str:
-        return "bench_traced_dk"
+        return cls.format_name
 
     def schema(self) -> Any:
-        return _timed("native", "schema", super().schema)
+        return _timed(self.side, "schema", super().schema)  # type: ignore[misc]
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        emit("native", "source", time.time(), time.time())
-        reader = _timed("native", "reader", super().streamReader, schema)
-        reader.__class__ = TracedStreamReader
+        emit(self.side, "source", time.time(), time.time())
+        reader = _timed(self.side, "reader", super().streamReader, schema)  # type: ignore[misc]
+        if self.reader_class is not None:
+            reader.__class__ = self.reader_class
         return reader  # type: ignore[no-any-return]
+
+
+class TracedDynamicKafka(_TracedSource, DynamicKafkaDataSource):
+    """``dynamic_kafka`` under another name, its stream reader traced."""
+
+    side, format_name, reader_class = "native", "bench_traced_dk", TracedStreamReader
 
 
 class TracedFloorReader(FloorStreamReader):
@@ -160,19 +172,10 @@ class TracedFloorReader(FloorStreamReader):
         return _timed_batches("floor", super().read(partition), t)
 
 
-class TracedFloor(FloorSource):
-    reader = TracedFloorReader
+class TracedFloor(_TracedSource, FloorSource):
+    """The floor under another name, its stream reader traced."""
 
-    @classmethod
-    def name(cls) -> str:
-        return "bench_traced_floor"
-
-    def schema(self) -> Any:
-        return _timed("floor", "schema", super().schema)
-
-    def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        emit("floor", "source", time.time(), time.time())
-        return _timed("floor", "reader", super().streamReader, schema)  # type: ignore[no-any-return]
+    side, format_name, reader = "floor", "bench_traced_floor", TracedFloorReader
 
 
 #: The source's calls summed per query, in the order Spark makes them.

@@ -14,10 +14,11 @@ timeline (``start()``, the triggers from the progress, termination) as phases:
   ``start()`` (``load()``'s ``schema``, the runner, pyspark's read planner);
 * ``reader``: building the stream reader; ``availableNow``, ``initialOffset``, ``latestOffset``,
   ``partitions``: the reader's own calls (the listings and planning);
-* ``first read``: the first task's ``read()`` call from the Python worker's start (worker start,
-  imports, unpickling the reader) and to its first batch (the core's first connections);
-* ``stop``: the reader's ``stop()``; ``after last trigger``: the last trigger's end to
-  ``awaitTermination()`` returning.
+* ``worker start -> read()``: the first task's ``read()`` call from the later of its Python
+  worker's start and ``start()`` (pyspark reuses workers across queries); ``read() -> first
+  batch``: to its first batch (the core's first connections);
+* ``triggers``, ``between triggers`` (from the progress) and ``last trigger -> terminated``: the
+  last trigger's end to ``awaitTermination()`` returning (the source's ``stop`` included).
 
 The module travels to Spark's Python processes by value (``cloudpickle.register_pickle_by_value``),
 like :mod:`.floor`.
@@ -220,10 +221,10 @@ def split(
     first_trigger = min(t for t, _ in triggers) if triggers else ended
     last_end = max(e for _, e in triggers) if triggers else ended
     out["start() -> first trigger"] = first_trigger - started
-    planner = [c for c in calls if c["call"] == "source"]
-    if planner:
-        first = min(planner, key=lambda c: c["start"])
-        out["  planner spawn -> source"] = first["start"] - max(first["process"], started)
+    runner = [c for c in calls if "streaming_source_runner" in c["worker"]]
+    if runner:
+        first = min(runner, key=lambda c: c["start"])
+        out["  runner spawn -> its first call"] = first["start"] - first["process"]
     for name in (
         "schema",
         "reader",

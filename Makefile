@@ -112,7 +112,10 @@ BROKER ?= tansu
 demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 	$(PY) examples/demo.py --broker $(BROKER)
 
-# Side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
+# First the whole query as users time it (benchmarks/whole_query.py: start() to the end of an
+# AvailableNow drain and load() to the result, beside format("kafka") / the union and the trivial
+# Python source, with the per-phase split of the time outside triggers); then the read window:
+# side by side with the peers (Spark's format("kafka"), a union of them, raw confluent-kafka,
 # Flink's Dynamic Kafka Source, the Python Data Source floor): needs java and mvn; the peers' jars
 # are resolved from Maven Central into ~/.cache/pyspark-dynamic-kafka/ (benchmarks/peers/).
 # benchmarks/latency.py: end-to-end latency of small micro-batches beside format("kafka");
@@ -121,7 +124,9 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # each in a Spark session of its own, same data, interleaved rounds; benchmarks/sink.py: the
 # sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink.
 BENCH_OLD_REV ?= dc7d380
+WHOLE_QUERY_CASES ?= kafka-1x8 kafka-3x4 kafka-scram512-1x8
 bench: $(SETUP) kafka-jars
+	$(PY) -m benchmarks.whole_query --phases --cases $(WHOLE_QUERY_CASES)
 	$(PY) -m benchmarks.run
 	$(PY) -m benchmarks.prefetch
 	$(PY) -m benchmarks.memory

@@ -26,7 +26,7 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import pyspark
 from benchmarks import floor as floor_module
-from benchmarks import report
+from benchmarks import phases, report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.maven import spark_kafka_jars
 from benchmarks.run import CASES, _tasks, load
@@ -55,6 +55,13 @@ class Query:
     cpu: float
     inside: float
     add_batch: float
+    #: The query's phases (:func:`.phases.split`), when its source was traced.
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def outside(self) -> float:
+        """Seconds outside every trigger."""
+        return self.seconds - self.inside
 
 
 def _progress_times(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
@@ -64,8 +71,14 @@ def _progress_times(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
     return rows, inside, add_batch
 
 
-def drain(jvm: int, frame: Callable[[], Any], total: int, timeout: float = 900.0) -> Query:
-    """Start an ``AvailableNow`` query on ``frame()`` into the noop sink; wait for it to end."""
+def drain(
+    jvm: int, frame: Callable[[], Any], total: int, traced: str = "", timeout: float = 900.0
+) -> Query:
+    """Start an ``AvailableNow`` query on ``frame()`` into the noop sink; wait for it to end.
+
+    ``traced``: the side whose traced source ``frame()`` reads (:mod:`.phases`), to split.
+    """
+    phases.reset()
     with CpuSampler({"spark": jvm}) as sampler:
         started = time.time()
         query = frame().writeStream.format("noop").trigger(availableNow=True).start()
@@ -74,11 +87,13 @@ def drain(jvm: int, frame: Callable[[], Any], total: int, timeout: float = 900.0
     if not ended or query.exception() is not None:
         query.stop()
         raise SystemExit(f"the query did not end cleanly: {query.exception()}")
-    rows, inside, add_batch = _progress_times(list(query.recentProgress))
+    progress = list(query.recentProgress)
+    rows, inside, add_batch = _progress_times(progress)
     if rows != total:
         raise SystemExit(f"query read {rows} rows, expected {total}")
     cpu = sum(sampler.between("spark", started, done).values())
-    return Query(rows, done - started, cpu, inside, add_batch)
+    split = phases.split(traced, started, done, progress) if traced else {}
+    return Query(rows, done - started, cpu, inside, add_batch, split)
 
 
 def batch(jvm: int, frame: Callable[[], Any], total: int) -> Query:
@@ -92,16 +107,30 @@ def batch(jvm: int, frame: Callable[[], Any], total: int) -> Query:
 
 
 def _sides(
-    case: str, data: dict[str, Any], spark: Any, workdir: Path
+    case: str, data: dict[str, Any], spark: Any, workdir: Path, traced: bool = False
 ) -> dict[str, Callable[[], Query]]:
     clusters: list[Cluster] = data["clusters"]
     topic, total = data["topic"], data["total"]
     jvm = spark_jvm()
     metadata = workdir / f"whole-{case}.yaml"
     write_bench_metadata(metadata, clusters, topic)
+    tasks = _tasks(data["shares"])
 
     def ours() -> Any:
-        return dynamic_kafka(spark, metadata, None)
+        if not traced:
+            return dynamic_kafka(spark, metadata, None)
+        options = {"metadataService": "file", "metadataService.path": str(metadata)}
+        options |= {"streamIds": "bench", "startingOffsets": "earliest"}
+        return spark.readStream.format("bench_traced_dk").options(**options).load()
+
+    def floor_frame() -> Any:
+        if not traced:
+            return floor(spark, total, tasks)
+        return (
+            spark.readStream.format("bench_traced_floor")
+            .options(rows=str(total), tasks=str(tasks))
+            .load()
+        )
 
     def peer() -> Any:
         if len(clusters) == 1:
@@ -128,11 +157,10 @@ def _sides(
         return out
 
     name = "kafka" if len(clusters) == 1 else "union"
-    tasks = _tasks(data["shares"])
     return {
-        "native": lambda: drain(jvm, ours, total),
+        "native": lambda: drain(jvm, ours, total, "native" if traced else ""),
         name: lambda: drain(jvm, peer, total),
-        "floor": lambda: drain(jvm, lambda: floor(spark, total, tasks), total),
+        "floor": lambda: drain(jvm, floor_frame, total, "floor" if traced else ""),
         "native batch": lambda: batch(jvm, ours_batch, total),
         f"{name} batch": lambda: batch(jvm, peer_batch, total),
     }
@@ -147,9 +175,25 @@ def _line(name: str, q: Query) -> str:
     )
 
 
-def _ratios(runs: dict[str, Query]) -> list[tuple[str, str]]:
-    """(ours/peer, its rows/s and CPU ratios and both sides' time outside triggers)."""
-    out = []
+@dataclass(frozen=True)
+class Ratio:
+    """Ours / peer in one round: rows/s, CPU per record, and both sides' seconds outside."""
+
+    rps: float
+    cpu: float
+    ours_outside: float
+    peer_outside: float
+
+    def text(self) -> str:
+        return (
+            f"{self.rps:.2f}x rows/s {self.cpu:.2f}x CPU, outside "
+            f"{self.ours_outside:.2f} s vs {self.peer_outside:.2f} s"
+        )
+
+
+def _ratios(runs: dict[str, Query]) -> dict[str, Ratio]:
+    """``{"ours/peer": Ratio}`` of every pair that ran."""
+    out = {}
     for ours, peer in [("native", "kafka"), ("native", "union"), ("native", "floor")]:
         for suffix in ("", " batch"):
             a, b = runs.get(ours + suffix), runs.get(peer + suffix)
@@ -157,11 +201,52 @@ def _ratios(runs: dict[str, Query]) -> list[tuple[str, str]]:
                 continue
             rps = (a.rows / a.seconds) / (b.rows / b.seconds)
             cpu = (a.cpu / a.rows) / (b.cpu / b.rows)
-            text = (
-                f"{rps:.2f}x rows/s {cpu:.2f}x CPU, outside {a.outside:.2f} s vs {b.outside:.2f} s"
-            )
-            out.append((f"{ours}{suffix}/{peer}{suffix}", text))
+            out[f"{ours}{suffix}/{peer}{suffix}"] = Ratio(rps, cpu, a.outside, b.outside)
     return out
+
+
+def _print_round(label: str, runs: dict[str, Query]) -> None:
+    print(f"{label}:", flush=True)
+    for name, q in runs.items():
+        print(f"    {_line(name, q)}")
+    for name, q in runs.items():
+        if q.phases:
+            split = ", ".join(f"{k.strip()} {v:.2f}" for k, v in q.phases.items())
+            print(f"    {name} phases (s): {split}")
+    for pair, ratio in _ratios(runs).items():
+        print(f"    {pair} {ratio.text()}", flush=True)
+
+
+def summary(case: str, rounds: list[dict[str, Query]]) -> list[str]:
+    """The medians of each side, of its phases and of each ratio over ``rounds``, then each
+    ratio's rounds."""
+    lines = [f"{case}, {len(rounds)} rounds, medians:"]
+    if not rounds:
+        return lines
+    for name in rounds[0]:
+        med = Query(
+            rounds[0][name].rows,
+            statistics.median(r[name].seconds for r in rounds),
+            statistics.median(r[name].cpu for r in rounds),
+            statistics.median(r[name].inside for r in rounds),
+            statistics.median(r[name].add_batch for r in rounds),
+        )
+        lines.append(f"  {_line(name, med)}")
+        for phase in rounds[0][name].phases:
+            values = [r[name].phases[phase] for r in rounds if phase in r[name].phases]
+            lines.append(f"      {phase:32} {statistics.median(values):6.3f} s")
+    per_round = [_ratios(r) for r in rounds]
+    for pair in per_round[0]:
+        ratios = [r[pair] for r in per_round if pair in r]
+        med = Ratio(
+            statistics.median(x.rps for x in ratios),
+            statistics.median(x.cpu for x in ratios),
+            statistics.median(x.ours_outside for x in ratios),
+            statistics.median(x.peer_outside for x in ratios),
+        )
+        rounds_text = ", ".join(f"{x.rps:.2f}x/{x.cpu:.2f}x" for x in ratios)
+        lines.append(f"  {pair}: median {med.text()} (rounds: rows/s/CPU {rounds_text})")
+    return lines
 
 
 def main() -> None:
@@ -169,11 +254,18 @@ def main() -> None:
     parser.add_argument(
         "--cases", nargs="+", default=["kafka-1x8", "kafka-3x4"], choices=list(CASES)
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="read ours and the floor through traced twins and split each query into phases",
+    )
+    parser.add_argument("--no-batch", action="store_true", help="leave the batch reads out")
     args = parser.parse_args()
     workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
     workdir.mkdir(parents=True, exist_ok=True)
     jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
     cloudpickle.register_pickle_by_value(floor_module)
+    cloudpickle.register_pickle_by_value(phases)
     count = max(CASES[c][1] for c in args.cases)
     secured = any(CASES[c][3] for c in args.cases)
     results: dict[str, list[dict[str, Query]]] = {c: [] for c in args.cases}
@@ -191,8 +283,12 @@ def main() -> None:
             **{"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))},
         )
         spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(floor_module.FloorSource)
-        sides = {case: _sides(case, data[case], spark, workdir) for case in args.cases}
+        for source in (floor_module.FloorSource, phases.TracedDynamicKafka, phases.TracedFloor):
+            spark.dataSource.register(source)
+        sides = {c: _sides(c, data[c], spark, workdir, args.phases) for c in args.cases}
+        for case in sides.values() if args.no_batch else ():
+            for name in [n for n in case if n.endswith(" batch")]:
+                del case[name]
         for rnd in range(args.rounds + 1):
             for case in args.cases if rnd % 2 else reversed(args.cases):
                 order = list(sides[case]) if rnd % 2 else list(reversed(sides[case]))
@@ -201,29 +297,10 @@ def main() -> None:
                 if rnd:
                     results[case].append(runs)
                 label = f"{case} round {rnd}" + (" (warm-up, not counted)" if not rnd else "")
-                print(f"{label}, load {load_now:.1f}:", flush=True)
-                for name, q in runs.items():
-                    print(f"    {_line(name, q)}")
-                for label, text in _ratios(runs):
-                    print(f"    {label} {text}", flush=True)
+                _print_round(f"{label}, load {load_now:.1f}", runs)
         spark.stop()
     for case in args.cases:
-        rounds = results[case]
-        print(f"{case}, {len(rounds)} rounds, medians:")
-        for name in rounds[0] if rounds else ():
-            med = Query(
-                rounds[0][name].rows,
-                statistics.median(r[name].seconds for r in rounds),
-                statistics.median(r[name].cpu for r in rounds),
-                statistics.median(r[name].inside for r in rounds),
-                statistics.median(r[name].add_batch for r in rounds),
-            )
-            print(f"  {_line(name, med)}")
-        per_round = [_ratios(r) for r in rounds]
-        for i, label in enumerate(per_round[0] if per_round else ()):
-            print(
-                f"  {label.split(' ')[0]}: " + "; ".join(r[i].split(" ", 1)[1] for r in per_round)
-            )
+        print("\n".join(summary(case, results[case])), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,15 @@
 """The ``dynamic_kafka`` Spark data source: its readers (:mod:`~pyspark_dynamic_kafka.source`) and
-writers (:mod:`~pyspark_dynamic_kafka.sink`), nothing else."""
+writers (:mod:`~pyspark_dynamic_kafka.sink`), nothing else.
+
+Each Python process Spark starts imports only what its role needs: every Spark task that reads
+or writes unpickles this class (so this module imports pyspark's base classes only), the source's
+planner imports the readers, the sink's the writers, each in the method Spark calls there
+(tests/unit/test_import_roles.py keeps them apart).
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -13,13 +21,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
-from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
-from pyspark_dynamic_kafka.sink.writer import DynamicKafkaBatchWriter, DynamicKafkaStreamWriter
-from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
-from pyspark_dynamic_kafka.source.config.options import SourceOptions, parse_options
-from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
-from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
+
+if TYPE_CHECKING:
+    from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
 __all__ = ["DynamicKafkaDataSource"]
 
@@ -39,22 +43,35 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
 
     def schema(self) -> StructType:
         """Spark's kafka-source columns (``headers`` with ``includeHeaders``) plus ``cluster``."""
+        from pyspark_dynamic_kafka.source.config.options import parse_options
+        from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+
         return spark_schema(parse_options(self.options, mode="any").include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader for ``spark.read``."""
+        from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
+        from pyspark_dynamic_kafka.source.config.options import parse_options
+
         options = parse_options(self.options, mode="batch")
         _check_schema(schema, options)
         return DynamicKafkaBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader for ``spark.readStream``."""
+        from pyspark_dynamic_kafka.source.config.options import parse_options
+        from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
+
         options = parse_options(self.options, mode="stream")
         _check_schema(schema, options)
         return DynamicKafkaStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A writer for ``df.write``: the stream's write route, resolved now."""
+        from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+        from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+        from pyspark_dynamic_kafka.sink.writer import DynamicKafkaBatchWriter
+
         _check_append(overwrite)
         return DynamicKafkaBatchWriter(
             parse_sink_options(self.options), schema, create_metadata_service
@@ -63,6 +80,10 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """A writer for ``writeStream``; Spark asks for one before each micro-batch, which is when
         the micro-batch's write route is resolved."""
+        from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
+        from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
+        from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
+
         _check_append(overwrite)
         return DynamicKafkaStreamWriter(
             parse_sink_options(self.options), schema, create_metadata_service
@@ -78,6 +99,8 @@ def _check_append(overwrite: bool) -> None:
 
 
 def _check_schema(schema: StructType, options: SourceOptions) -> None:
+    from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+
     expected = spark_schema(options.include_headers)
     if schema is not None and schema != expected:
         raise OptionsError(

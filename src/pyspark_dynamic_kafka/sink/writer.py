@@ -33,7 +33,6 @@ from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
-from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction, produce_native
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
@@ -135,6 +134,9 @@ def _produce(
 ) -> WriteReport:
     """atLeastOnce with the writer the driver chose (the compiled core or confluent-kafka)."""
     if task.native:
+        # The core's writer (and pyarrow.compute) on executors only: the planner needs neither.
+        from pyspark_dynamic_kafka.sink.executor.native import produce_native
+
         return produce_native(task, batches, stamp)
     return produce_batches(task, batches, stamp)
 
@@ -189,6 +191,8 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
         if not self.task.exactly_once:
             return replace(_produce(self.task, iterator, stamp), query_id=query_id)
         started = time.monotonic()
+        from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
+
         opener = NativeTransaction if self.task.native else None
         report = produce_transaction(self.task, iterator, batch_id, partition, stamp, opener)
         elapsed = round((time.monotonic() - started) * 1000)

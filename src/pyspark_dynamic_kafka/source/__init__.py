@@ -32,6 +32,8 @@ Executor (``executor/``):
   one dispatch Spark's readers call (Kafka ranges, or a phase task such as the archive's files).
 - :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
 - :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
+- :mod:`~pyspark_dynamic_kafka.source.executor.schema`: the source's Spark and Arrow schemas
+  (what ``load()`` and the planner need of Arrow: no builders, no ``pyarrow.compute``).
 - :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges,
   with its direct fetch path or librdkafka's consumer as the driver planned
   (:mod:`pyspark_dynamic_kafka.kafka.engine`).

@@ -2,20 +2,23 @@
 of a batch read (:mod:`~pyspark_dynamic_kafka.source.driver.batch_plan`) and the executor's
 reader (:mod:`~pyspark_dynamic_kafka.source.executor.planned`); whether an archive comes first
 (``archive.path``) is chosen here, as for a stream
-(:func:`~pyspark_dynamic_kafka.source.archive.hybrid.archive_phase`).
+(:func:`~pyspark_dynamic_kafka.source.archive.archive_phase`).
+
+As for a stream, the driver's modules are imported where the driver plans and the executor's
+where a task reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.batch_plan import plan_batch_read
-from pyspark_dynamic_kafka.source.executor.planned import read_planned
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["DynamicKafkaBatchReader"]
 
@@ -38,9 +41,14 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
     def partitions(self) -> list[InputPartition]:
         """Resolve the metadata and the offsets, and plan the ranges into few, large tasks
         (:func:`~pyspark_dynamic_kafka.source.driver.batch_plan.plan_batch_read`)."""
+        from pyspark_dynamic_kafka.source.archive import archive_phase
+        from pyspark_dynamic_kafka.source.driver.batch_plan import plan_batch_read
+
         return plan_batch_read(self._options, archive_phase(self._options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches (nothing for Spark's empty partition)."""
+        from pyspark_dynamic_kafka.source.executor.planned import read_planned
+
         batches = read_planned(partition)
         return iter(()) if batches is None else batches

@@ -5,26 +5,26 @@ Everything a micro-batch decides is :class:`~pyspark_dynamic_kafka.source.driver
 MicroBatches`; which partitions are read (``assignment``) and whether an archive comes first
 (``archive.path``) are chosen once here, as objects
 (:func:`~pyspark_dynamic_kafka.source.group.selection.partition_selection`,
-:func:`~pyspark_dynamic_kafka.source.archive.hybrid.archive_phase`).
+:func:`~pyspark_dynamic_kafka.source.archive.archive_phase`).
+
+Every Spark task unpickles this class, so the driver's modules are imported where the driver
+builds the reader and the executor's where a task reads: each role imports only its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
-from pyspark_dynamic_kafka.source.archive.hybrid import archive_phase
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
-from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
-from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
-from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
-from pyspark_dynamic_kafka.source.executor.planned import read_planned
-from pyspark_dynamic_kafka.source.group.selection import partition_selection
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 
 __all__ = ["DynamicKafkaStreamReader"]
 
@@ -33,7 +33,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """Reads the subscribed streams micro-batch by micro-batch.
 
     On the driver it keeps the metadata discovery and one admin client per cluster (created
-    lazily, never pickled); executors get a pickled copy that only runs :meth:`read`.
+    at the first driver call, never pickled); executors get a pickled copy that only runs
+    :meth:`read`.
 
     Parameters
     ----------
@@ -45,17 +46,33 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     """
 
     def __init__(self, options: SourceOptions, tuning: Tuning | None = None) -> None:
-        tuning = tuning or Tuning()
         self._options = options
-        lister = OffsetLister(options)
-        policy = StartPolicy.of(options)
-        self._batches = MicroBatches(
-            ClusterView(options, lister, tuning.parallel_clusters),
-            partition_selection(options, lister, policy),
-            archive_phase(options),
-            policy,
-            pause_gc=tuning.pause_gc,
-        )
+        self._tuning = tuning
+        self._pipeline: MicroBatches | None = None
+
+    @property
+    def _batches(self) -> MicroBatches:
+        """The driver's pipeline, built at the first driver call: pyspark also builds a reader
+        in its read planner only to pickle :meth:`read`, which needs none of it."""
+        if self._pipeline is None:
+            from pyspark_dynamic_kafka.source.archive import archive_phase
+            from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
+            from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
+            from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
+            from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy
+            from pyspark_dynamic_kafka.source.group.selection import partition_selection
+
+            options, tuning = self._options, self._tuning or Tuning()
+            lister = OffsetLister(options)
+            policy = StartPolicy.of(options)
+            self._pipeline = MicroBatches(
+                ClusterView(options, lister, tuning.parallel_clusters),
+                partition_selection(options, lister, policy),
+                archive_phase(options),
+                policy,
+                pause_gc=tuning.pause_gc,
+            )
+        return self._pipeline
 
     def __getstate__(self) -> dict[str, Any]:
         """An executor's copy holds the options only: it runs :meth:`read`, nothing else."""
@@ -114,13 +131,16 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         Spark runs this when the source's process ends on its own; a ``query.stop()`` ends it
         with SIGTERM, which does the same (:func:`~pyspark_dynamic_kafka.source.group.coordinator.
-        stop_on_sigterm`).
+        stop_on_sigterm`). A reader that never planned has nothing to leave.
         """
-        self._batches.selection.stop()
+        if self._pipeline is not None:
+            self._pipeline.selection.stop()
 
     # ----------------------------------------------------------------- executors
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches."""
+        from pyspark_dynamic_kafka.source.executor.planned import read_planned
+
         batches = read_planned(partition)
         if batches is None:
             raise TypeError(f"unexpected input partition {partition!r}")

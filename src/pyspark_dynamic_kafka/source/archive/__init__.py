@@ -10,10 +10,31 @@ Driver:
 - :mod:`~pyspark_dynamic_kafka.source.archive.plan`: read order, switch offsets, micro-batches
   and tasks of whole files.
 - :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: what the stream and batch readers call
-  (the phase in the checkpointed offset is :mod:`~pyspark_dynamic_kafka.source.checkpoint`'s).
+  (the phase in the checkpointed offset is :mod:`~pyspark_dynamic_kafka.source.checkpoint`'s),
+  through :func:`archive_phase` here, which imports it (and Parquet) only for ``archive.path``.
 
 Executor:
 
 - :mod:`~pyspark_dynamic_kafka.source.archive.read`: a task's files as Arrow batches of the
   output schema.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, NoArchive
+
+if TYPE_CHECKING:
+    from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+
+__all__ = ["archive_phase"]
+
+
+def archive_phase(options: SourceOptions) -> ArchivePhase:
+    """What a stream reads before Kafka: the archive of ``archive.path``, or nothing."""
+    if options.archive_path is None:
+        return NoArchive()
+    from pyspark_dynamic_kafka.source.archive.hybrid import HybridArchive
+
+    return HybridArchive(options)

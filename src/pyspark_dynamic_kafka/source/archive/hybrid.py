@@ -39,11 +39,10 @@ from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffs
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
-from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, NoArchive
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
 
-__all__ = ["HybridArchive", "archive_phase"]
+__all__ = ["HybridArchive"]
 
 _log = logging.getLogger(__name__)
 
@@ -201,10 +200,3 @@ class HybridArchive:
             first, stop, settings, options.min_partitions, options.max_records_per_partition
         )
         return list(found)
-
-
-def archive_phase(options: SourceOptions) -> ArchivePhase:
-    """What a stream reads before Kafka: the archive of ``archive.path``, or nothing."""
-    if options.archive_path is None:
-        return NoArchive()
-    return HybridArchive(options)

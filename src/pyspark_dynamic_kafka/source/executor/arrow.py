@@ -10,7 +10,8 @@ vectorised add, saving two per-record conversions (figures: docs/benchmarks.md, 
 faster").
 
 The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
-``cluster``.
+``cluster``: the schemas are :mod:`~pyspark_dynamic_kafka.source.executor.schema`'s (importable
+from here too).
 """
 
 from __future__ import annotations
@@ -20,68 +21,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Message
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from pyspark_dynamic_kafka.errors import ReadError
+from pyspark_dynamic_kafka.source.executor.schema import (
+    ARROW_SCHEMA,
+    HEADERS_TYPE,
+    SPARK_SCHEMA,
+    TIMESTAMP_TYPE,
+    arrow_schema,
+    spark_schema,
+)
 
 __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spark_schema"]
 
-_SPARK_FIELDS = [
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()),
-]
-#: Spark's ``headers`` column: ``array<struct<key:string,value:binary>>``, all nullable.
-_SPARK_HEADERS = StructField(
-    "headers",
-    ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
-)
-_SPARK_CLUSTER = StructField("cluster", StringType())
-
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
-_ARROW_FIELDS = [
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", _TIMESTAMP),
-    pa.field("timestampType", pa.int32()),
-]
-_HEADERS_TYPE = pa.list_(
-    pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-)
-_ARROW_HEADERS = pa.field("headers", _HEADERS_TYPE)
-_ARROW_CLUSTER = pa.field("cluster", pa.string())
-
-
-def spark_schema(include_headers: bool = False) -> StructType:
-    """The source's Spark schema, with ``headers`` when ``include_headers``."""
-    headers = [_SPARK_HEADERS] if include_headers else []
-    return StructType([*_SPARK_FIELDS, *headers, _SPARK_CLUSTER])
-
-
-def arrow_schema(include_headers: bool = False) -> pa.Schema:
-    """The Arrow schema of the batches: equal to ``to_arrow_schema(spark_schema(...))``."""
-    headers = [_ARROW_HEADERS] if include_headers else []
-    return pa.schema([*_ARROW_FIELDS, *headers, _ARROW_CLUSTER])
-
-
-SPARK_SCHEMA = spark_schema()
-ARROW_SCHEMA = arrow_schema()
 
 #: librdkafka's "timestamp not available" type; Spark's ids are librdkafka's minus one
 #: (CreateTime 1 -> 0, LogAppendTime 2 -> 1, not available 0 -> -1).
@@ -188,8 +140,10 @@ class BatchBuilder:
         stamps = pa.array(self._stamps, _STAMP)
         kind = stamps.field(0)
         micros = pc.multiply(stamps.field(1), 1000)
-        micros = micros.cast(_TIMESTAMP)
-        timestamp = pc.if_else(pc.equal(kind, _NO_TIMESTAMP), pa.scalar(None, _TIMESTAMP), micros)
+        micros = micros.cast(TIMESTAMP_TYPE)
+        timestamp = pc.if_else(
+            pc.equal(kind, _NO_TIMESTAMP), pa.scalar(None, TIMESTAMP_TYPE), micros
+        )
         columns = [
             pa.array(self._keys, pa.binary()),
             pa.array(self._values, pa.binary()),
@@ -200,7 +154,7 @@ class BatchBuilder:
             pc.subtract(kind, 1),
         ]
         if self.include_headers:
-            columns.append(pa.array(self._headers, _HEADERS_TYPE))
+            columns.append(pa.array(self._headers, HEADERS_TYPE))
         columns.append(pa.repeat(self._cluster, n))
         self._reset()
         return pa.RecordBatch.from_arrays(columns, schema=self._schema)
@@ -217,12 +171,15 @@ def _offsets(runs: list[tuple[int, int] | list[int | None]]) -> pa.Array:
     return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
 
 
-_IOTA: list[pa.Array] = [pa.array([], pa.int64())]
+#: Built on first use: building an array from Python values makes pyarrow import pandas.
+_IOTA: list[pa.Array] = []
 
 
 def _iota(count: int) -> pa.Array:
     """``0, 1, ..., count - 1`` as int64, sliced from one cached array grown on demand."""
-    if len(_IOTA[0]) < count:
+    if not _IOTA:
+        _IOTA.append(pa.array(range(max(count, 65536)), pa.int64()))
+    elif len(_IOTA[0]) < count:
         _IOTA[0] = pa.array(range(max(count, 65536)), pa.int64())
     return _IOTA[0].slice(0, count)
 

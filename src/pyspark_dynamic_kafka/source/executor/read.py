@@ -29,7 +29,6 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
-from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.executor.native import native_factory, read_native
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
@@ -131,6 +130,9 @@ class _RangeReader:
         self.fail_on_data_loss = settings.fail_on_data_loss
         self.pending = {(r.topic, r.partition): r for r in ranges if r.size > 0}
         self.next: dict[tuple[str, int], int] = {tp: r.start for tp, r in self.pending.items()}
+        # The Python reader's builders (pyarrow.compute): the compiled core's tasks need none.
+        from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
+
         self.builder = BatchBuilder(cluster_id, settings.include_headers)
         numbers = [p for _, p in self.pending]
         self._topic_of: dict[int, str] | None = (

@@ -7,79 +7,63 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    MapType,
-    NullType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-    TimeType,
-)
+from pyspark.sql import types as T
 
 from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, SparkType, spark_type
 
 #: (Avro schema, Spark type) of schemas whose values are never null.
-TYPED: list[tuple[Any, DataType]] = [
-    ("boolean", BooleanType()),
-    ("int", IntegerType()),
-    ("long", LongType()),
-    ("float", FloatType()),
-    ("double", DoubleType()),
-    ("string", StringType()),
-    ("bytes", BinaryType()),
-    ({"type": "string", "logicalType": "uuid"}, StringType()),
-    ({"type": "enum", "name": "E", "symbols": ["A", "B"]}, StringType()),
-    ({"type": "fixed", "name": "F", "size": 16}, BinaryType()),
-    ({"type": "int", "logicalType": "date"}, DateType()),
-    ({"type": "int", "logicalType": "time-millis"}, IntegerType()),
-    ({"type": "long", "logicalType": "time-micros"}, TimeType(6)),
-    ({"type": "long", "logicalType": "timestamp-millis"}, TimestampType()),
-    ({"type": "long", "logicalType": "timestamp-micros"}, TimestampType()),
-    ({"type": "long", "logicalType": "local-timestamp-millis"}, TimestampNTZType()),
-    ({"type": "long", "logicalType": "local-timestamp-micros"}, TimestampNTZType()),
-    ({"type": "string", "logicalType": "date"}, StringType()),  # not on its base: ignored
+TYPED: list[tuple[Any, T.DataType]] = [
+    ("boolean", T.BooleanType()),
+    ("int", T.IntegerType()),
+    ("long", T.LongType()),
+    ("float", T.FloatType()),
+    ("double", T.DoubleType()),
+    ("string", T.StringType()),
+    ("bytes", T.BinaryType()),
+    ({"type": "string", "logicalType": "uuid"}, T.StringType()),
+    ({"type": "enum", "name": "E", "symbols": ["A", "B"]}, T.StringType()),
+    ({"type": "fixed", "name": "F", "size": 16}, T.BinaryType()),
+    ({"type": "int", "logicalType": "date"}, T.DateType()),
+    ({"type": "int", "logicalType": "time-millis"}, T.IntegerType()),
+    ({"type": "long", "logicalType": "time-micros"}, T.TimeType(6)),
+    ({"type": "long", "logicalType": "timestamp-millis"}, T.TimestampType()),
+    ({"type": "long", "logicalType": "timestamp-micros"}, T.TimestampType()),
+    ({"type": "long", "logicalType": "local-timestamp-millis"}, T.TimestampNTZType()),
+    ({"type": "long", "logicalType": "local-timestamp-micros"}, T.TimestampNTZType()),
+    ({"type": "string", "logicalType": "date"}, T.StringType()),  # not on its base: ignored
     (
         {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-        DecimalType(9, 2),
+        T.DecimalType(9, 2),
     ),
-    ({"type": "bytes", "logicalType": "decimal", "precision": 5}, DecimalType(5, 0)),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 5}, T.DecimalType(5, 0)),
     (
         {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 18},
-        DecimalType(18, 0),
+        T.DecimalType(18, 0),
     ),
     # 8 bytes hold 18 digits, not 19: Avro ignores the logical type, Spark reads bytes.
     (
         {"type": "fixed", "name": "D", "size": 8, "logicalType": "decimal", "precision": 19},
-        BinaryType(),
+        T.BinaryType(),
     ),
-    ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 5}, BinaryType()),
-    ({"type": "array", "items": "long"}, ArrayType(LongType(), False)),
-    ({"type": "array", "items": ["null", "long"]}, ArrayType(LongType(), True)),
-    ({"type": "map", "values": "string"}, MapType(StringType(), StringType(), False)),
-    ({"type": "map", "values": ["string", "null"]}, MapType(StringType(), StringType(), True)),
-    (["int", "long"], LongType()),
-    (["double", "float"], DoubleType()),
-    (["string"], StringType()),
-    ([], StructType([])),
+    ({"type": "bytes", "logicalType": "decimal", "precision": 4, "scale": 5}, T.BinaryType()),
+    ({"type": "array", "items": "long"}, T.ArrayType(T.LongType(), False)),
+    ({"type": "array", "items": ["null", "long"]}, T.ArrayType(T.LongType(), True)),
+    ({"type": "map", "values": "string"}, T.MapType(T.StringType(), T.StringType(), False)),
+    (
+        {"type": "map", "values": ["string", "null"]},
+        T.MapType(T.StringType(), T.StringType(), True),
+    ),
+    (["int", "long"], T.LongType()),
+    (["double", "float"], T.DoubleType()),
+    (["string"], T.StringType()),
+    ([], T.StructType([])),
     (
         ["int", "string", {"type": "array", "items": "int"}],
-        StructType(
+        T.StructType(
             [
-                StructField("member0", IntegerType(), True),
-                StructField("member1", StringType(), True),
-                StructField("member2", ArrayType(IntegerType(), False), True),
+                T.StructField("member0", T.IntegerType(), True),
+                T.StructField("member1", T.StringType(), True),
+                T.StructField("member2", T.ArrayType(T.IntegerType(), False), True),
             ]
         ),
     ),
@@ -87,21 +71,24 @@ TYPED: list[tuple[Any, DataType]] = [
 
 
 @pytest.mark.parametrize(("schema", "expected"), TYPED)
-def test_each_avro_type_has_from_avros_spark_type(schema: Any, expected: DataType) -> None:
+def test_each_avro_type_has_from_avros_spark_type(schema: Any, expected: T.DataType) -> None:
     assert spark_type(schema) == SparkType(expected, False)
 
 
 #: (Avro schema, Spark type) of schemas whose values may be null.
-NULLABLE: list[tuple[Any, DataType]] = [
-    ("null", NullType()),
-    (["null"], StructType([])),
-    (["null", "string"], StringType()),
-    (["long", "null"], LongType()),
-    (["null", "int", "long"], LongType()),
+NULLABLE: list[tuple[Any, T.DataType]] = [
+    ("null", T.NullType()),
+    (["null"], T.StructType([])),
+    (["null", "string"], T.StringType()),
+    (["long", "null"], T.LongType()),
+    (["null", "int", "long"], T.LongType()),
     (
         ["null", "int", "string"],
-        StructType(
-            [StructField("member0", IntegerType(), True), StructField("member1", StringType())]
+        T.StructType(
+            [
+                T.StructField("member0", T.IntegerType(), True),
+                T.StructField("member1", T.StringType()),
+            ]
         ),
     ),
 ]
@@ -109,7 +96,7 @@ NULLABLE: list[tuple[Any, DataType]] = [
 
 @pytest.mark.parametrize(("schema", "expected"), NULLABLE)
 def test_a_union_with_null_is_nullable_and_the_rest_decides(
-    schema: Any, expected: DataType
+    schema: Any, expected: T.DataType
 ) -> None:
     assert spark_type(schema) == SparkType(expected, True)
 
@@ -142,18 +129,18 @@ ORDER: dict[str, Any] = {
 
 def test_records_nest_and_named_types_are_used_again_by_name_in_their_namespace() -> None:
     schema = ORDER
-    address = StructType(
-        [StructField("city", StringType(), False), StructField("kind", StringType(), False)]
+    address = T.StructType(
+        [T.StructField("city", T.StringType(), False), T.StructField("kind", T.StringType(), False)]
     )
     assert spark_type(schema) == SparkType(
-        StructType(
+        T.StructType(
             [
-                StructField("id", LongType(), False),
-                StructField("note", StringType(), True),
-                StructField("ship", address, False),
-                StructField("bill", address, True),
-                StructField("bill_kind", StringType(), False),
-                StructField("tags", MapType(StringType(), address, False), False),
+                T.StructField("id", T.LongType(), False),
+                T.StructField("note", T.StringType(), True),
+                T.StructField("ship", address, False),
+                T.StructField("bill", address, True),
+                T.StructField("bill_kind", T.StringType(), False),
+                T.StructField("tags", T.MapType(T.StringType(), address, False), False),
             ]
         ),
         False,

@@ -20,12 +20,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 )
 
 from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
+from pyspark_dynamic_kafka.kafka import refusals
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
-from pyspark_dynamic_kafka.kafka.refusals import (
-    librdkafka_detail,
-    property_source,
-    refused_property,
-)
 from pyspark_dynamic_kafka.position import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -180,15 +176,15 @@ class ClusterAdmin:
     def _refused(self, exc: BaseException) -> ClientPropertyError:
         """The failure of creating the client: librdkafka refused a property (never retried)."""
         servers = self.properties.get("bootstrap.servers", "?")
-        detail = redact_secrets(librdkafka_detail(exc), self.properties)
-        key = refused_property(detail)
+        detail = redact_secrets(refusals.librdkafka_detail(exc), self.properties)
+        key = refusals.refused_property(detail)
         said = f"Cluster '{self.cluster_id}' ({servers}): could not create an admin client"
         if key is None:
             return ClientPropertyError(
                 f"{said}: {detail}. Check the cluster's client properties in the metadata and "
                 f"the query's {self.option_prefix}* options."
             )
-        source = property_source(
+        source = refusals.property_source(
             key, self.properties, self.query_wide, self.cluster_id, self.option_prefix
         )
         fix = "the option or remove it" if source.startswith("option") else "it in the metadata"

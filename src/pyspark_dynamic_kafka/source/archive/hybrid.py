@@ -21,18 +21,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxFiles,
-    ReadMaxRows,
-)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, ReadMaxRows
 
 from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
-from pyspark_dynamic_kafka.position import (
-    PartitionKey,
-    PositionKind,
-)
+from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, encode
@@ -48,7 +40,9 @@ _log = logging.getLogger(__name__)
 
 
 class HybridArchive:
-    """The archive of one query (``archive.path``), planned once per driver process.
+    """The archive of one query (``archive.path``), planned once per driver process: read
+    before Kafka, partition by partition, up to where each switches to Kafka (an offset, or
+    ``archive.switchTimestamp``).
 
     Parameters
     ----------

@@ -47,14 +47,11 @@ from typing import Any
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-import pyspark
 from benchmarks import clock as clock_module
 from benchmarks import floor as floor_module
 from benchmarks.measure import load_average
 from benchmarks.peers.flink import FlinkPeer
-from benchmarks.peers.maven import spark_kafka_jars
-from benchmarks.spark_sides import Cluster, write_metadata
-from pyspark import cloudpickle
+from benchmarks.spark_sides import Cluster, bench_setup, write_metadata
 
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
@@ -389,11 +386,8 @@ def main() -> None:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--no-flink", action="store_true", help="leave Flink's side out")
     args = parser.parse_args()
-    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
-    cloudpickle.register_pickle_by_value(clock_module)
-    cloudpickle.register_pickle_by_value(floor_module)  # bench_clock builds on it
+    # bench_clock builds on the floor's module
+    workdir, jars = bench_setup(clock_module, floor_module)
     count = max(CASES[c][3] for c in args.cases)
     results: dict[str, dict[str, Result]] = {}
     with ExitStack() as stack:

@@ -18,9 +18,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pyspark
 from benchmarks.measure import CpuSampler
+from benchmarks.peers.maven import spark_kafka_jars
+from pyspark import cloudpickle
 
 
 @dataclass(frozen=True)
@@ -169,3 +173,14 @@ def measure(
     if rows != total:
         raise SystemExit(f"query read {rows} rows, expected {total}")
     return Run(rows, end - start, sampler.between("spark", start, end))
+
+
+def bench_setup(*by_value: ModuleType) -> tuple[Path, list[Path]]:
+    """The benchmarks' folder (``$BENCH_DIR``, made if missing) and the jars ``format("kafka")``
+    needs on the installed PySpark; ``by_value``: modules the Spark sides pickle by value (the
+    executors cannot import ``benchmarks``)."""
+    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    for module in by_value:
+        cloudpickle.register_pickle_by_value(module)
+    return workdir, spark_kafka_jars(Path(pyspark.__file__).parent / "jars")

@@ -32,15 +32,12 @@ from typing import Any
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-import pyspark
 from benchmarks import floor as floor_module
 from benchmarks import phases, report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
-from benchmarks.peers.maven import spark_kafka_jars
 from benchmarks.run import CASES, _tasks, load
-from benchmarks.spark_sides import Cluster, dynamic_kafka, floor, kafka, union_of_kafka
+from benchmarks.spark_sides import Cluster, bench_setup, dynamic_kafka, floor, kafka, union_of_kafka
 from benchmarks.spark_sides import write_metadata as write_bench_metadata
-from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
@@ -261,11 +258,7 @@ def main() -> None:
     )
     parser.add_argument("--no-batch", action="store_true", help="leave the batch reads out")
     args = parser.parse_args()
-    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
-    cloudpickle.register_pickle_by_value(floor_module)
-    cloudpickle.register_pickle_by_value(phases)
+    workdir, jars = bench_setup(floor_module, phases)
     count = max(CASES[c][1] for c in args.cases)
     secured = any(CASES[c][3] for c in args.cases)
     results: dict[str, list[dict[str, Query]]] = {c: [] for c in args.cases}

@@ -5,9 +5,10 @@ Each record names the schema it was written with (:mod:`.framing`); that writer 
 from the record's cluster's registry (fetched once per id, :mod:`~pyspark_dynamic_kafka.registry.
 client`) and is resolved to the reader schema by Avro's rules (fields added with defaults,
 fields removed, promotions). A null payload (a tombstone) is a null value. What fastavro gives
-is then shaped into what Arrow takes for the Spark type: ``time-millis`` as milliseconds (Spark
-reads it as an int), a ``uuid`` as its text, a map as its pairs, and a union of several types as
-a struct with the branch that was written set (``member0``, ``member1``, ...).
+is then shaped into what Arrow takes for the Spark type, where it differs: ``time-millis`` as
+milliseconds (Spark reads it as an int), a ``uuid`` as its text, and a union of several types as
+a struct with the branch that was written set (``member0``, ``member1``, ...); values that need no
+shaping are handed to Arrow as fastavro gives them.
 
 A record that cannot be decoded (no schema in a known framing, an id its registry does not
 hold, a registry that cannot be reached, truncated or damaged Avro, a writer schema the reader
@@ -160,16 +161,18 @@ def _shaper(schema: Any, named: dict[str, Any]) -> Shaper:
     if kind in ("record", "error"):
         named[schema["name"]] = schema
         fields = [(f["name"], _shaper(f["type"], named)) for f in schema["fields"]]
+        if all(shape is _same for _, shape in fields):
+            return _same  # fastavro's dict is what Arrow takes: no copy
         return lambda v: {name: shape(v[name]) for name, shape in fields}
     if kind in ("enum", "fixed"):
         named[schema["name"]] = schema
         return _same
     if kind == "array":
         items = _shaper(schema["items"], named)
-        return lambda v: [items(x) for x in v]
-    if kind == "map":
+        return _same if items is _same else lambda v: [items(x) for x in v]
+    if kind == "map":  # Arrow takes a dict for a map
         values = _shaper(schema["values"], named)
-        return lambda v: [(k, values(x)) for k, x in v.items()]
+        return _same if values is _same else lambda v: {k: values(x) for k, x in v.items()}
     if kind == "int" and logical == "time-millis":
         return _millis
     if kind == "string" and logical == "uuid":
@@ -181,6 +184,8 @@ def _union(branches: list[Any], named: dict[str, Any]) -> Shaper:
     rest = [b for b in branches if b != "null"]
     if len(rest) == 1:  # a named type's value comes tagged with its name: untag it
         only = _shaper(rest[0], named)
+        if only is _same and _name(rest[0], named) is None:
+            return _same
         return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
     kinds = {_kind(b, named) for b in rest}
     if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:

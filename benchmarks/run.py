@@ -48,11 +48,12 @@ from benchmarks import floor as floor_module
 from benchmarks import report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.flink import FlinkPeer
-from benchmarks.peers.maven import spark_kafka_jars, spark_kafka_version
+from benchmarks.peers.maven import spark_kafka_version
 from benchmarks.raw import Share, raw
 from benchmarks.spark_sides import (
     Cluster,
     Run,
+    bench_setup,
     dynamic_kafka,
     floor,
     kafka,
@@ -60,7 +61,6 @@ from benchmarks.spark_sides import (
     union_of_kafka,
     write_metadata,
 )
-from pyspark import cloudpickle
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_tasks
@@ -219,11 +219,7 @@ def main() -> None:
         "--no-native", action="store_true", help="leave the compiled core's reader out"
     )
     args = parser.parse_args()
-    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    pyspark_jars = Path(pyspark.__file__).parent / "jars"
-    jars = spark_kafka_jars(pyspark_jars)
-    cloudpickle.register_pickle_by_value(floor_module)
+    workdir, jars = bench_setup(floor_module)
     native = not args.no_native
     if native and core() is None:
         raise SystemExit("the compiled core is not installed (make setup), or pass --no-native")

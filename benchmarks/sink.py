@@ -28,18 +28,15 @@ their medians. ``python -m benchmarks.sink``; ``--records N --size B --rounds R`
 from __future__ import annotations
 
 import functools
-import os
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyspark
 from benchmarks import report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
-from benchmarks.peers.maven import spark_kafka_jars
-from benchmarks.spark_sides import Cluster, Run, measure, write_metadata
+from benchmarks.spark_sides import Cluster, Run, bench_setup, measure, write_metadata
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
@@ -158,9 +155,9 @@ def _prepare(spark: Any, path: Path, records: int, size: int) -> None:
 def main() -> None:
     parser = report.parser(__doc__, 2_000_000)
     args = parser.parse_args()
-    workdir = Path(os.environ.get("BENCH_DIR", "/tmp/dynamic-kafka-bench")) / "sink"
-    workdir.mkdir(parents=True, exist_ok=True)
-    jars = spark_kafka_jars(Path(pyspark.__file__).parent / "jars")
+    bench, jars = bench_setup()
+    workdir = bench / "sink"
+    workdir.mkdir(exist_ok=True)
     with start_clusters(["w"], broker="kafka") as started:
         spark = local_spark_session(
             "dynamic-kafka-sink-bench",

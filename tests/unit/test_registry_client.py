@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.testing.errors import free_ports
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 PASSWORD = "REGISTRY-SENTINEL-41aa"
@@ -35,12 +35,6 @@ V2 = json.dumps(
 def west() -> Iterator[LocalSchemaRegistry]:
     with LocalSchemaRegistry(500, f"reader:{PASSWORD}") as registry:
         yield registry
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_schemas_by_id_guid_and_version_each_registry_its_own(
@@ -90,7 +84,7 @@ def test_wrong_credentials_and_failover_between_urls(west: LocalSchemaRegistry) 
         wrong.subject_version("orders-value")
     said = str(refused.value)
     assert "refused the credentials (HTTP 401)" in said and "wrong-one" not in said
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_ports(1)[0]}"
     both = RegistryEndpoint((dead, west.url), user_info=f"reader:{PASSWORD}")
     assert RegistryClient(both, "west").subject_version("orders-value").schema == V1
     with pytest.raises(SchemaRegistryError) as none:

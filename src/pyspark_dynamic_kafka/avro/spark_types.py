@@ -123,11 +123,7 @@ class _Converter:
             return _logical(schema, plain, path)
         if kind in _NAMED:
             fullname = self._define(schema, namespace, path)
-            if kind == "enum":
-                return SparkType(StringType(), False)
-            if kind == "fixed":
-                return _logical(schema, SparkType(BinaryType(), False), path)
-            return self._record(schema, fullname, enclosing, path)
+            return self._named_type(schema, fullname, enclosing, path)
         if kind == "array":
             items = self.convert(schema.get("items"), namespace, enclosing, f"{path}.items")
             return SparkType(ArrayType(items.data_type, items.nullable), False)
@@ -141,19 +137,15 @@ class _Converter:
             return SparkType(_PRIMITIVES[name], name == "null")
         fullname = name if "." in name or not namespace else f"{namespace}.{name}"
         for candidate in (fullname, name):
-            if candidate in enclosing:
-                raise AvroSchemaError(
-                    f"Avro schema at {path}: record {candidate!r} contains itself; Spark has "
-                    "no type for a recursive record"
-                )
             if candidate in self.named:
-                return self._again(self.named[candidate], candidate, enclosing, path)
+                return self._named_type(self.named[candidate], candidate, enclosing, path)
         raise AvroSchemaError(f"Avro schema at {path}: unknown type {name!r}")
 
-    def _again(
+    def _named_type(
         self, schema: Mapping[str, Any], fullname: str, enclosing: tuple[str, ...], path: str
     ) -> SparkType:
-        """A named type used again by its name."""
+        """A named type, where it is defined or used again by its name (a record inside itself
+        is refused by :meth:`_record`)."""
         if schema["type"] == "enum":
             return SparkType(StringType(), False)
         if schema["type"] == "fixed":

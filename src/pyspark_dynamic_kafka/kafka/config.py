@@ -191,10 +191,11 @@ def check_client_options(
             f"Option '{prefix}{key}' is a Java client property with no librdkafka equivalent: "
             f"{advice}."
         )
-    for key, message in registry_problems(properties) if cluster_entry else ():
-        raise OptionsError(f"Option '{prefix}{key}': {message}.")
-    for key in () if cluster_entry else properties:
-        if is_registry_key(key):
+    if cluster_entry:
+        for key, message in registry_problems(properties):
+            raise OptionsError(f"Option '{prefix}{key}': {message}.")
+    else:
+        for key in filter(is_registry_key, properties):
             raise OptionsError(
                 f"Option '{prefix}{key}': a schema registry is part of its cluster's entry in "
                 f"the metadata, not a client property; write '{key}' there, beside the "

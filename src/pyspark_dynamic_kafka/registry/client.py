@@ -67,7 +67,8 @@ class RegistryClient:
 
     def schema_by_id(self, schema_id: int) -> RegisteredSchema:
         """The schema registered under ``schema_id`` (cached once fetched)."""
-        return self._cached(str(schema_id), f"schemas/ids/{schema_id}", f"schema id {schema_id}")
+        path, what = f"schemas/ids/{schema_id}", f"schema id {schema_id}"
+        return self._cached(str(schema_id), path, what, schema_id)
 
     def schema_by_guid(self, guid: str) -> RegisteredSchema:
         """The schema whose GUID is ``guid`` (cached once fetched)."""
@@ -79,26 +80,17 @@ class RegistryClient:
             f"subjects/{quote(subject, safe='')}/versions/{version}",
             f"version {version} of subject {subject!r}",
         )
-        return RegisteredSchema(
-            str(answer["schema"]),
-            str(answer.get("schemaType") or "AVRO"),
-            int(answer["id"]),
-            int(answer["version"]),
-        )
+        return _registered(answer, version=int(answer["version"]))
 
-    def _cached(self, key: str, path: str, what: str) -> RegisteredSchema:
+    def _cached(
+        self, key: str, path: str, what: str, schema_id: int | None = None
+    ) -> RegisteredSchema:
         entry = (self.endpoint.urls, key)
         with _LOCK:
             found = _SCHEMAS.get(entry)
         if found is not None:
             return found
-        answer = self._get(path, what)
-        schema_id = answer.get("id")
-        registered = RegisteredSchema(
-            str(answer["schema"]),
-            str(answer.get("schemaType") or "AVRO"),
-            int(schema_id) if schema_id is not None else (int(key) if key.isdigit() else None),
-        )
+        registered = _registered(self._get(path, what), schema_id)
         with _LOCK:
             _SCHEMAS[entry] = registered
         return registered
@@ -170,3 +162,16 @@ class RegistryClient:
         error = SchemaRegistryError(f"Cluster '{self.cluster_id}': schema registry {url} {said}.")
         error.reachable = reachable
         return error
+
+
+def _registered(
+    answer: dict[str, Any], schema_id: int | None = None, version: int | None = None
+) -> RegisteredSchema:
+    """A registry's answer about one schema (its id from the answer where it gives one)."""
+    answered = answer.get("id")
+    return RegisteredSchema(
+        str(answer["schema"]),
+        str(answer.get("schemaType") or "AVRO"),
+        int(answered) if answered is not None else schema_id,
+        version,
+    )

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -87,6 +87,7 @@ CASES = {
 #: The cases ``make bench`` runs unless ``--cases`` names others.
 DEFAULT_CASES = ["kafka-1x8", "kafka-3x4", "tansu-1x8", "kafka-scram512-1x8", "kafka-plain-3x4"]
 _SCRAM_USER, _SCRAM_PASSWORD = "bench", "bench-scram-password"
+_T = TypeVar("_T")
 
 
 def _security(cluster: Any, mechanism: str | None) -> tuple[tuple[str, str], ...]:
@@ -198,7 +199,7 @@ def _sides(
     return sides
 
 
-def _attempt(name: str, side: Callable[[], Run], attempts: int = 4) -> Run:
+def _attempt(name: str, side: Callable[[], _T], attempts: int = 4) -> _T:
     """Run a side; again, as a fresh query, when Spark gave up waiting for a Python worker to
     start (its 10 s wait is fixed in Spark; a heavily loaded machine misses it now and then)."""
     for _ in range(attempts - 1):

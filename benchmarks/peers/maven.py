@@ -2,6 +2,8 @@
 
 * Spark's own Kafka source: ``peers/spark/pom.xml`` pins ``spark-sql-kafka-0-10``; its runtime
   jars, minus those the installed PySpark already ships, go on ``spark.jars``.
+* ``from_avro``: ``peers/spark-avro/pom.xml`` pins ``spark-avro`` (no dependencies: the installed
+  PySpark ships Avro); its jar goes on ``spark.jars`` for :mod:`benchmarks.avro`.
 * Flink's Dynamic Kafka Source: ``peers/flink/pom.xml`` pins Flink and ``flink-connector-kafka``
   and builds the small program under ``peers/flink/src``; its jar and runtime jars make the
   classpath.
@@ -25,6 +27,7 @@ from pyspark_dynamic_kafka.testing.kafka_jars import cache_root, maven_jars
 PEERS = Path(__file__).resolve().parent
 SPARK_POM = PEERS / "spark" / "pom.xml"
 FLINK_POM = PEERS / "flink" / "pom.xml"
+SPARK_AVRO_POM = PEERS / "spark-avro" / "pom.xml"
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -69,6 +72,17 @@ def spark_kafka_jars(pyspark_jars: Path) -> list[Path]:
 def spark_kafka_version() -> str:
     """The ``spark.version`` the Spark peer's pom pins."""
     found = re.search(r"<spark.version>([^<]+)</spark.version>", SPARK_POM.read_text())
+    return found.group(1) if found else "?"
+
+
+def spark_avro_jars() -> list[Path]:
+    """spark-avro's jar (``from_avro``), every dependency of it left to the installed PySpark."""
+    return sorted(_resolved("spark-avro", SPARK_AVRO_POM, [SPARK_AVRO_POM]).glob("*.jar"))
+
+
+def spark_avro_version() -> str:
+    """The spark-avro version the Avro peer's pom pins."""
+    found = re.search(r"<spark-avro.version>([^<]+)<", SPARK_AVRO_POM.read_text())
     return found.group(1) if found else "?"
 
 

@@ -122,7 +122,9 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # benchmarks/memory.py: a task's peak RSS reading 0.5M -> 4M records, both readers.
 # benchmarks/trees.py: this tree against BENCH_OLD_REV (the tree before the source/ redesign),
 # each in a Spark session of its own, same data, interleaved rounds; benchmarks/sink.py: the
-# sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink.
+# sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink;
+# benchmarks/avro.py: Avro values (valueFormat=avro, ids from a registry) beside format("kafka") +
+# from_avro (spark-avro from Maven Central, benchmarks/peers/spark-avro/).
 BENCH_OLD_REV ?= dc7d380
 WHOLE_QUERY_CASES ?= kafka-1x8 kafka-3x4 kafka-scram512-1x8
 bench: $(SETUP) kafka-jars
@@ -136,6 +138,7 @@ bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.trees --rev $(BENCH_OLD_REV)
 	$(PY) -m benchmarks.sink
+	$(PY) -m benchmarks.avro
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

@@ -46,7 +46,12 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
         from pyspark_dynamic_kafka.source.config.options import parse_options
         from pyspark_dynamic_kafka.source.executor.schema import spark_schema
 
-        return spark_schema(parse_options(self.options, mode="any").include_headers)
+        options = parse_options(self.options, mode="any")
+        if options.key_format is None and options.value_format is None:
+            return spark_schema(options.include_headers)
+        from pyspark_dynamic_kafka.source.driver.reader_schemas import query_schemas
+
+        return spark_schema(options.include_headers, query_schemas(options).columns)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded reader for ``spark.read``."""
@@ -55,7 +60,7 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
 
         options = parse_options(self.options, mode="batch")
         _check_schema(schema, options)
-        return DynamicKafkaBatchReader(options)
+        return DynamicKafkaBatchReader(options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader for ``spark.readStream``."""
@@ -64,7 +69,7 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
 
         options = parse_options(self.options, mode="stream")
         _check_schema(schema, options)
-        return DynamicKafkaStreamReader(options)
+        return DynamicKafkaStreamReader(options, declared=schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A writer for ``df.write``: the stream's write route, resolved now."""
@@ -101,7 +106,15 @@ def _check_append(overwrite: bool) -> None:
 def _check_schema(schema: StructType, options: SourceOptions) -> None:
     from pyspark_dynamic_kafka.source.executor.schema import spark_schema
 
-    expected = spark_schema(options.include_headers)
+    formats = [f for f in (options.key_format, options.value_format) if f is not None]
+    if any(f.subject is not None for f in formats):
+        return  # the registry says the columns: checked when the reader resolves the subject
+    if formats:
+        from pyspark_dynamic_kafka.source.driver.reader_schemas import reader_schemas
+
+        expected = spark_schema(options.include_headers, reader_schemas(options, None).columns)
+    else:
+        expected = spark_schema(options.include_headers)
     if schema is not None and schema != expected:
         raise OptionsError(
             "Format dynamic_kafka has a fixed schema and does not accept a user-specified one "

@@ -9,6 +9,7 @@ from tests.unit.conftest import BASE, rejection
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
 from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, Position
+from pyspark_dynamic_kafka.source.config.formats import FORMAT_OPTIONS
 from pyspark_dynamic_kafka.source.config.options import OPTIONS, SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.config.validation import ENDING_KEYS, STARTING_KEYS
 
@@ -121,9 +122,11 @@ def test_every_declared_option_fills_a_settings_attribute_or_a_rule() -> None:
     attrs = [spec.attr for spec in OPTIONS.values() if spec.attr is not None]
     assert len(attrs) == len(set(attrs))
     by_rules = {"starting", "ending", "metadata_options", "kafka_properties"}
+    by_rules |= {"key_format", "value_format"}
     assert {f.name for f in fields(SourceOptions)} == set(attrs) | by_rules
     combined = {key for key, spec in OPTIONS.items() if spec.attr is None}
-    assert combined == set(STARTING_KEYS) | set(ENDING_KEYS)
+    formats = {spec.key for spec in FORMAT_OPTIONS}
+    assert combined == set(STARTING_KEYS) | set(ENDING_KEYS) | formats
 
 
 def test_defaults_come_from_the_declarations() -> None:

@@ -21,6 +21,9 @@ Options (``config/``, parsed once on the driver; no Kafka call):
   ``format("kafka")`` meets: Spark's option names pointed at ours, the ``kafka.*`` keys refused.
 - :mod:`~pyspark_dynamic_kafka.source.config.position_options`: the parsers of the starting and
   ending options.
+- :mod:`~pyspark_dynamic_kafka.source.config.archive_options`: the ``archive.*`` options.
+- :mod:`~pyspark_dynamic_kafka.source.config.formats`: ``keyFormat``/``valueFormat`` and the Avro
+  options that go with them (:class:`ColumnFormat`).
 - :mod:`~pyspark_dynamic_kafka.source.config.parsed`: :class:`SourceOptions`, the parsed options,
   and :class:`AssignmentMode`.
 
@@ -39,6 +42,8 @@ Executor (``executor/``):
   (:mod:`pyspark_dynamic_kafka.kafka.engine`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
   collector (planning on the driver, reading on executors).
+- :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded after
+  reading, with the registry of the cluster each batch came from.
 
 Driver, at each micro-batch or once for a batch read (``driver/``):
 
@@ -58,6 +63,8 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
 - :mod:`~pyspark_dynamic_kafka.source.driver.admission`: admission control
   (``maxOffsetsPerTrigger``, ...).
 - :mod:`~pyspark_dynamic_kafka.source.driver.task_packing`: offset ranges packed into tasks.
+- :mod:`~pyspark_dynamic_kafka.source.driver.reader_schemas`: the Avro reader schemas (given
+  whole, or a subject's version on the clusters' registries; as the checkpoint recorded).
 - :mod:`~pyspark_dynamic_kafka.source.driver.status`: what the stream reports for monitoring and
   its structured reconciliation log lines.
 - :mod:`~pyspark_dynamic_kafka.source.driver.modes`: the two seams of what differs between

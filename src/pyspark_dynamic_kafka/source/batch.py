@@ -19,6 +19,7 @@ from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
 __all__ = ["DynamicKafkaBatchReader"]
 
@@ -33,10 +34,13 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
     ----------
     options:
         Parsed source options (``mode="batch"``).
+    declared:
+        The columns ``load()`` declared (what Avro reader schemas must give).
     """
 
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, declared: StructType | None = None) -> None:
         self._options = options
+        self._declared = declared
 
     def partitions(self) -> list[InputPartition]:
         """Resolve the metadata and the offsets, and plan the ranges into few, large tasks
@@ -44,7 +48,7 @@ class DynamicKafkaBatchReader(DataSourceReader):  # type: ignore[misc]
         from pyspark_dynamic_kafka.source.archive import archive_phase
         from pyspark_dynamic_kafka.source.driver.batch_plan import plan_batch_read
 
-        return plan_batch_read(self._options, archive_phase(self._options))
+        return plan_batch_read(self._options, archive_phase(self._options), self._declared)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one planned task as Arrow record batches (nothing for Spark's empty partition)."""

@@ -6,7 +6,9 @@
      "phase": "archive",                                           # hybrid reads only
      "archive": {"done": 7, "files": 24, "fingerprint": "9f0c...", "listedAtMs": 1700000000000},
      "clusters": {cluster: {topic: {"partition": next offset}}},
-     "retained": {cluster: {topic: {"removedAtMs": 1732350000000, "offsets": {"0": 10}}}}}
+     "retained": {cluster: {topic: {"removedAtMs": 1732350000000, "offsets": {"0": 10}}}},
+     "readerSchemas": {"value": {"subject": "orders-value", "version": 3,
+                                 "fingerprint": "5f1c0a9e3b2d4c71"}}}
 
 - ``clusters``: the next offset to read of every partition read now, in canonical order (clusters
   and topics sorted, partitions in numeric order), because Spark compares offsets as strings.
@@ -16,6 +18,11 @@
 - ``retained`` (only when something is): partitions not read now, resumed when their cluster and
   topic are assigned (:class:`Retained`, :mod:`~pyspark_dynamic_kafka.source.driver.retention`):
   removed ones with ``removedAtMs``, archived ones of a hybrid read without (kept without expiry).
+
+- ``readerSchemas`` (only when a registry subject names an Avro reader schema,
+  ``valueSubject``/``keySubject``): the subject's version the query first decoded with and the
+  schema's fingerprint (:class:`NamedSchema`), written beside the offsets by
+  :func:`with_reader_schemas` and read by :func:`reader_schemas_of`.
 
 It holds ids, topics, partitions, offsets and file counts only: never a client property.
 Documents written by every release since the offset JSON got ``version`` 1 decode to the same
@@ -37,12 +44,23 @@ from pyspark_dynamic_kafka.source.partition_json import (
     shown,
 )
 
-__all__ = ["OFFSET_VERSION", "Cursor", "Retained", "SourceOffset", "decode", "encode"]
+__all__ = [
+    "OFFSET_VERSION",
+    "Cursor",
+    "NamedSchema",
+    "Retained",
+    "SourceOffset",
+    "decode",
+    "encode",
+    "reader_schemas_of",
+    "with_reader_schemas",
+]
 
 OFFSET_VERSION = 1
 ARCHIVE = "archive"
 LIVE = "live"
 RETAINED = "retained"
+READER_SCHEMAS = "readerSchemas"
 
 TopicKey = tuple[str, str]
 
@@ -248,3 +266,50 @@ def _removed_at(entry: object) -> int | None:
         return -1 if isinstance(offsets, Mapping) and offsets else None
     stamp = entry["removedAtMs"]
     return stamp if isinstance(stamp, int) and not isinstance(stamp, bool) and stamp >= 0 else None
+
+
+@dataclass(frozen=True)
+class NamedSchema:
+    """An Avro reader schema a registry subject named: its version and fingerprint."""
+
+    subject: str
+    version: int
+    fingerprint: str
+
+
+def with_reader_schemas(
+    document: dict[str, Any], named: Mapping[str, NamedSchema]
+) -> dict[str, Any]:
+    """``document`` (from :func:`encode`) with the reader schemas ``named`` (by column) added."""
+    if not named:
+        return document
+    document[READER_SCHEMAS] = {
+        column: {"subject": n.subject, "version": n.version, "fingerprint": n.fingerprint}
+        for column, n in sorted(named.items())
+    }
+    return document
+
+
+def reader_schemas_of(document: Mapping[str, Any]) -> dict[str, NamedSchema]:
+    """The reader schemas an offset dict records (empty when it records none).
+
+    Raises
+    ------
+    OffsetsError
+        When the entry is not the expected one.
+    """
+    block = document.get(READER_SCHEMAS, {}) if isinstance(document, Mapping) else {}
+    if not isinstance(block, Mapping):
+        raise OffsetsError(f"checkpointed offset has a malformed {READER_SCHEMAS}: {shown(block)}")
+    found: dict[str, NamedSchema] = {}
+    for column, entry in block.items():
+        try:
+            found[str(column)] = NamedSchema(
+                str(entry["subject"]), int(entry["version"]), str(entry["fingerprint"])
+            )
+        except (TypeError, KeyError, ValueError):
+            raise OffsetsError(
+                f"checkpointed offset has a malformed {READER_SCHEMAS} entry for {column!r}: "
+                f"{shown(entry)}"
+            ) from None
+    return found

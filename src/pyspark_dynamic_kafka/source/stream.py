@@ -23,6 +23,7 @@ from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
     from pyspark_dynamic_kafka.source.driver.pipeline import MicroBatches, Tuning
 
@@ -43,11 +44,19 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     tuning:
         Knobs benchmarks compare (clusters listed in parallel, the GC pause while planning);
         Spark always builds the reader with the defaults.
+    declared:
+        The columns ``load()`` declared (what Avro reader schemas must give).
     """
 
-    def __init__(self, options: SourceOptions, tuning: Tuning | None = None) -> None:
+    def __init__(
+        self,
+        options: SourceOptions,
+        tuning: Tuning | None = None,
+        declared: StructType | None = None,
+    ) -> None:
         self._options = options
         self._tuning = tuning
+        self._declared = declared
         self._pipeline: MicroBatches | None = None
 
     @property
@@ -71,6 +80,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
                 archive_phase(options),
                 policy,
                 pause_gc=tuning.pause_gc,
+                declared=self._declared,
             )
         return self._pipeline
 

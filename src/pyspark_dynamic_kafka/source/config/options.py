@@ -32,6 +32,8 @@ from pyspark_dynamic_kafka.optionspec import (
     text,
 )
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind
+from pyspark_dynamic_kafka.source.config.archive_options import ARCHIVE_OPTIONS
+from pyspark_dynamic_kafka.source.config.formats import FORMAT_OPTIONS, column_formats
 from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
 from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,
@@ -330,32 +332,8 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         scope="stream",
         attr="unreachable_cluster_timeout_ms",
     ),
-    # -- hybrid reads: an archive first, then Kafka (source/archive/)
-    OptionSpec(
-        "archive.path",
-        nonempty,
-        None,
-        "A Parquet archive of this source's columns (directory, file or glob; local, s3a://, "
-        "...) read before Kafka; each partition then switches to Kafka at its largest archived "
-        "offset + 1.",
-        attr="archive_path",
-    ),
-    OptionSpec(
-        "archive.maxFilesPerTrigger",
-        integer(1),
-        None,
-        "Streams with archive.path: at most this many archive files per micro-batch.",
-        scope="stream",
-        attr="archive_max_files",
-    ),
-    OptionSpec(
-        "archive.switchTimestamp",
-        integer(0),
-        None,
-        "With archive.path: switch by time instead of by offset: archived records before this "
-        "epoch-ms value, then Kafka from its first record at or after it.",
-        attr="archive_switch_timestamp",
-    ),
+    *ARCHIVE_OPTIONS,
+    *FORMAT_OPTIONS,
 )
 
 #: The declared source options, parsed together.
@@ -389,10 +367,13 @@ def parse_options(options: Mapping[str, str], mode: Mode = "stream") -> SourceOp
     check_spark_names(declared)  # subscribe, assign, ...: what to write instead
     parsed = SOURCE_OPTIONS.parse(declared, mode)
     starting, ending = apply_rules(parsed, kafka, mode)
+    key_format, value_format = column_formats(parsed)
     return SourceOptions(
         **parsed.fields,
         starting=starting,
         ending=ending,
+        key_format=key_format,
+        value_format=value_format,
         metadata_options=FrozenProperties(metadata),
         kafka_properties=FrozenProperties(kafka),
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.position import NoMatch, PositionKind, PositionSpec
+from pyspark_dynamic_kafka.source.config.formats import ColumnFormat
 
 __all__ = ["AssignmentMode", "SourceOptions"]
 
@@ -41,6 +42,10 @@ class SourceOptions:
     ending:
         Batch only: where partitions end (the winner of the ``ending*`` options); ``None`` for
         streams.
+    key_format, value_format:
+        How keys and values are decoded as Avro (``keyFormat``/``valueFormat=avro`` and the
+        options that go with it, :mod:`~pyspark_dynamic_kafka.source.config.formats`); ``None``:
+        bytes.
     """
 
     metadata_service: str
@@ -75,6 +80,8 @@ class SourceOptions:
     archive_switch_timestamp: int | None = None
     assignment: AssignmentMode = AssignmentMode.ALL
     reader: str = "auto"
+    key_format: ColumnFormat | None = None
+    value_format: ColumnFormat | None = None
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

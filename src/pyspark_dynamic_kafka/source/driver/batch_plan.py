@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
@@ -24,17 +24,28 @@ from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
+from pyspark_dynamic_kafka.source.driver.reader_schemas import (
+    check_declared,
+    check_registries,
+    reader_schemas,
+    registries_of,
+)
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
 from pyspark_dynamic_kafka.source.driver.task_packing import new_group_id, pack_query_tasks
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 __all__ = ["plan_batch_read"]
 
 _log = logging.getLogger(__name__)
 
 
-def plan_batch_read(options: SourceOptions, archive: ArchivePhase) -> list[Any]:
+def plan_batch_read(
+    options: SourceOptions, archive: ArchivePhase, declared: StructType | None = None
+) -> list[Any]:
     """Resolve the metadata and the offsets, and plan the ranges into few, large tasks (the
     archive's tasks first).
 
@@ -80,7 +91,11 @@ def plan_batch_read(options: SourceOptions, archive: ArchivePhase) -> list[Any]:
         if end > start:
             ranges.append(OffsetRange(*key, start, end))
     properties = {c: a.properties for c, a in subscription.items()}
-    tasks = pack_query_tasks(ranges, properties, options, new_group_id(options))
+    registries = registries_of(subscription) if options.key_format or options.value_format else {}
+    avro = reader_schemas(options, registries).columns
+    check_registries(avro, registries)
+    check_declared(avro, declared, options.include_headers)
+    tasks = pack_query_tasks(ranges, properties, options, new_group_id(options), avro=avro)
     _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
     return [*archive.tasks(None, None), *tasks]
 

@@ -15,14 +15,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
+from pyspark_dynamic_kafka.source.checkpoint import (
+    SourceOffset,
+    decode,
+    encode,
+    reader_schemas_of,
+    with_reader_schemas,
+)
 from pyspark_dynamic_kafka.source.driver.admission import Admission
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, PartitionSelection
+from pyspark_dynamic_kafka.source.driver.reader_schemas import (
+    ReaderSchemas,
+    check_declared,
+    check_recorded,
+    check_registries,
+    reader_schemas,
+    registries_of,
+)
 from pyspark_dynamic_kafka.source.driver.reconcile import (
     MAX_PARALLEL_CLUSTERS,
     Reconciled,
@@ -37,6 +51,9 @@ from pyspark_dynamic_kafka.source.driver.task_packing import (
     read_paths,
 )
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
 
 __all__ = ["MicroBatches", "Tuning"]
 
@@ -76,6 +93,8 @@ class MicroBatches:
     pause_gc:
         Whether planning runs with the cyclic garbage collector paused
         (:mod:`~pyspark_dynamic_kafka.source.executor.gcpause`; a knob for benchmarks).
+    declared:
+        The columns the query declared (``load()``), which Avro reader schemas must give.
     """
 
     def __init__(
@@ -85,6 +104,7 @@ class MicroBatches:
         archive: ArchivePhase,
         policy: StartPolicy,
         pause_gc: bool = True,
+        declared: StructType | None = None,
     ) -> None:
         options = driver.options
         self.driver = driver
@@ -100,6 +120,8 @@ class MicroBatches:
         self._initial: dict[str, Any] | None = None
         self._target: dict[PartitionKey, int] | None = None
         self._group_id = new_group_id(options)
+        self._declared = declared
+        self._schemas: ReaderSchemas | None = None
 
     def initial(self) -> dict[str, Any]:
         """The first offset (cached: Spark may ask twice)."""
@@ -107,7 +129,8 @@ class MicroBatches:
             offsets = self.selection.initial(
                 self.driver, self.archive.start_rule(self.policy.start)
             )
-            self._initial = encode(self.archive.initial(offsets))
+            named = self._reader_schemas(None, self.driver.subscription(refresh=False)).named
+            self._initial = with_reader_schemas(encode(self.archive.initial(offsets)), named)
         return self._initial
 
     def available_now(self) -> None:
@@ -129,6 +152,7 @@ class MicroBatches:
             return self.latest_offset
         driver = self.driver
         subscription = driver.subscription()
+        named = self._reader_schemas(start_offset, subscription).named
         previous, retained = self.policy.resume(
             start, {(c, t) for c, a in subscription.items() for t in a.topics}
         )
@@ -138,7 +162,7 @@ class MicroBatches:
         self.status.read_paths(read_paths(driver.options, properties, self._group_id))
         self.selection.submit(previous, subscription)
         driver.report(self.archive.switch_losses(start, previous, driver.lister, subscription))
-        self.latest_offset = encode(SourceOffset(state.offsets))
+        self.latest_offset = with_reader_schemas(encode(SourceOffset(state.offsets)), named)
         end = self._within_target(previous, state.offsets)
         begin = {
             k: driver.rewound.get(k, v) if end.get(k, v) < v else v for k, v in previous.items()
@@ -149,7 +173,25 @@ class MicroBatches:
         self.selection.planned(previous if admitted is None else admitted, admitted is not None)
         if admitted is None:
             return dict(start_offset)
-        return encode(self.archive.live(admitted, retained))
+        return with_reader_schemas(encode(self.archive.live(admitted, retained)), named)
+
+    def _reader_schemas(
+        self, recorded: Mapping[str, Any] | None, subscription: Subscription
+    ) -> ReaderSchemas:
+        """The Avro reader schemas, resolved at the first call (as the checkpoint recorded
+        them, when the query restarts from one); every cluster read must name a registry."""
+        options = self.driver.options
+        if options.key_format is None and options.value_format is None:
+            return ReaderSchemas(None, {})
+        registries = registries_of(subscription)
+        if self._schemas is None:
+            schemas = reader_schemas(options, registries)
+            if recorded is not None:
+                schemas = check_recorded(schemas, reader_schemas_of(recorded), registries)
+            check_declared(schemas.columns, self._declared, options.include_headers)
+            self._schemas = schemas
+        check_registries(self._schemas.columns, registries)
+        return self._schemas
 
     def _observe(self, state: Reconciled, subscription: Subscription, left: int) -> None:
         discovery = self.driver.discovery
@@ -205,7 +247,8 @@ class MicroBatches:
             ranges = [r for r in ranges if r.cluster in subscription]
         ranges = self.selection.trim(ranges, subscription)
         properties = {c: a.properties for c, a in subscription.items()}
+        avro = self._reader_schemas(start_offset, subscription).columns
         tasks = pack_query_tasks(
-            ranges, properties, self.driver.options, self._group_id, self.driver.generation
+            ranges, properties, self.driver.options, self._group_id, self.driver.generation, avro
         )
         return [*archived, *tasks]

@@ -19,6 +19,7 @@ from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.engine import read_engines
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = [
@@ -183,6 +184,7 @@ def pack_query_tasks(
     options: SourceOptions,
     group_id: str,
     generation: int = 0,
+    avro: AvroColumns | None = None,
 ) -> list[ReadTask]:
     """Plan a batch read's or a micro-batch's ranges with the query's read settings.
 
@@ -198,6 +200,9 @@ def pack_query_tasks(
         The query's ``group.id``, used unless the cluster or ``kafka.group.id`` sets one.
     generation:
         Consumer generation (see :class:`ReadSettings`).
+    avro:
+        The query's Avro columns, with their reader schemas resolved
+        (:mod:`~pyspark_dynamic_kafka.source.driver.reader_schemas`).
     """
     carried = task_properties(properties, group_id)
     settings = ReadSettings(
@@ -205,9 +210,10 @@ def pack_query_tasks(
         cache_timeout_ms=options.consumer_cache_timeout_ms,
         live_clusters=frozenset(properties),
         fail_on_data_loss=options.fail_on_data_loss,
-        include_headers=options.include_headers,
+        include_headers=options.include_headers or avro is not None,
         generation=generation,
         engines=FrozenMapping(read_paths(options, properties, group_id)),
+        avro=avro,
     )
     return pack_tasks(
         ranges,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +31,7 @@ from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.executor.native import native_factory, read_native
+from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 __all__ = ["read_task"]
@@ -62,15 +63,32 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             reusable = False
             try:
                 if native:
-                    yield from read_native(consumer, cluster_id, ranges, settings, properties)
+                    batches = read_native(consumer, cluster_id, ranges, settings, properties)
                 else:
-                    yield from _read_cluster(consumer, cluster_id, ranges, settings)
+                    batches = _read_cluster(consumer, cluster_id, ranges, settings)
+                if settings.avro is not None:
+                    batches = _decoded(batches, cluster_id, properties, settings.avro)
+                yield from batches
                 reusable = True
             finally:
                 timeout_ms = settings.cache_timeout_ms
                 pool.release(
                     cluster_id, properties, consumer, reusable, timeout_ms, generation, factory
                 )
+
+
+def _decoded(
+    batches: Iterator[pa.RecordBatch],
+    cluster_id: str,
+    properties: Mapping[str, str],
+    avro: AvroColumns,
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` with their Avro columns decoded (only queries with Avro columns import the
+    decoders)."""
+    from pyspark_dynamic_kafka.source.executor.avro_columns import decode_avro
+
+    for batch in batches:
+        yield decode_avro(batch, cluster_id, properties, avro)
 
 
 def _read_cluster(

@@ -17,6 +17,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.engine import PYTHON
+from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 
 __all__ = ["OffsetRange", "ReadSettings", "ReadTask"]
 
@@ -60,6 +61,10 @@ class ReadSettings:
         Cluster -> the engine that reads it, ``direct``, ``librdkafka`` or ``python``: the
         driver's decision (:mod:`~pyspark_dynamic_kafka.kafka.engine`); a cluster it does not
         name is read with the Python reader.
+    avro:
+        The Avro key and value columns (``keyFormat``/``valueFormat=avro``), decoded after
+        reading (:mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`); the readers then
+        read headers (``include_headers``) whether the rows keep them or not.
     """
 
     poll_timeout_ms: int
@@ -69,6 +74,7 @@ class ReadSettings:
     include_headers: bool = False
     generation: int = 0
     engines: FrozenMapping[str] = field(default_factory=FrozenMapping)
+    avro: AvroColumns | None = None
 
     def engine(self, cluster_id: str) -> str:
         """The engine the driver planned for ``cluster_id``."""

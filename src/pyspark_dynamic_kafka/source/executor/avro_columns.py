@@ -1,0 +1,117 @@
+"""Executor side: the key and value columns of a batch read from one cluster, decoded as Avro
+(``keyFormat``/``valueFormat=avro``), whichever reader read the batch.
+
+Each record's writer schema comes from the registry of the cluster it was read from: the task
+carries that cluster's client properties, whose ``schema.registry.*`` keys name it
+(:class:`~pyspark_dynamic_kafka.registry.endpoint.RegistryEndpoint`); no metadata is read here.
+A decoder is kept per (registry, cluster, column, reader schema, mode) for the life of the Python
+worker, so a writer schema is fetched and parsed once per worker. The decoder is fastavro's
+(:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
+
+The batch keeps its columns, with the decoded struct in place of the bytes, then
+``keySchemaId``/``valueSchemaId`` and, in ``PERMISSIVE`` mode, ``_corrupt_key``/
+``_corrupt_value`` (:mod:`~pyspark_dynamic_kafka.source.executor.schema`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from pyspark_dynamic_kafka.avro.decode import Decoder
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.errors import ReadError
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
+from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, arrow_schema
+
+__all__ = ["decode_avro"]
+
+_DECODERS: dict[tuple[Any, ...], Decoder] = {}
+_LOCK = threading.Lock()
+
+
+def decode_avro(
+    batch: pa.RecordBatch, cluster_id: str, properties: Mapping[str, str], avro: AvroColumns
+) -> pa.RecordBatch:
+    """``batch`` (read from ``cluster_id``, whose client ``properties`` the task carries) with
+    its Avro columns decoded.
+
+    Raises
+    ------
+    AvroDecodeError
+        ``FAILFAST``: a record cannot be decoded (naming cluster, topic, partition, offset,
+        schema).
+    SchemaRegistryError
+        ``FAILFAST``: the record's schema could not be fetched (naming the registry).
+    ReadError
+        The cluster's metadata names no registry.
+    """
+    endpoint = RegistryEndpoint.of(properties)
+    if endpoint is None:
+        raise ReadError(
+            f"Cluster '{cluster_id}' is read with Avro columns but its metadata names no schema "
+            f"registry: add '{URL}' to its entry."
+        )
+    where = _where(batch, cluster_id)
+    headers = batch.column("headers")
+    columns = dict(zip(batch.schema.names, batch.columns, strict=True))
+    extra: dict[str, pa.Array] = {}
+    corrupt: dict[str, pa.Array] = {}
+    for name, column in avro.decoded():
+        decoder = _decoder(endpoint, cluster_id, name, column)
+        decoded = decoder.decode(columns[name].to_pylist(), _pairs(headers), where)
+        columns[name] = decoded.values
+        extra[f"{name}SchemaId"] = decoded.schema_ids
+        if column.permissive:
+            corrupt[f"_corrupt_{name}"] = decoded.corrupt
+    if not avro.include_headers:
+        del columns["headers"]
+    return pa.RecordBatch.from_arrays(
+        [*columns.values(), *extra.values(), *corrupt.values()],
+        schema=arrow_schema(avro.include_headers, avro),
+    )
+
+
+def _decoder(endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn) -> Decoder:
+    key = (endpoint, cluster_id, name, column.reader_schema, column.permissive)
+    with _LOCK:
+        decoder = _DECODERS.get(key)
+    if decoder is None:
+        client = RegistryClient(endpoint, cluster_id)
+        decoder = Decoder(column.reader_schema, _fetcher(client), column.permissive, name == "key")
+        with _LOCK:
+            decoder = _DECODERS.setdefault(key, decoder)
+    return decoder
+
+
+def _fetcher(client: RegistryClient) -> Callable[[SchemaRef], RegisteredSchema]:
+    def fetch(ref: SchemaRef) -> RegisteredSchema:
+        if ref.guid is not None:
+            return client.schema_by_guid(ref.guid)
+        return client.schema_by_id(int(ref.schema_id or 0))
+
+    return fetch
+
+
+def _pairs(headers: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
+    """The ``headers`` column as (key, value) pairs per record."""
+    return [
+        None if row is None else [(h["key"], h["value"]) for h in row]
+        for row in headers.to_pylist()
+    ]
+
+
+def _where(batch: pa.RecordBatch, cluster_id: str) -> Callable[[int], str]:
+    """Names record ``i`` of ``batch`` in a message (asked only for a record that failed)."""
+
+    def where(i: int) -> str:
+        topic = batch.column("topic")[i].as_py()
+        partition = batch.column("partition")[i].as_py()
+        offset = batch.column("offset")[i].as_py()
+        return f"Record {cluster_id}/{topic}/{partition} at offset {offset}"
+
+    return where

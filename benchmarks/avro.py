@@ -52,6 +52,7 @@ from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.maven import spark_avro_jars, spark_avro_version
 from benchmarks.run import _attempt
 from benchmarks.spark_sides import Cluster, Run, _window, bench_setup, write_metadata
+from benchmarks.whole_query import available_now
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import from_avro
 
@@ -184,15 +185,8 @@ def drain(
 ) -> tuple[Run, Run]:
     """An ``AvailableNow`` query of ``frame()`` into the noop sink: the whole query and its read
     window, each with the Spark tree's CPU over it."""
-    with CpuSampler({"spark": jvm}) as sampler:
-        started = time.time()
-        query = frame().writeStream.format("noop").trigger(availableNow=True).start()
-        ended = query.awaitTermination(timeout)
-        done = time.time()
-    if not ended or query.exception() is not None:
-        query.stop()
-        raise SystemExit(f"the query did not end cleanly: {query.exception()}")
-    rows, start, end = _window(list(query.recentProgress))
+    sampler, started, done, progress = available_now(jvm, frame, timeout)
+    rows, start, end = _window(progress)
     if rows != total:
         raise SystemExit(f"query read {rows} rows, expected {total}")
     whole = Run(rows, done - started, sampler.between("spark", started, done))

@@ -68,14 +68,11 @@ def _progress_times(progress: list[dict[str, Any]]) -> tuple[int, float, float]:
     return rows, inside, add_batch
 
 
-def drain(
-    jvm: int, frame: Callable[[], Any], total: int, traced: str = "", timeout: float = 900.0
-) -> Query:
-    """Start an ``AvailableNow`` query on ``frame()`` into the noop sink; wait for it to end.
-
-    ``traced``: the side whose traced source ``frame()`` reads (:mod:`.phases`), to split.
-    """
-    phases.reset()
+def available_now(
+    jvm: int, frame: Callable[[], Any], timeout: float
+) -> tuple[CpuSampler, float, float, list[dict[str, Any]]]:
+    """Run an ``AvailableNow`` query of ``frame()`` into the noop sink to its end: the Spark
+    tree's CPU sampled over it, its start and end (wall clock), and its progress."""
     with CpuSampler({"spark": jvm}) as sampler:
         started = time.time()
         query = frame().writeStream.format("noop").trigger(availableNow=True).start()
@@ -84,7 +81,18 @@ def drain(
     if not ended or query.exception() is not None:
         query.stop()
         raise SystemExit(f"the query did not end cleanly: {query.exception()}")
-    progress = list(query.recentProgress)
+    return sampler, started, done, list(query.recentProgress)
+
+
+def drain(
+    jvm: int, frame: Callable[[], Any], total: int, traced: str = "", timeout: float = 900.0
+) -> Query:
+    """Start an ``AvailableNow`` query on ``frame()`` into the noop sink; wait for it to end.
+
+    ``traced``: the side whose traced source ``frame()`` reads (:mod:`.phases`), to split.
+    """
+    phases.reset()
+    sampler, started, done, progress = available_now(jvm, frame, timeout)
     rows, inside, add_batch = _progress_times(progress)
     if rows != total:
         raise SystemExit(f"query read {rows} rows, expected {total}")

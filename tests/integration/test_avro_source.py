@@ -275,6 +275,20 @@ def test_records_that_cannot_be_decoded_fail_the_read_or_come_with_their_bytes(
         (offsets[4], 1, 1, None),
     ]
 
+    # The registry down (a schema id no worker fetched before): FAILFAST fails the read naming
+    # the record and the registry, long before the poll timeout.
+    v2 = put(clusters["east"], encoded(east, V2, range(2, 3)))[0]
+    only_v2 = {
+        **options,
+        "startingOffsets": json.dumps({"east": {"orders": {"0": v2}}}),
+        "kafkaConsumer.pollTimeoutMs": "60000",
+    }
+    with east.down(), pytest.raises(Exception) as down:
+        spark.read.format("dynamic_kafka").options(**only_v2).load().collect()
+    message = str(down.value)
+    assert f"east/orders/0 at offset {v2}" in message and east.url in message, message[-3000:]
+    assert "schema id 2" in message, message[-3000:]
+
 
 def test_a_permissive_stream_keeps_going_while_the_registry_is_down_and_picks_up_its_return(
     spark: Any, kafka_clusters: Any, registries: Any, tmp_path: Path

@@ -159,7 +159,12 @@ def test_every_type_round_trips_through_the_readers_decoder(
     assert decoded.values.to_pylist() == column.to_pylist()
     assert decoded.schema_ids.to_pylist() == [70] * 8 + [None]
     # The enum branch and the string branch of "either" stay apart.
-    assert [r["either"]["member1"] for r in decoded.values.to_pylist()[:4]] == [None, "A", None, None]
+    assert [r["either"]["member1"] for r in decoded.values.to_pylist()[:4]] == [
+        None,
+        "A",
+        None,
+        None,
+    ]
 
 
 def test_confluents_own_deserializer_reads_the_payloads(registry: LocalSchemaRegistry) -> None:
@@ -210,7 +215,10 @@ def test_a_value_need_not_be_a_record(
     [
         ({"id": None, "kind": "A"}, "Field(Order.id) is None expected long"),
         ({"id": 1, "kind": "Z"}, "Order.kind is <Z> of type <class 'str'> expected"),
-        ({"id": 2**63, "kind": "A"}, "Order.id is <9223372036854775808> of type <class 'int'> expected long"),
+        (
+            {"id": 2**63, "kind": "A"},
+            "Order.id is <9223372036854775808> of type <class 'int'> expected long",
+        ),
     ],
 )
 def test_a_value_that_does_not_fit_names_the_row_and_the_field(value: Any, said: str) -> None:

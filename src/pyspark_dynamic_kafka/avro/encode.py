@@ -60,9 +60,9 @@ class Encoder:
     def __init__(self, schema: str) -> None:
         self.schema = schema
         self._parsed = fastavro.parse_schema(json.loads(schema))
-        named: Mapping[str, Any] = self._parsed.get("__named_schemas", {}) if isinstance(
-            self._parsed, dict
-        ) else {}
+        named: Mapping[str, Any] = (
+            self._parsed.get("__named_schemas", {}) if isinstance(self._parsed, dict) else {}
+        )
         self._shape = _shaper(self._parsed, named)
         self._buffer = io.BytesIO()
 
@@ -118,7 +118,7 @@ class Encoder:
         except ValidationError as invalid:
             fields = "; ".join(str(e) for e in invalid.errors)
             return f"the value does not fit its Avro schema: {fields}"
-        except Exception:  # noqa: BLE001 - the shaping itself failed: say the first error
+        except Exception:  # the shaping itself failed: say the first error
             pass
         return f"the value does not fit its Avro schema: {exc or type(exc).__name__}"
 
@@ -162,7 +162,9 @@ def _union(branches: list[Any], named: Mapping[str, Any]) -> Shaper:
     names = {_kind(b, named) for b in rest}
     if len(rest) == 2 and names in ({"int", "long"}, {"float", "double"}):
         return _same  # Spark's bigint or double: fastavro picks the branch the value fits
-    members = [(f"member{i}", _branch_name(b, named), _shaper(b, named)) for i, b in enumerate(rest)]
+    members = [
+        (f"member{i}", _branch_name(b, named), _shaper(b, named)) for i, b in enumerate(rest)
+    ]
 
     def branch(v: Any) -> Any:
         if v is None:

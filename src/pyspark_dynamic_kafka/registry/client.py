@@ -5,10 +5,11 @@ never changes its schema within a registry, and ids of different registries are 
 cache entry is keyed by the registry's URLs). A reader schema is fetched by subject and version
 (``latest`` the newest). A writer's schema is registered under a subject (or, when the registry
 refuses the writer permission to register, looked up there), as Confluent's serializers do with
-``auto.register.schemas``; that id is cached too, by (registry, subject, schema). Credentials (``user:password`` for basic authentication, or a bearer
-token) may be secret references, resolved each time a request is made, so a rotated secret file
-is read again; an https:// registry is verified against ``schema.registry.ssl.ca.location`` or
-the system's CAs. Several URLs are tried in order when one cannot be reached. Every failure is a
+``auto.register.schemas``; that id is cached too, by (registry, subject, schema). Credentials
+(``user:password`` for basic authentication, or a bearer token) may be secret references,
+resolved each time a request is made, so a rotated secret file is read again; an https://
+registry is verified against ``schema.registry.ssl.ca.location`` or the system's CAs. Several
+URLs are tried in order when one cannot be reached. Every failure is a
 :class:`~pyspark_dynamic_kafka.errors.SchemaRegistryError` naming the cluster, the URL and what
 was asked, never a credential.
 """
@@ -127,9 +128,7 @@ class RegistryClient:
             raise self._error(url, f"answered {what} without a schema", reachable=True)
         return answer
 
-    def _request(
-        self, path: str, what: str, body: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def _request(self, path: str, what: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         """The registry's JSON object for ``path`` (a POST of ``body`` when given, else a GET),
         from the first URL that answers."""
         headers, secrets = self._authorization()

@@ -3,7 +3,8 @@
 --write`` to west, each cluster with its own schema registry (the testing kit's, a test double
 of Confluent's REST API, ids of its own). Each cluster's records, read with read_committed and
 confluent-kafka's real ``AvroDeserializer`` against THAT cluster's registry, are exactly the rows
-written there, with the ids that registry issued. A write routed to a cluster without a registry,
+written there, with the ids that registry issued; the source (``valueFormat=avro``) reads both
+clusters back exactly. A write routed to a cluster without a registry,
 or whose registry is down, fails naming the cluster (and the registry's URL), no secret."""
 
 from __future__ import annotations
@@ -153,6 +154,32 @@ def test_an_avro_stream_follows_a_move_with_each_registrys_ids(
         assert json.loads(east.answer("GET", "/schemas/ids/1", None)["schema"]) == ORDER
         assert json.loads(west.answer("GET", "/schemas/ids/500", None)["schema"]) == ORDER
         assert west.answer("GET", "/subjects/orders-key/versions/latest", None)["id"] == 501
+        # The source reads both clusters back with valueFormat=avro: each record decoded with
+        # its own cluster's registry, exactly the rows written.
+        back = (
+            spark.read.format("dynamic_kafka")
+            .options(
+                **setup.options(
+                    valueFormat="avro",
+                    valueSchema=json.dumps(ORDER),
+                    keyFormat="avro",
+                    keySchema='"long"',
+                    **{"kafka.isolation.level": "read_committed"},
+                )
+            )
+            .load()
+            .selectExpr(
+                "cluster",
+                "key",
+                "value.id",
+                "value.item",
+                "unix_micros(value.at)",
+                "value.note",
+                "keySchemaId",
+                "valueSchemaId",
+            )
+            .collect()
+        )
 
     assert sorted(r[0] for r in on_east) == list(range(30))
     assert sorted(r[0] for r in on_west) == list(range(30, 70))
@@ -160,6 +187,20 @@ def test_an_avro_stream_follows_a_move_with_each_registrys_ids(
         assert (value, key_id, value_id) == (_expected(key), 2, 1)
     for key, value, key_id, value_id in on_west:
         assert (value, key_id, value_id) == (_expected(key), 501, 500)
+    read_back = sorted(tuple(r) for r in back)
+    assert read_back == sorted(
+        (
+            "east" if i < 30 else "west",
+            i,
+            i,
+            f"item-{i}",
+            i * 1000003,
+            None if i % 2 == 0 else f"odd-{i}",
+            2 if i < 30 else 501,
+            1 if i < 30 else 500,
+        )
+        for i in range(70)
+    )
 
 
 def test_an_avro_write_without_a_registry_or_with_it_down_fails_naming_the_cluster(

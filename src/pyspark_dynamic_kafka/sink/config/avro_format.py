@@ -10,36 +10,18 @@ default ``latest``) whose schema is looked up there. The subject defaults to ``<
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-import fastavro
-from fastavro.schema import SchemaParseException
-
-from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, spark_type
+from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.optionspec import OptionSpec, ParsedOptions, choice, nonempty
 
-__all__ = ["AVRO", "BYTES", "AvroFormat", "avro_format", "avro_schema", "format_specs"]
+__all__ = ["AVRO", "BYTES", "AvroFormat", "avro_format", "format_specs"]
 
 BYTES = "bytes"
 AVRO = "avro"
 LATEST = "latest"
-
-
-def avro_schema(value: str) -> str:
-    """An Avro schema's JSON text, checked: valid JSON, valid Avro, with a Spark type."""
-    try:
-        parsed = json.loads(value)
-    except ValueError as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-    try:
-        fastavro.parse_schema(parsed)
-        spark_type(parsed)
-    except (SchemaParseException, AvroSchemaError, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"not a usable Avro schema ({exc})") from None
-    return value
 
 
 def subject_version(value: str) -> int | str:
@@ -68,7 +50,7 @@ def format_specs(side: str) -> tuple[OptionSpec[Any], ...]:
         ),
         OptionSpec(
             f"{side}Schema",
-            avro_schema,
+            checked_schema,
             None,
             f"{side}Format=avro: the writer schema (Avro JSON), registered under {side}Subject "
             "in the registry of the cluster each batch is routed to (an already registered "

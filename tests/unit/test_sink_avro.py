@@ -64,7 +64,7 @@ PASSWORD = "SINK-REGISTRY-SENTINEL-93c1"
         ({"valueFormat": "avro", "valueSchema": "{nope"}, "for option 'valueSchema': not JSON"),
         (
             {"valueFormat": "avro", "valueSchema": '{"type": "record", "name": "R"}'},
-            "for option 'valueSchema': not a usable Avro schema",
+            "for option 'valueSchema': Avro schema at $: record 'R' needs 'fields'",
         ),
         (
             {"valueFormat": "avro", "valueSubject": "s", "valueSubjectVersion": "0"},

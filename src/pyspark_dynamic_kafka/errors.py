@@ -180,9 +180,12 @@ class SchemaRegistryError(DynamicKafkaError):
     ----------
     reachable:
         The registry answered (with an error): asking again will not help until it changes.
+    status:
+        The HTTP status of the registry's error answer, if it answered one.
     """
 
     reachable: bool = False
+    status: int | None = None
 
 
 class ArchiveError(DynamicKafkaError):

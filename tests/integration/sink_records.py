@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
@@ -42,6 +42,21 @@ def read_topic(
     """Every committed record of ``topic`` (``isolation.level=read_committed``; or every record,
     with ``read_uncommitted``), in offset order per partition, read up to the end offsets of the
     moment the call starts."""
+    return [
+        Record(
+            (message.value() or b"").decode(),
+            None if message.key() is None else message.key().decode(),
+            message.partition(),
+            tuple((k, v) for k, v in (message.headers() or [])),
+        )
+        for message in read_messages(cluster, topic, isolation)
+    ]
+
+
+def read_messages(
+    cluster: BaseKafkaCluster, topic: str, isolation: str = "read_committed"
+) -> list[Message]:
+    """The messages :func:`read_topic` reads, as confluent-kafka gives them (bytes)."""
     consumer = Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
@@ -59,7 +74,7 @@ def read_topic(
         }
         wanted = {p for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in wanted])
-        records: list[Record] = []
+        records: list[Message] = []
         deadline = time.monotonic() + DEADLINE
         positions = {p: 0 for p in wanted}
         while any(positions[p] < ends[p] for p in wanted):
@@ -75,15 +90,7 @@ def read_topic(
             if message.error():
                 continue
             positions[message.partition()] = message.offset() + 1
-            key = message.key()
-            records.append(
-                Record(
-                    (message.value() or b"").decode(),
-                    key.decode() if key is not None else None,
-                    message.partition(),
-                    tuple((k, v) for k, v in (message.headers() or [])),
-                )
-            )
+            records.append(message)
         return records
     finally:
         consumer.close()
@@ -100,10 +107,15 @@ def write_routes(
     clusters: Mapping[str, BaseKafkaCluster],
     entries: Sequence[tuple[str, Sequence[str], bool]],
     stream: str = "orders",
+    extra: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
-    """Write the metadata: stream ``stream`` with ``(cluster, topics, write)`` entries."""
+    """Write the metadata: stream ``stream`` with ``(cluster, topics, write)`` entries (and each
+    cluster's ``extra`` properties, e.g. its schema registry)."""
     document = {
-        "clusters": {n: {"bootstrap.servers": c.bootstrap_servers} for n, c in clusters.items()},
+        "clusters": {
+            n: {"bootstrap.servers": c.bootstrap_servers, **(extra or {}).get(n, {})}
+            for n, c in clusters.items()
+        },
         "streams": {
             stream: [
                 {"cluster": name, "topics": list(topics), **({"write": True} if write else {})}

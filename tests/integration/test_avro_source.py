@@ -60,10 +60,19 @@ def encoded(registry: LocalSchemaRegistry, schema: Mapping[str, Any], ids: range
     ]
 
 
-def put(cluster: Any, payloads: Sequence[bytes], topic: str = "orders") -> list[int]:
-    """Produce ``payloads`` to partition 0, in order; their offsets."""
-    sent = cluster.produce(topic, [{"key": None, "value": p, "partition": 0} for p in payloads])
-    return [offset for _, offset in sent]
+def avro_keys(registry: LocalSchemaRegistry, ids: range) -> list[bytes]:
+    """Keys ``f"k{i}"`` as Avro strings, as confluent-kafka's serializer writes them."""
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = AvroSerializer(client, '"string"')
+    context = SerializationContext("orders", MessageField.KEY)
+    return [serializer(f"k{i}", context) for i in ids]
+
+
+def put(cluster: Any, payloads: Sequence[bytes], keys: Sequence[bytes] | None = None) -> list[int]:
+    """Produce ``payloads`` (with ``keys``) to partition 0, in order; their offsets."""
+    keyed = keys or [None] * len(payloads)
+    records = [{"key": k, "value": p, "partition": 0} for k, p in zip(keyed, payloads, strict=True)]
+    return [offset for _, offset in cluster.produce("orders", records)]
 
 
 def setup(kafka_clusters: Any, registries: Mapping[str, LocalSchemaRegistry]) -> dict[str, Any]:
@@ -93,8 +102,11 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
         pytest.skip("the compiled core is not installed (NATIVE=0)")
     clusters = setup(kafka_clusters, registries)
     east, west = registries["east"], registries["west"]
-    on_east = put(clusters["east"], encoded(east, V1, range(0, 4)))
-    on_west = put(clusters["west"], encoded(west, V1, range(4, 7)) + encoded(west, V2, range(7, 9)))
+    east_values = encoded(east, V1, range(0, 4))
+    west_values = encoded(west, V1, range(4, 7)) + encoded(west, V2, range(7, 9))
+    # Keys too (registered after the values: the key schema is id 2 on east, 1002 on west).
+    on_east = put(clusters["east"], east_values, avro_keys(east, range(0, 4)))
+    on_west = put(clusters["west"], west_values, avro_keys(west, range(4, 9)))
     meta = tmp_path / "streams.yaml"
     both = {"orders": [("east", ["orders"]), ("west", ["orders"])]}
     write_metadata(meta, clusters, both, extra(registries))
@@ -120,6 +132,16 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     assert decoded_rows(df) == sorted(
         (c, o, i, item, q, s)
         for (c, o, i, item, _, s), q in zip(sorted(expected), qty, strict=True)
+    )
+
+    # Keys decoded alike, each with its own cluster's registry; values stay bytes.
+    keyed = {**options, "keyFormat": "avro", "keySchema": '"string"', "valueFormat": "bytes"}
+    df = spark.read.format("dynamic_kafka").options(**keyed).load()
+    assert df.schema["key"].dataType.simpleString() == "string"
+    rows = sorted(tuple(r) for r in df.select("cluster", "offset", "key", "keySchemaId").collect())
+    assert rows == sorted(
+        [("east", o, f"k{i}", 2) for o, i in zip(on_east, range(4), strict=True)]
+        + [("west", o, f"k{i}", 1002) for o, i in zip(on_west, range(4, 9), strict=True)]
     )
 
 
@@ -252,6 +274,20 @@ def test_records_that_cannot_be_decoded_fail_the_read_or_come_with_their_bytes(
         *[(o, None, None, bytearray(p)) for o, p in zip(offsets[1:4], bad.values(), strict=True)],
         (offsets[4], 1, 1, None),
     ]
+
+    # The registry down (a schema id no worker fetched before): FAILFAST fails the read naming
+    # the record and the registry, long before the poll timeout.
+    v2 = put(clusters["east"], encoded(east, V2, range(2, 3)))[0]
+    only_v2 = {
+        **options,
+        "startingOffsets": json.dumps({"east": {"orders": {"0": v2}}}),
+        "kafkaConsumer.pollTimeoutMs": "60000",
+    }
+    with east.down(), pytest.raises(Exception) as down:
+        spark.read.format("dynamic_kafka").options(**only_v2).load().collect()
+    message = str(down.value)
+    assert f"east/orders/0 at offset {v2}" in message and east.url in message, message[-3000:]
+    assert "schema id 2" in message, message[-3000:]
 
 
 def test_a_permissive_stream_keeps_going_while_the_registry_is_down_and_picks_up_its_return(

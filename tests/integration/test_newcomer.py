@@ -152,6 +152,29 @@ def test_the_readme_first_job_runs_as_written(tmp_path: Path) -> None:
     assert "127.0.0.1" not in "".join(x for x in done.stderr.splitlines() if _RECONCILED in x)
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get(ENV_VAR)),
+    reason="the Avro migration starts clusters of its own (start_clusters), not the existing ones",
+)
+def test_the_avro_migration_example_decodes_each_record_with_its_clusters_registry(
+    tmp_path: Path,
+) -> None:
+    """examples/avro_migration.py run as a newcomer runs it: 100 Avro orders on east (schema id
+    1 of east's registry), the stream moved to west while the query runs, 30 there with the same
+    schema (id 1000 of west's) and 20 with a v2 (id 1001); each decoded once into the reader
+    schema's columns."""
+    broker = "kafka" if not on_tansu() else "tansu"
+    example = str(ROOT / "examples" / "avro_migration.py")
+    done = run_as_newcomer(tmp_path, [example, broker], cwd=ROOT)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (
+        "avro migration: 150 orders, 150 distinct ids, (cluster, schema id) "
+        "[('east', 1), ('west', 1000), ('west', 1001)], every amount decoded: True"
+    ) in done.stdout, done.stdout[-2000:]
+    assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout
+
+
 _RECONCILED = '"event": "reconciliation"'
 
 

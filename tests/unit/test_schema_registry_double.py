@@ -94,3 +94,14 @@ def test_credentials_are_required_and_an_outage_ends(
             _client(west, "reader:pw").get_subjects()
         assert "onnect" in str(outage.value), outage.value
     assert _client(west, "reader:pw").get_subjects() == ["orders-value"]
+
+
+def test_a_read_only_registry_refuses_registrations_and_answers_lookups() -> None:
+    with LocalSchemaRegistry(7, read_only=True) as registry:
+        registry.register("orders-value", json.dumps(V1))  # as its owner would
+        client = _client(registry)
+        schema = Schema(json.dumps(V1), "AVRO")
+        with pytest.raises(SchemaRegistryError) as refused:
+            client.register_schema("orders-value", schema)
+        assert (refused.value.http_status_code, refused.value.error_code) == (403, 40301)
+        assert client.lookup_schema("orders-value", schema).schema_id == 7

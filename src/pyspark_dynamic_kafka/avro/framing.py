@@ -6,7 +6,8 @@ keys), as confluent-kafka and Schema Registry's newer serializers write it, hold
 ``1`` and the schema's 16-byte GUID (or ``0`` and a 4-byte id); the whole payload is then the
 Avro body. Otherwise the payload starts with the schema: a zero byte and the 4-byte big-endian
 id (the classic framing), or ``1`` and a GUID; the body follows. The header wins when both are
-there, as the serializers' own deserializer decides. Anything else is not in these formats, a
+there, as the serializers' own deserializer decides; the sink writes the classic framing
+(:func:`id_prefix`). Anything else is not in these formats, a
 :class:`FramingError` saying why.
 """
 
@@ -16,7 +17,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["FramingError", "SchemaRef", "frame"]
+__all__ = ["FramingError", "SchemaRef", "frame", "id_prefix"]
 
 KEY_HEADER = "__key_schema_id"
 VALUE_HEADER = "__value_schema_id"
@@ -59,6 +60,20 @@ def frame(
     ref, _ = _named(payload, "payload")
     start = 5 if ref.guid is None else 17
     return ref, memoryview(payload)[start:]
+
+
+def id_prefix(schema_id: int) -> bytes:
+    """What a payload written with ``schema_id`` starts with in the classic framing: a zero
+    byte and the id, 4 bytes big-endian.
+
+    Raises
+    ------
+    ValueError
+        When the id does not fit in 4 bytes (no registry issues such an id).
+    """
+    if not 0 <= schema_id < 2**32:
+        raise ValueError(f"schema id {schema_id} does not fit in the 4 bytes of the framing")
+    return bytes([_ID]) + schema_id.to_bytes(4, "big")
 
 
 def _named(data: bytes, where: str) -> tuple[SchemaRef, int]:

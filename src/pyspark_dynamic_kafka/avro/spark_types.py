@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
-__all__ = ["AvroSchemaError", "SparkType", "spark_type"]
+__all__ = ["AvroSchemaError", "SparkType", "checked_schema", "spark_type"]
 
 _PRIMITIVES: Mapping[str, DataType] = {
     "boolean": BooleanType(),
@@ -99,6 +99,33 @@ def spark_type(schema: object) -> SparkType:
         that contains itself; the message names the path in the schema.
     """
     return _Converter().convert(schema, "", (), "$")
+
+
+def checked_schema(text: str) -> str:
+    """An Avro schema given as JSON text (an option's value), checked: JSON, a schema fastavro
+    parses, with a Spark type; returned stripped.
+
+    Raises
+    ------
+    ValueError
+        Saying which of the three it is not.
+    """
+    import json
+
+    import fastavro  # only what reads or writes Avro pays for it
+
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    try:
+        spark_type(parsed)
+        fastavro.parse_schema(parsed)
+    except AvroSchemaError as exc:
+        raise ValueError(str(exc)) from None
+    except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"not an Avro schema ({exc})") from None
+    return text.strip()
 
 
 class _Converter:

@@ -3,10 +3,13 @@
 Writer schemas are fetched by (registry, id), or by GUID, and cached for the process: an id
 never changes its schema within a registry, and ids of different registries are never mixed (a
 cache entry is keyed by the registry's URLs). A reader schema is fetched by subject and version
-(``latest`` the newest). Credentials (``user:password`` for basic authentication, or a bearer
-token) may be secret references, resolved each time a request is made, so a rotated secret file
-is read again; an https:// registry is verified against ``schema.registry.ssl.ca.location`` or
-the system's CAs. Several URLs are tried in order when one cannot be reached. Every failure is a
+(``latest`` the newest). A writer's schema is registered under a subject (or, when the registry
+refuses the writer permission to register, looked up there), as Confluent's serializers do with
+``auto.register.schemas``; that id is cached too, by (registry, subject, schema). Credentials
+(``user:password`` for basic authentication, or a bearer token) may be secret references,
+resolved each time a request is made, so a rotated secret file is read again; an https://
+registry is verified against ``schema.registry.ssl.ca.location`` or the system's CAs. Several
+URLs are tried in order when one cannot be reached. Every failure is a
 :class:`~pyspark_dynamic_kafka.errors.SchemaRegistryError` naming the cluster, the URL and what
 was asked, never a credential.
 """
@@ -82,6 +85,29 @@ class RegistryClient:
         )
         return _registered(answer, version=int(answer["version"]))
 
+    def register(self, subject: str, schema: str) -> RegisteredSchema:
+        """The id of the Avro ``schema`` under ``subject``: registered there (a registry answers
+        an already registered schema with its id), or, when the registry refuses the
+        credentials permission to register (HTTP 403), looked up there. Cached once known."""
+        entry = (self.endpoint.urls, f"subject:{subject}:{_canonical(schema)}")
+        with _LOCK:
+            found = _SCHEMAS.get(entry)
+        if found is not None:
+            return found
+        body = {"schema": schema}
+        path = f"subjects/{quote(subject, safe='')}"
+        what = f"the registration of a schema under subject {subject!r}"
+        try:
+            answer = self._request(f"{path}/versions", what, body)
+        except SchemaRegistryError as exc:
+            if exc.status != 403:
+                raise
+            answer = self._request(path, f"a schema under subject {subject!r}", body)
+        registered = RegisteredSchema(schema, "AVRO", int(answer["id"]), _version(answer))
+        with _LOCK:
+            _SCHEMAS[entry] = registered
+        return registered
+
     def _cached(
         self, key: str, path: str, what: str, schema_id: int | None = None
     ) -> RegisteredSchema:
@@ -96,7 +122,19 @@ class RegistryClient:
         return registered
 
     def _get(self, path: str, what: str) -> dict[str, Any]:
+        answer = self._request(path, what)
+        if "schema" not in answer:
+            url = ", ".join(self.endpoint.urls)
+            raise self._error(url, f"answered {what} without a schema", reachable=True)
+        return answer
+
+    def _request(self, path: str, what: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The registry's JSON object for ``path`` (a POST of ``body`` when given, else a GET),
+        from the first URL that answers."""
         headers, secrets = self._authorization()
+        if body is not None:
+            headers["Content-Type"] = "application/vnd.schemaregistry.v1+json"
+        data = None if body is None else json.dumps(body).encode()
         context = (
             ssl.create_default_context(cafile=self.endpoint.ca_location)
             if self.endpoint.ca_location
@@ -105,7 +143,7 @@ class RegistryClient:
         unreachable: list[str] = []
         for url in self.endpoint.urls:
             request = urllib.request.Request(
-                f"{url.rstrip('/')}/{path}", headers={"Accept": _ACCEPT, **headers}
+                f"{url.rstrip('/')}/{path}", data, headers={"Accept": _ACCEPT, **headers}
             )
             try:
                 with urllib.request.urlopen(
@@ -117,8 +155,8 @@ class RegistryClient:
             except (OSError, ValueError) as exc:
                 unreachable.append(f"{url}: {redact(str(exc), secrets)}")
                 continue
-            if not isinstance(answer, dict) or "schema" not in answer:
-                raise self._error(url, f"answered {what} without a schema", reachable=True)
+            if not isinstance(answer, dict) or ("id" not in answer and "schema" not in answer):
+                raise self._error(url, f"answered {what} with no schema nor id", reachable=True)
             return answer
         raise self._error(
             ", ".join(self.endpoint.urls),
@@ -156,12 +194,27 @@ class RegistryClient:
             said = f"does not hold {what} (error {code}: {message})"
         else:
             said = f"answered HTTP {exc.code} for {what} (error {code}: {message})"
-        return self._error(url, said, reachable=exc.code < 500)
+        error = self._error(url, said, reachable=exc.code < 500)
+        error.status = exc.code
+        return error
 
     def _error(self, url: str, said: str, reachable: bool = False) -> SchemaRegistryError:
         error = SchemaRegistryError(f"Cluster '{self.cluster_id}': schema registry {url} {said}.")
         error.reachable = reachable
         return error
+
+
+def _canonical(schema: str) -> str:
+    """One text for one schema however it is spaced (JSON compared as JSON)."""
+    try:
+        return json.dumps(json.loads(schema), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return schema
+
+
+def _version(answer: dict[str, Any]) -> int | None:
+    version = answer.get("version")
+    return int(version) if version is not None else None
 
 
 def _registered(

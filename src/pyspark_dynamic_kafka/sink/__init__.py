@@ -7,6 +7,8 @@ tests/unit/test_module_map.py):
   marked ``write: true``, else the stream's only cluster, else "ambiguous write route".
 - :mod:`~pyspark_dynamic_kafka.sink.config.options`: every sink option declared once,
   :class:`SinkOptions`.
+- :mod:`~pyspark_dynamic_kafka.sink.config.avro_format`: ``valueFormat=avro`` / ``keyFormat``
+  and their options, :class:`AvroFormat`.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.task`: the driver -> executor contract,
   :class:`WriteTask` (route, producer properties) and :class:`WriteReport` (what a task wrote).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.produce`: one task's Arrow batches -> records,
@@ -16,8 +18,12 @@ tests/unit/test_module_map.py):
 - :mod:`~pyspark_dynamic_kafka.sink.executor.native`: the same two with the compiled core's
   producer (Arrow columns straight to librdkafka), as the driver chose by the ``writer`` option
   (:mod:`pyspark_dynamic_kafka.kafka.engine`).
+- :mod:`~pyspark_dynamic_kafka.sink.executor.avro_columns`: the ``value`` / ``key`` column
+  written as Avro encoded (schema ids of the route's registry) before either producer runs.
 - :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the
   metadata and resolve its route.
+- :mod:`~pyspark_dynamic_kafka.sink.driver.schemas`: with Avro, each topic's writer schema and
+  its id in the registry of the route's cluster (registered or looked up, cached).
 - :mod:`~pyspark_dynamic_kafka.sink.metrics`: what a micro-batch wrote (:class:`BatchWrite`),
   handed from ``commit`` to the monitoring listener.
 - :mod:`~pyspark_dynamic_kafka.sink.writer`: the batch and stream writers Spark calls.

@@ -8,11 +8,13 @@ every task, so all tasks and retries of a batch write to one cluster.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -29,16 +31,23 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
+from pyspark_dynamic_kafka.sink.executor.avro_columns import encode_columns
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 from pyspark_dynamic_kafka.sink.metrics import query_of, record_batch, summarize
 
-__all__ = ["DynamicKafkaBatchWriter", "DynamicKafkaStreamWriter", "check_columns"]
+__all__ = [
+    "DynamicKafkaBatchWriter",
+    "DynamicKafkaStreamWriter",
+    "check_avro_columns",
+    "check_columns",
+]
 
 _LOG = logging.getLogger(__name__)
 _HEADERS = ArrayType(
@@ -64,9 +73,10 @@ def _same(actual: DataType, expected: DataType) -> bool:
     return actual == expected
 
 
-def check_columns(schema: StructType) -> None:
+def check_columns(schema: StructType, avro: Collection[str] = ()) -> None:
     """Check the columns Spark's ``kafka`` sink defines: ``value`` required, each known column of
-    its type.
+    its type (but the ``avro`` ones: ``key`` or ``value`` written as Avro, checked by
+    :func:`check_avro_columns` once their schemas are known).
 
     Raises
     ------
@@ -81,6 +91,8 @@ def check_columns(schema: StructType) -> None:
         )
     for name, (types, shown) in _COLUMNS.items():
         found = fields.get(name)
+        if name in avro:
+            continue
         if found is not None and not any(_same(found.dataType, t) for t in types):
             raise OptionsError(
                 f"Column {found.name!r} of a write to format dynamic_kafka must be {shown}, got "
@@ -88,9 +100,55 @@ def check_columns(schema: StructType) -> None:
             )
 
 
+def _loose(data_type: DataType) -> Any:
+    """A type's JSON with every nullability left out: a column may be nullable where its Avro
+    schema is not (a null there fails that row, naming it)."""
+    shape = data_type.jsonValue()
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            drop = ("nullable", "containsNull", "valueContainsNull", "metadata")
+            return {k: strip(v) for k, v in node.items() if k not in drop}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(shape)
+
+
+def check_avro_columns(schema: StructType, task: WriteTask) -> None:
+    """Check that the ``value`` (``key``) column written as Avro is of its schema's Spark type,
+    as ``from_avro`` gives it (nullability aside), for every topic's schema.
+
+    Raises
+    ------
+    OptionsError
+        Naming the column, its type, the schema's subject and the type expected.
+    """
+    fields = {f.name.lower(): f for f in schema.fields}
+    for target in (task.value_avro, task.key_avro):
+        found = None if target is None else fields.get(target.side)
+        if target is None or found is None:
+            continue
+        for topic in target.schemas:
+            expected = spark_type(json.loads(topic.schema)).data_type
+            if _loose(found.dataType) != _loose(expected):
+                raise OptionsError(
+                    f"Column {found.name!r} is written as Avro ({target.side}Format=avro) with "
+                    f"subject {topic.subject!r} (schema id {topic.schema_id} on cluster "
+                    f"{task.route.cluster_id!r}), whose Spark type is "
+                    f"{expected.simpleString()}; the column is "
+                    f"{found.dataType.simpleString()}. Build the column of that type (field "
+                    "names and types as from_avro gives them for the schema)."
+                )
+
+
 def _plan(options: SinkOptions, schema: StructType, factory: ServiceFactory) -> WriteTask:
-    check_columns(schema)
-    return plan_write(options, factory)
+    avro = [a.side for a in (options.value_avro, options.key_avro) if a is not None]
+    check_columns(schema, avro)
+    task = plan_write(options, factory)
+    check_avro_columns(schema, task)
+    return task
 
 
 def _log_commit(messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
@@ -133,6 +191,7 @@ def _produce(
     task: WriteTask, batches: Iterator[pa.RecordBatch], stamp: Stamp | None = None
 ) -> WriteReport:
     """atLeastOnce with the writer the driver chose (the compiled core or confluent-kafka)."""
+    batches = encode_columns(task, batches)
     if task.native:
         # The core's writer (and pyarrow.compute) on executors only: the planner needs neither.
         from pyspark_dynamic_kafka.sink.executor.native import produce_native
@@ -194,7 +253,8 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
         from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
 
         opener = NativeTransaction if self.task.native else None
-        report = produce_transaction(self.task, iterator, batch_id, partition, stamp, opener)
+        batches = encode_columns(self.task, iterator)
+        report = produce_transaction(self.task, batches, batch_id, partition, stamp, opener)
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

@@ -17,7 +17,9 @@ serves, as the reference describes it:
 Ids are registry-wide and local to it, as a real registry's are: the same schema in two
 registries has two ids (``first_id`` sets where one starts). A schema registered under a second
 subject keeps its id. Each schema also has a GUID. With ``user_info`` every request needs HTTP
-basic authentication (``401`` otherwise). :meth:`down` makes the registry unreachable for a
+basic authentication (``401`` otherwise); with ``read_only`` a registration is refused with
+``403`` (``40301``), as a registry refuses a principal without write permission on the subject,
+while lookups answer. :meth:`down` makes the registry unreachable for a
 while, as an outage does, on the same port.
 """
 
@@ -84,6 +86,9 @@ class LocalSchemaRegistry:
         The id the first registered schema gets (real registries' ids differ per registry).
     user_info:
         ``user:password`` every request must authenticate with, or ``None`` for none.
+    read_only:
+        Refuse registrations over HTTP (``403``), as for a principal without write permission
+        (:meth:`register` still registers, as the registry's owner would).
 
     Examples
     --------
@@ -91,9 +96,12 @@ class LocalSchemaRegistry:
     ...     SchemaRegistryClient({"url": registry.url})
     """
 
-    def __init__(self, first_id: int = 1, user_info: str | None = None) -> None:
+    def __init__(
+        self, first_id: int = 1, user_info: str | None = None, read_only: bool = False
+    ) -> None:
         self._state = _State(first_id)
         self._user_info = user_info
+        self.read_only = read_only
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -154,6 +162,10 @@ class LocalSchemaRegistry:
         with state.lock:
             match method, parts:
                 case "POST", ["subjects", subject, "versions"]:
+                    if self.read_only:
+                        raise _Refusal(
+                            403, 40301, f"User is denied operation Write on Subject: {subject}"
+                        )
                     return self._register(subject, body)
                 case "POST", ["subjects", subject]:
                     return self._lookup(subject, body)

@@ -25,6 +25,7 @@ from pyspark_dynamic_kafka.optionspec import (
     split_prefixed,
     text,
 )
+from pyspark_dynamic_kafka.sink.config.avro_format import AvroFormat, avro_format, format_specs
 
 __all__ = [
     "AT_LEAST_ONCE",
@@ -91,6 +92,8 @@ class SinkOptions:
     kafka_properties: FrozenProperties
     dedupe_headers: bool = False
     writer: str = "auto"
+    value_avro: AvroFormat | None = None
+    key_avro: AvroFormat | None = None
 
 
 _DECLARED: tuple[OptionSpec[Any], ...] = (
@@ -168,6 +171,8 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "cluster and the reason.",
         attr="writer",
     ),
+    *format_specs("value"),
+    *format_specs("key"),
 )
 
 #: The declared sink options, parsed together.
@@ -209,6 +214,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         )
     return SinkOptions(
         **parsed.fields,
+        value_avro=avro_format("value", parsed),
+        key_avro=avro_format("key", parsed),
         metadata_options=FrozenProperties(metadata),
         kafka_properties=FrozenProperties(kafka),
     )

@@ -19,7 +19,9 @@ from pyspark_dynamic_kafka.kafka.engine import write_engine
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
+from pyspark_dynamic_kafka.registry.client import RegistryClient
 from pyspark_dynamic_kafka.sink.config.options import EXACTLY_ONCE, SinkOptions
+from pyspark_dynamic_kafka.sink.driver.schemas import ClientFactory, resolve_schemas
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.route import resolve_write_route
 
@@ -32,9 +34,13 @@ ServiceFactory = Callable[[str, Mapping[str, str]], KafkaMetadataService]
 
 
 def plan_write(
-    options: SinkOptions, service_factory: ServiceFactory = create_metadata_service
+    options: SinkOptions,
+    service_factory: ServiceFactory = create_metadata_service,
+    client_factory: ClientFactory = RegistryClient,
 ) -> WriteTask:
-    """Resolve the stream's write route now and return the task every partition runs.
+    """Resolve the stream's write route now (and, with ``valueFormat=avro`` or
+    ``keyFormat=avro``, the schema ids on its cluster's registry) and return the task every
+    partition runs.
 
     Raises
     ------
@@ -42,6 +48,9 @@ def plan_write(
         When the service cannot answer.
     WriteRouteError
         When the stream is unknown or its route is ambiguous.
+    SchemaRegistryError
+        With Avro, when the route's cluster names no registry or its registry cannot give an id
+        (:func:`~pyspark_dynamic_kafka.sink.driver.schemas.resolve_schemas`).
     """
     # closed by ``with``: a failure's traceback shows where it was raised, not close()
     service = service_factory(options.metadata_service, options.metadata_options)
@@ -59,6 +68,12 @@ def plan_write(
         topics=sorted(route.topics),
     )
     exactly_once = options.delivery_guarantee == EXACTLY_ONCE
+    # The topics this batch may write: the option's, else every topic of the route.
+    topics = route.topics if options.topic is None else {options.topic}
+    value_avro, key_avro = (
+        None if avro is None else resolve_schemas(avro, route, topics, client_factory)
+        for avro in (options.value_avro, options.key_avro)
+    )
     task = WriteTask(
         route,
         kafka_properties=options.kafka_properties,
@@ -68,6 +83,8 @@ def plan_write(
         sink_id=options.sink_id,
         marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
         dedupe_headers=options.dedupe_headers,
+        value_avro=value_avro,
+        key_avro=key_avro,
     )
     engine = write_engine(options.writer, route.cluster_id, task.producer_properties())
     return replace(task, engine=engine.name)

@@ -18,7 +18,44 @@ from pyspark_dynamic_kafka.kafka.config import (
 from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
-__all__ = ["MarkerCluster", "WriteReport", "WriteTask"]
+__all__ = ["AvroTarget", "MarkerCluster", "TopicSchema", "WriteReport", "WriteTask"]
+
+
+@dataclass(frozen=True)
+class TopicSchema:
+    """The writer schema of one topic's records and its id in the cluster's registry."""
+
+    topic: str
+    subject: str
+    schema_id: int
+    schema: str
+
+
+@dataclass(frozen=True)
+class AvroTarget:
+    """How one side (``key`` or ``value``) of a batch's rows is written as Avro on its cluster.
+
+    Parameters
+    ----------
+    side:
+        ``key`` or ``value``: the column encoded.
+    registry:
+        The registry's URL(s) the ids are from, for messages.
+    schemas:
+        Each topic the batch may write, with its schema and id.
+    """
+
+    side: str
+    registry: str
+    schemas: tuple[TopicSchema, ...]
+
+    def of(self, topic: str) -> TopicSchema:
+        """The schema of ``topic``'s records."""
+        for schema in self.schemas:
+            if schema.topic == topic:
+                return schema
+        known = ", ".join(repr(s.topic) for s in self.schemas)
+        raise KeyError(f"no {self.side} schema was resolved for topic {topic!r} (only {known})")
 
 
 @dataclass(frozen=True)
@@ -66,6 +103,9 @@ class WriteTask:
     engine:
         Who produces: ``librdkafka`` (the compiled core's producer) or ``python``
         (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.kafka.engine`).
+    value_avro, key_avro:
+        ``valueFormat=avro`` (``keyFormat``): each topic's writer schema and its id in the
+        route's registry, resolved on the driver; ``None``: the column is written as it is.
     """
 
     route: WriteRoute
@@ -77,6 +117,8 @@ class WriteTask:
     marker_clusters: tuple[MarkerCluster, ...] = ()
     dedupe_headers: bool = False
     engine: str = PYTHON
+    value_avro: AvroTarget | None = None
+    key_avro: AvroTarget | None = None
 
     @property
     def native(self) -> bool:

@@ -170,7 +170,10 @@ def already_committed(task: WriteTask, batch_id: int, partition: int) -> WriteRe
 
 def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) -> None:
     marker = TopicPartition(task.route.marker_topic, 0, batch_id, metadata=MARKER)
-    consumer = _marker_consumer(dict(task.route.properties), progress_group(task, partition))
+    # The route's own client properties (registry keys left out, secret references resolved):
+    # the consumer only lends the group's metadata to the transaction.
+    properties = client_properties(task.route.properties, task.route.cluster_id)
+    consumer = _marker_consumer(properties, progress_group(task, partition))
     try:
         metadata = consumer.consumer_group_metadata()
         producer.send_offsets_to_transaction([marker], metadata, _timeout_s(task))

@@ -11,44 +11,18 @@ declared here and combined by :func:`column_formats` into one :class:`ColumnForm
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.optionspec import OptionSpec, ParsedOptions, choice, integer, nonempty
 
-__all__ = ["FORMAT_OPTIONS", "ColumnFormat", "avro_schema", "column_formats"]
+__all__ = ["FORMAT_OPTIONS", "ColumnFormat", "column_formats"]
 
 Column = Literal["key", "value"]
 BYTES, AVRO = "bytes", "avro"
 FAILFAST, PERMISSIVE = "FAILFAST", "PERMISSIVE"
-
-
-def avro_schema(value: str) -> str:
-    """An Avro schema as JSON text that a reader can decode into Spark's columns.
-
-    Raises
-    ------
-    ValueError
-        When it is not JSON, not an Avro schema, or has a type Spark cannot read.
-    """
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at character {exc.pos})") from None
-    import fastavro  # only queries that read Avro pay for it
-
-    from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, spark_type
-
-    try:
-        spark_type(parsed)
-        fastavro.parse_schema(parsed)
-    except AvroSchemaError as exc:
-        raise ValueError(str(exc)) from None
-    except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"not an Avro schema ({exc})") from None
-    return value.strip()
 
 
 def _mode(value: str) -> str:
@@ -67,7 +41,7 @@ def _declared(column: Column) -> tuple[OptionSpec[Any], ...]:
         ),
         OptionSpec(
             f"{column}Schema",
-            avro_schema,
+            checked_schema,
             None,
             f"With {column}Format=avro: the reader schema, Avro JSON. Or {column}Subject.",
         ),

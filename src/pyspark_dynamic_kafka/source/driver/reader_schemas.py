@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
+from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import NamedSchema
-from pyspark_dynamic_kafka.source.config.formats import ColumnFormat, avro_schema
+from pyspark_dynamic_kafka.source.config.formats import ColumnFormat
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery, Subscription
 from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, spark_schema
@@ -171,7 +172,7 @@ def _checked(found: RegisteredSchema, option: str, subject: str, cluster_id: str
             f"cluster '{cluster_id}' is a {found.schema_type} schema, not Avro."
         )
     try:
-        return avro_schema(found.schema)
+        return checked_schema(found.schema)
     except ValueError as exc:
         raise OptionsError(
             f"Option '{option}' ({subject!r}): version {found.version} on the registry of "

@@ -261,9 +261,9 @@ def decode_lines(rounds: list[dict[str, Run]]) -> list[str]:
                 values.append(statistics.median(a) - statistics.median(b))
             cost[kind] = values
         lines.append(
-            f"  {label:14} decoding: read window +{cost['seconds'][0]:.2f} s "
-            f"+{cost['us'][0]:.2f} us/record; whole query +{cost['seconds'][1]:.2f} s "
-            f"+{cost['us'][1]:.2f} us/record (median avro less median bytes)"
+            f"  {label:14} decoding: read window {cost['seconds'][0]:+.2f} s "
+            f"{cost['us'][0]:+.2f} us/record; whole query {cost['seconds'][1]:+.2f} s "
+            f"{cost['us'][1]:+.2f} us/record (median avro less median bytes)"
         )
     return lines
 

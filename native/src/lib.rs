@@ -48,6 +48,7 @@
 //! - `ffi/statistics.rs`: librdkafka's statistics documents;
 //! - `test_config.rs`: test support: a configuration from string pairs.
 
+mod avro;
 mod ffi;
 mod from_arrow;
 mod into_arrow;

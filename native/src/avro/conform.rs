@@ -1,0 +1,192 @@
+//! arrow-avro's Arrow types made into the Arrow types of Spark's (those `to_arrow_type` gives for
+//! spark-avro's Spark type of the schema): enums as strings, fixed as binary, timestamps in
+//! microseconds at "UTC", `time-micros` in nanoseconds, `time-millis` as an int32 of
+//! milliseconds, a `uuid` as its text, nested types rebuilt with Spark's field names and
+//! nullability. Anything else (a union of several types, an Avro `duration`) has no conversion:
+//! the decoder is refused and the Python decoder reads such a schema.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Int32Type, Time32MillisecondType, Time64MicrosecondType, Time64NanosecondType,
+    TimestampMicrosecondType, TimestampMillisecondType,
+};
+use arrow_array::{
+    new_empty_array, Array, ArrayRef, BinaryArray, Int32Array, ListArray, MapArray, StringArray,
+    StructArray,
+};
+use arrow_schema::{DataType, TimeUnit};
+
+use super::framing::SchemaRef;
+
+/// Whether arrays of `source` convert to `target` (checked on an empty array: the same code).
+pub fn check(source: &DataType, target: &DataType) -> Result<(), String> {
+    conform(&new_empty_array(source), target).map(|_| ())
+}
+
+/// `array` as an array of `target`, or why it cannot be.
+pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> {
+    let source = array.data_type();
+    if source == target {
+        return Ok(array.clone());
+    }
+    let nulls = array.nulls().cloned();
+    let converted: ArrayRef = match (source, target) {
+        (DataType::Struct(have), DataType::Struct(want)) => {
+            let names = |f: &arrow_schema::Fields| -> Vec<String> {
+                f.iter().map(|f| f.name().clone()).collect()
+            };
+            if names(have) != names(want) {
+                return Err(mismatch(source, target));
+            }
+            let array = array.as_struct();
+            let children = array
+                .columns()
+                .iter()
+                .zip(want.iter())
+                .map(|(child, field)| conform(child, field.data_type()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Arc::new(
+                StructArray::try_new(want.clone(), children, nulls).map_err(|e| e.to_string())?,
+            )
+        }
+        (DataType::List(_), DataType::List(want)) => {
+            let array = array.as_list::<i32>();
+            let values = conform(array.values(), want.data_type())?;
+            Arc::new(
+                ListArray::try_new(want.clone(), array.offsets().clone(), values, nulls)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        (DataType::Map(_, _), DataType::Map(want, ordered)) => {
+            let array = array.as_map();
+            let entries: ArrayRef = Arc::new(array.entries().clone());
+            let entries = conform(&entries, want.data_type())?.as_struct().clone();
+            Arc::new(
+                MapArray::try_new(
+                    want.clone(),
+                    array.offsets().clone(),
+                    entries,
+                    nulls,
+                    *ordered,
+                )
+                .map_err(|e| e.to_string())?,
+            )
+        }
+        (DataType::Dictionary(index, values), DataType::Utf8)
+            if **index == DataType::Int32 && **values == DataType::Utf8 =>
+        {
+            let array = array.as_dictionary::<Int32Type>();
+            let symbols = array.values().as_string::<i32>();
+            let text: StringArray = array
+                .keys()
+                .iter()
+                .map(|k| k.map(|k| symbols.value(k as usize)))
+                .collect();
+            Arc::new(text)
+        }
+        (DataType::Timestamp(unit, _), DataType::Timestamp(TimeUnit::Microsecond, zone)) => {
+            let micros = match unit {
+                TimeUnit::Millisecond => {
+                    array
+                        .as_primitive::<TimestampMillisecondType>()
+                        .unary::<_, TimestampMicrosecondType>(|v| v.wrapping_mul(1000))
+                }
+                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().clone(),
+                _ => return Err(mismatch(source, target)),
+            };
+            Arc::new(micros.with_timezone_opt(zone.clone()))
+        }
+        (DataType::Time64(TimeUnit::Microsecond), DataType::Time64(TimeUnit::Nanosecond)) => {
+            Arc::new(
+                array
+                    .as_primitive::<Time64MicrosecondType>()
+                    .unary::<_, Time64NanosecondType>(|v| v.wrapping_mul(1000)),
+            )
+        }
+        (DataType::Time32(TimeUnit::Millisecond), DataType::Int32) => {
+            let array = array.as_primitive::<Time32MillisecondType>();
+            Arc::new(Int32Array::new(array.values().clone(), nulls))
+        }
+        (DataType::FixedSizeBinary(16), DataType::Utf8) => {
+            let text: StringArray = array
+                .as_fixed_size_binary()
+                .iter()
+                .map(|v| v.map(|v| SchemaRef::guid_text(v.try_into().expect("16 bytes"))))
+                .collect();
+            Arc::new(text)
+        }
+        (DataType::FixedSizeBinary(_), DataType::Binary) => {
+            let bytes: BinaryArray = array.as_fixed_size_binary().iter().collect();
+            Arc::new(bytes)
+        }
+        _ => return Err(mismatch(source, target)),
+    };
+    Ok(converted)
+}
+
+fn mismatch(source: &DataType, target: &DataType) -> String {
+    format!("arrow-avro reads it as {source}, which has no conversion to Spark's {target}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{DictionaryArray, FixedSizeBinaryArray, TimestampMillisecondArray};
+    use arrow_schema::{Field, Fields};
+
+    #[test]
+    fn enums_fixed_and_timestamps_become_spark_types() {
+        let keys = Int32Array::from(vec![Some(1), None, Some(0)]);
+        let symbols: ArrayRef = Arc::new(StringArray::from(vec!["A", "B"]));
+        let enums: ArrayRef = Arc::new(DictionaryArray::new(keys, symbols));
+        let text = conform(&enums, &DataType::Utf8).unwrap();
+        assert_eq!(
+            text.as_string::<i32>().iter().collect::<Vec<_>>(),
+            vec![Some("B"), None, Some("A")]
+        );
+        let fixed: ArrayRef =
+            Arc::new(FixedSizeBinaryArray::try_from_iter([[0u8, 1], [2, 3]].into_iter()).unwrap());
+        let binary = conform(&fixed, &DataType::Binary).unwrap();
+        assert_eq!(binary.as_binary::<i32>().value(1), &[2, 3]);
+        let millis: ArrayRef =
+            Arc::new(TimestampMillisecondArray::from(vec![1_500]).with_timezone("+00:00"));
+        let spark = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        let micros = conform(&millis, &spark).unwrap();
+        assert_eq!(micros.data_type(), &spark);
+        assert_eq!(
+            micros.as_primitive::<TimestampMicrosecondType>().value(0),
+            1_500_000
+        );
+    }
+
+    #[test]
+    fn structs_take_spark_nullability_and_unions_are_refused() {
+        let source = DataType::Struct(Fields::from(vec![Field::new("a", DataType::Int32, true)]));
+        let target = DataType::Struct(Fields::from(vec![Field::new("a", DataType::Int32, false)]));
+        assert_eq!(check(&source, &target), Ok(()));
+        let renamed = DataType::Struct(Fields::from(vec![Field::new("b", DataType::Int32, false)]));
+        assert!(check(&source, &renamed).is_err());
+        let union = DataType::Union(
+            arrow_schema::UnionFields::try_new(
+                vec![0, 1],
+                vec![
+                    Field::new("a", DataType::Int32, true),
+                    Field::new("b", DataType::Utf8, true),
+                ],
+            )
+            .unwrap(),
+            arrow_schema::UnionMode::Dense,
+        );
+        let members = DataType::Struct(Fields::from(vec![
+            Field::new("member0", DataType::Int32, true),
+            Field::new("member1", DataType::Utf8, true),
+        ]));
+        let refusal = check(&union, &members).unwrap_err();
+        assert!(
+            refusal.contains("no conversion to Spark's Struct"),
+            "{refusal}"
+        );
+    }
+}

@@ -155,8 +155,16 @@ fn reason(error: &AvroError) -> String {
         AvroError::EOF(_) | AvroError::NeedMoreData(_) | AvroError::NeedMoreDataRange(_) => {
             TRUNCATED.to_string()
         }
-        // A varint the body ends inside of.
-        AvroError::ParseError(text) if text == "bad varint" => TRUNCATED.to_string(),
+        // A varint the body ends inside of, or a length or count no body could hold: what
+        // fastavro reports as reading past the end.
+        AvroError::ParseError(text)
+            if matches!(
+                text.as_str(),
+                "bad varint" | "varint overflow" | "offset overflow reading avro bytes"
+            ) =>
+        {
+            TRUNCATED.to_string()
+        }
         other => format!("its Avro body is damaged: {other}"),
     }
 }

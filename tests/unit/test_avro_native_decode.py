@@ -1,0 +1,341 @@
+"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.avro.native_decode`) against the
+Python decoder (:mod:`pyspark_dynamic_kafka.avro.decode`), the reference: the same batches
+(records written by fastavro, hypothesis-generated, for every type the core decodes) give the
+same Arrow arrays, schema ids, corrupt records and FAILFAST errors. Writer schemas come from the
+testing kit's schema registry (a test double of its REST API) through the real registry client.
+Skipped when the core is not installed."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
+from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(core(), "AvroDecoder"), reason="the compiled core with AvroDecoder is not installed"
+)
+
+UTC = datetime.timezone.utc
+
+
+def _record(name: str, *fields: tuple[str, Any]) -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
+
+
+BENCHMARK = _record(
+    "Event",
+    ("id", "long"),
+    ("name", "string"),
+    ("count", "int"),
+    ("score", "double"),
+    ("ok", "boolean"),
+    ("blob", "bytes"),
+    ("at", {"type": "long", "logicalType": "timestamp-millis"}),
+    ("note", ["null", "string"]),
+    ("tag", "string"),
+    ("seq", "long"),
+)
+LOGICAL = _record(
+    "Logical",
+    ("ts_ms", {"type": "long", "logicalType": "timestamp-millis"}),
+    ("ts_us", {"type": "long", "logicalType": "timestamp-micros"}),
+    ("local_ms", {"type": "long", "logicalType": "local-timestamp-millis"}),
+    ("local_us", {"type": "long", "logicalType": "local-timestamp-micros"}),
+    ("day", {"type": "int", "logicalType": "date"}),
+    ("t_ms", {"type": "int", "logicalType": "time-millis"}),
+    ("t_us", {"type": "long", "logicalType": "time-micros"}),
+    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}),
+    (
+        "fixed_price",
+        {
+            "type": "fixed",
+            "name": "D",
+            "size": 8,
+            "logicalType": "decimal",
+            "precision": 10,
+            "scale": 2,
+        },
+    ),
+    ("id", {"type": "string", "logicalType": "uuid"}),
+)
+NESTED = {
+    "type": "record",
+    "name": "Outer",
+    "namespace": "shop",
+    "fields": [
+        {"name": "f", "type": "float"},
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
+        {"name": "raw", "type": {"type": "fixed", "name": "Raw", "size": 3}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "maybe", "type": {"type": "array", "items": ["null", "long"]}},
+        {"name": "attrs", "type": {"type": "map", "values": ["double", "null"]}},
+        {"name": "inner", "type": _record("Inner", ("k", "Kind"), ("n", ["null", "int"]))},
+        {"name": "again", "type": ["null", "Inner"]},
+        {"name": "deep", "type": {"type": "map", "values": {"type": "array", "items": "Raw"}}},
+    ],
+}
+PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"]]
+SCHEMAS = [BENCHMARK, LOGICAL, NESTED, *PLAIN]
+
+
+def _values(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values fastavro writes for ``schema``."""
+    if isinstance(schema, str) and schema in named:
+        return _values(named[schema], named)
+    if isinstance(schema, list):
+        return st.one_of(*[_values(b, named) for b in schema])
+    if isinstance(schema, dict):
+        kind, logical = schema["type"], schema.get("logicalType")
+        if kind == "record":
+            named[schema["name"]] = schema
+            return st.fixed_dictionaries(
+                {f["name"]: _values(f["type"], named) for f in schema["fields"]}
+            )
+        if kind in ("enum", "fixed"):
+            named[schema["name"]] = schema
+        return _LOGICAL[logical] if logical in _LOGICAL else _complex(schema, named)
+    return _PRIMITIVE[schema]
+
+
+def _complex(schema: dict[str, Any], named: dict[str, Any]) -> st.SearchStrategy[Any]:
+    kind = schema["type"]
+    if kind == "enum":
+        return st.sampled_from(schema["symbols"])
+    if kind == "fixed":
+        return st.binary(min_size=schema["size"], max_size=schema["size"])
+    if kind == "array":
+        return st.lists(_values(schema["items"], named), max_size=4)
+    if kind == "map":
+        return st.dictionaries(st.text(max_size=5), _values(schema["values"], named), max_size=3)
+    return _values(kind, named)
+
+
+_PRIMITIVE: dict[str, st.SearchStrategy[Any]] = {
+    "null": st.none(),
+    "boolean": st.booleans(),
+    "int": st.integers(-(2**31), 2**31 - 1),
+    "long": st.integers(-(2**63), 2**63 - 1),
+    "float": st.floats(width=32, allow_nan=False),
+    "double": st.floats(allow_nan=False),
+    "string": st.text(max_size=20),
+    "bytes": st.binary(max_size=20),
+}
+_MOMENTS = {"min_value": datetime.datetime(1900, 1, 1), "max_value": datetime.datetime(2200, 1, 1)}
+_LOGICAL: dict[str, st.SearchStrategy[Any]] = {
+    "timestamp-millis": st.datetimes(**_MOMENTS, timezones=st.just(UTC)),
+    "timestamp-micros": st.datetimes(**_MOMENTS, timezones=st.just(UTC)),
+    "local-timestamp-millis": st.datetimes(**_MOMENTS),
+    "local-timestamp-micros": st.datetimes(**_MOMENTS),
+    "date": st.dates(),
+    "time-millis": st.times(),
+    "time-micros": st.times(),
+    "decimal": st.decimals(
+        min_value=-(10**7), max_value=10**7, places=2, allow_nan=False, allow_infinity=False
+    ),
+    "uuid": st.uuids().map(str),
+}
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[LocalSchemaRegistry]:
+    with LocalSchemaRegistry(first_id=10) as started:
+        yield started
+
+
+def _fetch(registry: LocalSchemaRegistry) -> Any:
+    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
+
+    def fetch(ref: SchemaRef) -> RegisteredSchema:
+        if ref.schema_id is not None:
+            return client.schema_by_id(ref.schema_id)
+        return client.schema_by_guid(str(ref.guid))
+
+    return fetch
+
+
+def _register(registry: LocalSchemaRegistry, schema: Any) -> tuple[int, bytes]:
+    """The id and GUID (16 bytes) ``schema`` is registered under."""
+    answer = registry.answer("POST", "/subjects/s/versions", {"schema": json.dumps(schema)})
+    return int(answer["id"]), uuid.UUID(answer["guid"]).bytes
+
+
+def _body(schema: Any, value: Any) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
+    return out.getvalue()
+
+
+def _both(
+    registry: LocalSchemaRegistry,
+    reader: Any,
+    payloads: list[bytes | None],
+    headers: list[list[tuple[str, bytes | None]] | None] | None = None,
+    permissive: bool = True,
+    key: bool = False,
+) -> tuple[Decoded, Decoded]:
+    """The batch decoded by the Python decoder and by the core's, checked the same."""
+    values = pa.array(payloads, pa.binary())
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    arrow_headers = None
+    if headers is not None:
+        rows = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers]
+        arrow_headers = pa.array(rows, header_type)
+    text, fetch = json.dumps(reader), _fetch(registry)
+    python = Decoder(text, fetch, permissive, key)
+    native = NativeDecoder(text, fetch, permissive, key)
+    where = lambda i: f"record {i}"  # noqa: E731
+    expected = python.decode_arrow(values, arrow_headers, where)
+    got = native.decode_arrow(values, arrow_headers, where)
+    got.values.validate(full=True)
+    assert got.values.type == expected.values.type == python.arrow_type
+    assert got.values.to_pylist() == expected.values.to_pylist()
+    assert got.values.equals(expected.values)  # also what to_pylist rounds (nanoseconds)
+    assert got.schema_ids.to_pylist() == expected.schema_ids.to_pylist()
+    assert got.corrupt.to_pylist() == expected.corrupt.to_pylist()
+    return expected, got
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:40])
+def test_every_supported_type_decodes_as_the_python_decoder_does(
+    registry: LocalSchemaRegistry, schema: Any
+) -> None:
+    schema_id, _ = _register(registry, schema)
+    prefix = b"\0" + schema_id.to_bytes(4, "big")
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.none() | _values(schema, {}), max_size=12))
+    def check(values: list[Any]) -> None:
+        payloads = [None if v is None else prefix + _body(schema, v) for v in values]
+        expected, _ = _both(registry, schema, payloads, permissive=False)
+        assert expected.corrupt.null_count == len(values)
+
+    check()
+
+
+V1 = _record("Order", ("id", "long"), ("item", "string"), ("n", "int"), ("f", "float"))
+V2 = _record(
+    "Order",
+    ("id", "long"),
+    ("qty", {"type": "int"}),
+    ("note", ["null", "string"]),
+    ("n", "double"),
+    ("f", "double"),
+)
+V2["fields"][1]["default"] = 1
+V2["fields"][2]["default"] = None
+SWAPPED = _record("Pair", ("s", "string"), ("b", "bytes"), ("i", "int"), ("l", "long"))
+SWAPPED_READER = _record("Pair", ("s", "bytes"), ("b", "string"), ("i", "float"), ("l", "float"))
+
+
+@pytest.mark.parametrize("key", [False, True])
+def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
+    registry: LocalSchemaRegistry, key: bool
+) -> None:
+    v1_id, _ = _register(registry, V1)
+    v2_id, v2_guid = _register(registry, V2)
+    header = "__key_schema_id" if key else "__value_schema_id"
+    old = _body(V1, {"id": 1, "item": "a", "n": 3, "f": 1.5})
+    new = _body(V2, {"id": 2, "qty": 5, "note": "x", "n": 2.5, "f": 0.25})
+    payloads = [
+        b"\0" + v1_id.to_bytes(4, "big") + old,
+        b"\1" + v2_guid + new,
+        None,
+        new,  # named by its header
+        b"\0" + v1_id.to_bytes(4, "big") + old + b"trailing",
+        b"\0" + v2_id.to_bytes(4, "big") + new,
+        old,  # its header wins over the prefix-looking body
+    ]
+    headers: list[list[tuple[str, bytes | None]] | None] = [
+        None,
+        [],
+        None,
+        [("other", b"x"), (header, b"\1" + v2_guid)],
+        None,
+        None,
+        [(header, b"\0" + v1_id.to_bytes(4, "big")), (header, b"junk")],
+    ]
+    expected, _ = _both(registry, V2, payloads, headers, permissive=False, key=key)
+    assert expected.schema_ids.to_pylist() == [v1_id, None, None, None, v1_id, v2_id, v1_id]
+    assert expected.values.to_pylist()[0] == {"id": 1, "qty": 1, "note": None, "n": 3.0, "f": 1.5}
+    pair_id, _ = _register(registry, SWAPPED)
+    swapped = b"\0" + pair_id.to_bytes(4, "big")
+    body = _body(SWAPPED, {"s": "é", "b": b"x", "i": -3, "l": 2**40})
+    expected, _ = _both(registry, SWAPPED_READER, [swapped + body], permissive=False, key=key)
+    assert expected.values.to_pylist() == [{"s": "é".encode(), "b": "x", "i": -3.0, "l": 2.0**40}]
+
+
+def _failures(registry: LocalSchemaRegistry) -> tuple[list[bytes | None], list[Any]]:
+    v1_id, _ = _register(registry, V1)
+    good = b"\0" + v1_id.to_bytes(4, "big") + _body(V1, {"id": 7, "item": "abc", "n": 1, "f": 2.0})
+    unresolvable, _ = _register(registry, _record("Order", ("id", "string")))
+    payloads: list[bytes | None] = [
+        good,
+        good[:-3],  # truncated inside the float
+        b"",
+        b"\7abc",
+        b"\0\0\0",
+        good,
+        b"\0" + (99999).to_bytes(4, "big") + b"\2",  # an id the registry does not hold
+        good[:6] + b"\x7f" + good[7:],  # damaged: a string length past the end
+        b"\0" + unresolvable.to_bytes(4, "big") + b"\2a",
+        None,
+        good[:7],  # truncated inside the string
+        good,
+    ]
+    return payloads, [0, 5, 11]
+
+
+def test_permissive_flags_the_same_records_corrupt(registry: LocalSchemaRegistry) -> None:
+    payloads, good = _failures(registry)
+    _, got = _both(registry, V1, payloads, permissive=True)
+    assert [i for i, v in enumerate(got.values.to_pylist()) if v is not None] == good
+    assert got.corrupt.null_count == len(good) + 1  # the tombstone is not corrupt
+
+
+@pytest.mark.parametrize("first", range(1, 9))
+def test_failfast_raises_the_python_decoders_error(
+    registry: LocalSchemaRegistry, first: int
+) -> None:
+    payloads, _ = _failures(registry)
+    values = pa.array(payloads[0:1] + payloads[first:], pa.binary())
+    fetch, text = _fetch(registry), json.dumps(V1)
+    errors = []
+    for decoder in (Decoder(text, fetch), NativeDecoder(text, fetch)):
+        with pytest.raises(Exception) as raised:
+            decoder.decode_arrow(values, None, lambda i: f"record {i}")
+        errors.append(raised.value)
+    assert type(errors[1]) is type(errors[0])
+    if first == 8:  # the reason after the schemas' names is each library's
+        cut = str(errors[0]).index("the reader schema Order: ") + len("the reader schema Order: ")
+        assert str(errors[1])[:cut] == str(errors[0])[:cut]
+    else:
+        assert str(errors[1]) == str(errors[0])
+
+
+def test_a_schema_the_core_cannot_give_falls_back_to_the_python_decoder(
+    registry: LocalSchemaRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    union = json.dumps(_record("U", ("v", ["int", "string"])))
+    with pytest.raises(ValueError, match="the reader schema U: arrow-avro reads it as Union"):
+        NativeDecoder(union, _fetch(registry))
+    with caplog.at_level("INFO"):
+        assert type(make_decoder(union, _fetch(registry))) is Decoder
+    assert "the compiled core cannot" in caplog.text
+    assert type(make_decoder(json.dumps(V1), _fetch(registry))) is NativeDecoder

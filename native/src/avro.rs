@@ -90,12 +90,18 @@ impl AvroDecoder {
         values: &ArrayRef,
         headers: Option<&ArrayRef>,
     ) -> Result<Vec<SchemaRef>, String> {
+        let batch = Batch::of(values, headers, self.key)?;
         let mut missing = Vec::new();
-        for row in self.rows(values, headers)? {
-            if let Row::Body(schema, _) = row {
-                if !self.writers.contains_key(&schema) && !missing.contains(&schema) {
+        let mut last = None;
+        for i in 0..batch.payloads.len() {
+            if let Row::Body(schema, _) = batch.row(i) {
+                if last != Some(schema)
+                    && !self.writers.contains_key(&schema)
+                    && !missing.contains(&schema)
+                {
                     missing.push(schema);
                 }
+                last = Some(schema);
             }
         }
         Ok(missing)
@@ -127,17 +133,17 @@ impl AvroDecoder {
         values: &ArrayRef,
         headers: Option<&ArrayRef>,
     ) -> Result<Decoded, String> {
-        let rows = self.rows(values, headers)?;
+        let batch = Batch::of(values, headers, self.key)?;
         let refused = std::mem::take(&mut self.refused);
-        let mut outcomes: Vec<Outcome> = Vec::with_capacity(rows.len());
+        let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.payloads.len());
         let mut failures = Vec::new();
         let mut arrays: Vec<ArrayRef> = Vec::new();
         // Runs of bodies of one writer schema, in order (tombstones and failures in between do
         // not end a run): decoded a run at a time.
         let mut run: Vec<(usize, &[u8])> = Vec::new();
         let mut run_schema: Option<SchemaRef> = None;
-        for (i, row) in rows.into_iter().enumerate() {
-            let (schema, body) = match row {
+        for i in 0..batch.payloads.len() {
+            let (schema, body) = match batch.row(i) {
                 Row::Null => {
                     outcomes.push(Outcome::Null);
                     continue;
@@ -149,7 +155,10 @@ impl AvroDecoder {
                 }
                 Row::Body(schema, body) => (schema, body),
             };
+            // A run's next record: its writer schema was found for the first.
+            let same_run = run_schema == Some(schema) && !run.is_empty();
             let reason = match (self.writers.get(&schema), refused.get(&schema)) {
+                _ if same_run => None,
                 (Some(Ok(_)), _) => None,
                 (Some(Err(reason)), _) | (None, Some(reason)) => Some(reason.clone()),
                 (None, None) => Some(format!("no writer schema was given for {schema}")),
@@ -231,34 +240,43 @@ impl AvroDecoder {
             };
         }
     }
+}
 
-    /// Each record of the batch framed: a tombstone, a framing failure, or a schema and body.
-    fn rows<'a>(
-        &self,
-        values: &'a ArrayRef,
-        headers: Option<&'a ArrayRef>,
-    ) -> Result<Vec<Row<'a>>, String> {
-        let payloads: &BinaryArray = values
+/// A batch's payloads and schema headers.
+struct Batch<'a> {
+    payloads: &'a BinaryArray,
+    headers: Option<SchemaHeaders<'a>>,
+    key: bool,
+}
+
+impl<'a> Batch<'a> {
+    fn of(values: &'a ArrayRef, headers: Option<&'a ArrayRef>, key: bool) -> Result<Self, String> {
+        let payloads = values
             .as_binary_opt::<i32>()
             .ok_or_else(|| format!("values must be a binary array, not {}", values.data_type()))?;
         let headers = headers.map(SchemaHeaders::of).transpose()?;
+        Ok(Batch {
+            payloads,
+            headers,
+            key,
+        })
+    }
+
+    /// Record `i` framed: a tombstone, a framing failure, or a schema and body.
+    fn row(&self, i: usize) -> Row<'a> {
+        if self.payloads.is_null(i) {
+            return Row::Null;
+        }
         let name = if self.key { KEY_HEADER } else { VALUE_HEADER };
-        Ok((0..payloads.len())
-            .map(|i| {
-                if payloads.is_null(i) {
-                    return Row::Null;
-                }
-                let header = headers.as_ref().and_then(|h| h.find(i, name));
-                match frame(payloads.value(i), header, self.key) {
-                    Ok((schema, body)) => Row::Body(schema, body),
-                    Err(reason) => Row::Failed(Failure {
-                        row: i,
-                        schema: None,
-                        reason,
-                    }),
-                }
-            })
-            .collect())
+        let header = self.headers.as_ref().and_then(|h| h.find(i, name));
+        match frame(self.payloads.value(i), header, self.key) {
+            Ok((schema, body)) => Row::Body(schema, body),
+            Err(reason) => Row::Failed(Failure {
+                row: i,
+                schema: None,
+                reason,
+            }),
+        }
     }
 }
 

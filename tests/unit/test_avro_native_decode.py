@@ -339,3 +339,14 @@ def test_a_schema_the_core_cannot_give_falls_back_to_the_python_decoder(
         assert type(make_decoder(union, _fetch(registry))) is Decoder
     assert "the compiled core cannot" in caplog.text
     assert type(make_decoder(json.dumps(V1), _fetch(registry))) is NativeDecoder
+
+
+def test_a_timestamp_past_what_spark_holds_is_corrupt_in_both(
+    registry: LocalSchemaRegistry,
+) -> None:
+    schema = {"type": "long", "logicalType": "timestamp-millis"}
+    schema_id, _ = _register(registry, schema)
+    prefix = b"\0" + schema_id.to_bytes(4, "big")
+    near, far = _body("long", 1_700_000_000_000), _body("long", 2**62)
+    _, got = _both(registry, schema, [prefix + near, prefix + far, prefix + near])
+    assert got.corrupt.to_pylist() == [None, prefix + far, None]

@@ -16,7 +16,7 @@ use arrow_array::{
     new_empty_array, Array, ArrayRef, BinaryArray, Int32Array, ListArray, MapArray, StringArray,
     StructArray,
 };
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::{ArrowError, DataType, TimeUnit};
 
 use super::framing::SchemaRef;
 
@@ -88,11 +88,10 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
         }
         (DataType::Timestamp(unit, _), DataType::Timestamp(TimeUnit::Microsecond, zone)) => {
             let micros = match unit {
-                TimeUnit::Millisecond => {
-                    array
-                        .as_primitive::<TimestampMillisecondType>()
-                        .unary::<_, TimestampMicrosecondType>(|v| v.wrapping_mul(1000))
-                }
+                TimeUnit::Millisecond => array
+                    .as_primitive::<TimestampMillisecondType>()
+                    .try_unary::<_, TimestampMicrosecondType, _>(thousand_times)
+                    .map_err(|e| e.to_string())?,
                 TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().clone(),
                 _ => return Err(mismatch(source, target)),
             };
@@ -102,7 +101,8 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
             Arc::new(
                 array
                     .as_primitive::<Time64MicrosecondType>()
-                    .unary::<_, Time64NanosecondType>(|v| v.wrapping_mul(1000)),
+                    .try_unary::<_, Time64NanosecondType, _>(thousand_times)
+                    .map_err(|e| e.to_string())?,
             )
         }
         (DataType::Time32(TimeUnit::Millisecond), DataType::Int32) => {
@@ -124,6 +124,12 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
         _ => return Err(mismatch(source, target)),
     };
     Ok(converted)
+}
+
+/// A time in the next smaller unit, or an error when it does not fit (a damaged value).
+fn thousand_times(v: i64) -> Result<i64, ArrowError> {
+    v.checked_mul(1000)
+        .ok_or_else(|| ArrowError::ComputeError(format!("the time {v} is out of range")))
 }
 
 fn mismatch(source: &DataType, target: &DataType) -> String {
@@ -158,6 +164,11 @@ mod tests {
         assert_eq!(
             micros.as_primitive::<TimestampMicrosecondType>().value(0),
             1_500_000
+        );
+        let far: ArrayRef = Arc::new(TimestampMillisecondArray::from(vec![1 << 62]));
+        assert_eq!(
+            conform(&far, &spark).unwrap_err(),
+            "Compute error: the time 4611686018427387904 is out of range"
         );
     }
 

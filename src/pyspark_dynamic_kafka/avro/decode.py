@@ -149,7 +149,15 @@ class Decoder:
                     f"{self._reader_name}: {exc}"
                 )
                 raise decode_failure(where(i), ref, reason, self.key) from None
-        except (FramingError, ValueError, EOFError, IndexError, TypeError, KeyError) as exc:
+        except (
+            FramingError,
+            ValueError,
+            EOFError,
+            IndexError,
+            TypeError,
+            KeyError,
+            OverflowError,  # a timestamp past what datetime holds
+        ) as exc:
             if not self.permissive:
                 raise decode_failure(where(i), ref, _reason(exc), self.key) from None
         return None, None, payload

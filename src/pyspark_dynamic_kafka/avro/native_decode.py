@@ -9,6 +9,14 @@ them over; a schema that could not be fetched fails the records naming it in thi
 asked for again in the next (a registry's return is picked up). A reader schema of a type the core
 cannot give as Spark's (a union of several types, ...) makes :func:`make_decoder` choose the
 Python decoder, with a log line naming the type.
+
+Where the two differ, on damaged bytes no serializer writes: a nullable union's branch index out
+of range reads in the core as its value branch (arrow-avro's rule), where fastavro fails the
+record; a negative enum index fails the record in the core, where fastavro reads it from the end
+of the symbols. A writer schema the reader schema cannot be resolved from fails every record
+naming it in the core, as soon as it is added; fastavro fails a record when its values reach the
+part that does not resolve. The reasons of damaged records other than truncated ones are each
+library's own words.
 """
 
 from __future__ import annotations

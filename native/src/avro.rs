@@ -9,10 +9,12 @@
 //!
 //! - [`framing`]: Confluent's wire formats: the schema a record names and where its body starts;
 //! - [`writer`]: one writer schema's runs of bodies decoded, record by record after a failure;
-//! - [`conform`]: arrow-avro's Arrow types into Spark's.
+//! - [`conform`]: arrow-avro's Arrow types into Spark's;
+//! - [`union`]: unions of several types into Spark's struct of members (or a long, a double).
 
 pub mod conform;
 pub mod framing;
+pub mod union;
 pub mod writer;
 
 use std::collections::HashMap;
@@ -108,18 +110,19 @@ impl AvroDecoder {
     }
 
     /// The writer schema (Avro JSON) `schema` names; records naming a writer schema the reader
-    /// schema cannot be resolved from fail, naming both.
-    pub fn add_writer(&mut self, schema: SchemaRef, writer_schema: &str) {
-        let writer = wrap(writer_schema).and_then(|(wrapped, name)| {
-            Writer::new(&self.reader, wrapped).map_err(|e| {
-                format!(
-                    "the writer schema {name} ({schema}) cannot be read as the reader schema {}: {e}",
-                    self.reader_name
-                )
-            })
+    /// schema cannot be resolved from fail, naming both. Err (nothing added) for a writer schema
+    /// arrow-avro cannot be trusted with ([`writer::unsupported`]): the caller decodes otherwise.
+    pub fn add_writer(&mut self, schema: SchemaRef, writer_schema: &str) -> Result<(), String> {
+        let (wrapped, name) = wrap(writer_schema).map_err(|e| format!("{schema}: {e}"))?;
+        let writer = Writer::new(&self.reader, wrapped).map_err(|e| {
+            format!(
+                "the writer schema {name} ({schema}) cannot be read as the reader schema {}: {e}",
+                self.reader_name
+            )
         });
         self.refused.remove(&schema);
         self.writers.insert(schema, writer);
+        Ok(())
     }
 
     /// Records naming `schema` fail with `reason` in the next [`Self::decode`] only.

@@ -43,6 +43,7 @@
 //! - `avro/framing.rs`: Confluent's wire formats: the schema a record names and where its body starts;
 //! - `avro/writer.rs`: one writer schema's bodies decoded by arrow-avro, record by record after a failure;
 //! - `avro/conform.rs`: arrow-avro's Arrow types made Spark's, or why they cannot be;
+//! - `avro/union.rs`: unions of several types made Spark's struct of members (or a long, a double);
 //! - `avro/tests.rs`: test support: the decoder over whole batches;
 //! - `write.rs`: the sink's produce loop;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);

@@ -91,8 +91,24 @@ NESTED = {
         {"name": "deep", "type": {"type": "map", "values": {"type": "array", "items": "Raw"}}},
     ],
 }
-PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"]]
-SCHEMAS = [BENCHMARK, LOGICAL, NESTED, *PLAIN]
+UNIONS = {
+    "type": "record",
+    "name": "Unions",
+    "fields": [
+        {"name": "a", "type": ["int", "string"]},
+        {"name": "b", "type": ["null", "int", "string"]},
+        {"name": "c", "type": ["string", "null", {"type": "array", "items": "int"}]},
+        {"name": "d", "type": ["int", "long"]},
+        {"name": "e", "type": ["float", "null", "double"]},
+        {"name": "f", "type": [_record("A", ("x", "int")), _record("B", ("y", "string")), "A"][:2]},
+        {
+            "name": "g",
+            "type": {"type": "array", "items": ["null", _record("C", ("z", "B")), "boolean"]},
+        },
+    ],
+}
+PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"], ["long", "string"]]
+SCHEMAS = [BENCHMARK, LOGICAL, NESTED, UNIONS, *PLAIN]
 
 
 def _values(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -332,13 +348,31 @@ def test_failfast_raises_the_python_decoders_error(
 def test_a_schema_the_core_cannot_give_falls_back_to_the_python_decoder(
     registry: LocalSchemaRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
-    union = json.dumps(_record("U", ("v", ["int", "string"])))
-    with pytest.raises(ValueError, match="the reader schema U: arrow-avro reads it as Union"):
+    duration = {"type": "fixed", "name": "D", "size": 12, "logicalType": "duration"}
+    union = json.dumps(_record("U", ("v", duration)))
+    with pytest.raises(ValueError, match="the reader schema U: arrow-avro reads it as Interval"):
         NativeDecoder(union, _fetch(registry))
     with caplog.at_level("INFO"):
         assert type(make_decoder(union, _fetch(registry))) is Decoder
     assert "the compiled core cannot" in caplog.text
     assert type(make_decoder(json.dumps(V1), _fetch(registry))) is NativeDecoder
+
+
+def test_a_union_naming_a_type_by_name_is_read_by_the_python_decoder(
+    registry: LocalSchemaRegistry,
+) -> None:
+    kind = {"type": "enum", "name": "Kind", "symbols": ["P", "Q"]}
+    by_name = _record("W", ("k", kind), ("v", ["int", "Kind"]))
+    with pytest.raises(ValueError, match=r'the union \["int","Kind"\] has the named type Kind'):
+        NativeDecoder(json.dumps(by_name), _fetch(registry))
+    reader = _record("W", ("v", ["int", kind]))  # Kind defined in the union: the core reads it
+    writer_id, _ = _register(registry, by_name)
+    payload = b"\0" + writer_id.to_bytes(4, "big") + _body(by_name, {"k": "P", "v": "Q"})
+    native = NativeDecoder(json.dumps(reader), _fetch(registry), permissive=True)
+    decoded = native.decode_arrow(pa.array([payload]), None, str)
+    assert native._python is not None  # handed over at the writer schema
+    python = Decoder(json.dumps(reader), _fetch(registry), permissive=True)
+    assert decoded.values.equals(python.decode_arrow(pa.array([payload]), None, str).values)
 
 
 def test_a_timestamp_past_what_spark_holds_is_corrupt_in_both(

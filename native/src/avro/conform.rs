@@ -2,8 +2,8 @@
 //! spark-avro's Spark type of the schema): enums as strings, fixed as binary, timestamps in
 //! microseconds at "UTC", `time-micros` in nanoseconds, `time-millis` as an int32 of
 //! milliseconds, a `uuid` as its text, nested types rebuilt with Spark's field names and
-//! nullability. Anything else (a union of several types, an Avro `duration`) has no conversion:
-//! the decoder is refused and the Python decoder reads such a schema.
+//! nullability, unions of several types as [`super::union`] says. Anything else (an Avro
+//! `duration`) has no conversion: the decoder is refused and the Python decoder reads such a schema.
 
 use std::sync::Arc;
 
@@ -121,6 +121,7 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
             let bytes: BinaryArray = array.as_fixed_size_binary().iter().collect();
             Arc::new(bytes)
         }
+        (DataType::Union(_, _), _) => super::union::conform_union(array, target)?,
         _ => return Err(mismatch(source, target)),
     };
     Ok(converted)
@@ -173,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn structs_take_spark_nullability_and_unions_are_refused() {
+    fn structs_take_spark_nullability_and_unions_become_members() {
         let source = DataType::Struct(Fields::from(vec![Field::new("a", DataType::Int32, true)]));
         let target = DataType::Struct(Fields::from(vec![Field::new("a", DataType::Int32, false)]));
         assert_eq!(check(&source, &target), Ok(()));
@@ -194,9 +195,10 @@ mod tests {
             Field::new("member0", DataType::Int32, true),
             Field::new("member1", DataType::Utf8, true),
         ]));
-        let refusal = check(&union, &members).unwrap_err();
+        assert_eq!(check(&union, &members), Ok(()));
+        let refusal = check(&union, &DataType::Utf8).unwrap_err();
         assert!(
-            refusal.contains("no conversion to Spark's Struct"),
+            refusal.contains("no conversion to Spark's Utf8"),
             "{refusal}"
         );
     }

@@ -82,8 +82,8 @@ fn a_writer_schema_change_mid_batch_tombstones_and_a_truncated_body() {
     ]);
     let unknown = decoder.unknown(&values, None).unwrap();
     assert_eq!(unknown, vec![SchemaRef::Id(1), SchemaRef::Id(2)]);
-    decoder.add_writer(SchemaRef::Id(1), OLD);
-    decoder.add_writer(SchemaRef::Id(2), READER);
+    decoder.add_writer(SchemaRef::Id(1), OLD).unwrap();
+    decoder.add_writer(SchemaRef::Id(2), READER).unwrap();
     assert_eq!(decoder.unknown(&values, None).unwrap(), vec![]);
     let decoded = decoder.decode(&values, None).unwrap();
     assert_eq!(
@@ -139,7 +139,7 @@ fn an_unresolvable_writer_fails_naming_both_schemas() {
     let mut decoder = AvroDecoder::new(READER, true, target()).unwrap();
     let other =
         r#"{"type":"record","name":"R","namespace":"n","fields":[{"name":"a","type":"string"}]}"#;
-    decoder.add_writer(SchemaRef::Id(3), other);
+    decoder.add_writer(SchemaRef::Id(3), other).unwrap();
     let decoded = decoder
         .decode(&batch(&[Some(framed(3, &[0]))]), None)
         .unwrap();
@@ -154,14 +154,52 @@ fn an_unresolvable_writer_fails_naming_both_schemas() {
 
 #[test]
 fn a_reader_schema_of_a_type_spark_reads_otherwise_is_refused() {
-    let union = r#"["int","string"]"#;
+    let duration = r#"{"type":"fixed","name":"D","size":12,"logicalType":"duration"}"#;
+    let refusal = AvroDecoder::new(duration, false, DataType::Binary)
+        .err()
+        .unwrap();
+    assert!(refusal.starts_with("the reader schema D: "), "{refusal}");
+}
+
+#[test]
+fn unions_of_several_types_become_spark_members() {
     let members = DataType::Struct(Fields::from(vec![
         Field::new("member0", DataType::Int32, true),
         Field::new("member1", DataType::Utf8, true),
     ]));
-    let refusal = AvroDecoder::new(union, false, members).err().unwrap();
-    assert!(
-        refusal.starts_with("the reader schema union: "),
-        "{refusal}"
+    let union = r#"["int","null","string"]"#;
+    let mut decoder = AvroDecoder::new(union, false, members.clone()).unwrap();
+    decoder.add_writer(SchemaRef::Id(1), union).unwrap();
+    let mut text = zigzag(2);
+    text.extend(zigzag(2));
+    text.extend(b"hi");
+    let values = batch(&[
+        Some(framed(1, &[0, 6])),    // branch 0, int 3
+        Some(framed(1, &zigzag(1))), // branch 1, null
+        Some(framed(1, &text)),      // branch 2, "hi"
+    ]);
+    let decoded = decoder.decode(&values, None).unwrap();
+    assert_eq!(decoded.values.data_type(), &members);
+    let values = decoded.values.as_struct();
+    assert_eq!(
+        (0..3).map(|i| values.is_valid(i)).collect::<Vec<_>>(),
+        vec![true, false, true]
     );
+    let ints: Vec<Option<i32>> = values
+        .column(0)
+        .as_primitive::<arrow_array::types::Int32Type>()
+        .iter()
+        .collect();
+    assert_eq!(ints[0], Some(3));
+    assert_eq!(
+        values
+            .column(1)
+            .as_string::<i32>()
+            .iter()
+            .collect::<Vec<_>>()[2],
+        Some("hi")
+    );
+    assert!(values.column(0).is_null(2) && values.column(1).is_null(0));
+    let long = AvroDecoder::new(r#"["int","long"]"#, false, DataType::Int64);
+    assert!(long.is_ok());
 }

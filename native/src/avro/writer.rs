@@ -25,12 +25,54 @@ pub fn wrap(schema: &str) -> Result<(AvroSchema, String), String> {
     let parsed: serde_json::Value =
         serde_json::from_str(schema).map_err(|e| format!("not JSON: {e}"))?;
     let name = name_of(&parsed);
+    if let Some(reason) = unsupported(&parsed) {
+        return Err(format!("the schema {name}: {reason}"));
+    }
     let wrapped = serde_json::json!({
         "type": "record",
         "name": WRAPPER,
         "fields": [{"name": "value", "type": parsed}],
     });
     Ok((AvroSchema::new(wrapped.to_string()), name))
+}
+
+/// Why arrow-avro cannot be trusted with `schema`, if so: a union of several types with a named
+/// type referred to by its name as a branch (arrow-avro 60.1 resolves such a branch to another
+/// branch of the union, reading wrong values without an error).
+pub fn unsupported(schema: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    const PRIMITIVES: [&str; 8] = [
+        "null", "boolean", "int", "long", "float", "double", "bytes", "string",
+    ];
+    match schema {
+        Value::Array(branches) => {
+            let several = branches.iter().filter(|b| *b != "null").count() > 1;
+            let by_name = branches
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|b| !PRIMITIVES.contains(b));
+            match by_name {
+                Some(name) if several => Some(format!(
+                    "the union {schema} has the named type {name} as a branch by its name, \
+                     which arrow-avro 60.1 resolves to another branch"
+                )),
+                _ => branches.iter().find_map(unsupported),
+            }
+        }
+        Value::Object(fields) => {
+            let nested = ["type", "items", "values"]
+                .iter()
+                .filter_map(|k| fields.get(*k));
+            let of_fields = fields
+                .get("fields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("type"));
+            nested.chain(of_fields).find_map(unsupported)
+        }
+        _ => None,
+    }
 }
 
 /// A schema's name for messages: a named type's full name, else its type.
@@ -203,5 +245,14 @@ mod tests {
         assert!(writer(reader, schema).is_err());
         assert_eq!(wrap(reader).unwrap().1, "n.R");
         assert_eq!(wrap(r#"["null","int"]"#).unwrap().1, "union");
+        let by_name = r#"{"type":"record","name":"W","fields":[
+            {"name":"f","type":{"type":"enum","name":"E","symbols":["P"]}},
+            {"name":"g","type":{"type":"array","items":["int","E"]}}]}"#;
+        let refusal = wrap(by_name).err().unwrap();
+        assert!(
+            refusal.starts_with(r#"the schema W: the union ["int","E"] has the named type E"#),
+            "{refusal}"
+        );
+        assert!(wrap(r#"{"type":"array","items":["null","E"]}"#).is_ok());
     }
 }

@@ -84,10 +84,13 @@ impl AvroDecoder {
             .collect()
     }
 
-    /// The writer schema (Avro JSON) records naming `schema_ref` were written with.
+    /// The writer schema (Avro JSON) records naming `schema_ref` were written with. Raises
+    /// ValueError, saying why, for a writer schema the core does not decode: the Python decoder
+    /// reads then.
     fn add_writer(&self, schema_ref: Named, writer_schema: &str) -> PyResult<()> {
-        relock(&self.inner).add_writer(schema_ref.parse()?, writer_schema);
-        Ok(())
+        relock(&self.inner)
+            .add_writer(schema_ref.parse()?, writer_schema)
+            .map_err(PyValueError::new_err)
     }
 
     /// Records naming `schema_ref` fail with `reason` in the next `decode` only.

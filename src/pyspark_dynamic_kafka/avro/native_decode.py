@@ -7,8 +7,10 @@ records name that it does not hold yet, and :class:`NativeDecoder` fetches them 
 cluster's registry (:mod:`~pyspark_dynamic_kafka.registry.client`, cached process-wide) and hands
 them over; a schema that could not be fetched fails the records naming it in this batch and is
 asked for again in the next (a registry's return is picked up). A reader schema of a type the core
-cannot give as Spark's (a union of several types, ...) makes :func:`make_decoder` choose the
-Python decoder, with a log line naming the type.
+cannot give as Spark's (an Avro ``duration``, a union of several types with a named type
+referred to by its name, which arrow-avro 60.1 resolves to the wrong branch) makes
+:func:`make_decoder` choose the Python decoder, with a log line naming the type; a writer schema
+of that kind met later makes the decoder hand this and later batches to the Python decoder.
 
 Where the two differ, on damaged bytes no serializer writes: a nullable union's branch index out
 of range reads in the core as its value branch (arrow-avro's rule), where fastavro fails the
@@ -58,6 +60,7 @@ class NativeDecoder:
     permissive: bool = False
     key: bool = False
     _core: Any = field(init=False, repr=False)
+    _python: Decoder | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         module = core()
@@ -80,9 +83,16 @@ class NativeDecoder:
         SchemaRegistryError
             ``FAILFAST``: at the first record whose schema could not be fetched.
         """
+        if self._python is not None:
+            return self._python.decode_arrow(values, headers, where)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        registry_errors = self._fetch_unknown(values, headers)
+        try:
+            registry_errors = self._fetch_unknown(values, headers)
+        except ValueError as exc:  # a writer schema the core does not decode
+            _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
+            self._python = Decoder(self.reader_schema, self.fetch, self.permissive, self.key)
+            return self._python.decode_arrow(values, headers, where)
         decoded, ids, failures = self._core.decode(values, headers)
         if failures and not self.permissive:
             row, named, reason = failures[0]
@@ -109,6 +119,10 @@ class NativeDecoder:
                 continue
             self._core.add_writer(named, registered.schema)
         return errors
+
+    @property
+    def _side(self) -> str:
+        return "key" if self.key else "value"
 
 
 def make_decoder(

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
@@ -111,64 +112,6 @@ PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"], 
 SCHEMAS = [BENCHMARK, LOGICAL, NESTED, UNIONS, *PLAIN]
 
 
-def _values(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Values fastavro writes for ``schema``."""
-    if isinstance(schema, str) and schema in named:
-        return _values(named[schema], named)
-    if isinstance(schema, list):
-        return st.one_of(*[_values(b, named) for b in schema])
-    if isinstance(schema, dict):
-        kind, logical = schema["type"], schema.get("logicalType")
-        if kind == "record":
-            named[schema["name"]] = schema
-            return st.fixed_dictionaries(
-                {f["name"]: _values(f["type"], named) for f in schema["fields"]}
-            )
-        if kind in ("enum", "fixed"):
-            named[schema["name"]] = schema
-        return _LOGICAL[logical] if logical in _LOGICAL else _complex(schema, named)
-    return _PRIMITIVE[schema]
-
-
-def _complex(schema: dict[str, Any], named: dict[str, Any]) -> st.SearchStrategy[Any]:
-    kind = schema["type"]
-    if kind == "enum":
-        return st.sampled_from(schema["symbols"])
-    if kind == "fixed":
-        return st.binary(min_size=schema["size"], max_size=schema["size"])
-    if kind == "array":
-        return st.lists(_values(schema["items"], named), max_size=4)
-    if kind == "map":
-        return st.dictionaries(st.text(max_size=5), _values(schema["values"], named), max_size=3)
-    return _values(kind, named)
-
-
-_PRIMITIVE: dict[str, st.SearchStrategy[Any]] = {
-    "null": st.none(),
-    "boolean": st.booleans(),
-    "int": st.integers(-(2**31), 2**31 - 1),
-    "long": st.integers(-(2**63), 2**63 - 1),
-    "float": st.floats(width=32, allow_nan=False),
-    "double": st.floats(allow_nan=False),
-    "string": st.text(max_size=20),
-    "bytes": st.binary(max_size=20),
-}
-_MOMENTS = {"min_value": datetime.datetime(1900, 1, 1), "max_value": datetime.datetime(2200, 1, 1)}
-_LOGICAL: dict[str, st.SearchStrategy[Any]] = {
-    "timestamp-millis": st.datetimes(**_MOMENTS, timezones=st.just(UTC)),
-    "timestamp-micros": st.datetimes(**_MOMENTS, timezones=st.just(UTC)),
-    "local-timestamp-millis": st.datetimes(**_MOMENTS),
-    "local-timestamp-micros": st.datetimes(**_MOMENTS),
-    "date": st.dates(),
-    "time-millis": st.times(),
-    "time-micros": st.times(),
-    "decimal": st.decimals(
-        min_value=-(10**7), max_value=10**7, places=2, allow_nan=False, allow_infinity=False
-    ),
-    "uuid": st.uuids().map(str),
-}
-
-
 @pytest.fixture(scope="module")
 def registry() -> Iterator[LocalSchemaRegistry]:
     with LocalSchemaRegistry(first_id=10) as started:
@@ -236,7 +179,7 @@ def test_every_supported_type_decodes_as_the_python_decoder_does(
     prefix = b"\0" + schema_id.to_bytes(4, "big")
 
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(st.none() | _values(schema, {}), max_size=12))
+    @given(st.lists(st.none() | avro_values(schema), max_size=12))
     def check(values: list[Any]) -> None:
         payloads = [None if v is None else prefix + _body(schema, v) for v in values]
         expected, _ = _both(registry, schema, payloads, permissive=False)
@@ -295,6 +238,27 @@ def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
     body = _body(SWAPPED, {"s": "é", "b": b"x", "i": -3, "l": 2**40})
     expected, _ = _both(registry, SWAPPED_READER, [swapped + body], permissive=False, key=key)
     assert expected.values.to_pylist() == [{"s": "é".encode(), "b": "x", "i": -3.0, "l": 2.0**40}]
+
+
+KINDS = {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}
+UNION_RESOLUTIONS = [
+    ("int", ["null", "long"], [1, -2]),
+    (["int", "string"], ["string", "int"], [1, "a"]),
+    (["int", "string"], ["null", "string", "long"], [1, "a"]),
+    ("string", ["int", "string"], ["a"]),
+    (["null", "int"], ["null", "long", "string"], [None, 5]),
+    (KINDS, KINDS | {"symbols": ["C", "A", "B"]}, ["B", "C"]),
+]
+
+
+@pytest.mark.parametrize(("writer", "reader", "values"), UNION_RESOLUTIONS)
+def test_unions_and_enums_resolve_as_in_the_python_decoder(
+    registry: LocalSchemaRegistry, writer: Any, reader: Any, values: list[Any]
+) -> None:
+    writer_id, _ = _register(registry, writer)
+    prefix = b"\0" + writer_id.to_bytes(4, "big")
+    expected, _ = _both(registry, reader, [prefix + _body(writer, v) for v in values])
+    assert expected.corrupt.null_count == len(values)
 
 
 def _failures(registry: LocalSchemaRegistry) -> tuple[list[bytes | None], list[Any]]:

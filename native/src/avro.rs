@@ -160,11 +160,14 @@ impl AvroDecoder {
             };
             // A run's next record: its writer schema was found for the first.
             let same_run = run_schema == Some(schema) && !run.is_empty();
-            let reason = match (self.writers.get(&schema), refused.get(&schema)) {
-                _ if same_run => None,
-                (Some(Ok(_)), _) => None,
-                (Some(Err(reason)), _) | (None, Some(reason)) => Some(reason.clone()),
-                (None, None) => Some(format!("no writer schema was given for {schema}")),
+            let reason = if same_run {
+                None
+            } else {
+                match (self.writers.get(&schema), refused.get(&schema)) {
+                    (Some(Ok(_)), _) => None,
+                    (Some(Err(reason)), _) | (None, Some(reason)) => Some(reason.clone()),
+                    (None, None) => Some(format!("no writer schema was given for {schema}")),
+                }
             };
             if let Some(reason) = reason {
                 outcomes.push(Outcome::Null);

@@ -100,8 +100,14 @@ pub fn decoder(reader: &AvroSchema, writer: &AvroSchema) -> Result<Decoder, Stri
     store
         .set(Fingerprint::Id(0), writer.clone())
         .map_err(|e| e.to_string())?;
-    ReaderBuilder::new()
-        .with_reader_schema(reader.clone())
+    let builder = ReaderBuilder::new();
+    // The same schema needs no resolution (arrow-avro then skips its projection step).
+    let builder = if reader == writer {
+        builder
+    } else {
+        builder.with_reader_schema(reader.clone())
+    };
+    builder
         .with_writer_schema_store(store)
         .with_active_fingerprint(Fingerprint::Id(0))
         .with_decoder_mode(DecoderMode::UnframedDatum)

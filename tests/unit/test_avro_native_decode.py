@@ -339,12 +339,25 @@ def test_a_union_naming_a_type_by_name_is_read_by_the_python_decoder(
     assert decoded.values.equals(python.decode_arrow(pa.array([payload]), None, str).values)
 
 
-def test_a_timestamp_past_what_spark_holds_is_corrupt_in_both(
-    registry: LocalSchemaRegistry,
+LAST_MS, FIRST_MS = 253_402_300_799_999, -62_135_596_800_000
+EDGES = [
+    ("timestamp-millis", "long", [FIRST_MS, LAST_MS], [FIRST_MS - 1, LAST_MS + 1, 2**62]),
+    ("local-timestamp-millis", "long", [FIRST_MS, LAST_MS], [LAST_MS + 1]),
+    ("timestamp-micros", "long", [FIRST_MS * 1000, LAST_MS * 1000 + 999], [LAST_MS * 1000 + 1000]),
+    ("date", "int", [-719_162, 2_932_896], [-719_163, 2_932_897]),
+    ("time-millis", "int", [0, 86_399_999], [86_400_000]),
+    ("time-micros", "long", [0, 86_399_999_999], [86_400_000_000]),
+]
+
+
+@pytest.mark.parametrize(("logical", "base", "inside", "outside"), EDGES)
+def test_values_past_what_python_holds_are_corrupt_in_both(
+    registry: LocalSchemaRegistry, logical: str, base: str, inside: list[int], outside: list[int]
 ) -> None:
-    schema = {"type": "long", "logicalType": "timestamp-millis"}
+    schema = {"type": base, "logicalType": logical}
     schema_id, _ = _register(registry, schema)
     prefix = b"\0" + schema_id.to_bytes(4, "big")
-    near, far = _body("long", 1_700_000_000_000), _body("long", 2**62)
-    _, got = _both(registry, schema, [prefix + near, prefix + far, prefix + near])
-    assert got.corrupt.to_pylist() == [None, prefix + far, None]
+    payloads = [prefix + _body(base, v) for v in [*inside, *outside, *inside]]
+    _, got = _both(registry, schema, list(payloads))
+    corrupt = [None] * len(inside) + payloads[len(inside) : -len(inside)] + [None] * len(inside)
+    assert got.corrupt.to_pylist() == corrupt

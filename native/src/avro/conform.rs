@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Int32Type, Time32MillisecondType, Time64MicrosecondType, Time64NanosecondType,
+    Date32Type, Int32Type, Time32MillisecondType, Time64MicrosecondType, Time64NanosecondType,
     TimestampMicrosecondType, TimestampMillisecondType,
 };
 use arrow_array::{
     new_empty_array, Array, ArrayRef, BinaryArray, Int32Array, ListArray, MapArray, StringArray,
     StructArray,
 };
-use arrow_schema::{ArrowError, DataType, TimeUnit};
+use arrow_schema::{DataType, TimeUnit};
 
 use super::framing::SchemaRef;
 
@@ -28,6 +28,18 @@ pub fn check(source: &DataType, target: &DataType) -> Result<(), String> {
 /// `array` as an array of `target`, or why it cannot be.
 pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> {
     let source = array.data_type();
+    if source == &DataType::Date32 {
+        let days = array.as_primitive::<Date32Type>();
+        if let Some(day) = days
+            .iter()
+            .flatten()
+            .find(|d| !(FIRST_DAY..=LAST_DAY).contains(d))
+        {
+            return Err(format!(
+                "the date {day} (days since 1970) is not in the years 1 to 9999"
+            ));
+        }
+    }
     if source == target {
         return Ok(array.clone());
     }
@@ -88,11 +100,16 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
         }
         (DataType::Timestamp(unit, _), DataType::Timestamp(TimeUnit::Microsecond, zone)) => {
             let micros = match unit {
-                TimeUnit::Millisecond => array
-                    .as_primitive::<TimestampMillisecondType>()
-                    .try_unary::<_, TimestampMicrosecondType, _>(thousand_times)
-                    .map_err(|e| e.to_string())?,
-                TimeUnit::Microsecond => array.as_primitive::<TimestampMicrosecondType>().clone(),
+                TimeUnit::Millisecond => {
+                    array
+                        .as_primitive::<TimestampMillisecondType>()
+                        .try_unary::<_, TimestampMicrosecondType, _>(|v| moment(v, 1))?
+                }
+                TimeUnit::Microsecond => {
+                    array
+                        .as_primitive::<TimestampMicrosecondType>()
+                        .try_unary::<_, TimestampMicrosecondType, _>(|v| moment(v, 1000))?
+                }
                 _ => return Err(mismatch(source, target)),
             };
             Arc::new(micros.with_timezone_opt(zone.clone()))
@@ -101,13 +118,16 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
             Arc::new(
                 array
                     .as_primitive::<Time64MicrosecondType>()
-                    .try_unary::<_, Time64NanosecondType, _>(thousand_times)
-                    .map_err(|e| e.to_string())?,
+                    .try_unary::<_, Time64NanosecondType, _>(|v| {
+                        time_of_day(v, DAY_MICROS, 1000)
+                    })?,
             )
         }
         (DataType::Time32(TimeUnit::Millisecond), DataType::Int32) => {
             let array = array.as_primitive::<Time32MillisecondType>();
-            Arc::new(Int32Array::new(array.values().clone(), nulls))
+            let millis: Int32Array =
+                array.try_unary(|v| time_of_day(i64::from(v), DAY_MICROS / 1000, 1).map(|_| v))?;
+            Arc::new(millis)
         }
         (DataType::FixedSizeBinary(16), DataType::Utf8) => {
             let text: StringArray = array
@@ -127,10 +147,33 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
     Ok(converted)
 }
 
-/// A time in the next smaller unit, or an error when it does not fit (a damaged value).
-fn thousand_times(v: i64) -> Result<i64, ArrowError> {
-    v.checked_mul(1000)
-        .ok_or_else(|| ArrowError::ComputeError(format!("the time {v} is out of range")))
+/// What Python's `datetime` holds (years 1 to 9999), which the Python decoder reads values into:
+/// a value outside fails its record there, so it fails here too. In milliseconds since 1970
+/// (timestamps) and days since 1970 (dates).
+const FIRST_MS: i64 = -62_135_596_800_000;
+const LAST_MS: i64 = 253_402_300_799_999;
+const FIRST_DAY: i32 = -719_162;
+const LAST_DAY: i32 = 2_932_896;
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// A timestamp of `per_ms` units per millisecond in microseconds, if in the years 1 to 9999.
+fn moment(v: i64, per_ms: i64) -> Result<i64, String> {
+    let micros_per = 1000 / per_ms;
+    let (first, last) = (FIRST_MS * per_ms, LAST_MS * per_ms + (per_ms - 1));
+    if (first..=last).contains(&v) {
+        Ok(v * micros_per)
+    } else {
+        Err(format!("the timestamp {v} is not in the years 1 to 9999"))
+    }
+}
+
+/// A time of day of `per_day` units a day, times `scale`, if within a day.
+fn time_of_day(v: i64, per_day: i64, scale: i64) -> Result<i64, String> {
+    if (0..per_day).contains(&v) {
+        Ok(v * scale)
+    } else {
+        Err(format!("the time of day {v} is not within a day"))
+    }
 }
 
 fn mismatch(source: &DataType, target: &DataType) -> String {
@@ -169,8 +212,12 @@ mod tests {
         let far: ArrayRef = Arc::new(TimestampMillisecondArray::from(vec![1 << 62]));
         assert_eq!(
             conform(&far, &spark).unwrap_err(),
-            "Compute error: the time 4611686018427387904 is out of range"
+            "the timestamp 4611686018427387904 is not in the years 1 to 9999"
         );
+        let last: ArrayRef = Arc::new(TimestampMillisecondArray::from(vec![LAST_MS]));
+        assert!(conform(&last, &spark).is_ok());
+        let past: ArrayRef = Arc::new(TimestampMillisecondArray::from(vec![LAST_MS + 1]));
+        assert!(conform(&past, &spark).is_err());
     }
 
     #[test]

@@ -15,10 +15,12 @@ of that kind met later makes the decoder hand this and later batches to the Pyth
 Where the two differ, on damaged bytes no serializer writes: a nullable union's branch index out
 of range reads in the core as its value branch (arrow-avro's rule), where fastavro fails the
 record; a negative enum index fails the record in the core, where fastavro reads it from the end
-of the symbols. A writer schema the reader schema cannot be resolved from fails every record
-naming it in the core, as soon as it is added; fastavro fails a record when its values reach the
-part that does not resolve. The reasons of damaged records other than truncated ones are each
-library's own words.
+of the symbols; a negative time of day fails the record in the core, where fastavro reads it
+with its own arithmetic. Values Python's ``datetime`` cannot hold (timestamps and dates outside
+the years 1 to 9999, a time of day of a day or more) fail their record in both. A writer schema
+the reader schema cannot be resolved from fails every record naming it in the core, as soon as
+it is added; fastavro fails a record when its values reach the part that does not resolve. The
+reasons of damaged records other than truncated ones are each library's own words.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@
 //! Module map (each file, kept true by `tests/unit/test_module_map.py`):
 //!
 //! - `lib.rs`: this map and the Python module's registration;
-//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read` and `write`;
+//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write` and `avro`;
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
+//! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/errors.rs`: the exceptions raised to Python;
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
 //! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written;
@@ -38,6 +39,12 @@
 //! - `read/librdkafka.rs`: reading with librdkafka's consumer (and after a handover);
 //! - `read/position.rs`: where a range stands, ranges ended by the consumer's position, the "stuck" message;
 //! - `read/loss.rs`: records gone: data loss, or a warning and reading on;
+//! - `avro.rs`: Avro keys or values into an Arrow column of the reader schema's Spark type, as the Python decoder gives it;
+//! - `avro/framing.rs`: Confluent's wire formats: the schema a record names and where its body starts;
+//! - `avro/writer.rs`: one writer schema's bodies decoded by arrow-avro, record by record after a failure;
+//! - `avro/conform.rs`: arrow-avro's Arrow types made Spark's, or why they cannot be;
+//! - `avro/union.rs`: unions of several types made Spark's struct of members (or a long, a double);
+//! - `avro/tests.rs`: test support: the decoder over whole batches;
 //! - `write.rs`: the sink's produce loop;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);
@@ -48,6 +55,7 @@
 //! - `ffi/statistics.rs`: librdkafka's statistics documents;
 //! - `test_config.rs`: test support: a configuration from string pairs.
 
+mod avro;
 mod ffi;
 mod from_arrow;
 mod into_arrow;
@@ -67,6 +75,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::consumer::Consumer>()?;
     m.add_class::<py::reader::Reader>()?;
     m.add_class::<py::producer::Producer>()?;
+    m.add_class::<py::avro::AvroDecoder>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(py::config_problem, m)?)?;
     m.add_function(wrap_pyfunction!(py::direct_problem, m)?)?;

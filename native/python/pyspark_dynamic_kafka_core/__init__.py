@@ -6,6 +6,7 @@ API here is the core's only contract with that package.
 """
 
 from pyspark_dynamic_kafka_core._core import (
+    AvroDecoder,
     ClientError,
     Consumer,
     DataLossError,
@@ -20,6 +21,7 @@ from pyspark_dynamic_kafka_core._core import (
 )
 
 __all__ = [
+    "AvroDecoder",
     "ClientError",
     "Consumer",
     "DataLossError",

@@ -29,6 +29,7 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
+from fastavro.read import SchemaResolutionError
 from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.framing import FramingError, SchemaRef, frame
@@ -36,7 +37,14 @@ from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
-__all__ = ["AvroDecodeError", "Decoded", "Decoder"]
+__all__ = [
+    "AvroDecodeError",
+    "Decoded",
+    "Decoder",
+    "arrow_headers",
+    "decode_failure",
+    "schema_name",
+]
 
 Shaper = Callable[[Any], Any]
 Headers = Sequence[tuple[str, bytes | None]] | None
@@ -85,6 +93,15 @@ class Decoder:
         self._reader = fastavro.parse_schema(parsed)
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
         self._shape = _shaper(self._reader, {})
+        self._reader_name = schema_name(parsed)
+        self._writer_names: dict[SchemaRef | None, str] = {}
+
+    def decode_arrow(
+        self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
+    ) -> Decoded:
+        """:meth:`decode` of a batch's ``value`` (or ``key``) column and its ``headers`` column
+        (``list<struct<key, value>>``, or ``None``)."""
+        return self.decode(values.to_pylist(), arrow_headers(headers), where)
 
     def decode(
         self,
@@ -124,14 +141,25 @@ class Decoder:
         except SchemaRegistryError as exc:
             if not self.permissive:
                 raise SchemaRegistryError(f"{where(i)}: {exc}") from None
-        except (FramingError, ValueError, EOFError, IndexError, TypeError, KeyError) as exc:
+        except SchemaResolutionError as exc:
             if not self.permissive:
-                named = f" ({ref})" if ref is not None else ""
-                raise AvroDecodeError(
-                    f"{where(i)}{named} cannot be decoded as Avro: {_reason(exc)}. Set "
-                    f"{'key' if self.key else 'value'}Mode=PERMISSIVE to read such records "
-                    "as null with their bytes in _corrupt_value"
-                ) from None
+                writer = self._writer_names.get(ref, "?")
+                reason = (
+                    f"the writer schema {writer} ({ref}) cannot be read as the reader schema "
+                    f"{self._reader_name}: {exc}"
+                )
+                raise decode_failure(where(i), ref, reason, self.key) from None
+        except (
+            FramingError,
+            ValueError,
+            EOFError,
+            IndexError,
+            TypeError,
+            KeyError,
+            OverflowError,  # a timestamp past what datetime holds
+        ) as exc:
+            if not self.permissive:
+                raise decode_failure(where(i), ref, _reason(exc), self.key) from None
         return None, None, payload
 
     def _writer(self, ref: SchemaRef) -> Any:
@@ -140,9 +168,48 @@ class Decoder:
             registered = self.fetch(ref)
             if registered.schema_type != "AVRO":
                 raise ValueError(f"{ref} is a {registered.schema_type} schema, not Avro")
-            writer = fastavro.parse_schema(json.loads(registered.schema))
+            parsed = json.loads(registered.schema)
+            writer = fastavro.parse_schema(parsed)
             self._writers[ref] = writer
+            self._writer_names[ref] = schema_name(parsed)
         return writer
+
+
+def decode_failure(place: str, ref: SchemaRef | None, reason: str, key: bool) -> AvroDecodeError:
+    """The ``FAILFAST`` error of a record at ``place`` (naming ``ref`` when its framing did)."""
+    named = f" ({ref})" if ref is not None else ""
+    side = "key" if key else "value"
+    return AvroDecodeError(
+        f"{place}{named} cannot be decoded as Avro: {reason}. Set {side}Mode=PERMISSIVE to read "
+        f"such records as null with their bytes in _corrupt_{side}"
+    )
+
+
+def schema_name(schema: Any) -> str:
+    """A schema's name for messages (parsed JSON): a named type's full name, else its type."""
+    if isinstance(schema, str):
+        return schema
+    if isinstance(schema, list):
+        return "union"
+    if isinstance(schema, dict):
+        name, space = schema.get("name"), schema.get("namespace")
+        if isinstance(name, str):
+            return (
+                f"{space}.{name}" if isinstance(space, str) and space and "." not in name else name
+            )
+        return schema_name(schema.get("type", "?"))
+    return str(schema)
+
+
+def arrow_headers(headers: pa.Array | None) -> list[Headers] | None:
+    """The ``headers`` column (``list<struct<key: string, value: binary>>``) as :meth:`Decoder.
+    decode` takes it."""
+    if headers is None:
+        return None
+    return [
+        None if row is None else [(h["key"], h["value"]) for h in row]
+        for row in headers.to_pylist()
+    ]
 
 
 def _reason(exc: Exception) -> str:

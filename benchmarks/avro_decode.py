@@ -1,0 +1,113 @@
+"""What decoding Avro values costs: the compiled core's decoder (``NativeDecoder``, arrow-avro
+straight into Arrow) against the Python decoder (``Decoder``, fastavro into Python objects, then
+Arrow), both through ``decode_arrow`` as the source's readers call it.
+
+The records are the 10-field schema of docs/benchmarks.md ("Avro decoding for the compiled
+core": long, string, int, double, boolean, bytes, timestamp-millis, a nullable string, string,
+long), written by fastavro with Confluent's framing (a zero byte and a 4-byte id), in batches of
+65,536 as a reader gives them; the writer schema is the reader schema, fetched once. CPU time of
+this process, one thread, median of the rounds. Run: ``python -m benchmarks.avro_decode
+[--records N] [--rounds R] [--batch N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+
+from pyspark_dynamic_kafka.avro.decode import Decoder
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+
+SCHEMA = {
+    "type": "record",
+    "name": "Event",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "count", "type": "int"},
+        {"name": "score", "type": "double"},
+        {"name": "ok", "type": "boolean"},
+        {"name": "blob", "type": "bytes"},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "note", "type": ["null", "string"]},
+        {"name": "tag", "type": "string"},
+        {"name": "seq", "type": "long"},
+    ],
+}
+_START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def payloads(records: int) -> pa.Array:
+    """``records`` values of :data:`SCHEMA`, framed with schema id 1."""
+    parsed = fastavro.parse_schema(SCHEMA)
+    out = []
+    for i in range(records):
+        body = io.BytesIO()
+        value = {
+            "id": i * 7919,
+            "name": f"user-{i % 1000}",
+            "count": i % 100,
+            "score": i / 3,
+            "ok": i % 2 == 0,
+            "blob": (i % 251).to_bytes(1, "big") * 8,
+            "at": _START + datetime.timedelta(milliseconds=i),
+            "note": None if i % 3 else f"note {i}",
+            "tag": "abc",
+            "seq": i,
+        }
+        fastavro.schemaless_writer(body, parsed, value)
+        out.append(b"\0\0\0\0\1" + body.getvalue())
+    return pa.array(out, pa.binary())
+
+
+def _fetch(ref: SchemaRef) -> RegisteredSchema:
+    return RegisteredSchema(json.dumps(SCHEMA), schema_id=ref.schema_id)
+
+
+def per_record(decoder: Any, values: pa.Array, batch: int) -> float:
+    """CPU µs per record of one pass of ``decoder`` over ``values`` in batches of ``batch``."""
+    where: Callable[[int], str] = lambda i: f"record {i}"  # noqa: E731
+    start = time.process_time()
+    for offset in range(0, len(values), batch):
+        decoder.decode_arrow(values.slice(offset, batch), None, where)
+    return (time.process_time() - start) / len(values) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=65_536)
+    args = parser.parse_args()
+    values = payloads(args.records)
+    size = values.buffers()[2].size / len(values)
+    print(f"{args.records} records, {size:.1f} bytes each on the wire, batches of {args.batch}")
+    text = json.dumps(SCHEMA)
+    decoders = {"native": NativeDecoder(text, _fetch), "python": Decoder(text, _fetch)}
+    native, python = decoders["native"], decoders["python"]
+    first = [native.decode_arrow(values.slice(0, 1000), None, str).values]
+    assert first[0].equals(python.decode_arrow(values.slice(0, 1000), None, str).values)
+    rounds: dict[str, list[float]] = {name: [] for name in decoders}
+    for _ in range(args.rounds):
+        for name, decoder in decoders.items():
+            rounds[name].append(per_record(decoder, values, args.batch))
+    for name, times in rounds.items():
+        listed = ", ".join(f"{t:.3f}" for t in times)
+        print(f"{name:>6}: {statistics.median(times):.3f} us/record (rounds {listed})")
+    ratio = statistics.median(rounds["python"]) / statistics.median(rounds["native"])
+    print(f"python/native: {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Avro keys or values decoded by the compiled core (``pyspark_dynamic_kafka_core.AvroDecoder``,
+arrow-avro straight into Arrow, no Python object per record), giving what the Python decoder
+(:mod:`.decode`) gives: the same Arrow type, values, schema ids and failures.
+
+The core holds the writer schemas and never does I/O: each batch, it says which schemas its
+records name that it does not hold yet, and :class:`NativeDecoder` fetches them from the
+cluster's registry (:mod:`~pyspark_dynamic_kafka.registry.client`, cached process-wide) and hands
+them over; a schema that could not be fetched fails the records naming it in this batch and is
+asked for again in the next (a registry's return is picked up). A reader schema of a type the core
+cannot give as Spark's (an Avro ``duration``, a union of several types with a named type
+referred to by its name, which arrow-avro 60.1 resolves to the wrong branch) makes
+:func:`make_decoder` choose the Python decoder, with a log line naming the type; a writer schema
+of that kind met later makes the decoder hand this and later batches to the Python decoder.
+
+Where the two differ, on damaged bytes no serializer writes: a nullable union's branch index out
+of range reads in the core as its value branch (arrow-avro's rule), where fastavro fails the
+record; a negative enum index fails the record in the core, where fastavro reads it from the end
+of the symbols; a negative time of day fails the record in the core, where fastavro reads it
+with its own arithmetic. Values Python's ``datetime`` cannot hold (timestamps and dates outside
+the years 1 to 9999, a time of day of a day or more) fail their record in both. A writer schema
+the reader schema cannot be resolved from fails every record naming it in the core, as soon as
+it is added; fastavro fails a record when its values reach the part that does not resolve. The
+reasons of damaged records other than truncated ones are each library's own words.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_type
+
+from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.spark_types import spark_type
+from pyspark_dynamic_kafka.errors import SchemaRegistryError
+from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+
+__all__ = ["NativeDecoder", "make_decoder"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class NativeDecoder:
+    """Decodes one cluster's keys or values into the reader schema's column, in the core.
+
+    Parameters are :class:`~.decode.Decoder`'s. Raises ``ValueError`` (saying which type) when
+    the core cannot give the reader schema's Spark type, and ``ImportError`` when the core is
+    not installed.
+    """
+
+    reader_schema: str
+    fetch: Callable[[SchemaRef], RegisteredSchema]
+    permissive: bool = False
+    key: bool = False
+    _core: Any = field(init=False, repr=False)
+    _python: Decoder | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        module = core()
+        if module is None or not hasattr(module, "AvroDecoder"):
+            raise ImportError("the compiled core with AvroDecoder is not installed")
+        parsed = json.loads(self.reader_schema)
+        self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
+        self._core = module.AvroDecoder(self.reader_schema, self.key, self.arrow_type)
+
+    def decode_arrow(
+        self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
+    ) -> Decoded:
+        """Decode a batch's ``value`` (or ``key``) column with its ``headers`` column (or
+        ``None``); ``where(i)`` names record ``i`` in a ``FAILFAST`` error.
+
+        Raises
+        ------
+        AvroDecodeError
+            ``FAILFAST``: at the first record that cannot be decoded.
+        SchemaRegistryError
+            ``FAILFAST``: at the first record whose schema could not be fetched.
+        """
+        if self._python is not None:
+            return self._python.decode_arrow(values, headers, where)
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        try:
+            registry_errors = self._fetch_unknown(values, headers)
+        except ValueError as exc:  # a writer schema the core does not decode
+            _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
+            self._python = Decoder(self.reader_schema, self.fetch, self.permissive, self.key)
+            return self._python.decode_arrow(values, headers, where)
+        decoded, ids, failures = self._core.decode(values, headers)
+        if failures and not self.permissive:
+            row, named, reason = failures[0]
+            ref = None if named is None else _ref(named)
+            if named in registry_errors:
+                raise SchemaRegistryError(f"{where(row)}: {registry_errors[named]}") from None
+            raise decode_failure(where(row), ref, reason, self.key) from None
+        return Decoded(decoded, ids, _corrupt(values, [row for row, _, _ in failures]))
+
+    def _fetch_unknown(self, values: pa.Array, headers: pa.Array | None) -> dict[Any, Exception]:
+        """Fetch the writer schemas the batch names that the core does not hold: the registry
+        errors of those that could not be fetched, by reference."""
+        errors: dict[Any, Exception] = {}
+        for named in self._core.unknown(values, headers):
+            ref = _ref(named)
+            try:
+                registered = self.fetch(ref)
+            except SchemaRegistryError as exc:
+                errors[named] = exc
+                self._core.refuse(named, str(exc))
+                continue
+            if registered.schema_type != "AVRO":
+                self._core.refuse(named, f"{ref} is a {registered.schema_type} schema, not Avro")
+                continue
+            self._core.add_writer(named, registered.schema)
+        return errors
+
+    @property
+    def _side(self) -> str:
+        return "key" if self.key else "value"
+
+
+def make_decoder(
+    reader_schema: str,
+    fetch: Callable[[SchemaRef], RegisteredSchema],
+    permissive: bool = False,
+    key: bool = False,
+) -> Decoder | NativeDecoder:
+    """The core's decoder when the core is installed and gives the reader schema's type, else
+    the Python decoder (logging why, once per decoder made)."""
+    try:
+        return NativeDecoder(reader_schema, fetch, permissive, key)
+    except ImportError:
+        pass
+    except ValueError as exc:
+        _log.info(
+            "The Python decoder reads Avro %ss: the compiled core cannot: %s",
+            "key" if key else "value",
+            exc,
+        )
+    return Decoder(reader_schema, fetch, permissive, key)
+
+
+def _ref(named: int | str) -> SchemaRef:
+    return SchemaRef(schema_id=named) if isinstance(named, int) else SchemaRef(guid=named)
+
+
+def _corrupt(values: pa.Array, rows: list[int]) -> pa.Array:
+    """The raw bytes of the records at ``rows``, null elsewhere."""
+    if not rows:
+        return pa.nulls(len(values), pa.binary())
+    mask = np.zeros(len(values), dtype=bool)
+    mask[rows] = True
+    return pc.if_else(pa.array(mask), values, pa.scalar(None, pa.binary()))

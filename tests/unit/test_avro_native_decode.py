@@ -1,0 +1,363 @@
+"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.avro.native_decode`) against the
+Python decoder (:mod:`pyspark_dynamic_kafka.avro.decode`), the reference: the same batches
+(records written by fastavro, hypothesis-generated, for every type the core decodes) give the
+same Arrow arrays, schema ids, corrupt records and FAILFAST errors. Writer schemas come from the
+testing kit's schema registry (a test double of its REST API) through the real registry client.
+Skipped when the core is not installed."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.unit.avro_values import avro_values
+
+from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
+from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(core(), "AvroDecoder"), reason="the compiled core with AvroDecoder is not installed"
+)
+
+UTC = datetime.timezone.utc
+
+
+def _record(name: str, *fields: tuple[str, Any]) -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
+
+
+BENCHMARK = _record(
+    "Event",
+    ("id", "long"),
+    ("name", "string"),
+    ("count", "int"),
+    ("score", "double"),
+    ("ok", "boolean"),
+    ("blob", "bytes"),
+    ("at", {"type": "long", "logicalType": "timestamp-millis"}),
+    ("note", ["null", "string"]),
+    ("tag", "string"),
+    ("seq", "long"),
+)
+LOGICAL = _record(
+    "Logical",
+    ("ts_ms", {"type": "long", "logicalType": "timestamp-millis"}),
+    ("ts_us", {"type": "long", "logicalType": "timestamp-micros"}),
+    ("local_ms", {"type": "long", "logicalType": "local-timestamp-millis"}),
+    ("local_us", {"type": "long", "logicalType": "local-timestamp-micros"}),
+    ("day", {"type": "int", "logicalType": "date"}),
+    ("t_ms", {"type": "int", "logicalType": "time-millis"}),
+    ("t_us", {"type": "long", "logicalType": "time-micros"}),
+    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}),
+    (
+        "fixed_price",
+        {
+            "type": "fixed",
+            "name": "D",
+            "size": 8,
+            "logicalType": "decimal",
+            "precision": 10,
+            "scale": 2,
+        },
+    ),
+    ("id", {"type": "string", "logicalType": "uuid"}),
+)
+NESTED = {
+    "type": "record",
+    "name": "Outer",
+    "namespace": "shop",
+    "fields": [
+        {"name": "f", "type": "float"},
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
+        {"name": "raw", "type": {"type": "fixed", "name": "Raw", "size": 3}},
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "maybe", "type": {"type": "array", "items": ["null", "long"]}},
+        {"name": "attrs", "type": {"type": "map", "values": ["double", "null"]}},
+        {"name": "inner", "type": _record("Inner", ("k", "Kind"), ("n", ["null", "int"]))},
+        {"name": "again", "type": ["null", "Inner"]},
+        {"name": "deep", "type": {"type": "map", "values": {"type": "array", "items": "Raw"}}},
+    ],
+}
+UNIONS = {
+    "type": "record",
+    "name": "Unions",
+    "fields": [
+        {"name": "a", "type": ["int", "string"]},
+        {"name": "b", "type": ["null", "int", "string"]},
+        {"name": "c", "type": ["string", "null", {"type": "array", "items": "int"}]},
+        {"name": "d", "type": ["int", "long"]},
+        {"name": "e", "type": ["float", "null", "double"]},
+        {"name": "f", "type": [_record("A", ("x", "int")), _record("B", ("y", "string")), "A"][:2]},
+        {
+            "name": "g",
+            "type": {"type": "array", "items": ["null", _record("C", ("z", "B")), "boolean"]},
+        },
+    ],
+}
+PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"], ["long", "string"]]
+SCHEMAS = [BENCHMARK, LOGICAL, NESTED, UNIONS, *PLAIN]
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[LocalSchemaRegistry]:
+    with LocalSchemaRegistry(first_id=10) as started:
+        yield started
+
+
+def _fetch(registry: LocalSchemaRegistry) -> Any:
+    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
+
+    def fetch(ref: SchemaRef) -> RegisteredSchema:
+        if ref.schema_id is not None:
+            return client.schema_by_id(ref.schema_id)
+        return client.schema_by_guid(str(ref.guid))
+
+    return fetch
+
+
+def _register(registry: LocalSchemaRegistry, schema: Any) -> tuple[int, bytes]:
+    """The id and GUID (16 bytes) ``schema`` is registered under."""
+    answer = registry.answer("POST", "/subjects/s/versions", {"schema": json.dumps(schema)})
+    return int(answer["id"]), uuid.UUID(answer["guid"]).bytes
+
+
+def _body(schema: Any, value: Any) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), value)
+    return out.getvalue()
+
+
+def _both(
+    registry: LocalSchemaRegistry,
+    reader: Any,
+    payloads: list[bytes | None],
+    headers: list[list[tuple[str, bytes | None]] | None] | None = None,
+    permissive: bool = True,
+    key: bool = False,
+) -> tuple[Decoded, Decoded]:
+    """The batch decoded by the Python decoder and by the core's, checked the same."""
+    values = pa.array(payloads, pa.binary())
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    arrow_headers = None
+    if headers is not None:
+        rows = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers]
+        arrow_headers = pa.array(rows, header_type)
+    text, fetch = json.dumps(reader), _fetch(registry)
+    python = Decoder(text, fetch, permissive, key)
+    native = NativeDecoder(text, fetch, permissive, key)
+    where = lambda i: f"record {i}"  # noqa: E731
+    expected = python.decode_arrow(values, arrow_headers, where)
+    got = native.decode_arrow(values, arrow_headers, where)
+    got.values.validate(full=True)
+    assert got.values.type == expected.values.type == python.arrow_type
+    assert got.values.to_pylist() == expected.values.to_pylist()
+    assert got.values.equals(expected.values)  # also what to_pylist rounds (nanoseconds)
+    assert got.schema_ids.to_pylist() == expected.schema_ids.to_pylist()
+    assert got.corrupt.to_pylist() == expected.corrupt.to_pylist()
+    return expected, got
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:40])
+def test_every_supported_type_decodes_as_the_python_decoder_does(
+    registry: LocalSchemaRegistry, schema: Any
+) -> None:
+    schema_id, _ = _register(registry, schema)
+    prefix = b"\0" + schema_id.to_bytes(4, "big")
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(st.none() | avro_values(schema), max_size=12))
+    def check(values: list[Any]) -> None:
+        payloads = [None if v is None else prefix + _body(schema, v) for v in values]
+        expected, _ = _both(registry, schema, payloads, permissive=False)
+        assert expected.corrupt.null_count == len(values)
+
+    check()
+
+
+V1 = _record("Order", ("id", "long"), ("item", "string"), ("n", "int"), ("f", "float"))
+V2 = _record(
+    "Order",
+    ("id", "long"),
+    ("qty", {"type": "int"}),
+    ("note", ["null", "string"]),
+    ("n", "double"),
+    ("f", "double"),
+)
+V2["fields"][1]["default"] = 1
+V2["fields"][2]["default"] = None
+SWAPPED = _record("Pair", ("s", "string"), ("b", "bytes"), ("i", "int"), ("l", "long"))
+SWAPPED_READER = _record("Pair", ("s", "bytes"), ("b", "string"), ("i", "float"), ("l", "float"))
+
+
+@pytest.mark.parametrize("key", [False, True])
+def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
+    registry: LocalSchemaRegistry, key: bool
+) -> None:
+    v1_id, _ = _register(registry, V1)
+    v2_id, v2_guid = _register(registry, V2)
+    header = "__key_schema_id" if key else "__value_schema_id"
+    old = _body(V1, {"id": 1, "item": "a", "n": 3, "f": 1.5})
+    new = _body(V2, {"id": 2, "qty": 5, "note": "x", "n": 2.5, "f": 0.25})
+    payloads = [
+        b"\0" + v1_id.to_bytes(4, "big") + old,
+        b"\1" + v2_guid + new,
+        None,
+        new,  # named by its header
+        b"\0" + v1_id.to_bytes(4, "big") + old + b"trailing",
+        b"\0" + v2_id.to_bytes(4, "big") + new,
+        old,  # its header wins over the prefix-looking body
+    ]
+    headers: list[list[tuple[str, bytes | None]] | None] = [
+        None,
+        [],
+        None,
+        [("other", b"x"), (header, b"\1" + v2_guid)],
+        None,
+        None,
+        [(header, b"\0" + v1_id.to_bytes(4, "big")), (header, b"junk")],
+    ]
+    expected, _ = _both(registry, V2, payloads, headers, permissive=False, key=key)
+    assert expected.schema_ids.to_pylist() == [v1_id, None, None, None, v1_id, v2_id, v1_id]
+    assert expected.values.to_pylist()[0] == {"id": 1, "qty": 1, "note": None, "n": 3.0, "f": 1.5}
+    pair_id, _ = _register(registry, SWAPPED)
+    swapped = b"\0" + pair_id.to_bytes(4, "big")
+    body = _body(SWAPPED, {"s": "é", "b": b"x", "i": -3, "l": 2**40})
+    expected, _ = _both(registry, SWAPPED_READER, [swapped + body], permissive=False, key=key)
+    assert expected.values.to_pylist() == [{"s": "é".encode(), "b": "x", "i": -3.0, "l": 2.0**40}]
+
+
+KINDS = {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}
+UNION_RESOLUTIONS = [
+    ("int", ["null", "long"], [1, -2]),
+    (["int", "string"], ["string", "int"], [1, "a"]),
+    (["int", "string"], ["null", "string", "long"], [1, "a"]),
+    ("string", ["int", "string"], ["a"]),
+    (["null", "int"], ["null", "long", "string"], [None, 5]),
+    (KINDS, KINDS | {"symbols": ["C", "A", "B"]}, ["B", "C"]),
+]
+
+
+@pytest.mark.parametrize(("writer", "reader", "values"), UNION_RESOLUTIONS)
+def test_unions_and_enums_resolve_as_in_the_python_decoder(
+    registry: LocalSchemaRegistry, writer: Any, reader: Any, values: list[Any]
+) -> None:
+    writer_id, _ = _register(registry, writer)
+    prefix = b"\0" + writer_id.to_bytes(4, "big")
+    expected, _ = _both(registry, reader, [prefix + _body(writer, v) for v in values])
+    assert expected.corrupt.null_count == len(values)
+
+
+def _failures(registry: LocalSchemaRegistry) -> tuple[list[bytes | None], list[Any]]:
+    v1_id, _ = _register(registry, V1)
+    good = b"\0" + v1_id.to_bytes(4, "big") + _body(V1, {"id": 7, "item": "abc", "n": 1, "f": 2.0})
+    unresolvable, _ = _register(registry, _record("Order", ("id", "string")))
+    payloads: list[bytes | None] = [
+        good,
+        good[:-3],  # truncated inside the float
+        b"",
+        b"\7abc",
+        b"\0\0\0",
+        good,
+        b"\0" + (99999).to_bytes(4, "big") + b"\2",  # an id the registry does not hold
+        good[:6] + b"\x7f" + good[7:],  # damaged: a string length past the end
+        b"\0" + unresolvable.to_bytes(4, "big") + b"\2a",
+        None,
+        good[:7],  # truncated inside the string
+        good,
+    ]
+    return payloads, [0, 5, 11]
+
+
+def test_permissive_flags_the_same_records_corrupt(registry: LocalSchemaRegistry) -> None:
+    payloads, good = _failures(registry)
+    _, got = _both(registry, V1, payloads, permissive=True)
+    assert [i for i, v in enumerate(got.values.to_pylist()) if v is not None] == good
+    assert got.corrupt.null_count == len(good) + 1  # the tombstone is not corrupt
+
+
+@pytest.mark.parametrize("first", range(1, 9))
+def test_failfast_raises_the_python_decoders_error(
+    registry: LocalSchemaRegistry, first: int
+) -> None:
+    payloads, _ = _failures(registry)
+    values = pa.array(payloads[0:1] + payloads[first:], pa.binary())
+    fetch, text = _fetch(registry), json.dumps(V1)
+    errors = []
+    for decoder in (Decoder(text, fetch), NativeDecoder(text, fetch)):
+        with pytest.raises(Exception) as raised:
+            decoder.decode_arrow(values, None, lambda i: f"record {i}")
+        errors.append(raised.value)
+    assert type(errors[1]) is type(errors[0])
+    if first == 8:  # the reason after the schemas' names is each library's
+        cut = str(errors[0]).index("the reader schema Order: ") + len("the reader schema Order: ")
+        assert str(errors[1])[:cut] == str(errors[0])[:cut]
+    else:
+        assert str(errors[1]) == str(errors[0])
+
+
+def test_a_schema_the_core_cannot_give_falls_back_to_the_python_decoder(
+    registry: LocalSchemaRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    duration = {"type": "fixed", "name": "D", "size": 12, "logicalType": "duration"}
+    union = json.dumps(_record("U", ("v", duration)))
+    with pytest.raises(ValueError, match="the reader schema U: arrow-avro reads it as Interval"):
+        NativeDecoder(union, _fetch(registry))
+    with caplog.at_level("INFO"):
+        assert type(make_decoder(union, _fetch(registry))) is Decoder
+    assert "the compiled core cannot" in caplog.text
+    assert type(make_decoder(json.dumps(V1), _fetch(registry))) is NativeDecoder
+
+
+def test_a_union_naming_a_type_by_name_is_read_by_the_python_decoder(
+    registry: LocalSchemaRegistry,
+) -> None:
+    kind = {"type": "enum", "name": "Kind", "symbols": ["P", "Q"]}
+    by_name = _record("W", ("k", kind), ("v", ["int", "Kind"]))
+    with pytest.raises(ValueError, match=r'the union \["int","Kind"\] has the named type Kind'):
+        NativeDecoder(json.dumps(by_name), _fetch(registry))
+    reader = _record("W", ("v", ["int", kind]))  # Kind defined in the union: the core reads it
+    writer_id, _ = _register(registry, by_name)
+    payload = b"\0" + writer_id.to_bytes(4, "big") + _body(by_name, {"k": "P", "v": "Q"})
+    native = NativeDecoder(json.dumps(reader), _fetch(registry), permissive=True)
+    decoded = native.decode_arrow(pa.array([payload]), None, str)
+    assert native._python is not None  # handed over at the writer schema
+    python = Decoder(json.dumps(reader), _fetch(registry), permissive=True)
+    assert decoded.values.equals(python.decode_arrow(pa.array([payload]), None, str).values)
+
+
+LAST_MS, FIRST_MS = 253_402_300_799_999, -62_135_596_800_000
+EDGES = [
+    ("timestamp-millis", "long", [FIRST_MS, LAST_MS], [FIRST_MS - 1, LAST_MS + 1, 2**62]),
+    ("local-timestamp-millis", "long", [FIRST_MS, LAST_MS], [LAST_MS + 1]),
+    ("timestamp-micros", "long", [FIRST_MS * 1000, LAST_MS * 1000 + 999], [LAST_MS * 1000 + 1000]),
+    ("date", "int", [-719_162, 2_932_896], [-719_163, 2_932_897]),
+    ("time-millis", "int", [0, 86_399_999], [86_400_000]),
+    ("time-micros", "long", [0, 86_399_999_999], [86_400_000_000]),
+]
+
+
+@pytest.mark.parametrize(("logical", "base", "inside", "outside"), EDGES)
+def test_values_past_what_python_holds_are_corrupt_in_both(
+    registry: LocalSchemaRegistry, logical: str, base: str, inside: list[int], outside: list[int]
+) -> None:
+    schema = {"type": base, "logicalType": logical}
+    schema_id, _ = _register(registry, schema)
+    prefix = b"\0" + schema_id.to_bytes(4, "big")
+    payloads = [prefix + _body(base, v) for v in [*inside, *outside, *inside]]
+    _, got = _both(registry, schema, list(payloads))
+    corrupt = [None] * len(inside) + payloads[len(inside) : -len(inside)] + [None] * len(inside)
+    assert got.corrupt.to_pylist() == corrupt

@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
+from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import (
     NamedSchema,
@@ -206,9 +207,12 @@ def _batch(values: list[bytes | None], headers: list[Any]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(True))
 
 
+@pytest.mark.parametrize("native", [False, True])
 def test_a_batch_is_decoded_with_the_registry_its_clusters_properties_name(
-    registries: tuple[LocalSchemaRegistry, LocalSchemaRegistry],
+    native: bool, registries: tuple[LocalSchemaRegistry, LocalSchemaRegistry]
 ) -> None:
+    if native and not hasattr(core(), "AvroDecoder"):
+        pytest.skip("the compiled core with Avro decoding is not installed")
     east, west = registries
     schema_id = west.register("orders-value", json.dumps(V1))
     guid = west.answer("GET", f"/schemas/ids/{schema_id}", None)["guid"]
@@ -218,7 +222,7 @@ def test_a_batch_is_decoded_with_the_registry_its_clusters_properties_name(
     batch = _batch([framed, None, body], [None, None, header])
     avro = AvroColumns(value=AvroColumn(json.dumps(V1), permissive=True))
     properties = {"bootstrap.servers": "x:9092", "schema.registry.url": west.url}
-    out = decode_avro(batch, "east", properties, avro)
+    out = decode_avro(batch, "east", properties, avro, native)
     assert out.schema == arrow_schema(False, avro)
     assert out.column("value").to_pylist() == [
         {"id": 7, "item": "pen"},
@@ -230,7 +234,7 @@ def test_a_batch_is_decoded_with_the_registry_its_clusters_properties_name(
     assert out.column("_corrupt_value").to_pylist() == [None, None, None]
     # The same id means nothing on east's registry: PERMISSIVE keeps the bytes.
     elsewhere = {**properties, "schema.registry.url": east.url}
-    lost = decode_avro(batch, "west-of-nowhere", elsewhere, avro)
+    lost = decode_avro(batch, "west-of-nowhere", elsewhere, avro, native)
     assert lost.column("_corrupt_value").to_pylist()[0] == framed
     assert lost.column("value").to_pylist()[0] is None
 

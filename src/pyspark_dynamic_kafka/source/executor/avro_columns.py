@@ -4,8 +4,11 @@
 Each record's writer schema comes from the registry of the cluster it was read from: the task
 carries that cluster's client properties, whose ``schema.registry.*`` keys name it
 (:class:`~pyspark_dynamic_kafka.registry.endpoint.RegistryEndpoint`); no metadata is read here.
-A decoder is kept per (registry, cluster, column, reader schema, mode) for the life of the Python
-worker, so a writer schema is fetched and parsed once per worker. The decoder is fastavro's
+A decoder is kept per (registry, cluster, column, reader schema, mode, engine) for the life of
+the Python worker, so a writer schema is fetched and parsed once per worker. A cluster the driver
+planned for the compiled core is decoded by the core too
+(:func:`~pyspark_dynamic_kafka.avro.native_decode.make_decoder`: arrow-avro into Arrow, where it
+gives the reader schema's type); a cluster read by the Python reader, with fastavro
 (:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
 
 The batch keeps its columns, with the decoded struct in place of the bytes, then
@@ -23,6 +26,7 @@ import pyarrow as pa
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
@@ -30,15 +34,20 @@ from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns
 
 __all__ = ["decode_avro"]
 
-_DECODERS: dict[tuple[Any, ...], Decoder] = {}
+_DECODERS: dict[tuple[Any, ...], Decoder | NativeDecoder] = {}
 _LOCK = threading.Lock()
 
 
 def decode_avro(
-    batch: pa.RecordBatch, cluster_id: str, properties: Mapping[str, str], avro: AvroColumns
+    batch: pa.RecordBatch,
+    cluster_id: str,
+    properties: Mapping[str, str],
+    avro: AvroColumns,
+    native: bool = False,
 ) -> pa.RecordBatch:
     """``batch`` (read from ``cluster_id``, whose client ``properties`` the task carries) with
-    its Avro columns decoded.
+    its Avro columns decoded, by the compiled core when ``native`` (the cluster's planned engine
+    is the core's) and the core is installed.
 
     Raises
     ------
@@ -62,8 +71,8 @@ def decode_avro(
     extra: dict[str, pa.Array] = {}
     corrupt: dict[str, pa.Array] = {}
     for name, column in avro.decoded():
-        decoder = _decoder(endpoint, cluster_id, name, column)
-        decoded = decoder.decode(columns[name].to_pylist(), _pairs(headers), where)
+        decoder = _decoder(endpoint, cluster_id, name, column, native)
+        decoded = decoder.decode_arrow(columns[name], headers, where)
         columns[name] = decoded.values
         extra[f"{name}SchemaId"] = decoded.schema_ids
         if column.permissive:
@@ -76,13 +85,16 @@ def decode_avro(
     )
 
 
-def _decoder(endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn) -> Decoder:
-    key = (endpoint, cluster_id, name, column.reader_schema, column.permissive)
+def _decoder(
+    endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn, native: bool
+) -> Decoder | NativeDecoder:
+    key = (endpoint, cluster_id, name, column.reader_schema, column.permissive, native)
     with _LOCK:
         decoder = _DECODERS.get(key)
     if decoder is None:
-        client = RegistryClient(endpoint, cluster_id)
-        decoder = Decoder(column.reader_schema, _fetcher(client), column.permissive, name == "key")
+        fetch = _fetcher(RegistryClient(endpoint, cluster_id))
+        make = make_decoder if native else Decoder
+        decoder = make(column.reader_schema, fetch, column.permissive, name == "key")
         with _LOCK:
             decoder = _DECODERS.setdefault(key, decoder)
     return decoder
@@ -95,14 +107,6 @@ def _fetcher(client: RegistryClient) -> Callable[[SchemaRef], RegisteredSchema]:
         return client.schema_by_id(int(ref.schema_id or 0))
 
     return fetch
-
-
-def _pairs(headers: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
-    """The ``headers`` column as (key, value) pairs per record."""
-    return [
-        None if row is None else [(h["key"], h["value"]) for h in row]
-        for row in headers.to_pylist()
-    ]
 
 
 def _where(batch: pa.RecordBatch, cluster_id: str) -> Callable[[int], str]:

@@ -67,7 +67,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
                 else:
                     batches = _read_cluster(consumer, cluster_id, ranges, settings)
                 if settings.avro is not None:
-                    batches = _decoded(batches, cluster_id, properties, settings.avro)
+                    batches = _decoded(batches, cluster_id, properties, settings.avro, native)
                 yield from batches
                 reusable = True
             finally:
@@ -82,13 +82,14 @@ def _decoded(
     cluster_id: str,
     properties: Mapping[str, str],
     avro: AvroColumns,
+    native: bool,
 ) -> Iterator[pa.RecordBatch]:
     """``batches`` with their Avro columns decoded (only queries with Avro columns import the
     decoders)."""
     from pyspark_dynamic_kafka.source.executor.avro_columns import decode_avro
 
     for batch in batches:
-        yield decode_avro(batch, cluster_id, properties, avro)
+        yield decode_avro(batch, cluster_id, properties, avro, native)
 
 
 def _read_cluster(

@@ -32,7 +32,13 @@ import pyarrow as pa
 from fastavro.read import SchemaResolutionError
 from pyspark.sql.pandas.types import to_arrow_type
 
-from pyspark_dynamic_kafka.avro.framing import FramingError, SchemaRef, frame
+from pyspark_dynamic_kafka.avro.framing import (
+    KEY_HEADER,
+    VALUE_HEADER,
+    FramingError,
+    SchemaRef,
+    frame,
+)
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
@@ -87,6 +93,7 @@ class Decoder:
     permissive: bool = False
     key: bool = False
     _writers: dict[SchemaRef, Any] = field(default_factory=dict, init=False)
+    _same: dict[SchemaRef, bool] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         parsed = json.loads(self.reader_schema)
@@ -95,6 +102,11 @@ class Decoder:
         self._shape = _shaper(self._reader, {})
         self._reader_name = schema_name(parsed)
         self._writer_names: dict[SchemaRef | None, str] = {}
+        self._reader_json = _normal(parsed)
+        # Confluent's 5-byte prefix -> (its schema, the writer, the reader or None when the
+        # writer is the reader): a record without a schema header skips framing and lookups.
+        self._by_prefix: dict[bytes, tuple[SchemaRef, Any, Any]] = {}
+        self._header = KEY_HEADER if self.key else VALUE_HEADER
 
     def decode_arrow(
         self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
@@ -133,9 +145,19 @@ class Decoder:
             return None, None, None
         ref: SchemaRef | None = None
         try:
-            ref, body = frame(payload, headers, self.key)
+            named = headers is not None and any(h == self._header for h, _ in headers)
+            known = None if named else self._by_prefix.get(payload[:5])
+            if known is None:
+                ref, body = frame(payload, headers, self.key)
+                writer = self._writer(ref)
+                reader = self._reader_of(ref)
+                if not named and ref.schema_id is not None:
+                    self._by_prefix[bytes(payload[:5])] = (ref, writer, reader)
+            else:
+                ref, writer, reader = known
+                body = memoryview(payload)[5:]
             value = fastavro.schemaless_reader(
-                io.BytesIO(body), self._writer(ref), self._reader, return_named_type=True
+                io.BytesIO(body), writer, reader, return_named_type=True
             )
             return self._shape(value), ref.schema_id, None
         except SchemaRegistryError as exc:
@@ -172,7 +194,18 @@ class Decoder:
             writer = fastavro.parse_schema(parsed)
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
+            self._same[ref] = _normal(parsed) == self._reader_json
         return writer
+
+    def _reader_of(self, ref: SchemaRef) -> Any:
+        """The reader schema to resolve ``ref``'s writer schema to; ``None`` when they are the
+        same schema (fastavro would compare them at every record)."""
+        return None if self._same.get(ref) else self._reader
+
+
+def _normal(schema: Any) -> str:
+    """A parsed schema's JSON, keys sorted: equal for the same schema however it was written."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def decode_failure(place: str, ref: SchemaRef | None, reason: str, key: bool) -> AvroDecodeError:

@@ -29,7 +29,7 @@ from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import NamedSchema
-from pyspark_dynamic_kafka.source.config.formats import ColumnFormat
+from pyspark_dynamic_kafka.source.config.formats import Column, ColumnFormat
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery, Subscription
 from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, spark_schema
@@ -224,7 +224,8 @@ def check_recorded(
         if was is None or now is None or was.fingerprint == now.fingerprint:
             continue
         option = f"{name}Subject"
-        fmt = ColumnFormat(name, subject=was.subject, version=was.version)  # type: ignore[arg-type]
+        side: Column = "key" if name == "key" else "value"
+        fmt = ColumnFormat(side, subject=was.subject, version=was.version)
         try:
             schema, _ = _from_subject(fmt, registries)
         except (OptionsError, SchemaRegistryError):

@@ -1,9 +1,9 @@
 """Avro values from a schema registry per cluster (``valueFormat=avro``), on Apache Kafka with
-the testing kit's registry (a test double of the Confluent REST API: no real registry runs
-here, see ``testing/schema_registry.py``), records produced by confluent-kafka's real
-``AvroSerializer``.
+real registries: Apicurio Registry through its Confluent-compatible API (``testing/apicurio.py``;
+the testing kit's test double, ``testing/schema_registry.py``, where Java or Maven is missing),
+records produced by confluent-kafka's real ``AvroSerializer``.
 
-Two clusters, two registries: the same schema has id 1 on east and id 1000 on west, and west
+Two clusters, two registries: the same schema has id 1 on east and id W on west, and west
 also has a v2 with an added field. Each record is decoded with the registry of the cluster it
 was read from, to the reader schema's columns, on every reader; a stream migrated east -> west
 with ``dynamic-kafka move`` decodes every record once; a restart decodes with the reader schema
@@ -14,6 +14,7 @@ its checkpoint recorded. Records that cannot be decoded fail the read naming whe
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from tests.integration.helpers import source_options, wait_until, write_metadata
 from tests.integration.metadata_server import run_cli
 
 from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
@@ -43,13 +45,21 @@ CONTEXT = SerializationContext("orders", MessageField.VALUE)
 Decoded = tuple[str, int, int, str, int | None, int | None]  # cluster, offset, id, item, qty, sid
 
 
+#: The first id west's registry issues (east's: 1).
+W = 5
+
+
 @pytest.fixture
-def registries() -> Iterator[dict[str, LocalSchemaRegistry]]:
-    with LocalSchemaRegistry(1) as east, LocalSchemaRegistry(1000) as west:
+def registries() -> Iterator[dict[str, Any]]:
+    """East's and west's registries: Apicurio Registry processes (a real registry), or the test
+    double where Java or Maven is missing."""
+    real = shutil.which("mvn") is not None and shutil.which("java") is not None
+    kind: Any = ApicurioRegistry if real else LocalSchemaRegistry
+    with kind(1) as east, kind(W) as west:
         yield {"east": east, "west": west}
 
 
-def encoded(registry: LocalSchemaRegistry, schema: Mapping[str, Any], ids: range) -> list[bytes]:
+def encoded(registry: Any, schema: Mapping[str, Any], ids: range) -> list[bytes]:
     """Values ``{"id": i, "item": f"item-{i}"}`` (``qty`` 5 where the schema has it), as
     confluent-kafka's serializer writes them with ``registry``."""
     serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(schema))
@@ -60,7 +70,7 @@ def encoded(registry: LocalSchemaRegistry, schema: Mapping[str, Any], ids: range
     ]
 
 
-def avro_keys(registry: LocalSchemaRegistry, ids: range) -> list[bytes]:
+def avro_keys(registry: Any, ids: range) -> list[bytes]:
     """Keys ``f"k{i}"`` as Avro strings, as confluent-kafka's serializer writes them."""
     client = SchemaRegistryClient({"url": registry.url})
     serializer = AvroSerializer(client, '"string"')
@@ -75,14 +85,14 @@ def put(cluster: Any, payloads: Sequence[bytes], keys: Sequence[bytes] | None = 
     return [offset for _, offset in cluster.produce("orders", records)]
 
 
-def setup(kafka_clusters: Any, registries: Mapping[str, LocalSchemaRegistry]) -> dict[str, Any]:
+def setup(kafka_clusters: Any, registries: Mapping[str, Any]) -> dict[str, Any]:
     clusters = kafka_clusters("east", "west")
     for cluster in clusters.values():
         cluster.create_topic("orders", partitions=1)
     return dict(clusters)
 
 
-def extra(registries: Mapping[str, LocalSchemaRegistry]) -> dict[str, dict[str, str]]:
+def extra(registries: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     return {name: {"schema.registry.url": r.url} for name, r in registries.items()}
 
 
@@ -104,7 +114,7 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     east, west = registries["east"], registries["west"]
     east_values = encoded(east, V1, range(0, 4))
     west_values = encoded(west, V1, range(4, 7)) + encoded(west, V2, range(7, 9))
-    # Keys too (registered after the values: the key schema is id 2 on east, 1002 on west).
+    # Keys too (registered after the values: the key schema is id 2 on east, W + 2 on west).
     on_east = put(clusters["east"], east_values, avro_keys(east, range(0, 4)))
     on_west = put(clusters["west"], west_values, avro_keys(west, range(4, 9)))
     meta = tmp_path / "streams.yaml"
@@ -119,7 +129,7 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     expected = [
         ("east", o, i, f"item-{i}", None, 1) for o, i in zip(on_east, range(4), strict=True)
     ]
-    ids = [1000] * 3 + [1001] * 2
+    ids = [W] * 3 + [W + 1] * 2
     expected += [
         ("west", o, i, f"item-{i}", None, s)
         for o, i, s in zip(on_west, range(4, 9), ids, strict=True)
@@ -141,7 +151,7 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     rows = sorted(tuple(r) for r in df.select("cluster", "offset", "key", "keySchemaId").collect())
     assert rows == sorted(
         [("east", o, f"k{i}", 2) for o, i in zip(on_east, range(4), strict=True)]
-        + [("west", o, f"k{i}", 1002) for o, i in zip(on_west, range(4, 9), strict=True)]
+        + [("west", o, f"k{i}", W + 2) for o, i in zip(on_west, range(4, 9), strict=True)]
     )
 
 
@@ -195,7 +205,7 @@ def test_a_stream_migrated_east_to_west_decodes_every_record_once_and_restarts_a
         assert moved.returncode == 0, moved.stderr
         # v2 (an added field) exists on west only; its records carry west's id for it.
         later = encoded(west, V1, range(5, 8)) + encoded(west, V2, range(8, 10))
-        sids = [1000] * 3 + [1001] * 2
+        sids = [W] * 3 + [W + 1] * 2
         offsets = put(clusters["west"], later)
         expected += [
             ("west", o, i, f"item-{i}", s)
@@ -218,7 +228,7 @@ def test_a_stream_migrated_east_to_west_decodes_every_record_once_and_restarts_a
     pinned = _stream(spark, {**options, "valueSubjectVersion": "1"}, tmp_path, availableNow=True)
     assert pinned.awaitTermination(300) is not False
     expected += [
-        ("west", o, i, f"item-{i}", 1001) for o, i in zip(offsets, range(10, 12), strict=True)
+        ("west", o, i, f"item-{i}", W + 1) for o, i in zip(offsets, range(10, 12), strict=True)
     ]
     assert _written(spark, tmp_path) == sorted(expected)
 

@@ -31,6 +31,7 @@ __all__ = [
     "jars_cache_dir",
     "kafka_version",
     "maven_jars",
+    "maven_unpack",
     "tooling_problem",
 ]
 
@@ -241,6 +242,54 @@ def maven_jars(
             shutil.rmtree(target, ignore_errors=True)
             jars.rename(target)
             (target / _MARKER).write_text(digest + "\n")
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return target
+
+
+def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path:
+    """The folder ``target`` holding the unpacked archive ``artifact`` (Maven coordinates with
+    type and classifier), fetched and unpacked with Maven the first time (as :func:`maven_jars`:
+    a marker, concurrent callers wait for one fetch).
+
+    Raises
+    ------
+    KafkaToolingError
+        ``mvn`` is missing or fails, or the archive holds no ``expect``.
+    """
+    if _cached(target, artifact):
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaToolingError(f"Maven fetches {what}, but `mvn` is not on the PATH")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(target.parent / f"{target.name}.lock"):
+        if _cached(target, artifact):
+            return target
+        partial = target.parent / f".{target.name}.partial-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)
+        plugin = "org.apache.maven.plugins:maven-dependency-plugin:3.9.0:unpack"
+        command = [
+            mvn,
+            "-q",
+            "-B",
+            plugin,
+            f"-Dartifact={artifact}",
+            f"-DoutputDirectory={partial}",
+        ]
+        try:
+            done = subprocess.run(
+                command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900
+            )
+            if done.returncode != 0 or not list(partial.glob(expect)):
+                output = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
+                raise KafkaToolingError(
+                    f"Maven could not fetch {what} (exit code {done.returncode}): "
+                    f"{' '.join(command)}\n{output}"
+                )
+            shutil.rmtree(target, ignore_errors=True)
+            partial.rename(target)
+            (target / _MARKER).write_text(artifact + "\n")
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return target

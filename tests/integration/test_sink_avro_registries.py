@@ -24,6 +24,7 @@ from tests.integration.sink_records import read_messages, sink_options, write_ro
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = requires_kafka("Kafka transactions (Tansu's are not what this test checks)")
@@ -67,7 +68,7 @@ def _registries(east: LocalSchemaRegistry, west: LocalSchemaRegistry) -> dict[st
     }
 
 
-def _read(cluster: Any, registry: LocalSchemaRegistry, user_info: str | None) -> list[Any]:
+def _read(cluster: Any, registry: Any, user_info: str | None) -> list[Any]:
     """(key, value, key id, value id) of every committed record, decoded by confluent-kafka's
     deserializer against ``registry``."""
     config = {"url": registry.url}
@@ -111,7 +112,9 @@ def test_an_avro_stream_follows_a_move_with_each_registrys_ids(
             raise AssertionError(f"the query failed: {query.exception()}")
         return sum(1 for p in query.recentProgress if p["numInputRows"] > 0) >= count
 
-    with LocalSchemaRegistry(1) as east, LocalSchemaRegistry(500, f"writer:{SECRET}") as west:
+    # East's registry is a real one (Apicurio Registry, testing/apicurio.py); west's the test
+    # double, which asks for HTTP basic authentication (Apicurio 2.6 has only OIDC).
+    with ApicurioRegistry(1) as east, LocalSchemaRegistry(500, f"writer:{SECRET}") as west:
         extra = _registries(east, west)
         routes = [("east", ["orders"], True), ("west", ["orders"], False)]
         write_routes(setup.meta, setup.clusters, routes, extra=extra)

@@ -58,7 +58,7 @@ def _expected(i: int) -> dict[str, Any]:
     }
 
 
-def _registries(east: LocalSchemaRegistry, west: LocalSchemaRegistry) -> dict[str, Any]:
+def _registries(east: Any, west: LocalSchemaRegistry) -> dict[str, Any]:
     return {
         "east": {"schema.registry.url": east.url},
         "west": {

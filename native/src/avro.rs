@@ -85,30 +85,6 @@ impl AvroDecoder {
         })
     }
 
-    /// The schemas records of this batch name that the decoder holds no writer schema for, each
-    /// once, in the order first named (records whose framing is bad are not counted).
-    pub fn unknown(
-        &self,
-        values: &ArrayRef,
-        headers: Option<&ArrayRef>,
-    ) -> Result<Vec<SchemaRef>, String> {
-        let batch = Batch::of(values, headers, self.key)?;
-        let mut missing = Vec::new();
-        let mut last = None;
-        for i in 0..batch.payloads.len() {
-            if let Row::Body(schema, _) = batch.row(i) {
-                if last != Some(schema)
-                    && !self.writers.contains_key(&schema)
-                    && !missing.contains(&schema)
-                {
-                    missing.push(schema);
-                }
-                last = Some(schema);
-            }
-        }
-        Ok(missing)
-    }
-
     /// The writer schema (Avro JSON) `schema` names; records naming a writer schema the reader
     /// schema cannot be resolved from fail, naming both. Err (nothing added) for a writer schema
     /// arrow-avro cannot be trusted with ([`writer::unsupported`]): the caller decodes otherwise.
@@ -130,17 +106,40 @@ impl AvroDecoder {
         self.refused.insert(schema, reason);
     }
 
-    /// Decode a batch's `values` (binary) with its `headers` column (or None).
+    /// Decode a batch's `values` (binary) with its `headers` column (or None); records naming a
+    /// schema no writer schema was added (or refused) for fail.
     pub fn decode(
         &mut self,
         values: &ArrayRef,
         headers: Option<&ArrayRef>,
     ) -> Result<Decoded, String> {
+        self.run(values, headers, false)
+            .map(|decoded| decoded.expect("nothing is asked for"))
+    }
+
+    /// [`Self::decode`], unless records of the batch name schemas the decoder holds neither a
+    /// writer schema nor a refusal for: then those (`Err`), each once, in the order first named,
+    /// and nothing is decoded (records whose framing is bad name none). One framing pass either
+    /// way: the caller adds or refuses them and decodes the batch again.
+    pub fn decode_or_missing(
+        &mut self,
+        values: &ArrayRef,
+        headers: Option<&ArrayRef>,
+    ) -> Result<Result<Decoded, Vec<SchemaRef>>, String> {
+        self.run(values, headers, true)
+    }
+
+    fn run(
+        &mut self,
+        values: &ArrayRef,
+        headers: Option<&ArrayRef>,
+        ask: bool,
+    ) -> Result<Result<Decoded, Vec<SchemaRef>>, String> {
         let batch = Batch::of(values, headers, self.key)?;
-        let refused = std::mem::take(&mut self.refused);
         let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.payloads.len());
         let mut failures = Vec::new();
         let mut arrays: Vec<ArrayRef> = Vec::new();
+        let mut missing: Vec<SchemaRef> = Vec::new();
         // Runs of bodies of one writer schema, in order (tombstones and failures in between do
         // not end a run): decoded a run at a time.
         let mut run: Vec<(usize, &[u8])> = Vec::new();
@@ -158,14 +157,28 @@ impl AvroDecoder {
                 }
                 Row::Body(schema, body) => (schema, body),
             };
+            if !missing.is_empty() {
+                // Nothing is decoded now: only the missing are looked for.
+                if run_schema != Some(schema) && !self.holds(&schema) && !missing.contains(&schema)
+                {
+                    missing.push(schema);
+                }
+                run_schema = Some(schema);
+                continue;
+            }
             // A run's next record: its writer schema was found for the first.
             let same_run = run_schema == Some(schema) && !run.is_empty();
             let reason = if same_run {
                 None
             } else {
-                match (self.writers.get(&schema), refused.get(&schema)) {
+                match (self.writers.get(&schema), self.refused.get(&schema)) {
                     (Some(Ok(_)), _) => None,
                     (Some(Err(reason)), _) | (None, Some(reason)) => Some(reason.clone()),
+                    (None, None) if ask => {
+                        missing.push(schema);
+                        run_schema = Some(schema);
+                        continue;
+                    }
                     (None, None) => Some(format!("no writer schema was given for {schema}")),
                 }
             };
@@ -191,6 +204,9 @@ impl AvroDecoder {
             outcomes.push(Outcome::Pending);
             run.push((i, body));
         }
+        if !missing.is_empty() {
+            return Ok(Err(missing));
+        }
         self.flush_run(
             run_schema,
             &mut run,
@@ -198,6 +214,7 @@ impl AvroDecoder {
             &mut arrays,
             &mut failures,
         );
+        self.refused.clear();
         failures.sort_by_key(|f| f.row);
         let schema_ids = outcomes
             .iter()
@@ -206,11 +223,16 @@ impl AvroDecoder {
                 _ => None,
             })
             .collect();
-        Ok(Decoded {
+        Ok(Ok(Decoded {
             values: assemble(&outcomes, &arrays, &self.target)?,
             schema_ids,
             failures,
-        })
+        }))
+    }
+
+    /// Whether a writer schema or a refusal was given for `schema`.
+    fn holds(&self, schema: &SchemaRef) -> bool {
+        self.writers.contains_key(schema) || self.refused.contains_key(schema)
     }
 
     fn flush_run(

@@ -41,6 +41,8 @@
 //! - `read/loss.rs`: records gone: data loss, or a warning and reading on;
 //! - `avro.rs`: Avro keys or values into an Arrow column of the reader schema's Spark type, as the Python decoder gives it;
 //! - `avro/framing.rs`: Confluent's wire formats: the schema a record names and where its body starts;
+//! - `avro/records.rs`: a batch's records framed, a record's schema header found in its headers;
+//! - `avro/assembly.rs`: the decoded values put in row order, with each record's schema id;
 //! - `avro/writer.rs`: one writer schema's bodies decoded by arrow-avro, record by record after a failure;
 //! - `avro/conform.rs`: arrow-avro's Arrow types made Spark's, or why they cannot be;
 //! - `avro/union.rs`: unions of several types made Spark's struct of members (or a long, a double);

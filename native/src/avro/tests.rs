@@ -1,4 +1,4 @@
-//! The decoder over whole batches: framing, unknown and refused schemas, a writer schema
+//! The decoder over whole batches: framing, missing and refused schemas, a writer schema
 //! changing mid-batch, a truncated body among good ones.
 
 use std::sync::Arc;
@@ -80,12 +80,13 @@ fn a_writer_schema_change_mid_batch_tombstones_and_a_truncated_body() {
         Some(framed(1, &zigzag(8))),
         Some(vec![9]),
     ]);
-    let unknown = decoder.unknown(&values, None).unwrap();
-    assert_eq!(unknown, vec![SchemaRef::Id(1), SchemaRef::Id(2)]);
+    let missing = decoder.decode_or_missing(&values, None).unwrap().err();
+    assert_eq!(missing, Some(vec![SchemaRef::Id(1), SchemaRef::Id(2)]));
     decoder.add_writer(SchemaRef::Id(1), OLD).unwrap();
     decoder.add_writer(SchemaRef::Id(2), READER).unwrap();
-    assert_eq!(decoder.unknown(&values, None).unwrap(), vec![]);
-    let decoded = decoder.decode(&values, None).unwrap();
+    let Ok(decoded) = decoder.decode_or_missing(&values, None).unwrap() else {
+        panic!("every writer schema was added");
+    };
     assert_eq!(
         rows(&decoded.values),
         vec![
@@ -132,6 +133,60 @@ fn a_refused_schema_fails_its_records_in_the_next_batch_only() {
         again.failures[0].reason,
         "no writer schema was given for schema id 4"
     );
+}
+
+#[test]
+fn the_missing_are_named_once_after_decoded_runs_and_refusals_last_one_decode() {
+    let mut decoder = AvroDecoder::new(READER, false, target()).unwrap();
+    decoder.add_writer(SchemaRef::Id(1), OLD).unwrap();
+    decoder.refuse(SchemaRef::Id(3), "the registry is down".into());
+    let values = batch(&[
+        Some(framed(1, &zigzag(5))),
+        Some(framed(3, &zigzag(6))),
+        Some(framed(1, &zigzag(7))),
+        Some(framed(4, &zigzag(8))),
+        Some(framed(1, &zigzag(9))),
+        Some(framed(5, &zigzag(10))),
+        Some(framed(4, &zigzag(11))),
+        Some(framed(3, &zigzag(12))),
+    ]);
+    let missing = decoder.decode_or_missing(&values, None).unwrap().err();
+    assert_eq!(missing, Some(vec![SchemaRef::Id(4), SchemaRef::Id(5)]));
+    decoder.refuse(SchemaRef::Id(4), "not found".into());
+    decoder.add_writer(SchemaRef::Id(5), OLD).unwrap();
+    let Ok(decoded) = decoder.decode_or_missing(&values, None).unwrap() else {
+        panic!("every schema was added or refused");
+    };
+    assert_eq!(
+        rows(&decoded.values),
+        vec![
+            Some((5, "none".into())),
+            None,
+            Some((7, "none".into())),
+            None,
+            Some((9, "none".into())),
+            Some((10, "none".into())),
+            None,
+            None,
+        ]
+    );
+    let failed: Vec<(usize, &str)> = decoded
+        .failures
+        .iter()
+        .map(|f| (f.row, f.reason.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![
+            (1, "the registry is down"),
+            (3, "not found"),
+            (6, "not found"),
+            (7, "the registry is down")
+        ]
+    );
+    // Refusals last one decode: the next batch asks for them again.
+    let again = decoder.decode_or_missing(&values, None).unwrap().err();
+    assert_eq!(again, Some(vec![SchemaRef::Id(3), SchemaRef::Id(4)]));
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //!
 //! Both schemas are wrapped in a one-field record (its encoding is the field's), so a top-level
 //! schema of any type decodes into column 0 of arrow-avro's record batches. A run of bodies is
-//! decoded fast, all into one batch; arrow-avro cannot drop a record it fails on halfway (its
-//! columns would no longer line up), so a run with a failure is decoded again record by record,
-//! each its own batch, a fresh decoder after each failure: only the records that fail, fail.
+//! fed as framed and decoded all into one batch; arrow-avro cannot drop a record it fails on
+//! halfway (its columns would no longer line up), so a run with a failure is decoded again record
+//! by record, each its own batch, a fresh decoder after each failure: only the records that fail,
+//! fail.
 
 use arrow_array::ArrayRef;
 use arrow_avro::errors::AvroError;
@@ -118,7 +119,7 @@ pub fn decoder(reader: &AvroSchema, writer: &AvroSchema) -> Result<Decoder, Stri
 
 /// What a run of bodies decoded into: arrays, and for each body the (array, row) of its value
 /// or why it failed.
-pub struct Run {
+pub struct Decoding {
     pub arrays: Vec<ArrayRef>,
     pub rows: Vec<Result<(usize, usize), String>>,
 }
@@ -141,32 +142,36 @@ impl Writer {
         })
     }
 
-    /// Decode `bodies` into arrays of `target`.
-    pub fn decode(&mut self, bodies: &[&[u8]], target: &DataType) -> Run {
-        match self.fast(bodies, target) {
-            Ok(array) => Run {
-                arrays: vec![array],
-                rows: (0..bodies.len()).map(|row| Ok((0, row))).collect(),
-            },
-            Err(()) => self.one_by_one(bodies, target),
-        }
+    /// Hand `body` to the decoder; after an Err, [`Self::renew`] it before decoding more.
+    pub fn feed(&mut self, body: &[u8]) -> Result<(), String> {
+        self.decoder
+            .decode(body)
+            .map(|_| ())
+            .map_err(|e| reason(&e))
     }
 
-    fn fast(&mut self, bodies: &[&[u8]], target: &DataType) -> Result<ArrayRef, ()> {
-        let decoded = self.decode_all(bodies, target);
+    /// The bodies fed since the last finish, as an array of `target` (the decoder is renewed
+    /// after a failure).
+    pub fn finish(&mut self, target: &DataType) -> Result<ArrayRef, String> {
+        let batch = self.decoder.flush().map_err(|e| reason(&e));
+        let decoded = batch
+            .and_then(|b| b.ok_or_else(|| TRUNCATED.to_string()))
+            .and_then(|b| conform(b.column(0), target));
         if decoded.is_err() {
             self.renew();
         }
-        decoded.map_err(|_| ())
+        decoded
     }
 
-    fn one_by_one(&mut self, bodies: &[&[u8]], target: &DataType) -> Run {
-        let mut run = Run {
+    /// Each of `bodies` decoded alone into an array of `target` (the decoder is fresh): only the
+    /// records that fail, fail.
+    pub fn one_by_one(&mut self, bodies: &[&[u8]], target: &DataType) -> Decoding {
+        let mut run = Decoding {
             arrays: Vec::new(),
             rows: Vec::with_capacity(bodies.len()),
         };
         for body in bodies {
-            match self.decode_all(std::slice::from_ref(body), target) {
+            match self.feed(body).and_then(|()| self.finish(target)) {
                 Ok(array) => {
                     run.rows.push(Ok((run.arrays.len(), 0)));
                     run.arrays.push(array);
@@ -180,17 +185,8 @@ impl Writer {
         run
     }
 
-    fn decode_all(&mut self, bodies: &[&[u8]], target: &DataType) -> Result<ArrayRef, String> {
-        for body in bodies {
-            self.decoder.decode(body).map_err(|e| reason(&e))?;
-        }
-        let batch = self.decoder.flush().map_err(|e| reason(&e))?;
-        let batch = batch.ok_or_else(|| TRUNCATED.to_string())?;
-        conform(batch.column(0), target)
-    }
-
     /// A fresh decoder after a failure left the last one's columns uneven.
-    fn renew(&mut self) {
+    pub fn renew(&mut self) {
         if let Ok(fresh) = decoder(&self.reader, &self.schema) {
             self.decoder = fresh;
         }
@@ -223,6 +219,21 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
 
+    /// `bodies` decoded as the batch decoder does: all at once, one by one after a failure.
+    fn decode(writer: &mut Writer, bodies: &[&[u8]], target: &DataType) -> Decoding {
+        let fed = bodies.iter().try_for_each(|body| writer.feed(body));
+        match fed.and_then(|()| writer.finish(target)) {
+            Ok(array) => Decoding {
+                arrays: vec![array],
+                rows: (0..bodies.len()).map(|row| Ok((0, row))).collect(),
+            },
+            Err(_) => {
+                writer.renew();
+                writer.one_by_one(bodies, target)
+            }
+        }
+    }
+
     fn writer(reader: &str, schema: &str) -> Result<Writer, String> {
         Writer::new(&wrap(reader)?.0, wrap(schema)?.0)
     }
@@ -231,7 +242,7 @@ mod tests {
     fn a_truncated_body_fails_alone_and_trailing_bytes_are_ignored() {
         let mut writer = writer(r#""long""#, r#""int""#).unwrap();
         // zig-zag varints: 2 -> 1, 0x80 starts a varint that never ends, 6 -> 3 (then junk).
-        let run = writer.decode(&[&[2], &[0x80], &[6, 99]], &DataType::Int64);
+        let run = decode(&mut writer, &[&[2], &[0x80], &[6, 99]], &DataType::Int64);
         assert_eq!(run.rows[0], Ok((0, 0)));
         assert_eq!(run.rows[1], Err(TRUNCATED.to_string()));
         assert_eq!(run.rows[2], Ok((1, 0)));

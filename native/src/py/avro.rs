@@ -9,6 +9,7 @@ use arrow_pyarrow::{PyArrowType, ToPyArrow};
 use arrow_schema::DataType;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 
 use super::relock;
 use crate::avro::{self, SchemaRef};
@@ -65,25 +66,6 @@ impl AvroDecoder {
         })
     }
 
-    /// The schemas (ids as int, GUIDs as text) records of the batch name that no writer schema
-    /// was added for, each once; records whose framing is bad are not counted.
-    #[pyo3(signature = (values, headers=None))]
-    fn unknown<'py>(
-        &self,
-        py: Python<'py>,
-        values: PyArrowType<ArrayData>,
-        headers: Option<PyArrowType<ArrayData>>,
-    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let (values, headers) = (array(values), headers.map(array));
-        let missing = relock(&self.inner)
-            .unknown(&values, headers.as_ref())
-            .map_err(PyValueError::new_err)?;
-        missing
-            .into_iter()
-            .map(|schema| named(py, schema))
-            .collect()
-    }
-
     /// The writer schema (Avro JSON) records naming `schema_ref` were written with. Raises
     /// ValueError, saying why, for a writer schema the core does not decode: the Python decoder
     /// reads then.
@@ -100,19 +82,39 @@ impl AvroDecoder {
     }
 
     /// The batch decoded: (values, schema ids as int32, failures as (row, schema or None,
-    /// reason) in row order); a failed record's value and id are null.
-    #[pyo3(signature = (values, headers=None))]
+    /// reason) in row order); a failed record's value and id are null. With `ask`, when records
+    /// name schemas no writer schema was added or refused for: those instead (ids as int, GUIDs
+    /// as text, each once, nothing decoded); without, such records fail.
+    #[pyo3(signature = (values, headers=None, ask=false))]
     fn decode<'py>(
         &self,
         py: Python<'py>,
         values: PyArrowType<ArrayData>,
         headers: Option<PyArrowType<ArrayData>>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Failures<'py>)> {
+        ask: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (values, headers) = (array(values), headers.map(array));
         let decoded = py
-            .detach(|| relock(&self.inner).decode(&values, headers.as_ref()))
+            .detach(|| {
+                let mut decoder = relock(&self.inner);
+                if ask {
+                    decoder.decode_or_missing(&values, headers.as_ref())
+                } else {
+                    decoder.decode(&values, headers.as_ref()).map(Ok)
+                }
+            })
             .map_err(PyValueError::new_err)?;
-        let failures = decoded
+        let decoded = match decoded {
+            Ok(decoded) => decoded,
+            Err(missing) => {
+                let named = missing
+                    .into_iter()
+                    .map(|schema| named(py, schema))
+                    .collect::<PyResult<Vec<_>>>()?;
+                return Ok(PyList::new(py, named)?.into_any());
+            }
+        };
+        let failures: Failures<'py> = decoded
             .failures
             .into_iter()
             .map(|f| {
@@ -120,10 +122,8 @@ impl AvroDecoder {
                 Ok((f.row, schema, f.reason))
             })
             .collect::<PyResult<_>>()?;
-        Ok((
-            decoded.values.to_data().to_pyarrow(py)?,
-            decoded.schema_ids.to_data().to_pyarrow(py)?,
-            failures,
-        ))
+        let values = decoded.values.to_data().to_pyarrow(py)?;
+        let ids = decoded.schema_ids.to_data().to_pyarrow(py)?;
+        Ok((values, ids, failures).into_pyobject(py)?.into_any())
     }
 }

@@ -2,10 +2,11 @@
 arrow-avro straight into Arrow, no Python object per record), giving what the Python decoder
 (:mod:`.decode`) gives: the same Arrow type, values, schema ids and failures.
 
-The core holds the writer schemas and never does I/O: each batch, it says which schemas its
-records name that it does not hold yet, and :class:`NativeDecoder` fetches them from the
-cluster's registry (:mod:`~pyspark_dynamic_kafka.registry.client`, cached process-wide) and hands
-them over; a schema that could not be fetched fails the records naming it in this batch and is
+The core holds the writer schemas and never does I/O: a batch whose records name schemas it does
+not hold yet is answered with those instead of decoded (one framing pass either way), and
+:class:`NativeDecoder` fetches them from the cluster's registry
+(:mod:`~pyspark_dynamic_kafka.registry.client`, cached process-wide), hands them over and decodes
+the batch again; a schema that could not be fetched fails the records naming it in this batch and is
 asked for again in the next (a registry's return is picked up). A reader schema of a type the core
 cannot give as Spark's (an Avro ``duration``, a union of several types with a named type
 referred to by its name, which arrow-avro 60.1 resolves to the wrong branch) makes
@@ -89,13 +90,17 @@ class NativeDecoder:
             return self._python.decode_arrow(values, headers, where)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        try:
-            registry_errors = self._fetch_unknown(values, headers)
-        except ValueError as exc:  # a writer schema the core does not decode
-            _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
-            self._python = Decoder(self.reader_schema, self.fetch, self.permissive, self.key)
-            return self._python.decode_arrow(values, headers, where)
-        decoded, ids, failures = self._core.decode(values, headers)
+        registry_errors: dict[Any, Exception] = {}
+        result = self._core.decode(values, headers, ask=True)
+        if isinstance(result, list):  # schemas the core holds no writer schema for
+            try:
+                registry_errors = self._fetch(result)
+            except ValueError as exc:  # a writer schema the core does not decode
+                _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
+                self._python = Decoder(self.reader_schema, self.fetch, self.permissive, self.key)
+                return self._python.decode_arrow(values, headers, where)
+            result = self._core.decode(values, headers)
+        decoded, ids, failures = result
         if failures and not self.permissive:
             row, named, reason = failures[0]
             ref = None if named is None else _ref(named)
@@ -104,11 +109,11 @@ class NativeDecoder:
             raise decode_failure(where(row), ref, reason, self.key) from None
         return Decoded(decoded, ids, _corrupt(values, [row for row, _, _ in failures]))
 
-    def _fetch_unknown(self, values: pa.Array, headers: pa.Array | None) -> dict[Any, Exception]:
-        """Fetch the writer schemas the batch names that the core does not hold: the registry
-        errors of those that could not be fetched, by reference."""
+    def _fetch(self, missing: list[int | str]) -> dict[Any, Exception]:
+        """Fetch the writer schemas the core said it lacks and hand them over (or why not): the
+        registry errors of those that could not be fetched, by reference."""
         errors: dict[Any, Exception] = {}
-        for named in self._core.unknown(values, headers):
+        for named in missing:
             ref = _ref(named)
             try:
                 registered = self.fetch(ref)

@@ -41,7 +41,7 @@ from pyspark_dynamic_kafka.avro.framing import (
 )
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
-from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
 
 __all__ = [
     "AvroDecodeError",
@@ -102,7 +102,7 @@ class Decoder:
         self._shape = _shaper(self._reader, {})
         self._reader_name = schema_name(parsed)
         self._writer_names: dict[SchemaRef | None, str] = {}
-        self._reader_json = _normal(parsed)
+        self._reader_json = canonical_text(self.reader_schema)
         # Confluent's 5-byte prefix -> (its schema, the writer, the reader or None when the
         # writer is the reader): a record without a schema header skips framing and lookups.
         self._by_prefix: dict[bytes, tuple[SchemaRef, Any, Any]] = {}
@@ -194,18 +194,13 @@ class Decoder:
             writer = fastavro.parse_schema(parsed)
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
-            self._same[ref] = _normal(parsed) == self._reader_json
+            self._same[ref] = canonical_text(registered.schema) == self._reader_json
         return writer
 
     def _reader_of(self, ref: SchemaRef) -> Any:
         """The reader schema to resolve ``ref``'s writer schema to; ``None`` when they are the
         same schema (fastavro would compare them at every record)."""
         return None if self._same.get(ref) else self._reader
-
-
-def _normal(schema: Any) -> str:
-    """A parsed schema's JSON, keys sorted: equal for the same schema however it was written."""
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def decode_failure(place: str, ref: SchemaRef | None, reason: str, key: bool) -> AvroDecodeError:

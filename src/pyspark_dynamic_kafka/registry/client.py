@@ -31,7 +31,7 @@ from pyspark_dynamic_kafka.kafka.config import redact
 from pyspark_dynamic_kafka.kafka.references import resolve
 from pyspark_dynamic_kafka.registry.endpoint import BEARER, USER_INFO, RegistryEndpoint
 
-__all__ = ["RegisteredSchema", "RegistryClient"]
+__all__ = ["RegisteredSchema", "RegistryClient", "canonical_text"]
 
 _ACCEPT = "application/vnd.schemaregistry.v1+json, application/json"
 #: Writer schemas by (registry URLs, id or GUID): shared by every client of the process.
@@ -89,7 +89,7 @@ class RegistryClient:
         """The id of the Avro ``schema`` under ``subject``: registered there (a registry answers
         an already registered schema with its id), or, when the registry refuses the
         credentials permission to register (HTTP 403), looked up there. Cached once known."""
-        entry = (self.endpoint.urls, f"subject:{subject}:{_canonical(schema)}")
+        entry = (self.endpoint.urls, f"subject:{subject}:{canonical_text(schema)}")
         with _LOCK:
             found = _SCHEMAS.get(entry)
         if found is not None:
@@ -204,8 +204,9 @@ class RegistryClient:
         return error
 
 
-def _canonical(schema: str) -> str:
-    """One text for one schema however it is spaced (JSON compared as JSON)."""
+def canonical_text(schema: str) -> str:
+    """One text for one schema however it is spaced or its keys ordered (JSON compared as JSON;
+    defaults and docs count: they change how records decode); text that is not JSON as it is."""
     try:
         return json.dumps(json.loads(schema), sort_keys=True, separators=(",", ":"))
     except ValueError:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +25,11 @@ from pyspark.sql.types import StructType
 
 from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
-from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.client import (
+    RegisteredSchema,
+    RegistryClient,
+    canonical_text,
+)
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import NamedSchema
 from pyspark_dynamic_kafka.source.config.formats import Column, ColumnFormat
@@ -60,10 +63,9 @@ class ReaderSchemas:
 
 
 def fingerprint(schema: str) -> str:
-    """The SHA-256 of a schema's JSON with keys sorted and no spaces (defaults and docs count:
-    they change how records decode), first 16 hex digits."""
-    normal = json.dumps(json.loads(schema), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(normal.encode()).hexdigest()[:16]
+    """The SHA-256 of a schema's canonical text (:func:`~pyspark_dynamic_kafka.registry.client.
+    canonical_text`), first 16 hex digits."""
+    return hashlib.sha256(canonical_text(schema).encode()).hexdigest()[:16]
 
 
 def registries_of(subscription: Subscription) -> dict[str, RegistryEndpoint | None]:

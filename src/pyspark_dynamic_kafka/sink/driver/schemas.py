@@ -13,11 +13,10 @@ asked again at every batch, so a newer version is picked up at the next micro-ba
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable
 
-from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, spark_type
+from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
@@ -106,8 +105,8 @@ def _check(avro: AvroFormat, client: RegistryClient, subject: str, found: Regist
         problem = f"a {found.schema_type} schema, not Avro"
     else:
         try:
-            spark_type(json.loads(found.schema))
-        except (ValueError, AvroSchemaError) as exc:
+            checked_schema(found.schema)
+        except ValueError as exc:
             problem = f"a schema the sink cannot write ({exc})"
     if problem is not None:
         error = SchemaRegistryError(

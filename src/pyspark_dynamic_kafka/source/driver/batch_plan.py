@@ -24,12 +24,7 @@ from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
-from pyspark_dynamic_kafka.source.driver.reader_schemas import (
-    check_declared,
-    check_registries,
-    reader_schemas,
-    registries_of,
-)
+from pyspark_dynamic_kafka.source.driver.reader_schemas import planned_schemas
 from pyspark_dynamic_kafka.source.driver.reconcile import reconcile
 from pyspark_dynamic_kafka.source.driver.start_policy import end_rule, resolve_positions, start_rule
 from pyspark_dynamic_kafka.source.driver.task_packing import new_group_id, pack_query_tasks
@@ -91,10 +86,7 @@ def plan_batch_read(
         if end > start:
             ranges.append(OffsetRange(*key, start, end))
     properties = {c: a.properties for c, a in subscription.items()}
-    registries = registries_of(subscription) if options.key_format or options.value_format else {}
-    avro = reader_schemas(options, registries).columns
-    check_registries(avro, registries)
-    check_declared(avro, declared, options.include_headers)
+    avro = planned_schemas(options, subscription, declared).columns
     tasks = pack_query_tasks(ranges, properties, options, new_group_id(options), avro=avro)
     _log.info("Batch read of %d offset range(s) in %d task(s)", len(ranges), len(tasks))
     return [*archive.tasks(None, None), *tasks]

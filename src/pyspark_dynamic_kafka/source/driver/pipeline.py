@@ -31,10 +31,8 @@ from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, PartitionSelection
 from pyspark_dynamic_kafka.source.driver.reader_schemas import (
     ReaderSchemas,
-    check_declared,
-    check_recorded,
     check_registries,
-    reader_schemas,
+    planned_schemas,
     registries_of,
 )
 from pyspark_dynamic_kafka.source.driver.reconcile import (
@@ -180,17 +178,13 @@ class MicroBatches:
     ) -> ReaderSchemas:
         """The Avro reader schemas, resolved at the first call (as the checkpoint recorded
         them, when the query restarts from one); every cluster read must name a registry."""
-        options = self.driver.options
-        if options.key_format is None and options.value_format is None:
-            return ReaderSchemas(None, {})
-        registries = registries_of(subscription)
         if self._schemas is None:
-            schemas = reader_schemas(options, registries)
-            if recorded is not None:
-                schemas = check_recorded(schemas, reader_schemas_of(recorded), registries)
-            check_declared(schemas.columns, self._declared, options.include_headers)
-            self._schemas = schemas
-        check_registries(self._schemas.columns, registries)
+            named = reader_schemas_of(recorded) if recorded is not None else None
+            options = self.driver.options
+            self._schemas = planned_schemas(options, subscription, self._declared, named)
+            return self._schemas
+        if self._schemas.columns is not None:
+            check_registries(self._schemas.columns, registries_of(subscription))
         return self._schemas
 
     def _observe(self, state: Reconciled, subscription: Subscription, left: int) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "check_recorded",
     "check_registries",
     "fingerprint",
+    "planned_schemas",
     "query_schemas",
     "reader_schemas",
     "registries_of",
@@ -66,6 +67,36 @@ def fingerprint(schema: str) -> str:
     """The SHA-256 of a schema's canonical text (:func:`~pyspark_dynamic_kafka.registry.client.
     canonical_text`), first 16 hex digits."""
     return hashlib.sha256(canonical_text(schema).encode()).hexdigest()[:16]
+
+
+def planned_schemas(
+    options: SourceOptions,
+    subscription: Subscription,
+    declared: StructType | None,
+    recorded: Mapping[str, NamedSchema] | None = None,
+) -> ReaderSchemas:
+    """The reader schemas a read plans with (a batch read once, a stream at its first driver
+    call): resolved on the registries of the clusters read (as ``recorded`` in the checkpoint a
+    stream restarts from), checked against the ``declared`` columns, every cluster read naming
+    a registry. Nothing is asked of the metadata or a registry without Avro columns.
+
+    Raises
+    ------
+    OptionsError
+        As :func:`reader_schemas`, :func:`check_recorded`, :func:`check_declared` and
+        :func:`check_registries` do.
+    SchemaRegistryError
+        As :func:`reader_schemas` does.
+    """
+    if options.key_format is None and options.value_format is None:
+        return ReaderSchemas(None, {})
+    registries = registries_of(subscription)
+    schemas = reader_schemas(options, registries)
+    if recorded:
+        schemas = check_recorded(schemas, recorded, registries)
+    check_declared(schemas.columns, declared, options.include_headers)
+    check_registries(schemas.columns, registries)
+    return schemas
 
 
 def registries_of(subscription: Subscription) -> dict[str, RegistryEndpoint | None]:

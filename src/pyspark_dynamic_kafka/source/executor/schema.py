@@ -9,6 +9,7 @@ planner) need neither ``pyarrow.compute`` nor the batch builders of
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 
@@ -131,11 +132,17 @@ def spark_schema(include_headers: bool = False, avro: AvroColumns | None = None)
 def arrow_schema(include_headers: bool = False, avro: AvroColumns | None = None) -> pa.Schema:
     """The Arrow schema of the batches: equal to ``to_arrow_schema(spark_schema(...))``."""
     if avro is not None:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        return to_arrow_schema(spark_schema(include_headers, avro), timezone="UTC")
+        return _avro_arrow_schema(include_headers, avro)
     headers = [_ARROW_HEADERS] if include_headers else []
     return pa.schema([*_ARROW_FIELDS, *headers, _ARROW_CLUSTER])
+
+
+@functools.lru_cache(maxsize=64)
+def _avro_arrow_schema(include_headers: bool, avro: AvroColumns) -> pa.Schema:
+    """Made once per worker and query columns: executors ask for it at every batch."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark_schema(include_headers, avro), timezone="UTC")
 
 
 SPARK_SCHEMA = spark_schema()

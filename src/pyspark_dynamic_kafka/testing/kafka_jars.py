@@ -220,6 +220,46 @@ def maven_jars(
         If ``mvn`` is missing, fails, takes longer than ``timeout`` or fetches nothing that
         matches ``expect``.
     """
+
+    def fill(mvn: str, partial: Path) -> Path:
+        project = pom if in_place else Path(shutil.copyfile(pom, partial / "pom.xml"))
+        jars = partial / "jars"
+        command = [mvn, "-q", "-B", "-f", str(project), *goals(jars)]
+        command += ["dependency:copy-dependencies", "-DincludeScope=runtime"]
+        _run_maven([*command, f"-DoutputDirectory={jars}"], jars, expect, what, timeout)
+        return jars
+
+    return _filled_once(target, digest, what, fill)
+
+
+def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path:
+    """The folder ``target`` holding the unpacked archive ``artifact`` (Maven coordinates with
+    type and classifier), fetched and unpacked with Maven the first time (as :func:`maven_jars`:
+    a marker, concurrent callers wait for one fetch).
+
+    Raises
+    ------
+    KafkaToolingError
+        ``mvn`` is missing or fails, or the archive holds no ``expect``.
+    """
+
+    def fill(mvn: str, partial: Path) -> Path:
+        unpacked = partial / "unpacked"
+        plugin = "org.apache.maven.plugins:maven-dependency-plugin:3.9.0:unpack"
+        command = [mvn, "-q", "-B", plugin, f"-Dartifact={artifact}"]
+        # The plugin skips an archive its marker files say it unpacked before; without a
+        # project those go under the working directory, so each fetch gets its own.
+        command += [f"-DmarkersDirectory={partial / 'markers'}"]
+        _run_maven([*command, f"-DoutputDirectory={unpacked}"], unpacked, expect, what, 900.0)
+        return unpacked
+
+    return _filled_once(target, artifact, what, fill)
+
+
+def _filled_once(target: Path, digest: str, what: str, fill: Callable[[str, Path], Path]) -> Path:
+    """``target``, filled the first time by ``fill(mvn, scratch)`` (which returns the folder it
+    filled inside the scratch folder) and moved into place with a marker holding ``digest``;
+    concurrent callers wait for one fill, a later call finds the marker."""
     if _cached(target, digest):
         return target
     mvn = shutil.which("mvn")
@@ -236,72 +276,17 @@ def maven_jars(
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         try:
-            project = pom if in_place else Path(shutil.copyfile(pom, partial / "pom.xml"))
-            jars = partial / "jars"
-            _fetch([mvn, "-q", "-B", "-f", str(project), *goals(jars)], jars, expect, what, timeout)
+            filled = fill(mvn, partial)
             shutil.rmtree(target, ignore_errors=True)
-            jars.rename(target)
+            filled.rename(target)
             (target / _MARKER).write_text(digest + "\n")
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return target
 
 
-def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path:
-    """The folder ``target`` holding the unpacked archive ``artifact`` (Maven coordinates with
-    type and classifier), fetched and unpacked with Maven the first time (as :func:`maven_jars`:
-    a marker, concurrent callers wait for one fetch).
-
-    Raises
-    ------
-    KafkaToolingError
-        ``mvn`` is missing or fails, or the archive holds no ``expect``.
-    """
-    if _cached(target, artifact):
-        return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaToolingError(f"Maven fetches {what}, but `mvn` is not on the PATH")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f"{target.name}.lock"):
-        if _cached(target, artifact):
-            return target
-        partial = target.parent / f".{target.name}.partial-{os.getpid()}"
-        shutil.rmtree(partial, ignore_errors=True)
-        plugin = "org.apache.maven.plugins:maven-dependency-plugin:3.9.0:unpack"
-        command = [
-            mvn,
-            "-q",
-            "-B",
-            plugin,
-            f"-Dartifact={artifact}",
-            f"-DoutputDirectory={partial}",
-        ]
-        try:
-            done = subprocess.run(
-                command, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900
-            )
-            if done.returncode != 0 or not list(partial.glob(expect)):
-                output = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
-                raise KafkaToolingError(
-                    f"Maven could not fetch {what} (exit code {done.returncode}): "
-                    f"{' '.join(command)}\n{output}"
-                )
-            shutil.rmtree(target, ignore_errors=True)
-            partial.rename(target)
-            (target / _MARKER).write_text(artifact + "\n")
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return target
-
-
-def _fetch(command: list[str], jars: Path, expect: str, what: str, timeout: float) -> None:
-    command = [
-        *command,
-        "dependency:copy-dependencies",
-        "-DincludeScope=runtime",
-        f"-DoutputDirectory={jars}",
-    ]
+def _run_maven(command: list[str], folder: Path, expect: str, what: str, timeout: float) -> None:
+    """Run Maven; it must leave a file matching ``expect`` in ``folder``."""
     try:
         done = subprocess.run(
             command,
@@ -315,7 +300,7 @@ def _fetch(command: list[str], jars: Path, expect: str, what: str, timeout: floa
         raise KafkaToolingError(
             f"Maven did not fetch {what} within {timeout:g}s: {' '.join(command)}"
         ) from exc
-    if done.returncode != 0 or not list(jars.glob(expect)):
+    if done.returncode != 0 or not list(folder.glob(expect)):
         output = (done.stdout + done.stderr)[-_OUTPUT_TAIL_CHARS:]
         raise KafkaToolingError(
             f"Maven could not fetch {what} (exit code {done.returncode}); it needs "

@@ -17,6 +17,22 @@ use crate::protocol::records::Headers;
 /// librdkafka's "no timestamp" type: the timestamp is null, Spark's type id is -1.
 const NO_TIMESTAMP: i32 = 0;
 
+/// The largest and smallest record timestamps (ms) Spark's timestamp type holds: Spark's kafka
+/// source turns ms into µs with an exact multiplication and fails the task on the others.
+const LATEST_MS: i64 = i64::MAX / 1000;
+const EARLIEST_MS: i64 = i64::MIN / 1000;
+
+/// Why a record cannot be added: its timestamp is past Spark's range (a producer that wrote
+/// nanoseconds or microseconds as CreateTime). The message names the record and the value.
+fn past_range(topic: &str, partition: i32, offset: i64, ms: i64) -> String {
+    format!(
+        "the record of {topic}/{partition} at offset {offset} has a timestamp of {ms} ms, past \
+         Spark's timestamp range ({EARLIEST_MS} to {LATEST_MS} ms): was it written in \
+         nanoseconds or microseconds? Spark's own kafka source fails on it too. Fix the \
+         producer; to read on, start from a later offset"
+    )
+}
+
 fn header_fields() -> Fields {
     Fields::from(vec![
         Field::new("key", DataType::Utf8, true),
@@ -134,17 +150,26 @@ impl BatchBuilder {
         self.types = Int32Builder::with_capacity(rows);
     }
 
-    pub fn add(&mut self, record: &Record<'_>) {
+    /// Add a record; a timestamp past Spark's range ([`past_range`]) adds nothing.
+    pub fn add(&mut self, record: &Record<'_>) -> Result<(), String> {
+        let (kind, ms) = record.timestamp;
+        let micros = match ms.checked_mul(1000) {
+            Some(micros) => micros,
+            None if kind == NO_TIMESTAMP => 0,
+            None => {
+                let (topic, partition) = (record.topic, record.partition);
+                return Err(past_range(topic, partition, record.offset, ms));
+            }
+        };
         self.keys.append_option(record.key);
         self.values.append_option(record.value);
         self.topics.append_value(record.topic);
         self.partitions.append_value(record.partition);
         self.offsets.append_value(record.offset);
-        let (kind, ms) = record.timestamp;
         if kind == NO_TIMESTAMP {
             self.timestamps.append_null();
         } else {
-            self.timestamps.append_value(ms * 1000);
+            self.timestamps.append_value(micros);
         }
         self.types.append_value(kind - 1);
         if self.include_headers {
@@ -169,6 +194,7 @@ impl BatchBuilder {
         }
         self.rows += 1;
         self.bytes += record.value.map_or(0, <[u8]>::len);
+        Ok(())
     }
 
     pub fn due(&self) -> bool {
@@ -238,10 +264,10 @@ mod tests {
     #[test]
     fn columns_in_order_with_nulls_and_timestamp_types() {
         let mut b = BatchBuilder::new("east", false, 10, 1 << 20);
-        b.add(&record(5, None, Some(b"v1")));
+        b.add(&record(5, None, Some(b"v1"))).unwrap();
         let mut r = record(7, Some(b"k"), None);
         r.timestamp = (0, -1);
-        b.add(&r);
+        b.add(&r).unwrap();
         let batch = b.flush().unwrap();
         let names: Vec<_> = batch
             .schema()
@@ -287,6 +313,53 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_in_spark_range_become_micros_and_the_others_fail() {
+        let mut b = BatchBuilder::new("east", false, 10, 1 << 20);
+        let mut stamped = |offset: i64, kind: i32, ms: i64| {
+            let mut r = record(offset, None, Some(b"v"));
+            r.timestamp = (kind, ms);
+            b.add(&r)
+        };
+        // The edges of Spark's range (±9223372036854775 ms, µs in an i64), as CreateTime and
+        // LogAppendTime; -1 ms is a timestamp like any other (Spark's 1969-12-31 23:59:59.999).
+        stamped(0, 1, 9_223_372_036_854_775).unwrap();
+        stamped(1, 2, -9_223_372_036_854_775).unwrap();
+        stamped(2, 1, -1).unwrap();
+        // No timestamp: null, whatever the value beside it.
+        stamped(3, 0, i64::MIN).unwrap();
+        assert_eq!(
+            stamped(4, 1, 9_223_372_036_854_776).unwrap_err(),
+            "the record of orders/3 at offset 4 has a timestamp of 9223372036854776 ms, past \
+             Spark's timestamp range (-9223372036854775 to 9223372036854775 ms): was it written \
+             in nanoseconds or microseconds? Spark's own kafka source fails on it too. Fix the \
+             producer; to read on, start from a later offset"
+        );
+        assert!(stamped(5, 2, -9_223_372_036_854_776)
+            .unwrap_err()
+            .contains("at offset 5 has a timestamp of -9223372036854776 ms, past"));
+        let nanos = 1_764_316_800_000_000_000;
+        assert!(stamped(6, 1, nanos)
+            .unwrap_err()
+            .contains(&format!("timestamp of {nanos} ms")));
+        // A refused record adds nothing: the batch holds the four before it, whole.
+        let batch = b.flush().unwrap();
+        assert_eq!(batch.num_rows(), 4);
+        assert_eq!(
+            batch.column(4).as_primitive::<Int64Type>().values(),
+            &[0, 1, 2, 3]
+        );
+        let stamps = batch.column(5).as_primitive::<TimestampMicrosecondType>();
+        assert_eq!(stamps.value(0), 9_223_372_036_854_775_000);
+        assert_eq!(stamps.value(1), -9_223_372_036_854_775_000);
+        assert_eq!(stamps.value(2), -1_000);
+        assert!(stamps.is_null(3));
+        assert_eq!(
+            batch.column(6).as_primitive::<Int32Type>().values(),
+            &[0, 1, 0, -1]
+        );
+    }
+
+    #[test]
     fn headers_null_when_absent_and_values_nullable() {
         let mut b = BatchBuilder::new("c", true, 10, 1 << 20);
         let mut with = record(0, None, Some(b""));
@@ -294,8 +367,8 @@ mod tests {
             ("a".into(), Some(b"1".as_slice())),
             ("b".into(), None),
         ]);
-        b.add(&with);
-        b.add(&record(1, None, Some(b"x")));
+        b.add(&with).unwrap();
+        b.add(&record(1, None, Some(b"x"))).unwrap();
         let batch = b.flush().unwrap();
         assert_eq!(batch.schema().field(7).name(), "headers");
         let headers = batch.column(7).as_list::<i32>();
@@ -311,9 +384,9 @@ mod tests {
     #[test]
     fn due_by_rows_or_value_bytes() {
         let mut b = BatchBuilder::new("c", false, 3, 4);
-        b.add(&record(0, None, Some(b"ab")));
+        b.add(&record(0, None, Some(b"ab"))).unwrap();
         assert!(!b.due());
-        b.add(&record(1, None, Some(b"cd")));
+        b.add(&record(1, None, Some(b"cd"))).unwrap();
         assert!(b.due());
         b.flush().unwrap();
         assert!(!b.due());

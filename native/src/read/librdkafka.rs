@@ -102,7 +102,7 @@ impl ClusterReader {
             let offset = message.offset();
             let end = self.pending[idx].range.end;
             if offset < end {
-                self.builder.add(&Record {
+                let added = self.builder.add(&Record {
                     key: message.key(),
                     value: message.value(),
                     topic: topic.1,
@@ -115,6 +115,7 @@ impl ClusterReader {
                         None
                     },
                 });
+                added.map_err(|e| self.failed(&e))?;
                 self.pending[idx].next = offset + 1;
             }
             self.pending[idx].eof = None;

@@ -96,7 +96,11 @@ impl ClusterReader {
                 offsets: next..end,
                 headers: self.settings.include_headers,
             };
-            append(&mut self.builder, &h, payload, &wanted).map_err(|p| p.to_string())?;
+            match append(&mut self.builder, &h, payload, &wanted) {
+                Ok(()) => {}
+                Err(Refused::Bytes(p)) => return Err(Stop::Fallback(p.to_string())),
+                Err(Refused::Record(why)) => return Err(Stop::Failed(self.failed(&why))),
+            }
         }
         // Only a batch read whole moves the position: a handover from here reads it again.
         part.records.start += h.size;
@@ -120,6 +124,21 @@ struct Wanted<'a> {
     headers: bool,
 }
 
+/// Why [`append`] stopped: the batch does not parse to its end (librdkafka's consumer may read
+/// it), or the builder refused a record (its timestamp is past Spark's range: the read fails,
+/// as it would on librdkafka's consumer).
+#[derive(Debug)]
+enum Refused {
+    Bytes(Problem),
+    Record(String),
+}
+
+impl From<Problem> for Refused {
+    fn from(problem: Problem) -> Self {
+        Refused::Bytes(problem)
+    }
+}
+
 /// The records of one batch (head `h`, records section `payload`) whose offsets are wanted,
 /// appended to `builder`: all of them, or none when the batch does not parse to its end.
 fn append(
@@ -127,10 +146,10 @@ fn append(
     h: &BatchHead,
     payload: &[u8],
     wanted: &Wanted<'_>,
-) -> Result<(), Problem> {
+) -> Result<(), Refused> {
     for r in records::records(h, payload, wanted.headers)? {
         if wanted.offsets.contains(&r.offset) {
-            builder.add(&Record {
+            let added = builder.add(&Record {
                 key: r.key,
                 value: r.value,
                 topic: wanted.topic,
@@ -139,6 +158,7 @@ fn append(
                 timestamp: r.timestamp,
                 headers: r.headers,
             });
+            added.map_err(Refused::Record)?;
         }
     }
     Ok(())

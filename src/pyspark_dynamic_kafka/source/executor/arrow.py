@@ -40,6 +40,22 @@ __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spar
 _NO_TIMESTAMP = 0
 #: ``Message.timestamp()`` pairs, converted in one pass (faster than one pass per field).
 _STAMP = pa.struct([pa.field("type", pa.int32()), pa.field("ms", pa.int64())])
+#: The latest and earliest record timestamps (ms) Spark's timestamp type holds (µs in a signed
+#: 64-bit integer): Spark's kafka source multiplies exactly and fails the task on the others.
+LATEST_MS = (2**63 - 1) // 1000
+EARLIEST_MS = -LATEST_MS
+
+
+def past_range(cluster_id: str, topic: str, partition: int, offset: int, ms: int) -> str:
+    """The message of a read failing on a record whose timestamp is past Spark's range (the
+    compiled core's, word for word)."""
+    return (
+        f"Reading from cluster '{cluster_id}' failed: the record of {topic}/{partition} at "
+        f"offset {offset} has a timestamp of {ms} ms, past Spark's timestamp range "
+        f"({EARLIEST_MS} to {LATEST_MS} ms): was it written in nanoseconds or microseconds? "
+        "Spark's own kafka source fails on it too. Fix the producer; to read on, start from a "
+        "later offset"
+    )
 
 
 class BatchBuilder:
@@ -135,21 +151,32 @@ class BatchBuilder:
         return self._rows
 
     def flush(self) -> pa.RecordBatch:
-        """Build one record batch from what was added and reset."""
+        """Build one record batch from what was added and reset.
+
+        Raises
+        ------
+        ReadError
+            A record's timestamp is past Spark's range (:func:`past_range`).
+        """
         n = self._rows
         stamps = pa.array(self._stamps, _STAMP)
-        kind = stamps.field(0)
-        micros = pc.multiply(stamps.field(1), 1000)
-        micros = micros.cast(TIMESTAMP_TYPE)
+        kind, ms = stamps.field(0), stamps.field(1)
+        missing = pc.equal(kind, _NO_TIMESTAMP)
+        offsets = _offsets(self._offsets)
+        try:
+            micros = pc.multiply_checked(ms, 1000)
+        except pa.ArrowInvalid:
+            self._refuse(missing, ms, offsets)
+            micros = pc.multiply(ms, 1000)  # only rows without a timestamp overflowed
         timestamp = pc.if_else(
-            pc.equal(kind, _NO_TIMESTAMP), pa.scalar(None, TIMESTAMP_TYPE), micros
+            missing, pa.scalar(None, TIMESTAMP_TYPE), micros.cast(TIMESTAMP_TYPE)
         )
         columns = [
             pa.array(self._keys, pa.binary()),
             pa.array(self._values, pa.binary()),
             _repeated([(t, c) for t, _, c in self._runs], pa.string()),
             _repeated([(p, c) for _, p, c in self._runs], pa.int32()),
-            _offsets(self._offsets),
+            offsets,
             timestamp,
             pc.subtract(kind, 1),
         ]
@@ -158,6 +185,20 @@ class BatchBuilder:
         columns.append(pa.repeat(self._cluster, n))
         self._reset()
         return pa.RecordBatch.from_arrays(columns, schema=self._schema)
+
+    def _refuse(self, missing: pa.Array, ms: pa.Array, offsets: pa.Array) -> None:
+        """Raise for the first record with a timestamp past Spark's range, if any."""
+        past = pc.or_(pc.greater(ms, LATEST_MS), pc.less(ms, EARLIEST_MS))
+        first = pc.index(pc.and_not(past, missing), True).as_py()
+        if first < 0:
+            return
+        row = 0
+        for topic, partition, count in self._runs:  # the run holding the row
+            row += count
+            if first < row:
+                offset = offsets[first].as_py()
+                message = past_range(self.cluster_id, topic, partition, offset, ms[first].as_py())
+                raise ReadError(message)
 
 
 def _offsets(runs: list[tuple[int, int] | list[int | None]]) -> pa.Array:

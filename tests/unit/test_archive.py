@@ -175,3 +175,39 @@ def test_archive_options_need_archive_path() -> None:
     assert (parsed.archive_path, parsed.archive_switch_timestamp) == ("/a", 5)
     with pytest.raises(OptionsError, match="integer >= 1"):
         parse_options({**base, "archive.path": "/a", "archive.maxFilesPerTrigger": "0"})
+
+
+def _stamped(path: Path, stamps: list[int]) -> ArchiveTask:
+    """A task over one file whose ``timestamp`` column holds ``stamps`` in milliseconds."""
+    path.parent.mkdir(parents=True)
+    pq.write_table(
+        pa.table(
+            {
+                "offset": pa.array(range(len(stamps)), pa.int64()),
+                "timestamp": pa.array(stamps, pa.timestamp("ms")),
+            }
+        ),
+        path,
+    )
+    plan = make_plan(str(path.parent), exact=False)
+    return ArchiveTask(plan.files, ArchiveRead(plan.base, before_ms=2**63 - 1))
+
+
+def test_millisecond_timestamps_past_sparks_range_fail_as_spark_fails(tmp_path: Path) -> None:
+    # Spark's Parquet reader multiplies milliseconds exactly (Math.multiplyExact): the edges of
+    # its range read as microseconds, one past either fails naming the file and the value. A
+    # switch timestamp past the range keeps every record (all are before it).
+    edges = [9_223_372_036_854_775, -9_223_372_036_854_775, -1]
+    table = pa.Table.from_batches(list(read_archive(_stamped(tmp_path / "a" / "f.parquet", edges))))
+    assert table.column("timestamp").cast(pa.int64()).to_pylist() == [ms * 1000 for ms in edges]
+    for past in (9_223_372_036_854_776, -9_223_372_036_854_776):
+        path = tmp_path / str(past) / "f.parquet"
+        with pytest.raises(ArchiveError) as failed:
+            list(read_archive(_stamped(path, [0, past])))
+        assert f"Reading archive file {str(path)!r} failed: its timestamp[ms] column" in str(
+            failed.value
+        )
+        assert "past Spark's timestamp range (-9223372036854775 to 9223372036854775 ms)" in str(
+            failed.value
+        )
+        assert str(failed.value).endswith(f"out of bounds timestamp: {past}")

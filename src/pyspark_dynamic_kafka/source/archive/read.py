@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
-from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.arrow import EARLIEST_MS, LATEST_MS, arrow_schema
 from pyspark_dynamic_kafka.source.executor.planned import PhaseTask
 
 __all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
@@ -134,16 +134,33 @@ def conform(
     out = pa.RecordBatch.from_arrays(columns, schema=schema)
     if before_ms is None:
         return out
+    if before_ms > LATEST_MS:  # every timestamp Spark can hold is before it
+        return out
     stamp = out.column(schema.get_field_index("timestamp"))
     bound = pa.scalar(before_ms * 1000, pa.int64()).cast(stamp.type)
     keep = pc.or_kleene(pc.less(stamp, bound), pc.is_null(stamp))
     return out.filter(keep)
 
 
+#: Timestamp units, coarsest first.
+_UNITS = ("s", "ms", "us", "ns")
+
+
 def _cast(array: Any, target: pa.DataType) -> Any:
     if array.type == target:
         return array
-    # Timestamps of other units (Parquet's nanoseconds) lose only sub-microsecond digits; Kafka
-    # timestamps are milliseconds.
-    safe = not (pa.types.is_timestamp(array.type) and pa.types.is_timestamp(target))
-    return array.cast(target, safe=safe)
+    if not (pa.types.is_timestamp(array.type) and pa.types.is_timestamp(target)):
+        return array.cast(target)
+    if _UNITS.index(array.type.unit) > _UNITS.index(target.unit):
+        # Finer units (Parquet's nanoseconds) lose only sub-microsecond digits; Kafka
+        # timestamps are milliseconds.
+        return array.cast(target, safe=False)
+    # Coarser units (milliseconds) are multiplied: one past Spark's range fails, as Spark's
+    # Parquet reader fails (Math.multiplyExact), instead of wrapping.
+    try:
+        return array.cast(target)
+    except pa.ArrowInvalid as exc:
+        raise pa.ArrowInvalid(
+            f"its {array.type} column holds a timestamp past Spark's timestamp range "
+            f"({EARLIEST_MS} to {LATEST_MS} ms): {exc}"
+        ) from None

@@ -90,6 +90,8 @@ def _spark_reference(bootstrap: str) -> dict[str, Any]:
     return result
 
 
+# A second Spark (the reference's JVM) beside the suite's: 6.5 minutes on a loaded 2-core machine.
+@pytest.mark.timeout(1500)
 @requires_kafka("a broker taking a CreateTime in nanoseconds (message.timestamp.after.max.ms)")
 @pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)")
 def test_a_nanosecond_create_time_fails_every_reader_as_it_fails_sparks_source(

@@ -226,8 +226,7 @@ def decode(document: Mapping[str, Any]) -> SourceOffset:
 def _topic_ids(document: Mapping[str, Any]) -> dict[TopicKey, str]:
     block = document.get(TOPIC_IDS, {})
     wrong = not isinstance(block, Mapping) or not all(
-        isinstance(topics, Mapping)
-        and all(isinstance(i, str) and i for i in topics.values())
+        isinstance(topics, Mapping) and all(isinstance(i, str) and i for i in topics.values())
         for topics in block.values()
     )
     if wrong:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark_dynamic_kafka.position import PartitionKey
@@ -43,13 +42,13 @@ from pyspark_dynamic_kafka.source.driver.reconcile import (
 )
 from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE, StartPolicy
 from pyspark_dynamic_kafka.source.driver.status import SourceStatus
-from pyspark_dynamic_kafka.source.driver.went_back import range_begin
 from pyspark_dynamic_kafka.source.driver.task_packing import (
     new_group_id,
     offset_ranges,
     pack_query_tasks,
     read_paths,
 )
+from pyspark_dynamic_kafka.source.driver.went_back import range_begin
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
 if TYPE_CHECKING:
@@ -157,7 +156,7 @@ class MicroBatches:
         previous, retained = self.policy.resume(
             start, {(c, t) for c, a in subscription.items() for t in a.topics}
         )
-        driver.recorded_ids = start.topic_ids
+        driver.recorded_ids = dict(start.topic_ids)
         state = self.selection.select(driver, previous, subscription)
         self._observe(state, subscription, len(previous.keys() - state.offsets.keys()))
         properties = {c: a.properties for c, a in subscription.items()}

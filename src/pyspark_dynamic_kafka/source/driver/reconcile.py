@@ -8,8 +8,8 @@ and partitions whose records went away *on the cluster* are data loss (:class:`L
 deleted or a partition gone while the metadata still lists them, a latest offset below the
 checkpointed one, or a topic with another id than the checkpoint records: a recreated topic is
 read again from its earliest offset, a truncated log continues from its new end
-(:mod:`~pyspark_dynamic_kafka.source.driver.went_back`). What leaves through the metadata (a stream, cluster or topic removed) simply
-leaves the offset.
+(:mod:`~pyspark_dynamic_kafka.source.driver.went_back`). What leaves through the metadata (a
+stream, cluster or topic removed) simply leaves the offset.
 
 Data loss is decided on the driver by one function, :func:`report_losses`, for what listing finds
 here and for a planned micro-batch whose offsets went back (:func:`offsets_went_back`, e.g. one
@@ -252,7 +252,8 @@ def _reconcile_cluster(
             offsets[key] = latest
     truncated = {loss.key: loss.latest for loss in losses if loss.what.startswith(TRUNCATED)}
     back = [
-        (k[1], k[2]) for k in (loss.key for loss in losses if loss.latest is not None)
+        (k[1], k[2])
+        for k in (loss.key for loss in losses if loss.latest is not None)
         if k not in truncated
     ]
     admin = lister.admin(cluster_id, cluster)

@@ -2,6 +2,12 @@
 with failOnDataLoss=false a topic recreated with fewer partitions (offsets went back, a partition
 vanished) is skipped to its earliest offsets and the query keeps reading.
 
+Offsets that went back are told apart by topic id (KIP-516): a topic recreated while the query
+was stopped, whose new end is already past the checkpointed offset, is read from its earliest
+offset; a log truncated by an unclean leader election (Apache Kafka, three brokers) continues
+from its new end, nothing read twice. Both fail the query under failOnDataLoss=true first,
+naming the partition, both offsets and what happened, then resume from the same checkpoint.
+
 Records deleted under a range (retention, DeleteRecords) are reported exactly on both readers:
 test_read.py::test_offsets_out_of_range_fail_or_resume.
 
@@ -12,14 +18,19 @@ cluster removals run with the default failOnDataLoss=true.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AdminClient
 from tests.integration import helpers, queries
 
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 
 #: The readers a task can use: the compiled core only where it is installed (make setup NATIVE=1).
 READERS = ["python", *(["native"] if core() is not None else [])]
@@ -72,3 +83,119 @@ def test_recreated_topic_with_fewer_partitions_is_skipped_without_fail(
             what="the offset of the recreated topic",
         )
         assert query.query.isActive and query.query.exception() is None
+
+
+def _topic_id(cluster: BaseKafkaCluster, topic: str) -> str:
+    admin = AdminClient(cluster.client_properties())
+    return str(admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=60).topic_id)
+
+
+def _losses(query: Any) -> list[dict[str, Any]]:
+    """The data losses the source's progress named (``dataLoss`` of its status)."""
+    found: list[dict[str, Any]] = []
+    for report in query.recentProgress:
+        latest = report["sources"][0].get("latestOffset") or {}
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+        found += [
+            loss for loss in latest.get("dynamicKafka", {}).get("dataLoss", []) if loss not in found
+        ]
+    return found
+
+
+def _failure(query: Any) -> str:
+    helpers.wait_until(lambda: query.exception() is not None, what="the query to fail")
+    return str(query.exception())
+
+
+def _stream(spark: Any, options: dict[str, str], where: Path) -> Any:
+    return queries.parquet_query(spark, options, where)
+
+
+def test_a_topic_recreated_while_stopped_is_read_from_its_earliest_offset(
+    spark: Any, estate: helpers.EstateFactory, tmp_path: Path
+) -> None:
+    # The new topic's end (6) is past the checkpointed offset (4): without topic ids the query
+    # would go on from 4 and skip c0..c3 of the new topic.
+    setup = estate("east", partitions=1)
+    east = setup["east"]
+    first = helpers.produce(east, "orders", helpers.numbered("a", 4))
+    old = _topic_id(east, "orders")
+    query = _stream(spark, setup.options(), tmp_path)
+    queries.wait_parquet(spark, tmp_path / "out", 4)
+    query.processAllAvailable()
+    query.stop()
+    east.delete_topic("orders")
+    east.create_topic("orders", partitions=1)
+    new = _topic_id(east, "orders")
+    assert new != old
+    recreated = helpers.produce(east, "orders", helpers.numbered("c", 6))
+    failing = _stream(spark, setup.options(), tmp_path)
+    message = _failure(failing)
+    assert "DataLossError" in message
+    assert (
+        f"east/orders/0: the topic was recreated (topic id {old}, now {new}): read from its "
+        "earliest offset (next offset to read 4, latest offset now 6)"
+    ) in message
+    query = _stream(spark, setup.options(failOnDataLoss="false"), tmp_path)
+    try:
+        queries.wait_parquet(spark, tmp_path / "out", 10)
+        query.processAllAvailable()
+        assert sorted(queries.parquet_values(spark, tmp_path / "out")) == sorted(first + recreated)
+        assert {k: v for k, v in _losses(query)[0].items() if k != "what"} == {
+            "partition": "east/orders/0",
+            "nextOffset": 4,
+            "latestOffset": 6,
+        }
+        assert _losses(query)[0]["what"].startswith(f"the topic was recreated (topic id {old}")
+    finally:
+        query.stop()
+
+
+def test_a_log_truncated_by_an_unclean_leader_election_is_not_read_again(
+    spark: Any, kafka_estate: helpers.EstateFactory, tmp_path: Path
+) -> None:
+    # Two replicas of three brokers, unclean leader election allowed: the follower is stopped,
+    # b0..b2 are written to the leader alone and read, the leader is stopped, the follower
+    # comes back and is elected without them: the log ends at 5 again, under the same topic id.
+    config = {"unclean.leader.election.enable": "true", "min.insync.replicas": "1"}
+    setup = kafka_estate("east", brokers=3, partitions=1, replication_factor=2, config=config)
+    east = setup["east"]
+    assert isinstance(east, ApacheKafkaCluster)
+    admin = AdminClient(east.client_properties())
+
+    def replicas() -> tuple[int, list[int]]:
+        described = admin.describe_topics(TopicCollection(["orders"]))["orders"].result(60)
+        info = described.partitions[0]
+        return (-1 if info.leader is None else info.leader.id), [r.id for r in info.replicas]
+
+    leader, both = replicas()
+    follower = next(r for r in both if r != leader)
+    topic_id = _topic_id(east, "orders")
+    first = helpers.produce(east, "orders", helpers.numbered("a", 5))
+    failing = _stream(spark, setup.options(), tmp_path)
+    queries.wait_parquet(spark, tmp_path / "out", 5)
+    east.stop_broker(follower)
+    first += helpers.produce(east, "orders", helpers.numbered("b", 3))  # on the leader only
+    queries.wait_parquet(spark, tmp_path / "out", 8)
+    failing.processAllAvailable()
+    east.stop_broker(leader)
+    east.start_broker(follower)  # elected unclean: the partition had no other replica left
+    helpers.wait_until(lambda: replicas()[0] == follower, what="the follower elected")
+    assert east.watermarks("orders")[0][1] == 5 and _topic_id(east, "orders") == topic_id
+    message = _failure(failing)
+    assert (
+        f"east/orders/0: the log was truncated (same topic id {topic_id}): continuing from its "
+        "new end, the records left were read already (next offset to read 8, latest offset "
+        "now 5)"
+    ) in message
+    query = _stream(spark, setup.options(failOnDataLoss="false"), tmp_path)
+    try:
+        helpers.wait_until(lambda: _losses(query) != [], what="the truncation reported")
+        assert _losses(query)[0]["what"].startswith("the log was truncated")
+        later = helpers.produce(east, "orders", helpers.numbered("d", 4))
+        queries.wait_parquet(spark, tmp_path / "out", 12)
+        query.processAllAvailable()
+        # a0..a4 and b0..b2 once (b0..b2 were read before they were lost), d0..d3 once
+        assert sorted(queries.parquet_values(spark, tmp_path / "out")) == sorted(first + later)
+    finally:
+        query.stop()

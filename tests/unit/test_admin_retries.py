@@ -41,6 +41,16 @@ class _Metadata:
         }
 
 
+class _Failed:
+    """A ``describe_topics`` future that failed."""
+
+    def __init__(self, error: KafkaError) -> None:
+        self.error = error
+
+    def result(self) -> Any:
+        raise KafkaException(self.error)
+
+
 class _Client:
     def __init__(self, failures: int, code: int = KafkaError.BROKER_NOT_AVAILABLE) -> None:
         self.failures = failures
@@ -52,6 +62,28 @@ class _Client:
         if self.calls <= self.failures:
             raise KafkaException(KafkaError(self.code, f"broker said no ({SENTINEL})"))
         return _Metadata()
+
+    def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Any]:
+        """As confluent-kafka answers: a future per topic, failed with the topic's error, or
+        each with the request's error (a client-side one, negative) when it failed."""
+        self.calls += 1
+        if self.calls <= self.failures:
+            code = self.code if self.code < 0 else KafkaError._ALL_BROKERS_DOWN
+            failed = _Failed(KafkaError(code, f"broker said no ({SENTINEL})"))
+            return dict.fromkeys(topics.topic_names, failed)
+        known = _Metadata().topics
+        answers: dict[str, Any] = {}
+        for name in topics.topic_names:
+            topic = known.get(name)
+            if topic is None:
+                answers[name] = _Failed(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+            elif topic.error is not None:
+                answers[name] = _Failed(topic.error)
+            else:
+                partitions = [SimpleNamespace(id=p) for p in topic.partitions]
+                described = SimpleNamespace(partitions=partitions, topic_id=None)
+                answers[name] = _Future(described)
+        return answers
 
 
 class _Partition:

@@ -8,7 +8,16 @@ import json
 
 import pytest
 
-from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
+from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.source.checkpoint import (
+    Cursor,
+    Retained,
+    SourceOffset,
+    decode,
+    encode,
+    reader_schemas_of,
+    with_reader_schemas,
+)
 
 EAST_ORDERS = {("east", "orders", 0): 100, ("east", "orders", 1): 10}
 WEST_KEPT = {("west", "orders", 0): 55}
@@ -75,3 +84,40 @@ def test_a_query_without_an_archive_writes_no_phase() -> None:
         "clusters": {"east": {"t": {"0": 1}}},
     }
     assert not SourceOffset().in_archive
+
+
+#: A document with topic ids (KIP-516), as this release writes it: after ``retained``, before
+#: the reader schemas ``with_reader_schemas`` adds.
+WITH_TOPIC_IDS = (
+    '{"version": 1, "clusters": {"east": {"orders": {"0": 100, "1": 10}}, "west": {"orders": '
+    '{"0": 3}}}, "retained": {"north": {"t": {"removedAtMs": 1732350000000, "offsets": {"3": '
+    '9}}}}, "topicIds": {"east": {"orders": "sqRKxeUMSdalEjKW5xqE/w"}}, "readerSchemas": '
+    '{"value": {"subject": "orders-value", "version": 3, "fingerprint": "5f1c0a9e3b2d4c71"}}}'
+)
+
+
+def test_topic_ids_round_trip_byte_for_byte() -> None:
+    document = json.loads(WITH_TOPIC_IDS)
+    state = decode(document)
+    assert state.topic_ids == {("east", "orders"): "sqRKxeUMSdalEjKW5xqE/w"}  # west: no id
+    assert state.offsets == EAST_ORDERS | {("west", "orders", 0): 3}
+    named = reader_schemas_of(document)
+    assert json.dumps(with_reader_schemas(encode(state), named)) == WITH_TOPIC_IDS
+
+
+@pytest.mark.parametrize("name", list(WRITTEN_BEFORE))
+def test_documents_without_topic_ids_decode_with_none(name: str) -> None:
+    assert decode(json.loads(WRITTEN_BEFORE[name][0])).topic_ids == {}
+
+
+def test_only_ids_of_topics_read_are_written() -> None:
+    state = SourceOffset(
+        {("east", "t", 0): 1}, topic_ids={("east", "t"): "id-t", ("east", "gone"): "id-gone"}
+    )
+    assert encode(state)["topicIds"] == {"east": {"t": "id-t"}}
+
+
+@pytest.mark.parametrize("block", [["x"], {"east": "x"}, {"east": {"t": ""}}, {"east": {"t": 7}}])
+def test_malformed_topic_ids_are_refused_naming_the_key(block: object) -> None:
+    with pytest.raises(OffsetsError, match="'topicIds' must map cluster ids"):
+        decode({"version": 1, "clusters": {}, "topicIds": block})

@@ -55,6 +55,7 @@ class _Lister(OffsetLister):
         self.down: set[str] = set()
         self.electing: set[str] = set()  # clusters that answer "leader not available"
         self.stamps: dict[tuple[str, str, int], dict[int, int]] = {}
+        self.ids: dict[str, dict[str, str]] = {}  # cluster -> topic -> topic id (KIP-516)
 
     def snapshot(self, cluster_id: str, cluster: ClusterSubscription) -> ClusterSnapshot:
         if cluster_id in self.down:
@@ -68,7 +69,8 @@ class _Lister(OffsetLister):
         partitions = {t: tuple(sorted(ps)) for t, ps in have.items() if t in cluster.topics}
         partitions = {t: ps for t, ps in partitions.items() if t not in bad}
         absent = frozenset(t for t in cluster.topics if t not in have)
-        listing = TopicListing(partitions, absent, frozenset(bad & set(cluster.topics)))
+        ids = {t: i for t, i in self.ids.get(cluster_id, {}).items() if t in partitions}
+        listing = TopicListing(partitions, absent, frozenset(bad & set(cluster.topics)), ids)
         latest = {(t, p): have[t][p][1] for t, ps in partitions.items() for p in ps}
         return ClusterSnapshot(listing, latest)
 

@@ -10,10 +10,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not re-exported
     AdminClient,
     OffsetSpec,
@@ -99,11 +105,15 @@ class TopicListing:
         Topics the cluster does not have (never created, or deleted).
     unavailable:
         Topics the cluster reported with another error (transient: leader election, ...).
+    ids:
+        The topic id (KIP-516, base64 as Kafka's tools print it) of each existing topic whose
+        broker reports one (Kafka 2.8+); a recreated topic has a new id.
     """
 
     partitions: Mapping[str, tuple[int, ...]]
     absent: frozenset[str]
     unavailable: frozenset[str]
+    ids: Mapping[str, str] = field(default_factory=dict)
 
 
 class ClusterAdmin:
@@ -247,23 +257,47 @@ class ClusterAdmin:
         return sorted(str(name) for name in metadata.topics)
 
     def list_topics(self, topics: Iterable[str]) -> TopicListing:
-        """List the partitions of ``topics``, telling absent topics from unavailable ones."""
+        """List the partitions and ids of ``topics``, telling absent topics from unavailable ones.
+
+        One Metadata request naming ``topics`` only (``describe_topics``; it creates none), which
+        also carries each topic's id. A topic the cluster answers with an error of its own is
+        absent (unknown topic) or unavailable (any other); a failure of the request itself (a
+        client-side error: timeout, transport) fails the listing, retried as configured.
+        """
         wanted = sorted(set(topics))
-        metadata = self.request(
-            "list topics", lambda client: client.list_topics(timeout=self.timeout_s)
-        )
-        partitions: dict[str, tuple[int, ...]] = {}
-        absent: set[str] = set()
-        unavailable: set[str] = set()
-        for name in wanted:
-            topic = metadata.topics.get(name)
-            if topic is None or (topic.error is not None and topic.error.code() == _UNKNOWN_TOPIC):
-                absent.add(name)
-            elif topic.error is not None or not topic.partitions:
-                unavailable.add(name)
-            else:
-                partitions[name] = tuple(sorted(topic.partitions))
-        return TopicListing(partitions, frozenset(absent), frozenset(unavailable))
+        if not wanted:
+            return TopicListing({}, frozenset(), frozenset())
+
+        def call(client: Any) -> TopicListing:
+            futures = client.describe_topics(
+                TopicCollection(wanted), request_timeout=self.timeout_s
+            )
+            partitions: dict[str, tuple[int, ...]] = {}
+            ids: dict[str, str] = {}
+            absent: set[str] = set()
+            unavailable: set[str] = set()
+            for name in wanted:
+                try:
+                    described = futures[name].result()
+                except KafkaException as exc:
+                    error = exc.args[0] if exc.args else None
+                    if not isinstance(error, KafkaError) or error.code() < 0:
+                        raise  # the request failed (librdkafka's own errors are negative)
+                    (absent if error.code() == _UNKNOWN_TOPIC else unavailable).add(name)
+                    continue
+                numbers = tuple(sorted(p.id for p in described.partitions))
+                if not numbers:
+                    unavailable.add(name)
+                    continue
+                partitions[name] = numbers
+                topic_id = described.topic_id
+                if topic_id is not None and (
+                    topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()
+                ):  # a broker without topic ids answers the zero id
+                    ids[name] = str(topic_id)
+            return TopicListing(partitions, frozenset(absent), frozenset(unavailable), ids)
+
+        return self.request("list topics", call)
 
     def list_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Return the partitions of each existing topic among ``topics``; others are absent."""

@@ -56,6 +56,8 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
   checked against what the query reads when they apply.
 - :mod:`~pyspark_dynamic_kafka.source.driver.reconcile`: checkpointed offsets against what the
   clusters have now: new partitions, removed ones, and the one driver-side data-loss decision.
+- :mod:`~pyspark_dynamic_kafka.source.driver.went_back`: offsets that went back, told apart by
+  topic id: a recreated topic is read from its earliest offset, a truncated log from its end.
 - :mod:`~pyspark_dynamic_kafka.source.driver.cluster_view`: metadata, listing and
   reconciliation of one reader, with their log lines.
 - :mod:`~pyspark_dynamic_kafka.source.driver.retention`: offsets of removed clusters and topics

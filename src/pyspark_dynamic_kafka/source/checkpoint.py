@@ -7,6 +7,7 @@
      "archive": {"done": 7, "files": 24, "fingerprint": "9f0c...", "listedAtMs": 1700000000000},
      "clusters": {cluster: {topic: {"partition": next offset}}},
      "retained": {cluster: {topic: {"removedAtMs": 1732350000000, "offsets": {"0": 10}}}},
+     "topicIds": {cluster: {topic: "sqRKxeUMSdalEjKW5xqE/w"}},
      "readerSchemas": {"value": {"subject": "orders-value", "version": 3,
                                  "fingerprint": "5f1c0a9e3b2d4c71"}}}
 
@@ -18,6 +19,13 @@
 - ``retained`` (only when something is): partitions not read now, resumed when their cluster and
   topic are assigned (:class:`Retained`, :mod:`~pyspark_dynamic_kafka.source.driver.retention`):
   removed ones with ``removedAtMs``, archived ones of a hybrid read without (kept without expiry).
+- ``topicIds`` (only when known: brokers of Kafka 2.8+ report them, KIP-516): the id of each
+  topic read now whose offsets ``clusters`` holds, as the listing that planned them saw it
+  (:attr:`SourceOffset.topic_ids`). When a partition's offsets go back, or its topic has another
+  id, the driver tells a recreated topic (another id: read from its earliest offset) from a
+  truncated log (the same id: continue from its new end)
+  (:mod:`~pyspark_dynamic_kafka.source.driver.went_back`). Offsets without it (older
+  checkpoints, brokers without ids) decode with no ids.
 
 - ``readerSchemas`` (only when a registry subject names an Avro reader schema,
   ``valueSubject``/``keySubject``): the subject's version the query first decoded with and the
@@ -61,6 +69,7 @@ ARCHIVE = "archive"
 LIVE = "live"
 RETAINED = "retained"
 READER_SCHEMAS = "readerSchemas"
+TOPIC_IDS = "topicIds"
 
 TopicKey = tuple[str, str]
 
@@ -124,12 +133,15 @@ class SourceOffset:
         How far the archive phase is; ``None`` once live (or without an archive).
     hybrid:
         Whether the offset belongs to a hybrid read (it then says its phase, ``live`` too).
+    topic_ids:
+        The id of each (cluster, topic) of ``offsets`` whose broker reported one (``topicIds``).
     """
 
     offsets: Mapping[PartitionKey, int] = field(default_factory=dict)
     retained: Retained = field(default_factory=Retained)
     cursor: Cursor | None = None
     hybrid: bool = False
+    topic_ids: Mapping[TopicKey, str] = field(default_factory=dict)
 
     @property
     def in_archive(self) -> bool:
@@ -175,6 +187,13 @@ def encode(offset: SourceOffset) -> dict[str, Any]:
     document["clusters"] = _encode_offsets(offset.offsets)
     if offset.retained:
         document[RETAINED] = _encode_retained(offset.retained)
+    read = {(c, t) for c, t, _ in offset.offsets}
+    ids = {pair: i for pair, i in offset.topic_ids.items() if pair in read}
+    if ids:
+        block: dict[str, dict[str, str]] = {}
+        for cluster, topic in sorted(ids):
+            block.setdefault(cluster, {})[topic] = str(ids[(cluster, topic)])
+        document[TOPIC_IDS] = block
     return document
 
 
@@ -200,7 +219,22 @@ def decode(document: Mapping[str, Any]) -> SourceOffset:
     if negative:
         raise OffsetsError(f"checkpointed offset holds negative offsets for {negative[:3]}")
     cursor = _decode_cursor(document)
-    return SourceOffset(positions, _decode_retained(document), cursor, "phase" in document)
+    retained = _decode_retained(document)
+    return SourceOffset(positions, retained, cursor, "phase" in document, _topic_ids(document))
+
+
+def _topic_ids(document: Mapping[str, Any]) -> dict[TopicKey, str]:
+    block = document.get(TOPIC_IDS, {})
+    wrong = not isinstance(block, Mapping) or not all(
+        isinstance(topics, Mapping) and all(isinstance(i, str) and i for i in topics.values())
+        for topics in block.values()
+    )
+    if wrong:
+        raise OffsetsError(
+            f"checkpointed offset: {TOPIC_IDS!r} must map cluster ids to {{topic: topic id}} "
+            f"(non-empty strings), got {shown(block)}. Use the release that wrote the checkpoint."
+        )
+    return {(str(c), str(t)): i for c, topics in block.items() for t, i in topics.items()}
 
 
 def _decode_cursor(document: Mapping[str, Any]) -> Cursor | None:

@@ -15,6 +15,8 @@ latest offsets (the offset JSON of :mod:`~pyspark_dynamic_kafka.source.checkpoin
                      "partitionsLeft": 0}],
         "planned": {"east": {"orders": 120}},
         "readPaths": {"east": "direct", "west": "librdkafka"},
+        "dataLoss": [{"partition": "east/orders/0", "what": "the topic was recreated (...)",
+                      "nextOffset": 10, "latestOffset": 4}],       # once there was any
         "handoff": "/tmp/dynamic-kafka-handoff-..."}}            # assignment=group only
 
 **The handoff.** With ``assignment=group`` the reader (in the source's Python process) names a
@@ -63,6 +65,7 @@ class Status(TypedDict):
     changes: list[dict[str, Any]]
     planned: dict[str, dict[str, int]]
     readPaths: dict[str, str]
+    dataLoss: NotRequired[list[dict[str, Any]]]
     handoff: NotRequired[str]
 
 

@@ -1,4 +1,10 @@
-"""The driver's view of the clusters: metadata, listing, reconciliation and its log lines."""
+"""The driver's view of the clusters: metadata, listing, reconciliation and its log lines.
+
+It also keeps the topic ids (KIP-516) that tell a recreated topic from a truncated log
+(:mod:`~pyspark_dynamic_kafka.source.driver.went_back`): those the checkpoint recorded
+(:attr:`ClusterView.recorded_ids`, set before each reconciliation) and those listed last
+(:attr:`ClusterView.topic_ids`), and says once per cluster when a topic read has none.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,9 @@ from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 __all__ = ["ClusterView"]
 
 _log = logging.getLogger(__name__)
+
+#: Losses kept for the progress reports (a report may follow several micro-batches).
+_KEPT_LOSSES = 8
 
 
 class ClusterView:
@@ -45,8 +54,12 @@ class ClusterView:
         self.discovery: Discovery | None = None
         self.rewound: dict[PartitionKey, int] = {}
         self.generation = 0
+        self.recorded_ids: dict[tuple[str, str], str] = {}
+        self.topic_ids: dict[tuple[str, str], str] = {}
+        self.recent_losses: list[Loss] = []
         self._reported: set[Loss] = set()
         self._absent: dict[str, frozenset[str]] = {}
+        self._without_ids: set[tuple[str, bool]] = set()
 
     def subscription(self, refresh: bool = True) -> Subscription:
         """The current subscription; ``refresh=False`` never re-reads metadata once it has some."""
@@ -60,8 +73,11 @@ class ClusterView:
         return subscription
 
     def report(self, losses: list[Loss]) -> None:
-        """Fail on data loss, or (``failOnDataLoss=false``) log each loss once."""
+        """Fail on data loss, or (``failOnDataLoss=false``) log each loss once (the last few
+        stay in :attr:`recent_losses`, for the progress reports)."""
+        fresh = [loss for loss in losses if loss not in self._reported]
         report_losses(losses, self.options.fail_on_data_loss, self._reported)
+        self.recent_losses = [*self.recent_losses, *fresh][-_KEPT_LOSSES:]
 
     def reconcile(
         self,
@@ -78,7 +94,12 @@ class ClusterView:
         """
         if subscription is None:
             subscription = self.subscription()
-        state = reconcile(subscription, previous, self.lister, rule, parallel=self.parallel)
+        recorded = self.recorded_ids if previous else {}
+        state = reconcile(
+            subscription, previous, self.lister, rule, parallel=self.parallel, recorded=recorded
+        )
+        self.topic_ids = state.topic_ids
+        self._say_without_ids(previous, recorded, state)
         self.report(state.losses)
         if state.losses:  # a deleted or recreated topic: pooled consumers are not reused
             self.generation += 1
@@ -94,3 +115,32 @@ class ClusterView:
         for key, offset in state.entered.items() if entering else ():
             _log.info("Partition %s/%s/%d starts at offset %d", *key, offset)
         return state
+
+    def _say_without_ids(
+        self,
+        previous: Mapping[PartitionKey, int],
+        recorded: Mapping[tuple[str, str], str],
+        state: Reconciled,
+    ) -> None:
+        """Log once per cluster (and once for the checkpoint) that topics read have no id."""
+        read = {(c, t) for c, t, _ in state.offsets}
+        for cluster in sorted({c for c, _ in read}):
+            unlisted = sorted(t for c, t in read if c == cluster and (c, t) not in state.topic_ids)
+            if unlisted and (cluster, True) not in self._without_ids:
+                self._without_ids.add((cluster, True))
+                _log.warning(
+                    "Cluster %r reports no topic id for %s (brokers before Kafka 2.8): an offset "
+                    "that goes back is read again from the earliest offset, whether the topic "
+                    "was recreated or its log truncated.",
+                    cluster,
+                    unlisted,
+                )
+        old = sorted({f"{c}/{t}" for c, t, _ in previous} - {f"{c}/{t}" for c, t in recorded})
+        if old and ("", False) not in self._without_ids:
+            self._without_ids.add(("", False))
+            _log.warning(
+                "The checkpoint records no topic id for %s (written before topic ids were "
+                "recorded): until the next micro-batch records them, an offset that goes back is "
+                "read again from the earliest offset.",
+                old,
+            )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark_dynamic_kafka.position import PartitionKey
@@ -48,6 +48,7 @@ from pyspark_dynamic_kafka.source.driver.task_packing import (
     pack_query_tasks,
     read_paths,
 )
+from pyspark_dynamic_kafka.source.driver.went_back import range_begin
 from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 
 if TYPE_CHECKING:
@@ -128,7 +129,8 @@ class MicroBatches:
                 self.driver, self.archive.start_rule(self.policy.start)
             )
             named = self._reader_schemas(None, self.driver.subscription(refresh=False)).named
-            self._initial = with_reader_schemas(encode(self.archive.initial(offsets)), named)
+            first = replace(self.archive.initial(offsets), topic_ids=self.driver.topic_ids)
+            self._initial = with_reader_schemas(encode(first), named)
         return self._initial
 
     def available_now(self) -> None:
@@ -154,24 +156,32 @@ class MicroBatches:
         previous, retained = self.policy.resume(
             start, {(c, t) for c, a in subscription.items() for t in a.topics}
         )
+        driver.recorded_ids = dict(start.topic_ids)
         state = self.selection.select(driver, previous, subscription)
         self._observe(state, subscription, len(previous.keys() - state.offsets.keys()))
         properties = {c: a.properties for c, a in subscription.items()}
         self.status.read_paths(read_paths(driver.options, properties, self._group_id))
         self.selection.submit(previous, subscription)
         driver.report(self.archive.switch_losses(start, previous, driver.lister, subscription))
-        self.latest_offset = with_reader_schemas(encode(SourceOffset(state.offsets)), named)
+        ids = state.topic_ids
+        self.latest_offset = with_reader_schemas(
+            encode(SourceOffset(state.offsets, topic_ids=ids)), named
+        )
         end = self._within_target(previous, state.offsets)
+        both = (start.topic_ids, ids)
         begin = {
-            k: driver.rewound.get(k, v) if end.get(k, v) < v else v for k, v in previous.items()
+            k: range_begin(k, v, end[k], both, driver.rewound) if k in end else v
+            for k, v in previous.items()
         }
         admitted = self.admission.admit(limit, begin, end, self._target is not None)
         admitted = self.selection.settle(admitted, previous, end)
         self.status.planned(begin, previous if admitted is None else admitted)
+        self.status.losses(driver.recent_losses)
         self.selection.planned(previous if admitted is None else admitted, admitted is not None)
         if admitted is None:
             return dict(start_offset)
-        return with_reader_schemas(encode(self.archive.live(admitted, retained)), named)
+        live = replace(self.archive.live(admitted, retained), topic_ids=ids)
+        return with_reader_schemas(encode(live), named)
 
     def _reader_schemas(
         self, recorded: Mapping[str, Any] | None, subscription: Subscription
@@ -226,9 +236,10 @@ class MicroBatches:
         start, end = decode(start_offset), decode(end_offset)
         archived = self.archive.tasks(start, end)
         begin = {**start.retained.offsets, **start.offsets}
-        went_back = offsets_went_back(begin, end.offsets)  # e.g. a batch replayed
+        ids = (start.topic_ids, end.topic_ids)
+        went_back = offsets_went_back(begin, end.offsets, ids)  # e.g. a batch replayed
         self.driver.report(went_back)
-        ranges = offset_ranges(begin, end.offsets, self.driver.rewound)
+        ranges = offset_ranges(begin, end.offsets, self.driver.rewound, ids)
         if not ranges:
             return archived
         subscription = self.driver.subscription(refresh=False)  # what latestOffset planned with

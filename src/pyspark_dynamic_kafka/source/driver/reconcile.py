@@ -5,9 +5,11 @@ seen for the first time enter at their position (placed and resolved by
 :mod:`~pyspark_dynamic_kafka.source.driver.start_policy`), known partitions advance to their latest
 offset,
 and partitions whose records went away *on the cluster* are data loss (:class:`Loss`): a topic
-deleted or a partition gone while the metadata still lists them, or a latest offset below the
-checkpointed one. What leaves through the metadata (a stream, cluster or topic removed) simply
-leaves the offset.
+deleted or a partition gone while the metadata still lists them, a latest offset below the
+checkpointed one, or a topic with another id than the checkpoint records: a recreated topic is
+read again from its earliest offset, a truncated log continues from its new end
+(:mod:`~pyspark_dynamic_kafka.source.driver.went_back`). What leaves through the metadata (a
+stream, cluster or topic removed) simply leaves the offset.
 
 Data loss is decided on the driver by one function, :func:`report_losses`, for what listing finds
 here and for a planned micro-batch whose offsets went back (:func:`offsets_went_back`, e.g. one
@@ -31,6 +33,7 @@ from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription, Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, resolve_positions
+from pyspark_dynamic_kafka.source.driver.went_back import TRUNCATED, TopicIds, went_back
 
 __all__ = [
     "MAX_PARALLEL_CLUSTERS",
@@ -46,10 +49,6 @@ _log = logging.getLogger(__name__)
 #: Clusters listed at the same time, each by a thread of its own (the requests are I/O: threads
 #: overlap the round trips; a cluster's admin client is only ever used by one of them).
 MAX_PARALLEL_CLUSTERS = 16
-
-#: What a partition whose latest offset is below the checkpointed one lost, found by listing or
-#: by a planned micro-batch (the two are reported once).
-_WENT_BACK = "its latest offset went back"
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,14 @@ class Loss:
     checkpointed:
         The next offset the query was going to read.
     latest:
-        The partition's latest offset now, when it still exists.
+        The partition's latest offset now, when it still exists (not compared: the same loss
+        seen by listing and by a planned micro-batch, whose end admission may cap, is one).
     """
 
     key: PartitionKey
     what: str
     checkpointed: int
-    latest: int | None = None
+    latest: int | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         """``east/orders/2: the partition no longer exists (next offset to read 10)``."""
@@ -101,9 +101,14 @@ class Reconciled:
     losses:
         Data loss found (empty when none).
     rewound:
-        For partitions whose offsets went back: the earliest offset available now.
+        Where the next range of a partition that lost records begins: the earliest offset
+        available now for a recreated topic (or one whose offsets went back, without ids), the
+        new end for a truncated log.
     absent:
         Per cluster, assigned topics the cluster does not have.
+    topic_ids:
+        The id of each (cluster, topic) of ``offsets`` that has one: as listed now, or as
+        ``recorded`` for a topic not listed (its offsets kept).
     """
 
     offsets: dict[PartitionKey, int] = field(default_factory=dict)
@@ -112,6 +117,7 @@ class Reconciled:
     losses: list[Loss] = field(default_factory=list)
     rewound: dict[PartitionKey, int] = field(default_factory=dict)
     absent: dict[str, frozenset[str]] = field(default_factory=dict)
+    topic_ids: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def reconcile(
@@ -121,6 +127,7 @@ def reconcile(
     rule: PositionRule,
     strict: bool = False,
     parallel: int = MAX_PARALLEL_CLUSTERS,
+    recorded: TopicIds | None = None,
 ) -> Reconciled:
     """List every assigned cluster and reconcile it with ``previous``.
 
@@ -138,6 +145,8 @@ def reconcile(
         the read instead (it would miss their records).
     parallel:
         Clusters listed at the same time (1: one after the other; benchmarks compare).
+    recorded:
+        The topic ids ``previous`` was read with (the checkpoint's ``topicIds``).
 
     Raises
     ------
@@ -149,6 +158,7 @@ def reconcile(
         When a cluster could not be listed for longer than ``unreachableClusterTimeoutMs``.
     """
     known_clusters = {cluster for cluster, _, _ in previous}
+    ids = dict(recorded or {})
     by_cluster: dict[str, dict[PartitionKey, int]] = {}
     for key, offset in previous.items():
         by_cluster.setdefault(key[0], {})[key] = offset
@@ -159,9 +169,12 @@ def reconcile(
         }
         part = Reconciled()
         first = cluster_id not in known_clusters
+        kept = {(c, t): i for (c, t), i in ids.items() if c == cluster_id}
         try:
             with lister.attempt(cluster_id):
-                _reconcile_cluster(part, cluster_id, cluster, carried, lister, rule, first, strict)
+                _reconcile_cluster(
+                    part, cluster_id, cluster, (carried, kept), lister, rule, first, strict
+                )
         except KafkaClientError as exc:
             if strict or not exc.retryable:
                 raise
@@ -171,7 +184,7 @@ def reconcile(
                 lister.outage(cluster_id),
                 exc,
             )
-            return Reconciled(offsets=carried)
+            return Reconciled(offsets=carried, topic_ids=_ids_of(carried, kept))
         return part
 
     clusters = list(subscription.items())
@@ -189,21 +202,29 @@ def reconcile(
         result.losses.extend(part.losses)
         result.rewound.update(part.rewound)
         result.absent.update(part.absent)
+        result.topic_ids.update(part.topic_ids)
     return result
+
+
+def _ids_of(offsets: Mapping[PartitionKey, int], ids: TopicIds) -> dict[tuple[str, str], str]:
+    """The ids among ``ids`` of the topics of ``offsets``."""
+    return {pair: ids[pair] for pair in {(c, t) for c, t, _ in offsets} if pair in ids}
 
 
 def _reconcile_cluster(
     result: Reconciled,
     cluster_id: str,
     cluster: ClusterSubscription,
-    carried: Mapping[PartitionKey, int],
+    known: tuple[Mapping[PartitionKey, int], TopicIds],
     lister: OffsetLister,
     rule: PositionRule,
     first: bool,
     strict: bool,
 ) -> None:
+    carried, recorded = known
     snapshot = lister.snapshot(cluster_id, cluster)
     topics = snapshot.topics
+    listed = {(cluster_id, t): i for t, i in topics.ids.items()}
     if strict and topics.unavailable:
         raise KafkaClientError(
             f"Cluster '{cluster_id}' reports topic(s) {sorted(topics.unavailable)} with an "
@@ -225,10 +246,16 @@ def _reconcile_cluster(
         elif latest is None:
             losses.append(Loss(key, "the partition no longer exists", offset))
         else:
-            if latest < offset:
-                losses.append(Loss(key, _WENT_BACK, offset, latest))
+            what = went_back(offset, latest, recorded.get(key[:2]), listed.get(key[:2]))
+            if what is not None:
+                losses.append(Loss(key, what, offset, latest))
             offsets[key] = latest
-    back = [(k[1], k[2]) for k in (loss.key for loss in losses if loss.latest is not None)]
+    truncated = {loss.key: loss.latest for loss in losses if loss.what.startswith(TRUNCATED)}
+    back = [
+        (k[1], k[2])
+        for k in (loss.key for loss in losses if loss.latest is not None)
+        if k not in truncated
+    ]
     admin = lister.admin(cluster_id, cluster)
     earliest = admin.list_offsets(back, PositionKind.EARLIEST) if back else {}
     for (topic, partition), offset in starts.items():
@@ -239,18 +266,26 @@ def _reconcile_cluster(
     result.latest.update({(cluster_id, t, p): o for (t, p), o in snapshot.latest.items()})
     result.losses.extend(losses)
     result.rewound.update({(cluster_id, t, p): o for (t, p), o in earliest.items()})
+    result.rewound.update({k: o for k, o in truncated.items() if o is not None})
     result.absent[cluster_id] = topics.absent
+    result.topic_ids.update(_ids_of(offsets, {**recorded, **listed}))
 
 
 def offsets_went_back(
-    start: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int]
+    start: Mapping[PartitionKey, int],
+    end: Mapping[PartitionKey, int],
+    ids: tuple[TopicIds, TopicIds] = ({}, {}),
 ) -> list[Loss]:
-    """The partitions whose end offset is below their start offset, as losses."""
-    return [
-        Loss(key, _WENT_BACK, start[key], end[key])
-        for key in sorted(end)
-        if key in start and end[key] < start[key]
-    ]
+    """The partitions whose end offset is below their start offset, or whose topic has another
+    id at the end (``ids``: of the start and of the end), as losses."""
+    losses = []
+    for key in sorted(end):
+        if key in start:
+            pair = (key[0], key[1])
+            what = went_back(start[key], end[key], ids[0].get(pair), ids[1].get(pair))
+            if what is not None:
+                losses.append(Loss(key, what, start[key], end[key]))
+    return losses
 
 
 def report_losses(losses: list[Loss], fail: bool, reported: set[Loss]) -> None:
@@ -278,12 +313,13 @@ def report_losses(losses: list[Loss], fail: bool, reported: set[Loss]) -> None:
             f"Data loss: records the query has not read are gone: {text}. They were removed on "
             "the cluster, not through the metadata (removing a stream, cluster or topic from the "
             "metadata is never data loss). Restore the data, or set failOnDataLoss=false to log "
-            "a warning and continue from the earliest available offsets."
+            "a warning and continue (a recreated topic from its earliest offset, a truncated "
+            "log from its new end, anything else from the earliest available offsets)."
         )
     fresh = [loss for loss in losses if loss not in reported]
     reported.update(fresh)
     if fresh:
         _log.warning(
-            "Data loss (failOnDataLoss=false: continuing from the earliest available offsets): %s",
+            "Data loss (failOnDataLoss=false: continuing as each says): %s",
             "; ".join(loss.describe() for loss in fresh),
         )

@@ -5,7 +5,8 @@ the stream reports beside its latest offsets, in the form
 :mod:`~pyspark_dynamic_kafka.source.contract` declares: ``changes`` holds the last few
 reconciliations that changed what is read (numbered by ``seq``), ``planned`` the offsets the
 micro-batch planned with these latest offsets covers, per cluster and topic, ``readPaths`` the
-engine that reads each cluster (``direct``, ``librdkafka`` or ``python``). Each such
+engine that reads each cluster (``direct``, ``librdkafka`` or ``python``), ``dataLoss`` (once
+there was any, with ``failOnDataLoss=false``) the last few losses, by partition. Each such
 reconciliation is also logged as one structured line (event ``reconciliation``).
 """
 
@@ -20,6 +21,7 @@ from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY, Status
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
+from pyspark_dynamic_kafka.source.driver.reconcile import Loss
 
 __all__ = ["SourceStatus", "planned_offsets"]
 
@@ -71,6 +73,7 @@ class SourceStatus:
         self._discovery: dict[str, Any] = {}
         self._planned: dict[str, dict[str, int]] = {}
         self._read_paths: dict[str, str] = {}
+        self._losses: list[dict[str, Any]] = []
 
     def observe(
         self,
@@ -123,6 +126,18 @@ class SourceStatus:
         returned)."""
         self._planned = planned_offsets(begin, end)
 
+    def losses(self, losses: list[Loss]) -> None:
+        """Record the last losses reported (``failOnDataLoss=false``), named by partition."""
+        self._losses = [
+            {
+                "partition": "/".join(str(part) for part in loss.key),
+                "what": loss.what,
+                "nextOffset": loss.checkpointed,
+                **({} if loss.latest is None else {"latestOffset": loss.latest}),
+            }
+            for loss in losses
+        ]
+
     def read_paths(self, paths: Mapping[str, str]) -> None:
         """Record the engine that reads each cluster (the driver's decision for its tasks)."""
         self._read_paths = dict(sorted(paths.items()))
@@ -138,4 +153,6 @@ class SourceStatus:
             "planned": self._planned,
             "readPaths": self._read_paths,
         }
+        if self._losses:
+            status["dataLoss"] = self._losses
         return {**latest, STATUS_KEY: status}

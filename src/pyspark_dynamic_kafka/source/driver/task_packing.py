@@ -19,6 +19,7 @@ from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.engine import read_engines
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.driver.went_back import TopicIds, range_begin
 from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
@@ -61,23 +62,25 @@ def offset_ranges(
     start: Mapping[PartitionKey, int],
     end: Mapping[PartitionKey, int],
     rewound: Mapping[PartitionKey, int] | None = None,
+    ids: tuple[TopicIds, TopicIds] = ({}, {}),
 ) -> list[OffsetRange]:
     """Non-empty ranges for every partition of ``end``.
 
     A partition absent from ``start`` first appears in an offset at its starting position, so it
-    contributes nothing here. A partition whose offsets went back (end below start) is skipped,
-    or, with ``rewound``, read from its rewound start (the earliest offset available when the
-    loss was seen; 0 when unknown, the executor then skips what is gone).
+    contributes nothing here. A partition whose offsets went back (end below start) is skipped;
+    with ``rewound``, a partition that lost records begins where
+    :func:`~pyspark_dynamic_kafka.source.driver.went_back.range_begin` says, by the topic ids of
+    ``start`` and ``end`` (``ids``): a recreated topic (or, without ids, an end that went back)
+    at its rewound start (the earliest offset available when the loss was seen; 0 when unknown,
+    the executor then skips what is gone), a truncated log at its end.
     """
     ranges = []
     for key in sorted(end):
         begin = start.get(key)
         if begin is None:
             continue
-        if end[key] < begin:
-            if rewound is None:
-                continue
-            begin = rewound.get(key, 0)
+        if rewound is not None:
+            begin = range_begin(key, begin, end[key], ids, rewound)
         if end[key] <= begin:
             continue
         ranges.append(OffsetRange(key[0], key[1], key[2], begin, end[key]))

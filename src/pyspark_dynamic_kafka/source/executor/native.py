@@ -112,8 +112,7 @@ def read_native(
         for reconnect in reader.reconnects():
             reason = redact_secrets(reconnect, properties)
             _log.info(
-                "Cluster '%s': the direct fetch path sent a request again on a new "
-                "connection: %s",
+                "Cluster '%s': the direct fetch path sent a request again on a new connection: %s",
                 cluster_id,
                 reason,
             )

@@ -28,10 +28,11 @@
 //! - `protocol/fuzz/responses.rs`: test support: Fetch, Metadata, ApiVersions and SASL answers fuzzed;
 //! - `protocol/sample.rs`: test support: batches as a broker writes them;
 //! - `read.rs`: reading exact offset ranges of one cluster into Arrow batches;
-//! - `read/direct.rs`: the direct fetch path: Fetch requests to each leader, batches parsed in place;
+//! - `read/direct.rs`: the direct fetch path: Fetch requests to each leader (or the replica it names), batches parsed in place;
 //! - `read/direct/broker.rs`: connections to brokers;
 //! - `read/direct/stream.rs`: a connection's bytes, plain or TLS, each request's reads and writes held to one deadline;
 //! - `read/direct/parse.rs`: a Fetch response's batches into the builder, each whole or not at all;
+//! - `read/direct/replica.rs`: preferred read replicas a leader names (KIP-392), followed;
 //! - `read/direct/config.rs`: what the direct path takes from a consumer configuration, or why it does not serve it;
 //! - `read/direct/tls.rs`: TLS on librdkafka's OpenSSL, from librdkafka's properties;
 //! - `read/direct/sasl.rs`: SASL PLAIN and SCRAM;

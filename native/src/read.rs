@@ -71,6 +71,8 @@ pub struct ClusterReader {
     direct: Option<Direct>,
     /// Why librdkafka's consumer reads (or read part of) the ranges; `None` while direct.
     fallback: Option<String>,
+    /// Why the direct path sent requests again on new connections, in order.
+    reconnects: Vec<String>,
 }
 
 impl ClusterReader {
@@ -110,8 +112,9 @@ impl ClusterReader {
             started: false,
             messages: Vec::with_capacity(librdkafka::CONSUME_BATCH),
             fallback: direct.as_ref().err().cloned(),
+            reconnects: Vec::new(),
             direct: direct.ok().map(|mut config| {
-                config.socket_timeout = config.socket_timeout.min(poll_timeout);
+                config.request_timeout = config.request_timeout.min(poll_timeout);
                 Direct::new(config, brokers)
             }),
         }
@@ -122,6 +125,12 @@ impl ClusterReader {
         self.fallback.as_deref()
     }
 
+    /// Why the direct path sent requests again on new connections (one line each: the broker,
+    /// and why its connection was given up).
+    pub fn reconnects(&self) -> &[String] {
+        &self.reconnects
+    }
+
     /// Data-loss warnings (with `fail_on_data_loss` off) since the last call.
     pub fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
@@ -130,7 +139,9 @@ impl ClusterReader {
     /// The next batch, or `None` when every range is read.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>, ReadFailure> {
         if let Some(mut direct) = self.direct.take() {
-            match self.read_direct(&mut direct) {
+            let read = self.read_direct(&mut direct);
+            self.reconnects.extend(direct.take_reconnects());
+            match read {
                 Ok(Some(batch)) => {
                     self.direct = Some(direct);
                     return Ok(Some(batch));

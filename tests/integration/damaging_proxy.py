@@ -12,7 +12,10 @@ count:
 - ``huge``: the batch's length set to 2 GiB - 1 (2,147,483,647 bytes);
 - ``negative``: the batch's length set to -1;
 - ``cut``: the connection closed half way through the response (shut down both ways, so the
-  client sees it at once, as it would a broker's crash or a reset).
+  client sees it at once, as it would a broker's crash or a reset);
+- ``silence`` (:data:`SILENCE`): the response and every later one on its connection swallowed,
+  the connection left open: a broker (or a network path) that stops answering without closing,
+  which only a client's request timeout ends.
 
 No real broker sends such responses on purpose, so this is the one way to produce them against
 a real broker and real clients; the records themselves are the broker's.
@@ -27,8 +30,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-#: The damages :meth:`DamagingProxy.arm` takes.
+#: The damages every reader recovers from within seconds (the parametrized ones).
 DAMAGES = ("flip", "huge", "negative", "cut")
+#: A connection gone silent: no answer, never closed (a reader waits out its request timeout).
+SILENCE = "silence"
 
 _FETCH = 1
 _FLEXIBLE_FETCH = 12  # Fetch v12 on: compact arrays and strings, tagged fields
@@ -125,8 +130,8 @@ def _flip_a_value_byte(data: bytearray, batch: int) -> None:
 
 def damage(frame: bytearray, version: int, kind: str) -> bool:
     """Damage a whole Fetch response ``frame`` (size prefix, correlation id, header tags, body)
-    of Fetch ``version`` in place as ``kind`` says (``cut`` is the connection's, not done
-    here); whether it carries a batch to damage."""
+    of Fetch ``version`` in place as ``kind`` says (``cut`` and ``silence`` are the
+    connection's, not done here); whether it carries a batch to damage."""
     start = 8
     if version >= _FLEXIBLE_FETCH:
         header = _Reader(frame, start)
@@ -162,7 +167,7 @@ class DamagingProxy:
 
     def arm(self, kind: str, count: int = 1) -> None:
         """Damage the next ``count`` Fetch responses carrying a batch as ``kind`` says."""
-        assert kind in DAMAGES, kind
+        assert kind in (*DAMAGES, SILENCE), kind
         with self._lock:
             self._armed.extend([kind] * count)
 
@@ -203,10 +208,16 @@ class DamagingProxy:
         _cut(client, broker)
 
     def _responses(self, client: socket.socket, broker: socket.socket, asked: dict) -> None:
+        silent = False
         while (frame := _frame(broker)) is not None:
             (correlation,) = struct.unpack_from(">i", frame, 4)
             key, version = asked.pop(correlation, (-1, -1))
+            if silent:
+                continue  # swallowed: the client hears nothing more on this connection
             kind = self._damage(frame, version) if key == _FETCH else None
+            if kind == SILENCE:
+                silent = True
+                continue
             if kind == "cut":
                 _send(client, frame[: len(frame) // 2])
                 break

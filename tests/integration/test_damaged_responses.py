@@ -27,22 +27,31 @@ Each reader's outcome per damage is :data:`OUTCOMES`, asserted as it is; the exe
 reads run without Spark (``read_tasks.py``), the streaming queries in a Spark session of their
 own whose tasks are retried (``fault_app.py``, ``local[2,4]``), all damages in turn in one query
 per reader. One cluster and proxy serve the module.
+
+A connection that goes silent (``silence``: responses swallowed, the connection left open) is
+the compiled core's alone to test (issue 41): its direct path gives up on the request after
+the request timeout (``request.timeout.ms``, the Java consumer's bound), drops the connection
+and sends the request again on a new one, so the read ends long before librdkafka's
+``socket.timeout.ms`` (60 s) would have fired, without handing anything to librdkafka.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.damaging_proxy import DAMAGES, DamagingProxy
+from tests.integration.damaging_proxy import DAMAGES, SILENCE, DamagingProxy
 from tests.integration.faults import fault_app
 from tests.integration.helpers import local_kafka_problem, source_options, write_metadata
 from tests.integration.read_tasks import make_task, read_table
 
 from pyspark_dynamic_kafka.errors import ReadError
+from pyspark_dynamic_kafka.kafka.pool import consumer_config
+from pyspark_dynamic_kafka.source.executor import native
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
@@ -53,6 +62,10 @@ pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 RECORDS = 120
 #: A damaged response, a cut included, costs seconds: far under the 62 s once measured for a cut.
 CUT_BOUND_S = 20.0
+
+#: librdkafka's socket.timeout.ms default: how long the direct path waited on a silent
+#: connection before issue 41 (then handing the read to librdkafka).
+SOCKET_TIMEOUT_S = 60.0
 
 #: What each reader does with one damaged response: ``None`` when it reads on, else the words
 #: of the read's failure (the task failed; read again, it reads everything).
@@ -181,3 +194,46 @@ def test_a_stream_through_damaged_responses_returns_every_record_once(
     assert result.values == sorted(expected)  # each record once, its bytes as written
     failing = [d for d in DAMAGES if OUTCOMES[(reader_option, d)] is not None]
     assert result.failed_tasks == len(failing), result.logs[-3000:]
+
+
+def test_a_silent_connection_is_given_up_after_the_request_timeout_and_made_again(
+    proxied: tuple[Any, DamagingProxy],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    if core() is None:
+        pytest.skip("the compiled core is not installed")
+    east, proxy = proxied
+    made = _fallbacks(monkeypatch)
+    topic = "batch-silence-native"
+    expected = _produce(east, topic, SILENCE)
+    before = len(proxy.damaged)
+    proxy.arm(SILENCE)
+    # The poll timeout (which bounds every wait of the direct path) is far longer than the
+    # socket timeout: only the request timeout ends the wait.
+    task = make_task(
+        east,
+        "native",
+        (topic, 0, 0, RECORDS),
+        poll_timeout_ms=120_000,
+        **{"request.timeout.ms": "3000"},
+    )
+    started = time.monotonic()
+    with caplog.at_level(logging.INFO, logger=native.__name__):
+        rows, failure = _read(task)
+    took = time.monotonic() - started
+    print(f"native silence: {took:.2f} s, first read failed: {failure}")
+    assert [kind for kind, _ in proxy.damaged[before:]] == [SILENCE]  # a response swallowed
+    assert failure is None
+    assert rows == expected
+    (reader,) = made
+    assert reader.fallback() is None  # read directly, nothing handed to librdkafka
+    # One request given up after 3,000 ms + fetch.wait.max.ms (the broker may hold a Fetch that
+    # long), sent again on a new connection.
+    (reconnect,) = reader.reconnects()
+    held = int(consumer_config(task.properties[east.name])["fetch.wait.max.ms"])
+    assert reconnect.startswith("broker 0 at 127.0.0.1:"), reconnect
+    assert f"did not answer within {3000 + held} ms" in reconnect, reconnect
+    logged = [r.getMessage() for r in caplog.records if r.name == native.__name__]
+    assert any("sent a request again on a new connection" in m and reconnect in m for m in logged)
+    assert took < SOCKET_TIMEOUT_S

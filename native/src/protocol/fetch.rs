@@ -64,7 +64,9 @@ pub fn fetch_request(
         }
     }
     r.i32(0); // forgotten topics
-    r.string(""); // rack id: none (follower fetching goes through librdkafka)
+              // Rack id: none (client.rack goes through librdkafka); a broker's replica selector that
+              // does not look at racks may still name a preferred read replica.
+    r.string("");
     r.finish()
 }
 
@@ -76,6 +78,9 @@ pub struct PartitionData {
     pub error: i16,
     /// (producer id, first offset) of the aborted transactions in the records.
     pub aborted: Vec<(i64, i64)>,
+    /// The replica the leader's `replica.selector.class` chose for the client to fetch the
+    /// partition from (KIP-392; its records are then empty), or -1.
+    pub preferred_replica: i32,
     /// Where the partition's record batches are in the response body.
     pub records: Range<usize>,
 }
@@ -112,13 +117,14 @@ pub fn parse_fetch(body: &[u8]) -> Result<Fetched, String> {
             for _ in 0..c.count().map_err(bad)? {
                 aborted.push((c.i64().map_err(bad)?, c.i64().map_err(bad)?));
             }
-            c.i32().map_err(bad)?; // preferred read replica: none asked for (no rack id)
+            let preferred_replica = c.i32().map_err(bad)?;
             let records = c.bytes_range().map_err(bad)?;
             out.push(PartitionData {
                 topic: topic.clone(),
                 partition,
                 error,
                 aborted,
+                preferred_replica,
                 records,
             });
         }
@@ -198,7 +204,7 @@ mod tests {
             } else {
                 b.extend_from_slice(&(-1i32).to_be_bytes());
             }
-            b.extend_from_slice(&(-1i32).to_be_bytes());
+            b.extend_from_slice(&(if p == 1 { 2i32 } else { -1 }).to_be_bytes());
             b.extend_from_slice(&(records.len() as i32).to_be_bytes());
             b.extend_from_slice(records);
         }
@@ -208,6 +214,8 @@ mod tests {
         assert_eq!(parts[0].aborted, vec![(5, 9)]);
         assert_eq!(&b[parts[0].records.clone()], b"abc");
         assert_eq!((parts[1].partition, parts[1].error), (1, 1));
+        let preferred = (parts[0].preferred_replica, parts[1].preferred_replica);
+        assert_eq!(preferred, (-1, 2));
         assert!(parts[1].records.is_empty());
         assert!(parse_fetch(&b[..b.len() - 2]).is_err());
     }

@@ -61,6 +61,12 @@ impl Consumer {
         relock(&self.brokers).received()
     }
 
+    /// Requests the direct fetch path sent again on a new connection, over every reader of this
+    /// consumer (their first connection broke, or went unanswered past the request timeout).
+    fn direct_reconnects(&self) -> u64 {
+        relock(&self.brokers).reconnects()
+    }
+
     /// Close the consumer (a reader holding it closes it when it finishes).
     fn close(&self, py: Python<'_>) {
         self.closed.store(true, Ordering::SeqCst);

@@ -38,6 +38,8 @@ pub struct Reader {
     left: Mutex<Vec<String>>,
     /// Why librdkafka's consumer read, as the reader said when it closed.
     fallback: Mutex<Option<String>>,
+    /// Why the direct path sent requests again on new connections, as said when it closed.
+    reconnects: Mutex<Vec<String>>,
 }
 
 #[pymethods]
@@ -98,6 +100,7 @@ impl Reader {
             home,
             left: Mutex::new(Vec::new()),
             fallback: Mutex::new(None),
+            reconnects: Mutex::new(Vec::new()),
         })
     }
 
@@ -144,6 +147,15 @@ impl Reader {
         }
     }
 
+    /// Why the direct fetch path sent requests again on new connections (their first
+    /// connection broke, or went unanswered past the request timeout), one line each.
+    fn reconnects(&self) -> Vec<String> {
+        match self.lock().as_ref() {
+            Some(reader) => reader.reconnects().to_vec(),
+            None => relock(&self.reconnects).clone(),
+        }
+    }
+
     /// Unassign the consumer and give it back, or close it when it is the reader's own (also
     /// done when the reader is exhausted or fails; a dropped reader closes its consumer).
     fn close(&self, py: Python<'_>) {
@@ -151,6 +163,7 @@ impl Reader {
         let Some(mut reader) = reader else { return };
         relock(&self.left).extend(reader.take_warnings());
         *relock(&self.fallback) = reader.fallback().map(str::to_string);
+        *relock(&self.reconnects) = reader.reconnects().to_vec();
         let (consumer, brokers) = py.detach(move || reader.into_consumer());
         match &self.home {
             Some(home) => home.borrow(py).give_back(py, consumer, brokers),

@@ -4,16 +4,20 @@
 //! librdkafka's consumer allocates, queues and frees one op per record (~0.34 µs/record of the
 //! core's ~0.45, docs/benchmarks.md); this path reads the same bytes with none of that. It is
 //! taken only where it reads exactly what librdkafka would ([`config`]). One Fetch request at a
-//! time goes to each leader of the pending partitions in turn ([`broker`]: the connections), its
-//! batches parsed into the builder until a batch is due. No progress within the poll timeout
-//! fails as librdkafka's reading does (the "stuck" message, positions from this path); anything
-//! else it meets while reading (an error code, an old-format batch, a lost connection) hands
-//! the remaining ranges to librdkafka's consumer from where the direct path stopped, so
-//! librdkafka's semantics (data loss, deleted topics, leader changes) stay the only ones.
+//! time goes to each leader of the pending partitions in turn ([`broker`]: the connections), or
+//! to the replica a leader names for a partition ([`replica`]), its batches parsed into the
+//! builder until a batch is due. A request unanswered past the request timeout (Java's
+//! `request.timeout.ms`, 30 s, unless set) drops its connection and is sent once more on a new
+//! one. No progress within the poll timeout fails as librdkafka's reading does (the "stuck"
+//! message, positions from this path); anything else it meets while reading (an error code, an
+//! old-format batch, a lost connection) hands the remaining ranges to librdkafka's consumer from
+//! where the direct path stopped, so librdkafka's semantics (data loss, deleted topics, leader
+//! changes) stay the only ones.
 
 pub mod broker;
 pub mod config;
 mod parse;
+mod replica;
 pub mod sasl;
 pub mod scram;
 mod stream;
@@ -33,6 +37,7 @@ use crate::protocol::metadata::{self, Leaders};
 pub use broker::Brokers;
 use broker::{Broker, BrokerKey, Refusal};
 use config::DirectConfig;
+use replica::Replicas;
 
 /// Why the direct path stopped before every range was read.
 pub enum Stop {
@@ -71,6 +76,10 @@ pub struct Direct {
     throttled: HashMap<i32, Instant>,
     /// The last batch whose CRC did not match: (topic, partition, base offset).
     damaged: Option<(String, i32, i64)>,
+    /// Why requests were sent again on new connections, not yet taken by the reader.
+    reconnects: Vec<String>,
+    /// The preferred read replicas brokers named, fetched from instead of the leaders.
+    replicas: Replicas,
 }
 
 impl Direct {
@@ -86,6 +95,8 @@ impl Direct {
             turn: 0,
             throttled: HashMap::new(),
             damaged: None,
+            reconnects: Vec::new(),
+            replicas: Replicas::default(),
         }
     }
 }
@@ -99,9 +110,11 @@ impl Direct {
     /// Send the request `build` writes to the broker `key` names, over its kept connection or
     /// a new one; the answer is in `self.body`. A connection is kept only while its requests
     /// succeed and its session lasts. A request is tried once more on a new connection when
-    /// the first try was on a kept one (the broker may have closed it while idle) or when its
-    /// connection broke under it (closed or cut mid-response): not after a new connection
-    /// timed out, which would only double the wait.
+    /// the first try was on a kept one (the broker may have closed it while idle), when its
+    /// connection broke under it (closed or cut mid-response), or when it went unanswered past
+    /// the request timeout (the connection is dropped and made again, as the Java consumer
+    /// does after `request.timeout.ms`): not after a connect failed, nor after an answer was
+    /// refused unread. Each new try is recorded in `reconnects`, with why.
     fn call(
         &mut self,
         key: BrokerKey,
@@ -110,7 +123,7 @@ impl Direct {
         let mut body = std::mem::take(&mut self.body);
         let mut kept = self.brokers.open.remove(&key).filter(|b| !b.expiring());
         let mut called = Err(Refusal::Unreachable(String::new()));
-        for _ in 0..2 {
+        for attempt in 0..2 {
             let was_kept = kept.is_some();
             let connected = match kept.take() {
                 Some(broker) => broker,
@@ -129,16 +142,26 @@ impl Direct {
                     break;
                 }
                 Err(no) => {
-                    called = Err(Refusal::Unreachable(no.why));
-                    if !was_kept && !no.broke {
+                    let (id, host, port) = (&key.0, &key.1, key.2);
+                    let why = format!("broker {id} at {host}:{port}: {}", no.why);
+                    if attempt > 0 || !(was_kept || no.broke || no.timed_out) {
+                        called = Err(Refusal::Unreachable(why));
                         break;
                     }
+                    self.brokers.reconnected();
+                    self.reconnects.push(why.clone());
+                    called = Err(Refusal::Unreachable(why));
                 }
             }
         }
         self.body = body;
         self.brokers.open.insert(key, called?);
         Ok(())
+    }
+
+    /// Why each request was sent again on a new connection since the last call.
+    pub fn take_reconnects(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.reconnects)
     }
 }
 
@@ -187,12 +210,13 @@ impl ClusterReader {
         let leaders = d.leaders.as_ref().expect("looked up above");
         let mut ids: Vec<i32> = Vec::with_capacity(self.pending.len());
         for p in &self.pending {
-            let key = (p.range.topic.clone(), p.range.partition);
+            let (topic, partition) = (&p.range.topic, p.range.partition);
+            let key = (topic.clone(), partition);
             let leader = *leaders
                 .leaders
                 .get(&key)
-                .ok_or_else(|| format!("no leader known for {}/{}", key.0, key.1))?;
-            ids.push(leader);
+                .ok_or_else(|| format!("no leader known for {topic}/{partition}"))?;
+            ids.push(d.replicas.target(topic, partition, leader));
         }
         let mut brokers = ids.clone();
         brokers.sort_unstable();
@@ -225,18 +249,27 @@ impl ClusterReader {
         d.brokers.count(broker_id, d.body.len() + 8);
         let fetched = parse_fetch(&d.body)?;
         if !fetched.throttle.is_zero() {
-            let until = throttled_until(fetched.throttle, d.config.socket_timeout);
+            let until = throttled_until(fetched.throttle, d.config.request_timeout);
             d.throttled.insert(broker_id, until);
         }
         for data in fetched.partitions {
+            let (topic, partition) = (&data.topic, data.partition);
             if data.error != 0 {
+                if d.replicas.failed(topic, partition, broker_id) {
+                    continue; // the leader is asked next
+                }
                 return Err(Stop::Fallback(format!(
-                    "partition {}/{} answered error code {} ({})",
-                    data.topic,
-                    data.partition,
+                    "partition {topic}/{partition} answered error code {} ({})",
                     data.error,
                     error_name(data.error)
                 )));
+            }
+            if data.preferred_replica >= 0 {
+                let replica = data.preferred_replica;
+                let listed = d.leaders.as_ref().map(|l| &l.brokers);
+                let known = listed.is_some_and(|b| b.contains_key(&replica));
+                d.replicas
+                    .named(topic, partition, replica, broker_id, known)?;
             }
             if !data.records.is_empty() {
                 d.parts.push_back(Part {
@@ -284,11 +317,11 @@ impl ClusterReader {
     }
 }
 
-/// Until when a broker that asked for `throttle` is not asked again: honoured up to the socket
+/// Until when a broker that asked for `throttle` is not asked again: honoured up to the request
 /// timeout (itself within the poll timeout), as a throttle time of days, damaged or not, would
 /// hold the read past any timeout.
-fn throttled_until(throttle: Duration, socket_timeout: Duration) -> Instant {
-    Instant::now() + throttle.min(socket_timeout)
+fn throttled_until(throttle: Duration, request_timeout: Duration) -> Instant {
+    Instant::now() + throttle.min(request_timeout)
 }
 
 /// The index in `brokers` of the next one to ask after `turn`, passing over throttled ones;
@@ -310,7 +343,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_throttle_time_of_weeks_is_honoured_up_to_the_socket_timeout() {
+    fn a_throttle_time_of_weeks_is_honoured_up_to_the_request_timeout() {
         let weeks = Duration::from_millis(i32::MAX as u64);
         let until = throttled_until(weeks, Duration::from_secs(5));
         assert!(until <= Instant::now() + Duration::from_secs(5));

@@ -77,8 +77,9 @@ class ApacheKafkaCluster(BaseKafkaCluster):
     scram, tls:
         Also, on every broker (:meth:`listener_servers`), a SASL_PLAINTEXT listener with
         SCRAM-SHA-256 (users: :mod:`~.scram`); SSL and SASL_SSL ones (clients: :mod:`~.tls`).
-    broker_config:
-        Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``).
+    broker_config, classpath:
+        Broker properties of every node, set last (``{"connections.max.reauth.ms": "5000"}``);
+        folders and jars the nodes load classes from besides Kafka's (a ``replica.selector.class``).
     client_listener:
         The listener of :attr:`bootstrap_servers` and ``client_config``'s security
         (:func:`~.kafka_config.client_security`); ``None``: ``DYNAMIC_KAFKA_TEST_LISTENER``.
@@ -104,10 +105,11 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         broker_config: Mapping[str, str] | None = None,
         client_listener: str | None = None,
         advertised_ports: Sequence[int] | None = None,
+        classpath: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         super().__init__(name, client_config)
         self.advertised_ports = check_advertised(brokers, advertised_ports)
-        self.broker_config = dict(broker_config or {})
+        self.broker_config, self.classpath = dict(broker_config or {}), [str(p) for p in classpath]
         listener = client_listener or os.environ.get(LISTENER_ENV_VAR, "").strip() or "PLAINTEXT"
         self.client_listener = listener.upper()
         tls = tls or self.client_listener != "PLAINTEXT"
@@ -212,7 +214,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
             java, jars = find_java(), ensure_kafka_jars()
             archive = class_archive(java, jars)
             sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
-            self._jvm = [java, *sharing, "-cp", str(jars / "*")]
+            self._jvm = [java, *sharing, "-cp", os.pathsep.join([str(jars / "*"), *self.classpath])]
             attempt = 1
             while True:
                 try:

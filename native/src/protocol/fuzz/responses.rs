@@ -61,10 +61,15 @@ fn fetch_body(throttle: i32, topics: &[FetchTopic]) -> Vec<u8> {
             for (producer, first) in aborted {
                 b.i64(*producer).i64(*first);
             }
-            b.i32(-1).bytes(records);
+            b.i32(preferred_replica(*partition)).bytes(records);
         }
     }
     b.0
+}
+
+/// A partition's preferred read replica in a generated answer: none (-1), or a broker id.
+fn preferred_replica(partition: i32) -> i32 {
+    partition.rem_euclid(3) - 1
 }
 
 fn name() -> impl Strategy<Value = String> {
@@ -167,6 +172,7 @@ proptest! {
                     partition: *partition,
                     error: *error,
                     aborted: aborted.clone(),
+                    preferred_replica: preferred_replica(*partition),
                     records: at,
                 });
             }

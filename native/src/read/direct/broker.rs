@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,18 +29,20 @@ pub enum Refusal {
 }
 
 /// Why a request got no answer, and whether its connection broke under it (closed or reset by
-/// the broker, mid-response too) rather than timed out: a broken one is worth a new connection.
+/// the broker, mid-response too) or went silent past the request timeout: either is worth a
+/// new connection; an answer refused unread (too large, for another request) is not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NoAnswer {
     pub why: String,
     pub broke: bool,
+    pub timed_out: bool,
 }
 
 /// A connection to one broker; requests go one at a time.
 pub struct Broker {
     stream: Stream,
     /// How long a request may take, its answer read whole (a Fetch may be held by the broker
-    /// for `fetch.wait.max.ms` on top of the socket timeout).
+    /// for `fetch.wait.max.ms` on top of the request timeout).
     timeout: Duration,
     correlation: i32,
     client_id: String,
@@ -59,7 +62,7 @@ impl Broker {
             .map_err(|e| unreachable(format!("resolving {host}:{port} failed: {e}")))?;
         let mut last = format!("{host}:{port} has no address");
         for addr in addrs {
-            let tcp = match TcpStream::connect_timeout(&addr, config.socket_timeout) {
+            let tcp = match TcpStream::connect_timeout(&addr, config.request_timeout) {
                 Ok(tcp) => tcp,
                 Err(e) => {
                     last = format!("connecting to {host}:{port} failed: {e}");
@@ -70,9 +73,9 @@ impl Broker {
                 |e: std::io::Error| unreachable(format!("setting up {host}:{port} failed: {e}"));
             tcp.set_nodelay(true).map_err(io)?;
             let held = Duration::from_millis(config.limits.max_wait_ms.max(0) as u64);
-            let timeout = config.socket_timeout + held;
+            let timeout = config.request_timeout + held;
             tcp.set_read_timeout(Some(timeout)).map_err(io)?;
-            tcp.set_write_timeout(Some(config.socket_timeout))
+            tcp.set_write_timeout(Some(config.request_timeout))
                 .map_err(io)?;
             let stream = match &config.tls {
                 Some(tls) => Stream::Tls(Box::new(tls.handshake(host, tcp)?)),
@@ -137,10 +140,27 @@ impl Broker {
     ) -> Result<(), NoAnswer> {
         self.correlation = self.correlation.wrapping_add(1);
         let request = build(self.correlation, &self.client_id);
-        let refused = |why: String| NoAnswer { why, broke: false };
-        let io = |e: std::io::Error| NoAnswer {
-            why: format!("talking to the broker failed: {e}"),
-            broke: e.kind() != std::io::ErrorKind::TimedOut,
+        let refused = |why: String| NoAnswer {
+            why,
+            broke: false,
+            timed_out: false,
+        };
+        let timeout = self.timeout;
+        let io = |e: std::io::Error| {
+            let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
+            NoAnswer {
+                why: if timed_out {
+                    format!(
+                        "the broker did not answer within {} ms (the request timeout, \
+                         request.timeout.ms or socket.timeout.ms, plus fetch.wait.max.ms)",
+                        timeout.as_millis()
+                    )
+                } else {
+                    format!("talking to the broker failed: {e}")
+                },
+                broke: !timed_out,
+                timed_out,
+            }
         };
         let mut stream = Timed {
             stream: &mut self.stream,
@@ -188,12 +208,14 @@ impl Broker {
 
 /// A broker's id and address.
 pub type BrokerKey = (i32, String, u16);
-/// Open connections to brokers, kept across readers of one pooled consumer, and the bytes of
-/// Fetch responses received from each broker id (shared: readable while a reader holds them).
+/// Open connections to brokers, kept across readers of one pooled consumer, the bytes of Fetch
+/// responses received from each broker id and the requests sent again on a new connection
+/// (shared: readable while a reader holds them).
 #[derive(Default)]
 pub struct Brokers {
     pub(super) open: HashMap<BrokerKey, Broker>,
     received: Arc<Mutex<HashMap<i32, u64>>>,
+    reconnects: Arc<AtomicU64>,
 }
 
 impl Brokers {
@@ -205,17 +227,28 @@ impl Brokers {
             .clone()
     }
 
+    /// Requests sent again on a new connection so far (their first connection broke, timed
+    /// out, or was closed while kept).
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
     /// The connections, for a reader (these keep counting into the same totals).
     pub fn lend(&mut self) -> Brokers {
         Brokers {
             open: std::mem::take(&mut self.open),
             received: Arc::clone(&self.received),
+            reconnects: Arc::clone(&self.reconnects),
         }
     }
 
     /// The connections a reader hands back (none after it fell back to librdkafka).
     pub fn restore(&mut self, lent: Brokers) {
         self.open = lent.open;
+    }
+
+    pub(super) fn reconnected(&self) {
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(super) fn count(&self, broker: i32, bytes: usize) {
@@ -336,7 +369,7 @@ mod tests {
             started.elapsed()
         );
         assert!(
-            !no.broke && no.why.contains("within the socket timeout"),
+            !no.broke && no.timed_out && no.why.contains("did not answer within 600 ms"),
             "{no:?}"
         );
     }

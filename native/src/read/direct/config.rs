@@ -1,6 +1,7 @@
 //! What the direct fetch path takes from a cluster's consumer configuration, or why it does not
 //! serve the cluster (librdkafka's consumer reads it then): every `security.protocol`, with TLS
-//! ([`super::tls`]) and SASL PLAIN or SCRAM ([`super::sasl`]); not follower fetching.
+//! ([`super::tls`]) and SASL PLAIN or SCRAM ([`super::sasl`]); not `client.rack` (its requests
+//! carry no rack id). How long a request may go unanswered: [`request_timeout`].
 
 use std::time::Duration;
 
@@ -13,9 +14,10 @@ use crate::protocol::fetch::FetchLimits;
 pub struct DirectConfig {
     pub client_id: String,
     pub limits: FetchLimits,
-    /// How long a connect or a response may take before the path gives up (a Fetch response
-    /// may take `fetch.wait.max.ms` longer: the broker holds it that long when it has no data).
-    pub socket_timeout: Duration,
+    /// How long a connect or a request's whole answer may take before the path gives up on the
+    /// connection ([`request_timeout`]; a Fetch response may take `fetch.wait.max.ms` longer:
+    /// the broker holds it that long when it has no data).
+    pub request_timeout: Duration,
     /// The largest response, and the largest decompressed batch, this path takes
     /// (`receive.message.max.bytes`, as librdkafka bounds a response); larger ones are handed
     /// to librdkafka.
@@ -72,6 +74,29 @@ fn number(config: &[(String, String)], key: &str, default: i32) -> Result<i32, S
     }
 }
 
+/// The Java consumer's bound on a request without an answer (`request.timeout.ms`'s default).
+pub const JAVA_REQUEST_TIMEOUT_MS: i32 = 30_000;
+
+/// How long a request may go unanswered before its connection is given up: the user's
+/// `request.timeout.ms` (the Java consumer's bound, which Spark's users write) or
+/// `socket.timeout.ms` (librdkafka's), the shorter when both are set (each client would give
+/// up by then); neither set, the Java consumer's default, 30 s, not librdkafka's 60 s: a
+/// connection that went silent is dropped after 30 s, as the Java consumer drops it.
+fn request_timeout(config: &[(String, String)]) -> Result<Duration, String> {
+    let set = |key| {
+        property(config, key)
+            .is_some()
+            .then(|| number(config, key, 0))
+            .transpose()
+    };
+    let ms = match (set("request.timeout.ms")?, set("socket.timeout.ms")?) {
+        (Some(request), Some(socket)) => request.min(socket),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => JAVA_REQUEST_TIMEOUT_MS,
+    };
+    Ok(Duration::from_millis(ms.max(1) as u64))
+}
+
 impl DirectConfig {
     /// [`DirectConfig::from_config`], or, when `direct` is false (tests reading through
     /// librdkafka on purpose), why not.
@@ -120,9 +145,7 @@ impl DirectConfig {
                 partition_max_bytes,
                 read_committed: isolation.eq_ignore_ascii_case("read_committed"),
             },
-            socket_timeout: Duration::from_millis(
-                number(config, "socket.timeout.ms", 60_000)?.max(1) as u64,
-            ),
+            request_timeout: request_timeout(config)?,
             max_response: number(config, "receive.message.max.bytes", 100_000_000)?.max(1024)
                 as usize,
             check_crcs: !property(config, "check.crcs")
@@ -168,6 +191,29 @@ mod tests {
         assert!(plain.check_crcs && plain.tls.is_none() && plain.sasl.is_none());
         let off = DirectConfig::from_config(&config(&[("check.crcs", "false")])).unwrap();
         assert!(!off.check_crcs);
+    }
+
+    #[test]
+    fn a_request_is_given_up_on_after_the_users_bound_else_the_java_consumers() {
+        let ms = |pairs: &[(&str, &str)]| {
+            let c = DirectConfig::from_config(&config(pairs)).map(|c| c.request_timeout);
+            c.map(|d| d.as_millis())
+        };
+        assert_eq!(ms(&[]), Ok(30_000));
+        assert_eq!(ms(&[("request.timeout.ms", "3000")]), Ok(3_000));
+        assert_eq!(ms(&[("socket.timeout.ms", "90000")]), Ok(90_000));
+        let both = [
+            ("request.timeout.ms", "3000"),
+            ("socket.timeout.ms", "1000"),
+        ];
+        assert_eq!(ms(&both), Ok(1_000));
+        let both = [
+            ("request.timeout.ms", "40000"),
+            ("socket.timeout.ms", "5000"),
+        ];
+        assert_eq!(ms(&both), Ok(5_000));
+        let why = ms(&[("request.timeout.ms", "soon")]).unwrap_err();
+        assert!(why.contains("request.timeout.ms=soon"), "{why}");
     }
 
     #[test]

@@ -65,7 +65,7 @@ impl Timed<'_> {
         let timed_out = || {
             std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                "no whole answer within the socket timeout",
+                "no whole answer within the request timeout",
             )
         };
         let left = self.deadline.saturating_duration_since(Instant::now());

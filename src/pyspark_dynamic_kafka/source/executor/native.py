@@ -8,7 +8,9 @@ fetch path or with librdkafka's consumer: which one (or the Python reader,
 :attr:`~pyspark_dynamic_kafka.source.executor.task.ReadSettings.engines`: the executor never
 decides again nor re-parses options. A reader planned on the direct path that hands its ranges
 to librdkafka's consumer (a broker error, a lost connection) is logged once per cluster and
-reason (:func:`~pyspark_dynamic_kafka.kafka.engine.report_handover`).
+reason (:func:`~pyspark_dynamic_kafka.kafka.engine.report_handover`); each request the direct
+path sent again on a new connection (its first one broke, or went unanswered past the request
+timeout) is one INFO line, as the Java consumer logs a disconnection after ``request.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -107,6 +109,13 @@ def read_native(
         yield from _batches(module, reader)
     finally:
         reader.close()
+        for reconnect in reader.reconnects():
+            reason = redact_secrets(reconnect, properties)
+            _log.info(
+                "Cluster '%s': the direct fetch path sent a request again on a new connection: %s",
+                cluster_id,
+                reason,
+            )
         handover = reader.fallback()
         if handover is not None and settings.engine(cluster_id) == DIRECT:
             report_handover(cluster_id, handover, properties)

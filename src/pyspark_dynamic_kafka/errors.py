@@ -32,6 +32,7 @@ __all__ = [
     "OptionsError",
     "ReadError",
     "SchemaRegistryError",
+    "SinkIdInUseError",
     "WriteError",
     "WriteRouteError",
 ]
@@ -143,6 +144,11 @@ class ReadError(KafkaClientError):
 class WriteError(KafkaClientError):
     """An executor could not produce or commit the records of a write (the message names the
     cluster and the topic, never a secret)."""
+
+
+class SinkIdInUseError(OptionsError):
+    """exactlyOnce: the ``sinkId``'s newest progress marker was written by another streaming
+    query (another checkpoint): a new ``sinkId`` or ``sinkIdTakeover=true`` is needed."""
 
 
 class WriteRouteError(MetadataError, ValueError):

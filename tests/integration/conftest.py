@@ -3,6 +3,7 @@ standalone Spark cluster and a Spark Connect server."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -161,6 +162,21 @@ def reader(request: pytest.FixtureRequest) -> str:
     if name == "native" and core() is None:
         pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
     return name
+
+
+@pytest.fixture(params=["python", "native"])
+def transact(request: pytest.FixtureRequest) -> Any:
+    """One sink task's exactlyOnce write
+    (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with either
+    writer: confluent-kafka's, then the compiled core's (skipped when it is not installed)."""
+    from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
+    from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
+
+    if request.param == "native":
+        if core() is None:
+            pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
+        return functools.partial(produce_transaction, opener=NativeTransaction)
+    return produce_transaction
 
 
 # -- Apache Kafka clusters of the run's own, with several brokers (broker faults, racks) ----------

@@ -95,7 +95,8 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
                 hits = [v for v in values if v in fail_values and not (fail_dir / v).exists()]
                 if hits:
                     route = self.task.route
-                    wait_on_cluster(dict(route.properties), route.marker_topic, sent)
+                    topic = self.task.topic or route.topic_of(None)
+                    wait_on_cluster(dict(route.properties), topic, sent)
                     (fail_dir / hits[0]).write_text(f"failed once after {len(sent)} records")
                     raise RuntimeError(f"injected failure at row {hits[0]}")
                 sent.update(values)

@@ -89,7 +89,7 @@ def slow_format(spark: Any, signals: Path, name: str) -> str:
             yield first
             route = self.task.route
             values = {str(v) for v in first.column("value").to_pylist()}
-            wait_on_cluster(dict(route.properties), route.marker_topic, values)
+            wait_on_cluster(dict(route.properties), route.topic_of(None), values)
             (signals / "slow-waiting").write_text(f"{len(values)} records sent")
             _wait_for(signals / "copy-done")  # no copy: the test fails on the event log
             yield from batches

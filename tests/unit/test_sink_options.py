@@ -151,11 +151,29 @@ def test_exactly_once_needs_a_sink_id_and_lists_every_cluster_for_markers() -> N
     task = plan_write(options, lambda kind, opts: service)
     assert task.exactly_once
     assert task.sink_id == "w1"
-    assert [(m.cluster_id, m.topic) for m in task.marker_clusters] == [
-        ("east", "a"),
-        ("west", "orders"),
+    # Markers are looked up on every topic of the stream there.
+    assert [(m.cluster_id, m.topics) for m in task.marker_clusters] == [
+        ("east", ("a", "orders")),
+        ("west", ("orders",)),
     ]
-    assert task.route.marker_topic == "orders"
+    assert not task.sink_id_takeover
+    assert task.route.marker_places == [("orders", 0)]
+    two = WriteRoute("orders", "east", frozenset({"b", "a"}), FrozenProperties())
+    assert two.marker_places == [("a", 0), ("b", 0)]
+
+
+def test_sink_id_takeover_is_an_exactly_once_option_carried_by_the_task() -> None:
+    exactly = {**BASE, "deliveryGuarantee": "exactlyOnce", "sinkId": "w1"}
+    assert not parse_sink_options(exactly).sink_id_takeover
+    with pytest.raises(OptionsError, match="Invalid value 'maybe' for option 'sinkIdTakeover'"):
+        parse_sink_options({**exactly, "sinkIdTakeover": "maybe"})
+    with pytest.raises(OptionsError, match="Option 'sinkIdTakeover' is for deliveryGuarantee"):
+        parse_sink_options({**BASE, "sinkId": "w1", "sinkidtakeover": "true"})
+    options = parse_sink_options({**exactly, "sinkidtakeover": "TRUE"})
+    east = ClusterMetadata(frozenset({"orders"}), {"bootstrap.servers": "e:1"})
+    service = InMemoryMetadataService([KafkaStream("orders", {"east": east})])
+    task = plan_write(options, lambda kind, opts: service)
+    assert (task.sink_id, task.exactly_once, task.sink_id_takeover) == ("w1", True, True)
 
 
 def test_dedupe_headers_need_a_sink_id_and_travel_with_the_task() -> None:

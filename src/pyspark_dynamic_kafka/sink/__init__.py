@@ -15,6 +15,9 @@ tests/unit/test_module_map.py):
   flushed and checked before the task ends (atLeastOnce).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.transaction`: exactlyOnce: one transaction per
   task with a fixed ``transactional.id`` and a progress marker committed inside it.
+- :mod:`~pyspark_dynamic_kafka.sink.executor.markers`: exactlyOnce's progress markers: the
+  query that wrote each, where a task looks them up, whether its micro-batch is a replay or
+  another query holds the ``sinkId``.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.native`: the same two with the compiled core's
   producer (Arrow columns straight to librdkafka), as the driver chose by the ``writer`` option
   (:mod:`pyspark_dynamic_kafka.kafka.engine`).

@@ -51,9 +51,10 @@ class WriteRoute:
         return next(iter(self.topics)) if len(self.topics) == 1 else None
 
     @property
-    def marker_topic(self) -> str:
-        """The topic whose partition 0 carries exactlyOnce progress markers: the first by name."""
-        return min(self.topics)
+    def marker_places(self) -> list[tuple[str, int]]:
+        """Where a task commits its exactlyOnce progress marker: partition 0 of every topic, by
+        name (so a replay finds it while any of them is still listed)."""
+        return [(topic, 0) for topic in sorted(self.topics)]
 
     def describe(self) -> str:
         """``stream 'orders' -> cluster 'east' (topics: 'orders')`` for messages."""

@@ -246,6 +246,11 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
                 "The micro-batch id is missing from the task (Spark sets it on writeStream "
                 "tasks): deliveryGuarantee=exactlyOnce and dedupeHeaders need it."
             )
+        if self.task.exactly_once and query_id is None:
+            raise OptionsError(
+                "The streaming query id is missing from the task (Spark sets it on writeStream "
+                "tasks): deliveryGuarantee=exactlyOnce needs it for its progress markers."
+            )
         stamp = _stamp(self.task, batch_id, partition)
         if not self.task.exactly_once:
             return replace(_produce(self.task, iterator, stamp), query_id=query_id)
@@ -254,7 +259,9 @@ class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[mis
 
         opener = NativeTransaction if self.task.native else None
         batches = encode_columns(self.task, iterator)
-        report = produce_transaction(self.task, batches, batch_id, partition, stamp, opener)
+        report = produce_transaction(
+            self.task, batches, batch_id, partition, stamp, opener, query_id
+        )
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

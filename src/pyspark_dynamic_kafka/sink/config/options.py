@@ -80,6 +80,9 @@ class SinkOptions:
     dedupe_headers:
         Whether every record carries the headers that identify it (sink id, batch, Spark
         partition, sequence), so a reader can drop atLeastOnce's retried copies.
+    sink_id_takeover:
+        exactlyOnce: this query takes the ``sinkId`` over from the query whose progress markers
+        it finds (its micro-batches counted afresh) instead of failing.
     """
 
     metadata_service: str
@@ -91,6 +94,7 @@ class SinkOptions:
     metadata_options: FrozenProperties
     kafka_properties: FrozenProperties
     dedupe_headers: bool = False
+    sink_id_takeover: bool = False
     writer: str = "auto"
     value_avro: AvroFormat | None = None
     key_avro: AvroFormat | None = None
@@ -131,8 +135,20 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         nonempty,
         None,
         "exactlyOnce: this writer's id, fixed for the life of the query (keep it across "
-        "restarts, unique among writers): prefix of its transactional ids and progress groups.",
+        "restarts, unique among writers): prefix of its transactional ids and progress groups. "
+        "A progress marker written by another streaming query (another checkpoint) fails the "
+        "first write, unless sinkIdTakeover is set.",
         attr="sink_id",
+    ),
+    OptionSpec(
+        "sinkIdTakeover",
+        boolean,
+        "false",
+        "exactlyOnce: `true` lets this query take the sinkId over from the query that wrote its "
+        "progress markers (a new checkpoint replacing an old one; stop the old query): its "
+        "micro-batches are counted afresh rather than skipped up to the old query's markers. "
+        "Once this query has written its markers, its own restarts are normal replays.",
+        attr="sink_id_takeover",
     ),
     OptionSpec(
         "topic",
@@ -206,6 +222,11 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise OptionsError(
             "Option 'sinkId' is required with deliveryGuarantee=exactlyOnce: name this writer "
             "(e.g. 'orders-writer'), and keep the name when the query restarts."
+        )
+    if parsed["sinkIdTakeover"] and parsed["deliveryGuarantee"] != EXACTLY_ONCE:
+        raise OptionsError(
+            "Option 'sinkIdTakeover' is for deliveryGuarantee=exactlyOnce (it decides whose "
+            "progress markers count); remove it or set deliveryGuarantee=exactlyOnce."
         )
     if parsed["dedupeHeaders"] and parsed["sinkId"] is None:
         raise OptionsError(

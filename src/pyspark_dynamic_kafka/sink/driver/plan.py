@@ -82,6 +82,7 @@ def plan_write(
         exactly_once=exactly_once,
         sink_id=options.sink_id,
         marker_clusters=_marker_clusters(options, streams[route.stream_id]) if exactly_once else (),
+        sink_id_takeover=options.sink_id_takeover,
         dedupe_headers=options.dedupe_headers,
         value_avro=value_avro,
         key_avro=key_avro,
@@ -91,12 +92,13 @@ def plan_write(
 
 
 def _marker_clusters(options: SinkOptions, stream: KafkaStream) -> tuple[MarkerCluster, ...]:
-    """Every cluster of the stream with a topic: where a replayed micro-batch may be marked."""
+    """Every cluster of the stream with a topic, and all its topics: where a replayed
+    micro-batch may be marked."""
     return tuple(
         MarkerCluster(
             cluster_id,
             merge_client_properties(options.kafka_properties, cluster.properties, cluster_id),
-            min(cluster.topics),
+            tuple(sorted(cluster.topics)),
         )
         for cluster_id, cluster in sorted(stream.clusters.items())
         if cluster.topics

@@ -23,13 +23,10 @@ import pyarrow.compute as pc
 
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.sink.executor.markers import progress_group
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, check_flushed, failure
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
-from pyspark_dynamic_kafka.sink.executor.transaction import (
-    MARKER,
-    progress_group,
-    transaction_properties,
-)
+from pyspark_dynamic_kafka.sink.executor.transaction import transaction_properties
 
 __all__ = ["NativeTransaction", "produce_native"]
 
@@ -138,12 +135,13 @@ class NativeTransaction:
     def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
         return _send_all(self.module, self.task, self.producer, batches)
 
-    def commit(self, batch_id: int) -> None:
+    def commit(self, batch_id: int, metadata: str) -> None:
         task = self.task
         with _producing(self.module, task, "Cannot commit the transaction on"):
-            marker = (task.route.marker_topic, 0, batch_id)
-            group = progress_group(task, self.partition)
-            self.producer.send_offset(group, *marker, MARKER, self.timeout)
+            group = progress_group(task.sink_id or "", self.partition)
+            for topic, partition in task.route.marker_places:  # one transaction: all or none
+                marker = (topic, partition, batch_id)
+                self.producer.send_offset(group, *marker, metadata, self.timeout)
             self.producer.commit_transaction(self.timeout)
 
     def abort(self) -> None:

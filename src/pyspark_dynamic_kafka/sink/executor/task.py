@@ -68,13 +68,14 @@ class MarkerCluster:
         The cluster.
     properties:
         Its client properties (the query's ``kafka.*`` under the cluster's own).
-    topic:
-        The topic whose partition 0 carries the markers (the first of the stream's by name).
+    topics:
+        The stream's topics there, by name: markers are looked up on partition 0 of each
+        (a task commits its marker on partition 0 of every topic of its route).
     """
 
     cluster_id: str
     properties: FrozenProperties
-    topic: str
+    topics: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class WriteTask:
         exactlyOnce: the prefix of the transactional ids and progress groups.
     marker_clusters:
         exactlyOnce: every cluster of the stream, where a replay's markers are looked up.
+    sink_id_takeover:
+        exactlyOnce: the option ``sinkIdTakeover``: a newest marker of another streaming query
+        is taken over (this query's micro-batches counted afresh) instead of failing the task.
     dedupe_headers:
         Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
         headers (sink id, batch, Spark partition, sequence).
@@ -115,6 +119,7 @@ class WriteTask:
     exactly_once: bool = False
     sink_id: str | None = None
     marker_clusters: tuple[MarkerCluster, ...] = ()
+    sink_id_takeover: bool = False
     dedupe_headers: bool = False
     engine: str = PYTHON
     value_avro: AvroTarget | None = None

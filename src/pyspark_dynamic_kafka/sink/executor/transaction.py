@@ -4,12 +4,17 @@ The transaction of Spark partition ``p`` of a write has the fixed ``transactiona
 ``<sinkId>.<cluster>.<p>``: a retried or speculative attempt initialises it again, which fences
 the older attempt (it can no longer commit) and ends whatever the older one left open.
 
-The **progress marker** says "Spark partition p of micro-batch B is committed": an offset commit
-of the group ``<sinkId>.progress.<p>`` on partition 0 of the route's first topic, offset ``B``,
-metadata :data:`MARKER`, sent with ``send_offsets_to_transaction`` so it commits atomically with
-the records (KIP-98). After ``init_transactions`` (so that no older attempt can still commit),
-the task reads the marker on **every** cluster the stream lists (a replayed micro-batch may have
-been committed on a cluster the route has left since) and writes nothing when one says ``>= B``.
+The **progress marker** (:mod:`~pyspark_dynamic_kafka.sink.executor.markers`) says "Spark
+partition p of micro-batch B of query Q is committed": an offset commit of the group
+``<sinkId>.progress.<p>`` on partition 0 of each of the route's topics, offset ``B``, its
+metadata naming Q, sent with ``send_offsets_to_transaction`` so it commits atomically with the
+records (KIP-98). After ``init_transactions`` (so that no older attempt can still commit), the
+task reads the markers on **every** cluster the stream lists, on each of the stream's topics
+there (a replayed micro-batch may have been committed on a cluster the route has left since,
+or while the route had other topics besides), and writes nothing when the newest is its
+query's and says ``>= B``; a newest marker of another query fails
+the task (:func:`~pyspark_dynamic_kafka.sink.executor.markers.claim`), unless the option
+``sinkIdTakeover`` lets this query take the ``sinkId`` over.
 
 A transaction never outlives its task: any error aborts it before the task fails.
 """
@@ -18,42 +23,36 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer, TopicPartition
 
-from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets
+from pyspark_dynamic_kafka.kafka.config import client_properties
+from pyspark_dynamic_kafka.sink.executor.markers import (
+    MARKER,
+    Claim,
+    claim,
+    committed_markers,
+    marker_consumer,
+    marker_metadata,
+    progress_group,
+)
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, failure, send_all
-from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteReport, WriteTask
+from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 
 __all__ = [
-    "MARKER",
     "Opener",
     "Transaction",
     "already_committed",
-    "committed_batch",
     "open_transaction",
     "produce_transaction",
-    "progress_group",
     "transaction_properties",
 ]
 
 _LOG = logging.getLogger(__name__)
-#: The metadata string of a progress marker's offset commit.
-MARKER = "dynamic_kafka.sink.batch"
-_RETRY_S = 0.2
-_COORDINATOR_MOVES = frozenset(
-    {
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-    }
-)
 
 
 def transactional_id(task: WriteTask, partition: int) -> str:
@@ -61,66 +60,8 @@ def transactional_id(task: WriteTask, partition: int) -> str:
     return f"{task.sink_id}.{task.route.cluster_id}.{partition}"
 
 
-def progress_group(task: WriteTask, partition: int) -> str:
-    """The group whose committed offset is Spark partition ``partition``'s progress marker."""
-    return f"{task.sink_id}.progress.{partition}"
-
-
 def _timeout_s(task: WriteTask) -> float:
     return task.flush_timeout_ms / 1000.0
-
-
-def _marker_consumer(properties: dict[str, str], group: str) -> Consumer:
-    return Consumer(
-        {
-            **properties,
-            "group.id": group,
-            "enable.auto.commit": "false",
-            "isolation.level": "read_committed",  # committed() waits for pending txn offsets
-        }
-    )
-
-
-def committed_batch(task: WriteTask, cluster: MarkerCluster, partition: int) -> int | None:
-    """The last micro-batch whose Spark partition ``partition`` is committed on ``cluster``.
-
-    Raises
-    ------
-    WriteError
-        When the cluster does not answer (naming it; a replay cannot be checked, so the task
-        must not write).
-    """
-    properties = client_properties(cluster.properties, cluster.cluster_id)
-    consumer = _marker_consumer(properties, progress_group(task, partition))
-    deadline = time.monotonic() + _timeout_s(task)
-    try:
-        while True:
-            try:
-                found = consumer.committed(
-                    [TopicPartition(cluster.topic, 0)], timeout=_timeout_s(task)
-                )
-                break
-            except KafkaException as exc:
-                # NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...: the group's coordinator
-                # moves or loads (a fresh cluster creates __consumer_offsets); ask again.
-                error = exc.args[0]
-                again = error.retriable() or error.code() in _COORDINATOR_MOVES
-                if not again or time.monotonic() >= deadline:
-                    raise
-                time.sleep(_RETRY_S)
-    except KafkaException as exc:
-        text = redact_secrets(str(exc), cluster.properties)
-        raise WriteError(
-            f"Cannot read the sink's progress marker on cluster {cluster.cluster_id!r} (group "
-            f"{progress_group(task, partition)!r}): {text}. Every cluster the stream lists "
-            "must answer for exactlyOnce writes."
-        ) from None
-    finally:
-        consumer.close()
-    marker = found[0]
-    if marker.error is not None or marker.offset < 0 or marker.metadata != MARKER:
-        return None
-    return int(marker.offset)
 
 
 def transaction_properties(task: WriteTask, partition: int) -> dict[str, str]:
@@ -142,41 +83,77 @@ def open_transaction(task: WriteTask, partition: int) -> Producer:
     return producer
 
 
-def already_committed(task: WriteTask, batch_id: int, partition: int) -> WriteReport | None:
-    """The skip report when a progress marker on any of the stream's clusters says Spark
-    partition ``partition`` of micro-batch ``batch_id`` is committed (call it after
-    ``init_transactions``: no older attempt can commit any more), else ``None``.
+def already_committed(
+    task: WriteTask, batch_id: int, partition: int, query_id: str | None = None
+) -> tuple[WriteReport | None, str]:
+    """Whether Spark partition ``partition`` of ``query_id``'s micro-batch ``batch_id`` is
+    committed, by the markers on every cluster the stream lists (call it after
+    ``init_transactions``: no older attempt can commit any more): the skip report (else
+    ``None``) and the metadata of the marker this task commits.
 
     Raises
     ------
     WriteError
-        When a cluster does not answer (:func:`committed_batch`).
+        When a cluster does not answer
+        (:func:`~pyspark_dynamic_kafka.sink.executor.markers.committed_markers`).
+    SinkIdInUseError
+        When the newest marker is another query's and ``sinkIdTakeover`` is off.
     """
-    for cluster in task.marker_clusters:
-        done = committed_batch(task, cluster, partition)
-        if done is not None and done >= batch_id:
-            log_event(
-                _LOG,
-                logging.INFO,
-                "write_skipped",
-                batch=batch_id,
-                partition=partition,
-                cluster=cluster.cluster_id,
-                committed=done,
-            )
-            return WriteReport(task.route.cluster_id, {}, skipped=True)
-    return None
+    sink_id = task.sink_id or ""
+    found = [
+        marker
+        for cluster in task.marker_clusters
+        for marker in committed_markers(cluster, sink_id, partition, task.flush_timeout_ms)
+    ]
+    decided = claim(found, sink_id, query_id, batch_id, task.sink_id_takeover)
+    _log_claim(decided, batch_id, partition, query_id)
+    metadata = MARKER if query_id is None else marker_metadata(query_id, decided.generation)
+    if decided.done is None:
+        return None, metadata
+    return WriteReport(task.route.cluster_id, {}, skipped=True), metadata
 
 
-def _commit(task: WriteTask, producer: Producer, partition: int, batch_id: int) -> None:
-    marker = TopicPartition(task.route.marker_topic, 0, batch_id, metadata=MARKER)
+def _log_claim(decided: Claim, batch_id: int, partition: int, query_id: str | None) -> None:
+    newest = decided.newest
+    if decided.done is not None:
+        legacy = decided.done.query_id is None and query_id is not None
+        log_event(
+            _LOG,
+            # A legacy marker cannot tell this query's replay from another checkpoint's batch.
+            logging.WARNING if legacy else logging.INFO,
+            "write_skipped",
+            batch=batch_id,
+            partition=partition,
+            marker=decided.done.where,
+            committed=decided.done.batch,
+            marker_query=decided.done.query_id,
+        )
+    elif newest is not None and newest.query_id != query_id and query_id is not None:
+        log_event(
+            _LOG,
+            logging.WARNING,
+            "sink_id_taken_over",
+            batch=batch_id,
+            partition=partition,
+            marker=newest.where,
+            committed=newest.batch,
+            marker_query=newest.query_id,
+            query=query_id,
+        )
+
+
+def _commit(
+    task: WriteTask, producer: Producer, partition: int, batch_id: int, metadata: str
+) -> None:
+    places = task.route.marker_places
+    markers = [TopicPartition(t, p, batch_id, metadata=metadata) for t, p in places]
     # The route's own client properties (registry keys left out, secret references resolved):
     # the consumer only lends the group's metadata to the transaction.
     properties = client_properties(task.route.properties, task.route.cluster_id)
-    consumer = _marker_consumer(properties, progress_group(task, partition))
+    consumer = marker_consumer(properties, progress_group(task.sink_id or "", partition))
     try:
-        metadata = consumer.consumer_group_metadata()
-        producer.send_offsets_to_transaction([marker], metadata, _timeout_s(task))
+        group = consumer.consumer_group_metadata()
+        producer.send_offsets_to_transaction(markers, group, _timeout_s(task))
     finally:
         consumer.close()
     producer.commit_transaction(_timeout_s(task))
@@ -194,8 +171,9 @@ class Transaction(Protocol):
         """Send every row, flush, and check the deliveries."""
         ...
 
-    def commit(self, batch_id: int) -> None:
-        """Send the progress marker of micro-batch ``batch_id`` and commit, atomically."""
+    def commit(self, batch_id: int, metadata: str) -> None:
+        """Send the progress marker of micro-batch ``batch_id`` (its offset metadata
+        ``metadata``) and commit, atomically."""
 
     def abort(self) -> None:
         """Abort the open transaction (its errors ignored: the broker aborts it on timeout)."""
@@ -223,9 +201,9 @@ class _Confluent:
             deliveries = send_all(self.task, self.producer, batches, self.stamp)
         return deliveries.report(self.task.route.cluster_id)
 
-    def commit(self, batch_id: int) -> None:
+    def commit(self, batch_id: int, metadata: str) -> None:
         with self._failing():
-            _commit(self.task, self.producer, self.partition, batch_id)
+            _commit(self.task, self.producer, self.partition, batch_id, metadata)
 
     def abort(self) -> None:
         with contextlib.suppress(KafkaException):
@@ -249,10 +227,12 @@ def produce_transaction(
     partition: int,
     stamp: Stamp | None = None,
     opener: Opener | None = None,
+    query_id: str | None = None,
 ) -> WriteReport:
-    """exactlyOnce: write Spark partition ``partition`` of micro-batch ``batch_id`` in one
-    transaction with its progress marker (and ``stamp``'s headers, if any), or nothing when a
-    marker says it is committed, with the producer ``opener`` opens (confluent-kafka's by
+    """exactlyOnce: write Spark partition ``partition`` of streaming query ``query_id``'s
+    micro-batch ``batch_id`` in one transaction with its progress marker (and ``stamp``'s
+    headers, if any), or nothing when a marker of the query says it is committed (``None``: no
+    query, every marker counts as its own), with the producer ``opener`` opens (confluent-kafka's by
     default; the compiled core's:
     :class:`~pyspark_dynamic_kafka.sink.executor.native.NativeTransaction`). The same course
     for both: initialise (fences older attempts), skip if marked, begin, write, commit; any
@@ -263,16 +243,18 @@ def produce_transaction(
     WriteRouteError, WriteError
         As :func:`~pyspark_dynamic_kafka.sink.executor.produce.send_all`, after the transaction
         was aborted; a fenced attempt fails with a :class:`WriteError`.
+    SinkIdInUseError
+        When another query's marker is the newest (:func:`already_committed`).
     """
     transaction = (opener or _Confluent)(task, partition, stamp)
     try:
-        skip = already_committed(task, batch_id, partition)
+        skip, metadata = already_committed(task, batch_id, partition, query_id)
         if skip is not None:
             return skip
         transaction.begin()
         try:
             report = transaction.write(batches)
-            transaction.commit(batch_id)
+            transaction.commit(batch_id, metadata)
         except BaseException:
             # Fenced, or the cluster is gone: the broker aborts the transaction on its timeout.
             transaction.abort()

@@ -16,7 +16,7 @@ from typing import Any
 
 import fastavro
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -79,6 +79,46 @@ def test_writer_schemas_resolve_to_the_reader_schema(registry: LocalSchemaRegist
     assert (
         str(decoded.values.type) == "struct<id: int64 not null, qty: int32 not null, note: string>"
     )
+
+
+A_ONLY = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}
+A_AND_B = {
+    **A_ONLY,
+    "fields": [{"name": "a", "type": "long"}, {"name": "b", "type": "string", "default": ""}],
+}
+
+
+@pytest.mark.parametrize("field", [MessageField.VALUE, MessageField.KEY])
+def test_a_reserialized_record_is_read_with_its_last_schema_header(
+    registry: LocalSchemaRegistry, field: str
+) -> None:
+    """A stream processor forwards its input's schema header and its serializer appends the
+    output's: Schema Registry's Java deserializer reads the last one. Read with the first, the
+    body written with ``A_AND_B`` would decode as ``A_ONLY``, and ``b`` take its default. A null
+    schema header leaves the payload's prefix to name the schema (Java's and confluent-kafka's
+    deserializers both)."""
+    client = SchemaRegistryClient({"url": registry.url})
+    by_header = {"schema.id.serializer": header_schema_id_serializer}
+    headers: list[tuple[str, bytes | None]] = []
+    AvroSerializer(client, json.dumps(A_ONLY), conf=by_header)(
+        {"a": 7}, SerializationContext("t", field, headers)
+    )
+    body = AvroSerializer(client, json.dumps(A_AND_B), conf=by_header)(
+        {"a": 7, "b": "payload-b"}, SerializationContext("t", field, headers)
+    )
+    plain = AvroSerializer(client, json.dumps(A_AND_B))(
+        {"a": 8, "b": "prefixed"}, SerializationContext("u", field)
+    )
+    name = f"__{field}_schema_id"
+    decoder = Decoder(json.dumps(A_AND_B), _fetch(registry), key=field == MessageField.KEY)
+    reserialized = decoder.decode([body], [headers])
+    assert reserialized.values.to_pylist() == [{"a": 7, "b": "payload-b"}]
+    assert reserialized.schema_ids.to_pylist() == [None]  # named by a GUID
+    null_headers = decoder.decode(
+        [plain, plain], [[(name, None)], [*headers, ("other", b"x"), (name, None)]]
+    )
+    assert null_headers.values.to_pylist() == [{"a": 8, "b": "prefixed"}] * 2
+    assert null_headers.schema_ids.to_pylist() == [int.from_bytes(plain[1:5], "big")] * 2
 
 
 #: Every kind of Avro type, written and read with one schema.

@@ -171,18 +171,59 @@ def _both(
     return expected, got
 
 
+Headers = list[tuple[str, bytes | None]] | None
+
+
+def _names(key: bool) -> tuple[str, str]:
+    """The schema header of keys (``key``) or values, and the other side's."""
+    keys, values = "__key_schema_id", "__value_schema_id"
+    return (keys, values) if key else (values, keys)
+
+
+def _framings(
+    body: bytes, schema_id: int, guid: bytes, key: bool
+) -> st.SearchStrategy[tuple[bytes, Headers]]:
+    """``body`` framed as Confluent's serializers (and stream processors forwarding headers) may
+    frame it: named by the record's last schema header (its id or GUID, and bytes Java does not
+    look at), after other headers, schema headers among them, that do not count; or by the
+    payload's prefix, no header of its name or the last one null."""
+    name, other = _names(key)
+    refs = st.sampled_from([b"\0" + schema_id.to_bytes(4, "big"), b"\1" + guid])
+    junk = st.none() | st.binary(max_size=20)
+    before = st.lists(st.tuples(st.sampled_from(["trace", other, name]), junk), max_size=3)
+    after = st.lists(st.tuples(st.sampled_from(["trace", other]), junk), max_size=2)
+    by_header = st.tuples(refs, st.binary(max_size=3), before, after).map(
+        lambda t: (body, [*t[2], (name, t[0] + t[1]), *t[3]])
+    )
+
+    def prefixed(ref: bytes, first: Headers, null: bool, last: Headers) -> tuple[bytes, Headers]:
+        named = null or any(h == name for h, _ in first or ())
+        return ref + body, [*(first or ()), *([(name, None)] if named else []), *(last or ())]
+
+    by_prefix = st.builds(prefixed, refs, before, st.booleans(), after)
+    return by_header | by_prefix | refs.map(lambda ref: (ref + body, None))
+
+
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:40])
 def test_every_supported_type_decodes_as_the_python_decoder_does(
     registry: LocalSchemaRegistry, schema: Any
 ) -> None:
-    schema_id, _ = _register(registry, schema)
-    prefix = b"\0" + schema_id.to_bytes(4, "big")
+    schema_id, guid = _register(registry, schema)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(st.none() | avro_values(schema), max_size=12))
-    def check(values: list[Any]) -> None:
-        payloads = [None if v is None else prefix + _body(schema, v) for v in values]
-        expected, _ = _both(registry, schema, payloads, permissive=False)
+    @given(st.booleans(), st.lists(st.none() | avro_values(schema), max_size=12), st.data())
+    def check(key: bool, values: list[Any], data: st.DataObject) -> None:
+        payloads: list[bytes | None] = []
+        headers: list[Headers] = []
+        for value in values:
+            if value is None:
+                payloads.append(None)
+                headers.append(data.draw(st.none() | st.just([(_names(key)[0], None)])))
+                continue
+            payload, named = data.draw(_framings(_body(schema, value), schema_id, guid, key))
+            payloads.append(payload)
+            headers.append(named)
+        expected, _ = _both(registry, schema, payloads, headers, permissive=False, key=key)
         assert expected.corrupt.null_count == len(values)
 
     check()
@@ -219,7 +260,7 @@ def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
         new,  # named by its header
         b"\0" + v1_id.to_bytes(4, "big") + old + b"trailing",
         b"\0" + v2_id.to_bytes(4, "big") + new,
-        old,  # its header wins over the prefix-looking body
+        old,  # its last header wins over the prefix-looking body
     ]
     headers: list[list[tuple[str, bytes | None]] | None] = [
         None,
@@ -228,7 +269,7 @@ def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
         [("other", b"x"), (header, b"\1" + v2_guid)],
         None,
         None,
-        [(header, b"\0" + v1_id.to_bytes(4, "big")), (header, b"junk")],
+        [(header, b"junk"), (header, b"\0" + v1_id.to_bytes(4, "big"))],
     ]
     expected, _ = _both(registry, V2, payloads, headers, permissive=False, key=key)
     assert expected.schema_ids.to_pylist() == [v1_id, None, None, None, v1_id, v2_id, v1_id]
@@ -238,6 +279,51 @@ def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
     body = _body(SWAPPED, {"s": "é", "b": b"x", "i": -3, "l": 2**40})
     expected, _ = _both(registry, SWAPPED_READER, [swapped + body], permissive=False, key=key)
     assert expected.values.to_pylist() == [{"s": "é".encode(), "b": "x", "i": -3.0, "l": 2.0**40}]
+
+
+A_ONLY = _record("AB", ("a", "long"))
+A_AND_B = _record("AB", ("a", "long"), ("b", "string"))
+A_AND_B["fields"][1]["default"] = ""
+
+
+@pytest.mark.parametrize("key", [False, True])
+def test_the_last_schema_header_wins_and_a_null_one_leaves_the_prefix(
+    registry: LocalSchemaRegistry, key: bool
+) -> None:
+    """Schema Registry's Java deserializer (``DualSchemaIdDeserializer``) reads a record's last
+    schema header: a record a stream processor re-serialized carries its input's, then its
+    output's. A null header leaves the prefix to name the schema."""
+    v1_id, v1_guid = _register(registry, A_ONLY)
+    v2_id, v2_guid = _register(registry, A_AND_B)
+    name, other = _names(key)
+    by_id = {v: b"\0" + i.to_bytes(4, "big") for v, i in ((1, v1_id), (2, v2_id))}
+    by_guid = {1: b"\1" + v1_guid, 2: b"\1" + v2_guid}
+    payloads: list[bytes | None] = [
+        _body(A_AND_B, {"a": 7, "b": "payload-b"}),
+        _body(A_AND_B, {"a": 7, "b": "payload-b"}),
+        by_id[2] + _body(A_AND_B, {"a": 8, "b": "eight"}),
+        by_id[1] + _body(A_ONLY, {"a": 9}),
+        _body(A_AND_B, {"a": 10, "b": "ten"}),
+        by_guid[1] + _body(A_ONLY, {"a": 11}),
+    ]
+    headers: list[Headers] = [
+        [(name, by_guid[1]), (name, by_guid[2])],
+        [(name, by_id[1]), ("trace", b"t"), (name, by_id[2])],
+        [(name, None)],
+        [(name, by_guid[2]), (other, by_id[2]), (name, None)],
+        [(name, by_id[2]), (other, by_id[1])],
+        [(other, by_id[2])],
+    ]
+    expected, _ = _both(registry, A_AND_B, payloads, headers, permissive=False, key=key)
+    assert expected.values.to_pylist() == [
+        {"a": 7, "b": "payload-b"},
+        {"a": 7, "b": "payload-b"},
+        {"a": 8, "b": "eight"},
+        {"a": 9, "b": ""},
+        {"a": 10, "b": "ten"},
+        {"a": 11, "b": ""},
+    ]
+    assert expected.schema_ids.to_pylist() == [None, v2_id, v2_id, v1_id, v2_id, None]
 
 
 KINDS = {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}

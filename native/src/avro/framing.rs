@@ -3,7 +3,10 @@
 //!
 //! A record header `__value_schema_id` (`__key_schema_id` for keys) holding a magic byte `1` and a
 //! 16-byte GUID (or `0` and a 4-byte id) names the schema, and the whole payload is the body;
-//! else the payload starts with `0` and a big-endian id, or `1` and a GUID. The header wins.
+//! else the payload starts with `0` and a big-endian id, or `1` and a GUID. As in Schema
+//! Registry's Java `DualSchemaIdDeserializer`: the last header of that name counts (the caller
+//! finds it, [`super::records`]), it wins over the prefix unless its value is null, and bytes
+//! after the schema reference in a header are ignored.
 
 use std::fmt;
 
@@ -59,8 +62,8 @@ impl fmt::Display for SchemaRef {
     }
 }
 
-/// The schema `payload` names (through `header`, the value of the first schema header, when
-/// there is one) and its Avro body; else why it names none.
+/// The schema `payload` names (through `header`, the value of the record's last schema header
+/// when there is one and it is not null) and its Avro body; else why it names none.
 pub fn frame<'a>(
     payload: &'a [u8],
     header: Option<&[u8]>,
@@ -68,13 +71,9 @@ pub fn frame<'a>(
 ) -> Result<(SchemaRef, &'a [u8]), String> {
     if let Some(value) = header {
         let name = if key { KEY_HEADER } else { VALUE_HEADER };
-        let (schema, rest) = named(value, &format!("header {name}"))?;
-        if rest > 0 {
-            return Err(format!("header {name} has {rest} byte(s) after its schema"));
-        }
-        return Ok((schema, payload));
+        return Ok((named(value, &format!("header {name}"))?, payload));
     }
-    let (schema, _) = named(payload, "payload")?;
+    let schema = named(payload, "payload")?;
     let start = match schema {
         SchemaRef::Id(_) => 5,
         SchemaRef::Guid(_) => 17,
@@ -82,8 +81,8 @@ pub fn frame<'a>(
     Ok((schema, &payload[start..]))
 }
 
-/// The schema `data` starts with, and how many bytes follow that reference.
-fn named(data: &[u8], place: &str) -> Result<(SchemaRef, usize), String> {
+/// The schema `data` starts with.
+fn named(data: &[u8], place: &str) -> Result<SchemaRef, String> {
     let Some(&magic) = data.first() else {
         return Err(format!(
             "the {place} is empty: no magic byte names its schema"
@@ -92,12 +91,12 @@ fn named(data: &[u8], place: &str) -> Result<(SchemaRef, usize), String> {
     match (magic, data.len()) {
         (0, len) if len >= 5 => {
             let id = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
-            Ok((SchemaRef::Id(id), len - 5))
+            Ok(SchemaRef::Id(id))
         }
         (1, len) if len >= 17 => {
             let mut guid = [0u8; 16];
             guid.copy_from_slice(&data[1..17]);
-            Ok((SchemaRef::Guid(guid), len - 17))
+            Ok(SchemaRef::Guid(guid))
         }
         (0 | 1, len) => {
             let need = if magic == 0 { 5 } else { 17 };
@@ -146,6 +145,14 @@ mod tests {
     }
 
     #[test]
+    fn bytes_after_the_schema_in_a_header_are_ignored_as_java_does() {
+        assert_eq!(
+            frame(&[9], Some(&[0, 0, 0, 0, 7, 5, 6]), false),
+            Ok((SchemaRef::Id(7), &[9u8][..]))
+        );
+    }
+
+    #[test]
     fn bad_framing_says_why_as_the_python_decoder_does() {
         assert_eq!(
             frame(&[], None, false).unwrap_err(),
@@ -160,10 +167,6 @@ mod tests {
             frame(&[7, 1], None, false).unwrap_err(),
             "the payload starts with byte 7, not a magic byte (0: a schema id follows, 1: a \
              schema GUID): not written by a schema registry's serializer"
-        );
-        assert_eq!(
-            frame(&[0], Some(&[0, 0, 0, 0, 1, 5]), false).unwrap_err(),
-            "header __value_schema_id has 1 byte(s) after its schema"
         );
         assert_eq!(
             frame(&[0], Some(&[]), true).unwrap_err(),

@@ -1,6 +1,8 @@
 //! A batch's records framed ([`super::framing`]): each a tombstone, a framing failure, or the
 //! schema it names and its body; a record's schema header is looked for in the batch's `headers`
-//! column.
+//! column: its last header of that name, and none when that one's value is null (the payload's
+//! prefix names the schema then), as Schema Registry's Java `DualSchemaIdDeserializer` reads
+//! `Headers.lastHeader`.
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, ListArray, StringArray};
@@ -90,20 +92,16 @@ impl<'a> SchemaHeaders<'a> {
         Ok(SchemaHeaders { list, keys, values })
     }
 
-    /// The value of record `row`'s first header called `name` (empty when null), if any.
+    /// The value of record `row`'s last header called `name`; None when there is none or its
+    /// value is null.
     fn find(&self, row: usize, name: &str) -> Option<&'a [u8]> {
         if self.list.is_null(row) {
             return None;
         }
         let offsets = self.list.value_offsets();
         (offsets[row] as usize..offsets[row + 1] as usize)
-            .find(|&j| self.keys.is_valid(j) && self.keys.value(j) == name)
-            .map(|j| {
-                if self.values.is_null(j) {
-                    &[][..]
-                } else {
-                    self.values.value(j)
-                }
-            })
+            .rfind(|&j| self.keys.is_valid(j) && self.keys.value(j) == name)
+            .filter(|&j| self.values.is_valid(j))
+            .map(|j| self.values.value(j))
     }
 }

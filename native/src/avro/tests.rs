@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder, StructBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, BinaryArray};
@@ -257,4 +258,90 @@ fn unions_of_several_types_become_spark_members() {
     assert!(values.column(0).is_null(2) && values.column(1).is_null(0));
     let long = AvroDecoder::new(r#"["int","long"]"#, false, DataType::Int64);
     assert!(long.is_ok());
+}
+
+/// A record header: its key and value (None: null).
+type Header<'a> = (&'a str, Option<Vec<u8>>);
+
+/// A `headers` column (list<struct<key: string, value: binary>>) of these records' headers.
+fn headers(records: &[Vec<Header<'_>>]) -> ArrayRef {
+    let fields = Fields::from(vec![
+        Field::new("key", DataType::Utf8, true),
+        Field::new("value", DataType::Binary, true),
+    ]);
+    let entry = || StructBuilder::from_fields(fields.clone(), 0);
+    let mut list = ListBuilder::new(entry());
+    for record in records {
+        for (key, value) in record {
+            let entries = list.values();
+            let keys = entries.field_builder::<StringBuilder>(0).unwrap();
+            keys.append_value(key);
+            let values = entries.field_builder::<BinaryBuilder>(1).unwrap();
+            values.append_option(value.as_deref());
+            entries.append(true);
+        }
+        list.append(true);
+    }
+    Arc::new(list.finish())
+}
+
+fn named(id: u32) -> Option<Vec<u8>> {
+    Some(framed(id, &[]))
+}
+
+/// Schema Registry's Java `DualSchemaIdDeserializer` takes `Headers.lastHeader`: a record a
+/// stream processor re-serialized carries its input's schema header, then its output's.
+#[test]
+fn the_last_schema_header_wins_and_a_null_one_leaves_the_prefix() {
+    for key in [false, true] {
+        let (name, other) = if key {
+            (framing::KEY_HEADER, framing::VALUE_HEADER)
+        } else {
+            (framing::VALUE_HEADER, framing::KEY_HEADER)
+        };
+        let mut decoder = AvroDecoder::new(READER, key, target()).unwrap();
+        decoder.add_writer(SchemaRef::Id(1), OLD).unwrap();
+        decoder.add_writer(SchemaRef::Id(2), READER).unwrap();
+        let values = batch(&[
+            Some(new_record(7, "payload-b")),
+            Some(framed(2, &new_record(8, "eight"))),
+            Some(framed(1, &zigzag(9))),
+            Some(new_record(10, "ten")),
+            Some(new_record(11, "eleven")),
+            Some(new_record(12, "twelve")),
+        ]);
+        let mut suffixed = framed(2, &[]);
+        suffixed.extend([0xff, 0xfe]);
+        let headers = headers(&[
+            vec![(name, named(1)), (name, named(2))],
+            vec![(name, None)],
+            vec![(name, named(2)), ("other", named(2)), (name, None)],
+            vec![(name, named(2)), (other, named(1))],
+            vec![(name, Some(suffixed))],
+            vec![(name, named(1)), (name, Some(vec![]))],
+        ]);
+        let decoded = decoder.decode(&values, Some(&headers)).unwrap();
+        assert_eq!(
+            rows(&decoded.values),
+            vec![
+                Some((7, "payload-b".into())),
+                Some((8, "eight".into())),
+                Some((9, "none".into())),
+                Some((10, "ten".into())),
+                Some((11, "eleven".into())),
+                None,
+            ],
+            "key: {key}"
+        );
+        let ids: Vec<Option<i32>> = decoded.schema_ids.iter().collect();
+        assert_eq!(ids, vec![Some(2), Some(2), Some(1), Some(2), Some(2), None]);
+        assert_eq!(
+            decoded.failures,
+            vec![Failure {
+                row: 5,
+                schema: None,
+                reason: format!("the header {name} is empty: no magic byte names its schema"),
+            }]
+        );
+    }
 }

@@ -5,10 +5,15 @@ Two places can name the schema. A record header ``__value_schema_id`` (``__key_s
 keys), as confluent-kafka and Schema Registry's newer serializers write it, holds a magic byte
 ``1`` and the schema's 16-byte GUID (or ``0`` and a 4-byte id); the whole payload is then the
 Avro body. Otherwise the payload starts with the schema: a zero byte and the 4-byte big-endian
-id (the classic framing), or ``1`` and a GUID; the body follows. The header wins when both are
-there, as the serializers' own deserializer decides; the sink writes the classic framing
-(:func:`id_prefix`). Anything else is not in these formats, a
-:class:`FramingError` saying why.
+id (the classic framing), or ``1`` and a GUID; the body follows. The sink writes the classic
+framing (:func:`id_prefix`). Anything else is not in these formats, a :class:`FramingError`
+saying why.
+
+Which place counts is the rule of Schema Registry's Java deserializer (``DualSchemaIdDeserializer``,
+its default): the *last* header of that name, as a serializer appends its own after the ones a
+stream processor forwarded from its input; that header wins over the payload's prefix, but a
+header whose value is null does not count, and the prefix names the schema. Bytes after the
+schema reference in a header are ignored, as Java ignores them for Avro.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ def frame(
     payload: bytes, headers: Iterable[tuple[str, bytes | None]] | None = None, key: bool = False
 ) -> tuple[SchemaRef, memoryview]:
     """The schema ``payload`` (a record's value, or its key with ``key``) was written with, and
-    its Avro body.
+    its Avro body: named by the last of its ``headers`` naming schemas, unless that one is null,
+    else by the payload's prefix.
 
     Raises
     ------
@@ -51,13 +57,10 @@ def frame(
         When neither the header nor the payload names a schema in a known way.
     """
     name = KEY_HEADER if key else VALUE_HEADER
-    for header, value in headers or ():
-        if header == name:
-            ref, rest = _named(bytes(value or b""), f"header {name}")
-            if rest:
-                raise FramingError(f"header {name} has {rest} byte(s) after its schema")
-            return ref, memoryview(payload)
-    ref, _ = _named(payload, "payload")
+    values = [value for header, value in headers or () if header == name]
+    if values and values[-1] is not None:
+        return _named(bytes(values[-1]), f"header {name}"), memoryview(payload)
+    ref = _named(payload, "payload")
     start = 5 if ref.guid is None else 17
     return ref, memoryview(payload)[start:]
 
@@ -76,15 +79,15 @@ def id_prefix(schema_id: int) -> bytes:
     return bytes([_ID]) + schema_id.to_bytes(4, "big")
 
 
-def _named(data: bytes, where: str) -> tuple[SchemaRef, int]:
-    """The schema ``data`` starts with, and how many bytes follow that reference."""
+def _named(data: bytes, where: str) -> SchemaRef:
+    """The schema ``data`` starts with."""
     if not data:
         raise FramingError(f"the {where} is empty: no magic byte names its schema")
     magic = data[0]
     if magic == _ID and len(data) >= 5:
-        return SchemaRef(schema_id=int.from_bytes(data[1:5], "big")), len(data) - 5
+        return SchemaRef(schema_id=int.from_bytes(data[1:5], "big"))
     if magic == _GUID and len(data) >= 17:
-        return SchemaRef(guid=str(uuid.UUID(bytes=data[1:17]))), len(data) - 17
+        return SchemaRef(guid=str(uuid.UUID(bytes=data[1:17])))
     if magic in (_ID, _GUID):
         need = 5 if magic == _ID else 17
         raise FramingError(

@@ -39,6 +39,7 @@ from pyspark_dynamic_kafka.avro.framing import (
     SchemaRef,
     frame,
 )
+from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
@@ -97,7 +98,8 @@ class Decoder:
 
     def __post_init__(self) -> None:
         parsed = json.loads(self.reader_schema)
-        self._reader = fastavro.parse_schema(parsed)
+        self._parsed_reader = parsed
+        self._reader = fastavro.parse_schema(plain_reader(parsed))
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
         self._shape = _shaper(self._reader, {})
         self._reader_name = schema_name(parsed)
@@ -191,7 +193,8 @@ class Decoder:
             if registered.schema_type != "AVRO":
                 raise ValueError(f"{ref} is a {registered.schema_type} schema, not Avro")
             parsed = json.loads(registered.schema)
-            writer = fastavro.parse_schema(parsed)
+            # Named as Java pairs them, so fastavro's resolution is Java's (.resolution).
+            writer = fastavro.parse_schema(resolve(parsed, self._parsed_reader).writer)
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
             self._same[ref] = canonical_text(registered.schema) == self._reader_json

@@ -39,6 +39,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -70,8 +71,10 @@ class NativeDecoder:
         if module is None or not hasattr(module, "AvroDecoder"):
             raise ImportError("the compiled core with AvroDecoder is not installed")
         parsed = json.loads(self.reader_schema)
+        self._parsed_reader = parsed
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
-        self._core = module.AvroDecoder(self.reader_schema, self.key, self.arrow_type)
+        reader = json.dumps(plain_reader(parsed))
+        self._core = module.AvroDecoder(reader, self.key, self.arrow_type)
 
     def decode_arrow(
         self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
@@ -124,7 +127,15 @@ class NativeDecoder:
             if registered.schema_type != "AVRO":
                 self._core.refuse(named, f"{ref} is a {registered.schema_type} schema, not Avro")
                 continue
-            self._core.add_writer(named, registered.schema)
+            # Named as Java pairs them (.resolution); a pair Java finds errors in is the
+            # Python decoder's, which like Java fails only the records that reach them.
+            resolution = resolve(json.loads(registered.schema), self._parsed_reader)
+            if resolution.errors:
+                raise ValueError(
+                    f"the writer schema {ref} resolves to the reader schema with errors for some "
+                    f"records: {resolution.errors[0]}"
+                )
+            self._core.add_writer(named, json.dumps(resolution.writer))
         return errors
 
     @property

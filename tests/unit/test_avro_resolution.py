@@ -137,11 +137,11 @@ def test_javas_rules(native: bool, case: Any) -> None:
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:
     writer, reader, _, _ = WRITER_ALIAS
-    assert resolve(writer, reader).writer == _record("R", {"name": "b", "type": "int"})
+    assert resolve(writer, reader).writer == _record("R", {"name": "b", "type": "int"}, namespace="")
     writer, reader, _, _ = READER_FIELD_ALIAS
-    assert resolve(writer, reader).writer == _record("R", {"name": "a", "type": "int"})
+    assert resolve(writer, reader).writer == _record("R", {"name": "a", "type": "int"}, namespace="")
     assert resolve(writer, reader).reader == _record(
-        "R", {"name": "a", "type": "long", "default": -1}
+        "R", {"name": "a", "type": "long", "default": -1}, namespace=""
     )
     writer, reader, _, _ = MISSING_NULLABLE
     assert resolve(writer, reader).errors == ["the writer's R has no field n"]

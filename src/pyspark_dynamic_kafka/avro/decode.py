@@ -39,6 +39,7 @@ from pyspark_dynamic_kafka.avro.framing import (
     SchemaRef,
     frame,
 )
+from pyspark_dynamic_kafka.avro.logical import logical_shaper, raw_defaults, without_logical
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
@@ -99,9 +100,12 @@ class Decoder:
     def __post_init__(self) -> None:
         parsed = json.loads(self.reader_schema)
         self._parsed_reader = parsed
-        self._reader = fastavro.parse_schema(plain_reader(parsed))
+        plain = plain_reader(parsed)
+        # fastavro reads base values (.logical): Java's reading of defaults and logical types.
+        self._reader = fastavro.parse_schema(without_logical(plain))
+        raw_defaults(self._reader)
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
-        self._shape = _shaper(self._reader, {})
+        self._shape = _shaper(plain, {})
         self._reader_name = schema_name(parsed)
         self._writer_names: dict[SchemaRef | None, str] = {}
         self._reader_json = canonical_text(self.reader_schema)
@@ -194,7 +198,8 @@ class Decoder:
                 raise ValueError(f"{ref} is a {registered.schema_type} schema, not Avro")
             parsed = json.loads(registered.schema)
             # Named as Java pairs them, so fastavro's resolution is Java's (.resolution).
-            writer = fastavro.parse_schema(resolve(parsed, self._parsed_reader).writer)
+            resolved = resolve(parsed, self._parsed_reader).writer
+            writer = fastavro.parse_schema(without_logical(resolved))
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
             self._same[ref] = canonical_text(registered.schema) == self._reader_json
@@ -257,13 +262,16 @@ def _shaper(schema: Any, named: dict[str, Any]) -> Shaper:
         return _union(schema, named)
     kind, logical = schema["type"], schema.get("logicalType")
     if kind in ("record", "error"):
-        named[schema["name"]] = schema
+        named[_full_name(schema)] = schema
         fields = [(f["name"], _shaper(f["type"], named)) for f in schema["fields"]]
         if all(shape is _same for _, shape in fields):
             return _same  # fastavro's dict is what Arrow takes: no copy
         return lambda v: {name: shape(v[name]) for name, shape in fields}
     if kind in ("enum", "fixed"):
-        named[schema["name"]] = schema
+        named[_full_name(schema)] = schema
+    if logical is not None and isinstance(kind, str):
+        return logical_shaper(schema) or _same
+    if kind in ("enum", "fixed"):
         return _same
     if kind == "array":
         items = _shaper(schema["items"], named)
@@ -271,10 +279,6 @@ def _shaper(schema: Any, named: dict[str, Any]) -> Shaper:
     if kind == "map":  # Arrow takes a dict for a map
         values = _shaper(schema["values"], named)
         return _same if values is _same else lambda v: {k: values(x) for k, x in v.items()}
-    if kind == "int" and logical == "time-millis":
-        return _millis
-    if kind == "string" and logical == "uuid":
-        return lambda v: str(v)
     return _shaper(kind, named) if isinstance(kind, list | dict) else _same
 
 
@@ -295,9 +299,8 @@ def _union(branches: list[Any], named: dict[str, Any]) -> Shaper:
             return None
         name, value = v if isinstance(v, tuple) else (None, v)
         for i, (kind, branch_name, shape) in enumerate(shapes):
-            if (name is not None and name == branch_name) or (
-                name is None and branch_name is None and _matches(kind, value)
-            ):
+            # fastavro names a named type's value only when the writer's type is a union too
+            if (name is not None and name == branch_name) or (name is None and _matches(kind, value)):
                 return {f"member{j}": shape(value) if j == i else None for j in range(len(rest))}
         raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
 
@@ -313,7 +316,7 @@ def _kind(schema: Any, named: Mapping[str, Any]) -> str:
 def _name(schema: Any, named: Mapping[str, Any]) -> str | None:
     """The full name of a named type (what fastavro tags a union's value with), else None."""
     if isinstance(schema, dict) and schema.get("type") in ("record", "error", "enum", "fixed"):
-        return str(schema["name"])
+        return _full_name(schema)
     return schema if isinstance(schema, str) and schema in named else None
 
 
@@ -327,6 +330,10 @@ _PYTHON = {
     "bytes": (bytes,),
     "array": (list,),
     "map": (dict,),
+    "record": (dict,),
+    "error": (dict,),
+    "enum": (str,),
+    "fixed": (bytes,),
 }
 
 
@@ -335,12 +342,11 @@ def _matches(kind: str, value: Any) -> bool:
     return isinstance(value, types) and not (kind != "boolean" and isinstance(value, bool))
 
 
+def _full_name(schema: dict[str, Any]) -> str:
+    """A named type's full name (the reader is given with name and namespace apart)."""
+    name, space = str(schema["name"]), schema.get("namespace")
+    return f"{space}.{name}" if space and "." not in name else name
+
+
 def _same(value: Any) -> Any:
     return value
-
-
-def _millis(value: Any) -> Any:
-    if value is None:
-        return None
-    t: datetime.time = value
-    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1000 + t.microsecond // 1000

@@ -135,6 +135,7 @@ class NativeDecoder:
                     f"the writer schema {ref} resolves to the reader schema with errors for some "
                     f"records: {resolution.errors[0]}"
                 )
+            _check_defaults(ref, resolution.defaulted)
             self._core.add_writer(named, json.dumps(resolution.writer))
         return errors
 
@@ -162,6 +163,19 @@ def make_decoder(
             exc,
         )
     return Decoder(reader_schema, fetch, permissive, key)
+
+
+def _check_defaults(ref: SchemaRef, defaulted: list[dict[str, Any]]) -> None:
+    """Raise ValueError for a default arrow-avro 60.1 reads otherwise than Java: text of a
+    ``bytes`` or ``fixed`` beyond ASCII (Java: ISO-8859-1, arrow-avro: UTF-8), a default of a
+    type with a logical type (a ``timestamp-millis`` in a union read as microseconds)."""
+    for f in defaulted:
+        text = json.dumps(f["default"])
+        if "\\u" in text or "logicalType" in json.dumps(f["type"]):
+            raise ValueError(
+                f"the writer schema {ref} lacks the reader's field {f['name']}, whose default "
+                f"{text} the core does not read as Java does"
+            )
 
 
 def _ref(named: int | str) -> SchemaRef:

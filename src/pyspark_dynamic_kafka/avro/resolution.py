@@ -51,6 +51,7 @@ class Resolution:
     writer: Any
     reader: Any
     errors: list[str] = field(default_factory=list)
+    defaulted: list[dict[str, Any]] = field(default_factory=list)  # reader fields, by default
 
 
 def plain_reader(reader: Any) -> Any:
@@ -108,6 +109,9 @@ def _plain(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: v for k, v in schema.items() if k != "_aliases"}
+    if out.get("type") in _NAMED:  # a full name as name and namespace (arrow-avro needs both)
+        space, _, name = str(out["name"]).rpartition(".")
+        out["name"], out["namespace"] = name, space
     if "fields" in out:
         out["fields"] = [
             {**{k: v for k, v in f.items() if k != "_aliases"}, "type": _plain(f["type"])}
@@ -130,7 +134,7 @@ def resolve(writer: Any, reader: Any) -> Resolution:
     for old, new in walk.renames.items():
         if new not in w_named or new == old:  # else a name the writer has for another type
             renames[old] = new
-    return Resolution(_plain(_renamed(w, renames)), _plain(r), walk.errors)
+    return Resolution(_plain(_renamed(w, renames)), _plain(r), walk.errors, walk.defaulted)
 
 
 def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
@@ -168,6 +172,7 @@ class _Walk:
     def __init__(self, w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
         self.w_named, self.r_named = w_named, r_named
         self.errors: list[str] = []
+        self.defaulted: list[dict[str, Any]] = []
         self.renames: dict[str, str] = {}
         self.seen: set[tuple[int, int]] = set()
 
@@ -227,6 +232,8 @@ class _Walk:
         for f in r["fields"]:
             if f["name"] not in by_name and "default" not in f:
                 ok = self._error(f"the writer's {w['name']} has no field {f['name']}")
+            elif f["name"] not in by_name:
+                self.defaulted.append(f)
         if not ok:
             return False
         readers = {f["name"]: f for f in r["fields"]}

@@ -110,8 +110,9 @@ def spark_value(schema: Any, typed: Any, named: dict[str, Any] | None = None) ->
         kind = schema["type"]
         if kind in ("record", "error"):
             named[schema["name"]] = schema
-            return {f["name"]: spark_value(f["type"], typed[f["name"]], named)
-                    for f in schema["fields"]}
+            return {
+                f["name"]: spark_value(f["type"], typed[f["name"]], named) for f in schema["fields"]
+            }
         if kind in ("enum", "fixed"):
             named[schema["name"]] = schema
         if kind == "array":
@@ -163,11 +164,21 @@ def _union(branches: list[Any], typed: Any, named: dict[str, Any]) -> Any:
     converted = spark_value(branch, value, named)
     if len(rest) == 1:
         return converted
-    kinds = {b if isinstance(b, str) else str(b.get("type")) for b in rest}
+    kinds = {_numeric(b) for b in rest}
     if len(rest) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
         return converted
     member = rest.index(branch)
     return {f"member{j}": converted if j == member else None for j in range(len(rest))}
+
+
+def _numeric(schema: Any) -> str | None:
+    """A union branch's Spark number type (time-millis is Spark's int), else None."""
+    if isinstance(schema, str):
+        return schema if schema in ("int", "long", "float", "double") else None
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if kind == "int" and logical in (None, "time-millis"):
+        return "int"
+    return str(kind) if kind in ("long", "float", "double") and logical is None else None
 
 
 def comparable(value: Any, arrow_type: pa.DataType) -> Any:
@@ -177,7 +188,8 @@ def comparable(value: Any, arrow_type: pa.DataType) -> Any:
         return None
     if pa.types.is_struct(arrow_type):
         return {
-            f.name: comparable(value[f.name], f.type) for f in arrow_type  # type: ignore[attr-defined]
+            f.name: comparable(value[f.name], f.type)
+            for f in arrow_type  # type: ignore[attr-defined]
         }
     if pa.types.is_map(arrow_type):
         items = value.items() if isinstance(value, dict) else value
@@ -191,7 +203,10 @@ def comparable(value: Any, arrow_type: pa.DataType) -> Any:
     if pa.types.is_binary(arrow_type):
         return ("b", bytes(value).hex())
     if pa.types.is_decimal(arrow_type):
-        return ("dec", str(decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-arrow_type.scale))))
+        return (
+            "dec",
+            str(decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-arrow_type.scale))),
+        )
     if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
         return (type(value).__name__, value)
     return value

@@ -15,7 +15,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from pyspark_dynamic_kafka.avro.decode import Decoder
+from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
 from pyspark_dynamic_kafka.avro.native_decode import make_decoder
 from pyspark_dynamic_kafka.avro.resolution import resolve
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
@@ -98,8 +98,13 @@ ENUM_READER_ALIAS = (
         "R",
         {
             "name": "e",
-            "type": {"type": "enum", "name": "E2", "aliases": ["E1"], "symbols": ["Y", "Z"],
-                     "default": "Z"},
+            "type": {
+                "type": "enum",
+                "name": "E2",
+                "aliases": ["E1"],
+                "symbols": ["Y", "Z"],
+                "default": "Z",
+            },
         },
     ),
     [{"e": "X"}, {"e": "Y"}],
@@ -123,8 +128,14 @@ WRITER_UNION_BRANCHES = (
     [{"u": 5}, {"u": "five"}],
     [{"u": 5}, "refused"],
 )
-RULES = [READER_FIELD_ALIAS, RECORD_NAMES_IGNORED, ENUM_READER_ALIAS, ENUM_WITHOUT_DEFAULT,
-         FIXED_OTHER_NAME, WRITER_UNION_BRANCHES]
+RULES = [
+    READER_FIELD_ALIAS,
+    RECORD_NAMES_IGNORED,
+    ENUM_READER_ALIAS,
+    ENUM_WITHOUT_DEFAULT,
+    FIXED_OTHER_NAME,
+    WRITER_UNION_BRANCHES,
+]
 NAMED_CASES = [WRITER_ALIAS, MISSING_NULLABLE, *RULES]
 
 
@@ -137,16 +148,48 @@ def test_javas_rules(native: bool, case: Any) -> None:
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:
     writer, reader, _, _ = WRITER_ALIAS
-    assert resolve(writer, reader).writer == _record("R", {"name": "b", "type": "int"}, namespace="")
+    assert resolve(writer, reader).writer == _record(
+        "R", {"name": "b", "type": "int"}, namespace=""
+    )
     writer, reader, _, _ = READER_FIELD_ALIAS
-    assert resolve(writer, reader).writer == _record("R", {"name": "a", "type": "int"}, namespace="")
+    assert resolve(writer, reader).writer == _record(
+        "R", {"name": "a", "type": "int"}, namespace=""
+    )
     assert resolve(writer, reader).reader == _record(
         "R", {"name": "a", "type": "long", "default": -1}, namespace=""
     )
     writer, reader, _, _ = MISSING_NULLABLE
     assert resolve(writer, reader).errors == ["the writer's R has no field n"]
-    spaced = {"type": "record", "name": "R", "namespace": "n", "fields": [
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X"]}},
-        {"name": "again", "type": "E"},
-    ]}
+    spaced = {
+        "type": "record",
+        "name": "R",
+        "namespace": "n",
+        "fields": [
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X"]}},
+            {"name": "again", "type": "E"},
+        ],
+    }
     assert resolve(spaced, spaced).writer["fields"][1]["type"] == "n.E"
+
+
+@BOTH
+def test_a_failfast_error_names_the_record_the_writer_schema_and_the_reader_schema(
+    native: bool,
+) -> None:
+    writer, reader, values, _ = MISSING_NULLABLE
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(writer), values[0])
+    payload = b"\0" + WRITER_ID.to_bytes(4, "big") + out.getvalue()
+
+    def fetch(_: Any) -> RegisteredSchema:
+        return RegisteredSchema(json.dumps(writer), schema_id=WRITER_ID)
+
+    make = make_decoder if native else Decoder
+    decoder = make(json.dumps(reader), fetch, False, False, "subject 'orders-value' version 4")
+    with pytest.raises(AvroDecodeError) as failed:
+        decoder.decode_arrow(pa.array([payload], pa.binary()), None, lambda i: "Record c/t/0 at 9")
+    assert str(failed.value).startswith(
+        "Record c/t/0 at 9 (schema id 3, reader schema: subject 'orders-value' version 4) "
+        "cannot be decoded as Avro: "
+    ), failed.value
+    assert "field n" in str(failed.value)

@@ -79,7 +79,7 @@ def _raw(schema: Any, value: Any, named: dict[str, Any]) -> Any:
     kind = schema.get("type") if isinstance(schema, dict) else schema
     if isinstance(kind, list | dict):
         return _raw(kind, value, named)
-    if kind in ("bytes", "fixed") and isinstance(value, str):
+    if kind == "bytes" and isinstance(value, str):  # fixed: fastavro wants text (decode.py)
         return value.encode("latin-1")
     if kind in ("float", "double") and isinstance(value, int | float):
         return float(value)
@@ -101,8 +101,17 @@ def logical_shaper(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
     takes for its Spark type; None when the base value is that."""
     kind, logical = schema["type"], schema.get("logicalType")
     if kind in ("bytes", "fixed") and logical == "decimal":
-        scale = int(schema.get("scale", 0))
-        return lambda v: decimal.Decimal(int.from_bytes(v, "big", signed=True)).scaleb(-scale)
+        scale, precision = int(schema.get("scale", 0)), int(schema.get("precision", 38))
+
+        def number(v: Any) -> decimal.Decimal:
+            if isinstance(v, str):  # a fixed's default (decode.py)
+                v = v.encode("latin-1")
+            unscaled = int.from_bytes(v, "big", signed=True)
+            if abs(unscaled) >= 10**precision:
+                raise ValueError(f"the decimal {unscaled}e-{scale} has over {precision} digits")
+            return decimal.Decimal(unscaled).scaleb(-scale)
+
+        return number
     if kind == "int" and logical == "date":
         return _date
     if kind == "long" and logical in ("timestamp-millis", "local-timestamp-millis"):

@@ -27,14 +27,14 @@ only the records that reach the error).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
+from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed
+
 __all__ = ["Resolution", "plain_reader", "resolve"]
 
-_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
-_NAMED = ("record", "error", "enum", "fixed")
 _PROMOTIONS = {
     "long": ("int",),
     "float": ("int", "long"),
@@ -52,75 +52,8 @@ class Resolution:
     reader: Any
     errors: list[str] = field(default_factory=list)
     defaulted: list[dict[str, Any]] = field(default_factory=list)  # reader fields, by default
-
-
-def plain_reader(reader: Any) -> Any:
-    """``reader`` (parsed JSON) as :func:`resolve` gives it: full names, no aliases."""
-    return _plain(qualified(reader)[0])
-
-
-def qualified(schema: Any) -> tuple[Any, dict[str, Any]]:
-    """``schema`` with every name a full name (no ``namespace``) and no aliases, and its named
-    types by full name; the aliases are kept apart (``_aliases`` keys) for :func:`resolve`."""
-    named: dict[str, Any] = {}
-    return _qualify(copy.deepcopy(schema), None, named), named
-
-
-def _full(name: str, space: str | None) -> str:
-    return name if "." in name or not space else f"{space}.{name}"
-
-
-def _qualify(schema: Any, space: str | None, named: dict[str, Any]) -> Any:
-    if isinstance(schema, str):
-        if schema in _PRIMITIVES or "." in schema:
-            return schema
-        local = _full(schema, space)
-        return local if local in named else schema
-    if isinstance(schema, list):
-        return [_qualify(b, space, named) for b in schema]
-    if not isinstance(schema, dict):
-        return schema
-    kind = schema.get("type")
-    if isinstance(kind, list | dict):
-        return _qualify(kind, space, named)
-    if kind in _NAMED:
-        name = str(schema["name"])
-        own = schema.pop("namespace", None)
-        space = name.rpartition(".")[0] if "." in name else (own if own is not None else space)
-        full = _full(name, space)
-        schema["name"] = full
-        schema["_aliases"] = [_full(a, space) for a in schema.pop("aliases", None) or []]
-        named[full] = schema
-    if kind in ("record", "error"):
-        for f in schema["fields"]:
-            f["_aliases"] = list(f.pop("aliases", None) or [])
-            f["type"] = _qualify(f["type"], space, named)
-    if kind == "array":
-        schema["items"] = _qualify(schema["items"], space, named)
-    if kind == "map":
-        schema["values"] = _qualify(schema["values"], space, named)
-    return schema
-
-
-def _plain(schema: Any) -> Any:
-    """``schema`` without the aliases kept apart."""
-    if isinstance(schema, list):
-        return [_plain(b) for b in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: v for k, v in schema.items() if k != "_aliases"}
-    if out.get("type") in _NAMED:  # a full name as name and namespace (arrow-avro needs both)
-        space, _, name = str(out["name"]).rpartition(".")
-        out["name"], out["namespace"] = name, space
-    if "fields" in out:
-        out["fields"] = [
-            {**{k: v for k, v in f.items() if k != "_aliases"}, "type": _plain(f["type"])}
-            for f in out["fields"]
-        ]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = _plain(out[key])
-    return out
+    remapped: list[str] = field(default_factory=list)  # reader enums of other symbols
+    unlike_fastavro: list[str] = field(default_factory=list)  # unions fastavro reads otherwise
 
 
 def resolve(writer: Any, reader: Any) -> Resolution:
@@ -134,7 +67,14 @@ def resolve(writer: Any, reader: Any) -> Resolution:
     for old, new in walk.renames.items():
         if new not in w_named or new == old:  # else a name the writer has for another type
             renames[old] = new
-    return Resolution(_plain(_renamed(w, renames)), _plain(r), walk.errors, walk.defaulted)
+    return Resolution(
+        plain(renamed(w, renames)),
+        plain(r),
+        walk.errors,
+        walk.defaulted,
+        walk.remapped,
+        walk.unlike_fastavro,
+    )
 
 
 def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
@@ -173,6 +113,8 @@ class _Walk:
         self.w_named, self.r_named = w_named, r_named
         self.errors: list[str] = []
         self.defaulted: list[dict[str, Any]] = []
+        self.remapped: list[str] = []
+        self.unlike_fastavro: list[str] = []
         self.renames: dict[str, str] = {}
         self.seen: set[tuple[int, int]] = set()
 
@@ -198,6 +140,8 @@ class _Walk:
                 if wt == "fixed" and w["size"] != r["size"]:
                     return self._error(f"the fixed {java_name} is not of {r['name']}'s size")
                 self.renames[w["name"]] = r["name"]
+                if wt == "enum" and w["symbols"] != r["symbols"]:
+                    self.remapped.append(r["name"])
                 if wt == "enum":
                     missing = [s for s in w["symbols"] if s not in r["symbols"]]
                     if missing and r.get("default") is None:
@@ -213,6 +157,17 @@ class _Walk:
             if branch is None:
                 return self._error(f"no branch of the union {_type_names(r)} reads a {wt}")
             self.resolve(w, r[branch])
+            members = [self._get(b, self.r_named) for b in r]
+            members = [m for m in members if _type(m) != "null"]
+            numbers = {_spark_number(m) for m in members}
+            struct = len(members) > 1 and not (
+                len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
+            )
+            if struct and self._fastavros(w, r) != branch:
+                self.unlike_fastavro.append(
+                    f"a {wt} is read as branch {branch} of the union {_type_names(r)}, which "
+                    "fastavro reads otherwise"
+                )
             return True
         if wt in _PROMOTIONS.get(rt, ()):
             return True
@@ -278,6 +233,22 @@ class _Walk:
                 return j
         return None
 
+    def _fastavros(self, w: Any, r: list[Any]) -> int | None:
+        """The branch of ``r`` the Python decoder gives a value of ``w`` as: fastavro reads it
+        as the first branch of the same type and name or promoted to, and the Python decoder
+        puts a value untagged by a name in the first branch of its Python type."""
+        wt = _type(w)
+        branches = [self._get(b, self.r_named) for b in r]
+        for j, b in enumerate(branches):
+            bt = _type(b)
+            same = bt == wt and (wt not in _NAMED or self.renames.get(w["name"]) == b["name"])
+            if same and wt in ("record", "error", "enum", "fixed"):
+                return j  # fastavro names it, if the writer's type is a union too
+            if same or wt in _PROMOTIONS.get(bt, ()):
+                kind = _PYTHON_KIND.get(bt, bt)
+                return next(i for i, c in enumerate(branches) if _PYTHON_KIND.get(_type(c)) == kind)
+        return None
+
     def _equiv(self, w: Any, r: Any, seen: set[tuple[int, int]]) -> bool:
         """Java's ``unionEquiv``."""
         w, r = self._get(w, self.w_named), self._get(r, self.r_named)
@@ -295,16 +266,46 @@ class _Walk:
         if wt == "enum":
             return bool(w["symbols"] == r["symbols"])
         if wt == "union":
-            return len(w) == len(r) and all(self._equiv(a, b, seen) for a, b in zip(w, r))
+            return len(w) == len(r) and all(
+                self._equiv(a, b, seen) for a, b in zip(w, r, strict=True)
+            )
         if wt in ("record", "error"):
             if (id(w), id(r)) in seen:
                 return True
             seen.add((id(w), id(r)))
             return len(w["fields"]) == len(r["fields"]) and all(
                 a["name"] == b["name"] and self._equiv(a["type"], b["type"], seen)
-                for a, b in zip(w["fields"], r["fields"])
+                for a, b in zip(w["fields"], r["fields"], strict=True)
             )
         return True
+
+
+_PYTHON_KIND = {
+    "int": "int",
+    "long": "int",
+    "float": "float",
+    "double": "float",
+    "string": "str",
+    "enum": "str",
+    "bytes": "bytes",
+    "fixed": "bytes",
+    "map": "dict",
+    "record": "dict",
+    "error": "dict",
+    "array": "list",
+    "boolean": "bool",
+    "null": "null",
+}
+
+
+def _spark_number(schema: Any) -> str | None:
+    """A union branch's Spark number type (int, long, float, double), else None."""
+    if isinstance(schema, str):
+        return schema if schema in ("int", "long", "float", "double") else None
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if kind == "int" and logical in (None, "time-millis"):
+        return "int"
+    return str(kind) if kind in ("long", "float", "double") and logical is None else None
 
 
 def _type(schema: Any) -> str:
@@ -318,22 +319,3 @@ def _type(schema: Any) -> str:
 
 def _type_names(schema: list[Any]) -> str:
     return "[" + ", ".join(b if isinstance(b, str) else _type(b) for b in schema) + "]"
-
-
-def _renamed(schema: Any, renames: dict[str, str]) -> Any:
-    """``schema`` (qualified) with its named types' definitions and references renamed."""
-    if isinstance(schema, str):
-        return renames.get(schema, schema)
-    if isinstance(schema, list):
-        return [_renamed(b, renames) for b in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: v for k, v in schema.items() if k != "_java_name"}
-    if out.get("type") in _NAMED:
-        out["name"] = renames.get(out["name"], schema.get("_java_name", out["name"]))
-    if "fields" in out:
-        out["fields"] = [{**f, "type": _renamed(f["type"], renames)} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = _renamed(out[key], renames)
-    return out

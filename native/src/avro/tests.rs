@@ -199,7 +199,10 @@ fn an_unresolvable_writer_is_refused_naming_both_schemas() {
     let decoded = decoder
         .decode(&batch(&[Some(framed(3, &[0]))]), None)
         .unwrap();
-    assert_eq!(decoded.failures[0].reason, "no writer schema was given for schema id 3");
+    assert_eq!(
+        decoded.failures[0].reason,
+        "no writer schema was given for schema id 3"
+    );
     assert!(
         reason.starts_with(
             "the writer schema n.R (schema id 3) cannot be read as the reader schema n.R: "

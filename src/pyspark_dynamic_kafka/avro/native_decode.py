@@ -145,6 +145,8 @@ class NativeDecoder:
                     f"records: {resolution.errors[0]}"
                 )
             _check_defaults(ref, resolution.defaulted)
+            if '["null"]' in json.dumps(resolution.writer, separators=(",", ":")):
+                raise ValueError(f"the writer schema {ref} has a union of null alone")
             if resolution.remapped:  # arrow-avro 60.1 read an aliased enum's symbols by index
                 raise ValueError(
                     f"the writer schema {ref} has other symbols for the enum "

@@ -56,9 +56,14 @@ endif
 
 # The compiled core's protocol parsers fuzzed with proptest (native/src/protocol/fuzz.rs): FUZZ_CASES
 # cases for each of its 10 properties, a million in all by default (cargo test runs 256 each).
+# Then both Avro decoders against Apache Avro Java on AVRO_FUZZ_PAIRS generated writer/reader
+# schema pairs (tests/integration/test_avro_java_differential.py; the suite runs 2,000).
 FUZZ_CASES ?= 100000
-fuzz:
+AVRO_FUZZ_PAIRS ?= 100000
+fuzz: $(SETUP)
 	cd native && PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked -j 2 protocol::fuzz
+	AVRO_JAVA_PAIRS=$(AVRO_FUZZ_PAIRS) $(PY) -m pytest -q -s -p no:xdist \
+		tests/integration/test_avro_java_differential.py -k generated
 
 unit: $(SETUP)
 	$(PY) -m pytest -q tests/unit

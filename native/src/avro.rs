@@ -79,9 +79,10 @@ impl AvroDecoder {
         })
     }
 
-    /// The writer schema (Avro JSON) `schema` names; records naming a writer schema the reader
-    /// schema cannot be resolved from fail, naming both. Err (nothing added) for a writer schema
-    /// arrow-avro cannot be trusted with ([`writer::unsupported`]): the caller decodes otherwise.
+    /// The writer schema (Avro JSON) `schema` names. Err (nothing added) for a writer schema
+    /// arrow-avro cannot be trusted with ([`writer::unsupported`]) or cannot resolve to the
+    /// reader schema (naming both): the caller decodes otherwise (Avro Java fails only the
+    /// records whose values reach what does not resolve; arrow-avro would fail them all).
     pub fn add_writer(&mut self, schema: SchemaRef, writer_schema: &str) -> Result<(), String> {
         let (wrapped, name) = wrap(writer_schema).map_err(|e| format!("{schema}: {e}"))?;
         let writer = Writer::new(&self.reader, wrapped).map_err(|e| {
@@ -89,9 +90,9 @@ impl AvroDecoder {
                 "the writer schema {name} ({schema}) cannot be read as the reader schema {}: {e}",
                 self.reader_name
             )
-        });
+        })?;
         self.refused.remove(&schema);
-        self.writers.insert(schema, writer);
+        self.writers.insert(schema, Ok(writer));
         Ok(())
     }
 

@@ -191,15 +191,19 @@ fn the_missing_are_named_once_after_decoded_runs_and_refusals_last_one_decode() 
 }
 
 #[test]
-fn an_unresolvable_writer_fails_naming_both_schemas() {
+fn an_unresolvable_writer_is_refused_naming_both_schemas() {
     let mut decoder = AvroDecoder::new(READER, true, target()).unwrap();
     let other =
         r#"{"type":"record","name":"R","namespace":"n","fields":[{"name":"a","type":"string"}]}"#;
-    decoder.add_writer(SchemaRef::Id(3), other).unwrap();
+    let reason = decoder.add_writer(SchemaRef::Id(3), other).unwrap_err();
+    // Nothing was added: its records still name a missing writer schema.
     let decoded = decoder
         .decode(&batch(&[Some(framed(3, &[0]))]), None)
         .unwrap();
-    let reason = &decoded.failures[0].reason;
+    assert_eq!(
+        decoded.failures[0].reason,
+        "no writer schema was given for schema id 3"
+    );
     assert!(
         reason.starts_with(
             "the writer schema n.R (schema id 3) cannot be read as the reader schema n.R: "

@@ -20,10 +20,9 @@ it (a registry's return is picked up).
 
 from __future__ import annotations
 
-import datetime
 import io
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +38,9 @@ from pyspark_dynamic_kafka.avro.framing import (
     SchemaRef,
     frame,
 )
+from pyspark_dynamic_kafka.avro.logical import raw_defaults, without_logical
+from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
+from pyspark_dynamic_kafka.avro.shaping import shaper, tags_named
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
@@ -52,7 +54,6 @@ __all__ = [
     "schema_name",
 ]
 
-Shaper = Callable[[Any], Any]
 Headers = Sequence[tuple[str, bytes | None]] | None
 
 
@@ -86,20 +87,30 @@ class Decoder:
         ``PERMISSIVE`` mode (else ``FAILFAST``).
     key:
         Decode keys (their schema header is ``__key_schema_id``).
+    reader_name:
+        The reader schema's name in its registry (``subject 's' version 3``), for errors.
     """
 
     reader_schema: str
     fetch: Callable[[SchemaRef], RegisteredSchema]
     permissive: bool = False
     key: bool = False
+    reader_name: str | None = None
     _writers: dict[SchemaRef, Any] = field(default_factory=dict, init=False)
     _same: dict[SchemaRef, bool] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         parsed = json.loads(self.reader_schema)
-        self._reader = fastavro.parse_schema(parsed)
+        self._parsed_reader = parsed
+        plain = plain_reader(parsed)
+        # fastavro reads base values (.logical): Java's reading of defaults and logical types.
+        self._reader = fastavro.parse_schema(without_logical(plain))
+        raw_defaults(self._reader)
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
-        self._shape = _shaper(self._reader, {})
+        self._shape = shaper(plain)
+        self._shape_untagged = shaper(plain, untag=True)
+        self._untag: set[SchemaRef] = set()  # writer schemas with named types in unions
+        self._unlike: dict[SchemaRef, str] = {}  # writer schemas fastavro reads unlike Java
         self._reader_name = schema_name(parsed)
         self._writer_names: dict[SchemaRef | None, str] = {}
         self._reader_json = canonical_text(self.reader_schema)
@@ -156,10 +167,13 @@ class Decoder:
             else:
                 ref, writer, reader = known
                 body = memoryview(payload)[5:]
+            if ref in self._unlike:
+                raise SchemaResolutionError(self._unlike[ref])
             value = fastavro.schemaless_reader(
                 io.BytesIO(body), writer, reader, return_named_type=True
             )
-            return self._shape(value), ref.schema_id, None
+            shape = self._shape_untagged if ref in self._untag else self._shape
+            return shape(value), ref.schema_id, None
         except SchemaRegistryError as exc:
             if not self.permissive:
                 raise SchemaRegistryError(f"{where(i)}: {exc}") from None
@@ -170,7 +184,7 @@ class Decoder:
                     f"the writer schema {writer} ({ref}) cannot be read as the reader schema "
                     f"{self._reader_name}: {exc}"
                 )
-                raise decode_failure(where(i), ref, reason, self.key) from None
+                raise decode_failure(where(i), ref, reason, self.key, self.reader_name) from None
         except (
             FramingError,
             ValueError,
@@ -181,7 +195,9 @@ class Decoder:
             OverflowError,  # a timestamp past what datetime holds
         ) as exc:
             if not self.permissive:
-                raise decode_failure(where(i), ref, _reason(exc), self.key) from None
+                raise decode_failure(
+                    where(i), ref, _reason(exc), self.key, self.reader_name
+                ) from None
         return None, None, payload
 
     def _writer(self, ref: SchemaRef) -> Any:
@@ -191,7 +207,14 @@ class Decoder:
             if registered.schema_type != "AVRO":
                 raise ValueError(f"{ref} is a {registered.schema_type} schema, not Avro")
             parsed = json.loads(registered.schema)
-            writer = fastavro.parse_schema(parsed)
+            # Named as Java pairs them, so fastavro's resolution is Java's (.resolution).
+            resolution = resolve(parsed, self._parsed_reader)
+            resolved = resolution.writer
+            if tags_named(resolved):
+                self._untag.add(ref)
+            if resolution.unlike_fastavro:  # refused, where fastavro would read another value
+                self._unlike[ref] = resolution.unlike_fastavro[0]
+            writer = fastavro.parse_schema(without_logical(resolved))
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
             self._same[ref] = canonical_text(registered.schema) == self._reader_json
@@ -203,9 +226,15 @@ class Decoder:
         return None if self._same.get(ref) else self._reader
 
 
-def decode_failure(place: str, ref: SchemaRef | None, reason: str, key: bool) -> AvroDecodeError:
-    """The ``FAILFAST`` error of a record at ``place`` (naming ``ref`` when its framing did)."""
-    named = f" ({ref})" if ref is not None else ""
+def decode_failure(
+    place: str, ref: SchemaRef | None, reason: str, key: bool, reader: str | None = None
+) -> AvroDecodeError:
+    """The ``FAILFAST`` error of a record at ``place`` (naming ``ref``, the writer schema, when
+    its framing did, and ``reader``, the reader schema's registry name, when it has one)."""
+    names = [str(ref)] if ref is not None else []
+    if reader is not None:
+        names.append(f"reader schema: {reader}")
+    named = f" ({', '.join(names)})" if names else ""
     side = "key" if key else "value"
     return AvroDecodeError(
         f"{place}{named} cannot be decoded as Avro: {reason}. Set {side}Mode=PERMISSIVE to read "
@@ -244,100 +273,3 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, EOFError | IndexError):
         return "its bytes end before the schema's values do (truncated or damaged)"
     return str(exc) or type(exc).__name__
-
-
-def _shaper(schema: Any, named: dict[str, Any]) -> Shaper:
-    """What turns fastavro's value of ``schema`` (parsed) into what Arrow takes for its type."""
-    if isinstance(schema, str):
-        return _shaper(named[schema], named) if schema in named else _same
-    if isinstance(schema, list):
-        return _union(schema, named)
-    kind, logical = schema["type"], schema.get("logicalType")
-    if kind in ("record", "error"):
-        named[schema["name"]] = schema
-        fields = [(f["name"], _shaper(f["type"], named)) for f in schema["fields"]]
-        if all(shape is _same for _, shape in fields):
-            return _same  # fastavro's dict is what Arrow takes: no copy
-        return lambda v: {name: shape(v[name]) for name, shape in fields}
-    if kind in ("enum", "fixed"):
-        named[schema["name"]] = schema
-        return _same
-    if kind == "array":
-        items = _shaper(schema["items"], named)
-        return _same if items is _same else lambda v: [items(x) for x in v]
-    if kind == "map":  # Arrow takes a dict for a map
-        values = _shaper(schema["values"], named)
-        return _same if values is _same else lambda v: {k: values(x) for k, x in v.items()}
-    if kind == "int" and logical == "time-millis":
-        return _millis
-    if kind == "string" and logical == "uuid":
-        return lambda v: str(v)
-    return _shaper(kind, named) if isinstance(kind, list | dict) else _same
-
-
-def _union(branches: list[Any], named: dict[str, Any]) -> Shaper:
-    rest = [b for b in branches if b != "null"]
-    if len(rest) == 1:  # a named type's value comes tagged with its name: untag it
-        only = _shaper(rest[0], named)
-        if only is _same and _name(rest[0], named) is None:
-            return _same
-        return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
-    kinds = {_kind(b, named) for b in rest}
-    if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:
-        return lambda v: v
-    shapes = [(_kind(b, named), _name(b, named), _shaper(b, named)) for b in rest]
-
-    def member(v: Any) -> Any:
-        if v is None:
-            return None
-        name, value = v if isinstance(v, tuple) else (None, v)
-        for i, (kind, branch_name, shape) in enumerate(shapes):
-            if (name is not None and name == branch_name) or (
-                name is None and branch_name is None and _matches(kind, value)
-            ):
-                return {f"member{j}": shape(value) if j == i else None for j in range(len(rest))}
-        raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
-
-    return member
-
-
-def _kind(schema: Any, named: Mapping[str, Any]) -> str:
-    if isinstance(schema, str):
-        return str(named[schema]["type"]) if schema in named else schema
-    return str(schema["type"]) if isinstance(schema["type"], str) else "union"
-
-
-def _name(schema: Any, named: Mapping[str, Any]) -> str | None:
-    """The full name of a named type (what fastavro tags a union's value with), else None."""
-    if isinstance(schema, dict) and schema.get("type") in ("record", "error", "enum", "fixed"):
-        return str(schema["name"])
-    return schema if isinstance(schema, str) and schema in named else None
-
-
-_PYTHON = {
-    "boolean": (bool,),
-    "int": (int, datetime.date, datetime.time),
-    "long": (int, datetime.datetime, datetime.time),
-    "float": (float,),
-    "double": (float,),
-    "string": (str,),
-    "bytes": (bytes,),
-    "array": (list,),
-    "map": (dict,),
-}
-
-
-def _matches(kind: str, value: Any) -> bool:
-    types = _PYTHON.get(kind, ())
-    return isinstance(value, types) and not (kind != "boolean" and isinstance(value, bool))
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _millis(value: Any) -> Any:
-    if value is None:
-        return None
-    t: datetime.time = value
-    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1000 + t.microsecond // 1000

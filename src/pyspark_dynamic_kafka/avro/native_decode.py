@@ -18,10 +18,16 @@ of range reads in the core as its value branch (arrow-avro's rule), where fastav
 record; a negative enum index fails the record in the core, where fastavro reads it from the end
 of the symbols; a negative time of day fails the record in the core, where fastavro reads it
 with its own arithmetic. Values Python's ``datetime`` cannot hold (timestamps and dates outside
-the years 1 to 9999, a time of day of a day or more) fail their record in both. A writer schema
-the reader schema cannot be resolved from fails every record naming it in the core, as soon as
-it is added; fastavro fails a record when its values reach the part that does not resolve. The
-reasons of damaged records other than truncated ones are each library's own words.
+the years 1 to 9999, a time of day of a day or more) fail their record in both. The reasons of
+damaged records other than truncated ones are each library's own words.
+
+Writer schemas are resolved to the reader schema as Apache Avro Java resolves them
+(:mod:`.resolution`: the writer renamed as Java pairs it, reader aliases only). A writer schema
+the Python decoder serves instead, from that batch on: one Java finds an error in (Java, like
+the Python decoder, fails only the records whose values reach it, where arrow-avro would fail
+them all or read a nullable field the writer lacks as null), one arrow-avro cannot resolve, one
+with enum symbols to map, and one lacking a reader field whose default arrow-avro 60.1 reads
+otherwise than Java (:func:`_check_defaults`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -62,6 +69,7 @@ class NativeDecoder:
     fetch: Callable[[SchemaRef], RegisteredSchema]
     permissive: bool = False
     key: bool = False
+    reader_name: str | None = None
     _core: Any = field(init=False, repr=False)
     _python: Decoder | None = field(default=None, init=False, repr=False)
 
@@ -70,8 +78,10 @@ class NativeDecoder:
         if module is None or not hasattr(module, "AvroDecoder"):
             raise ImportError("the compiled core with AvroDecoder is not installed")
         parsed = json.loads(self.reader_schema)
+        self._parsed_reader = parsed
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
-        self._core = module.AvroDecoder(self.reader_schema, self.key, self.arrow_type)
+        reader = json.dumps(plain_reader(parsed))
+        self._core = module.AvroDecoder(reader, self.key, self.arrow_type)
 
     def decode_arrow(
         self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
@@ -97,7 +107,9 @@ class NativeDecoder:
                 registry_errors = self._fetch(result)
             except ValueError as exc:  # a writer schema the core does not decode
                 _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
-                self._python = Decoder(self.reader_schema, self.fetch, self.permissive, self.key)
+                self._python = Decoder(
+                    self.reader_schema, self.fetch, self.permissive, self.key, self.reader_name
+                )
                 return self._python.decode_arrow(values, headers, where)
             result = self._core.decode(values, headers)
         decoded, ids, failures = result
@@ -106,7 +118,7 @@ class NativeDecoder:
             ref = None if named is None else _ref(named)
             if named in registry_errors:
                 raise SchemaRegistryError(f"{where(row)}: {registry_errors[named]}") from None
-            raise decode_failure(where(row), ref, reason, self.key) from None
+            raise decode_failure(where(row), ref, reason, self.key, self.reader_name) from None
         return Decoded(decoded, ids, _corrupt(values, [row for row, _, _ in failures]))
 
     def _fetch(self, missing: list[int | str]) -> dict[Any, Exception]:
@@ -124,7 +136,23 @@ class NativeDecoder:
             if registered.schema_type != "AVRO":
                 self._core.refuse(named, f"{ref} is a {registered.schema_type} schema, not Avro")
                 continue
-            self._core.add_writer(named, registered.schema)
+            # Named as Java pairs them (.resolution); a pair Java finds errors in is the
+            # Python decoder's, which like Java fails only the records that reach them.
+            resolution = resolve(json.loads(registered.schema), self._parsed_reader)
+            if resolution.errors:
+                raise ValueError(
+                    f"the writer schema {ref} resolves to the reader schema with errors for some "
+                    f"records: {resolution.errors[0]}"
+                )
+            _check_defaults(ref, resolution.defaulted)
+            if '["null"]' in json.dumps(resolution.writer, separators=(",", ":")):
+                raise ValueError(f"the writer schema {ref} has a union of null alone")
+            if resolution.remapped:  # arrow-avro 60.1 read an aliased enum's symbols by index
+                raise ValueError(
+                    f"the writer schema {ref} has other symbols for the enum "
+                    f"{resolution.remapped[0]}, which the core does not map as Java does"
+                )
+            self._core.add_writer(named, json.dumps(resolution.writer))
         return errors
 
     @property
@@ -137,11 +165,12 @@ def make_decoder(
     fetch: Callable[[SchemaRef], RegisteredSchema],
     permissive: bool = False,
     key: bool = False,
+    reader_name: str | None = None,
 ) -> Decoder | NativeDecoder:
     """The core's decoder when the core is installed and gives the reader schema's type, else
     the Python decoder (logging why, once per decoder made)."""
     try:
-        return NativeDecoder(reader_schema, fetch, permissive, key)
+        return NativeDecoder(reader_schema, fetch, permissive, key, reader_name)
     except ImportError:
         pass
     except ValueError as exc:
@@ -150,7 +179,22 @@ def make_decoder(
             "key" if key else "value",
             exc,
         )
-    return Decoder(reader_schema, fetch, permissive, key)
+    return Decoder(reader_schema, fetch, permissive, key, reader_name)
+
+
+def _check_defaults(ref: SchemaRef, defaulted: list[dict[str, Any]]) -> None:
+    """Raise ValueError for a default arrow-avro 60.1 reads otherwise than Java: text of a
+    ``bytes`` or ``fixed`` beyond ASCII (Java: ISO-8859-1, arrow-avro: UTF-8), a default of a
+    type with a logical type (a ``timestamp-millis`` in a union read as microseconds) or with a
+    ``float`` or ``double`` (-9.315219346728235e-90 read with another exponent)."""
+    for f in defaulted:
+        text = json.dumps(f["default"])
+        kinds = json.dumps(f["type"])
+        if "\\u" in text or any(k in kinds for k in ('"float"', '"double"', "logicalType")):
+            raise ValueError(
+                f"the writer schema {ref} lacks the reader's field {f['name']}, whose default "
+                f"{text} the core does not read as Java does"
+            )
 
 
 def _ref(named: int | str) -> SchemaRef:

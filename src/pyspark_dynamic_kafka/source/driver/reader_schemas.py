@@ -163,7 +163,8 @@ def reader_schemas(options: SourceOptions, registries: Registries | None) -> Rea
             resolved[fmt.column] = AvroColumn(fmt.schema, fmt.permissive)
             continue
         schema, version = _from_subject(fmt, registries or {})
-        resolved[fmt.column] = AvroColumn(schema, fmt.permissive)
+        label = f"subject {fmt.subject!r} version {version}"
+        resolved[fmt.column] = AvroColumn(schema, fmt.permissive, label)
         named[fmt.column] = NamedSchema(str(fmt.subject), version, fingerprint(schema))
     columns = AvroColumns(resolved.get("key"), resolved.get("value"), options.include_headers)
     return ReaderSchemas(columns, named)
@@ -279,7 +280,8 @@ def check_recorded(
             was.subject,
             now.version,
         )
-        adopted[name] = AvroColumn(str(schema), column.permissive)
+        label = f"subject {was.subject!r} version {was.version}"
+        adopted[name] = AvroColumn(str(schema), column.permissive, label)
         # the recorded version stays what the checkpoint says
     if not adopted:
         return ReaderSchemas(columns, {**schemas.named, **recorded})

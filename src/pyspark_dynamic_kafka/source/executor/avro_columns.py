@@ -88,13 +88,15 @@ def decode_avro(
 def _decoder(
     endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn, native: bool
 ) -> Decoder | NativeDecoder:
-    key = (endpoint, cluster_id, name, column.reader_schema, column.permissive, native)
+    key = (endpoint, cluster_id, name, column, native)
     with _LOCK:
         decoder = _DECODERS.get(key)
     if decoder is None:
         fetch = _fetcher(RegistryClient(endpoint, cluster_id))
         make = make_decoder if native else Decoder
-        decoder = make(column.reader_schema, fetch, column.permissive, name == "key")
+        decoder = make(
+            column.reader_schema, fetch, column.permissive, name == "key", column.reader_name
+        )
         with _LOCK:
             decoder = _DECODERS.setdefault(key, decoder)
     return decoder

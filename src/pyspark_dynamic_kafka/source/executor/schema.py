@@ -74,10 +74,13 @@ _ARROW_CLUSTER = pa.field("cluster", pa.string())
 
 @dataclass(frozen=True)
 class AvroColumn:
-    """A key or value column decoded as Avro: the reader schema (Avro JSON) and the mode."""
+    """A key or value column decoded as Avro: the reader schema (Avro JSON), the mode, and the
+    reader schema's registry name when a subject named it (``subject 's' version 3``), for
+    errors."""
 
     reader_schema: str
     permissive: bool = False
+    reader_name: str | None = None
 
     def spark_type(self) -> DataType:
         """The column's Spark type: the reader schema's, as ``from_avro`` gives it."""

@@ -1,0 +1,103 @@
+"""Avro schemas with every name a full name, for schema resolution (:mod:`.resolution`):
+a named type's definition and every reference to it carry its full name (namespaces applied as
+Avro's rules say), aliases are kept apart, and the result is given back with each full name as
+a name and a namespace (arrow-avro needs both to find a type referred to by its full name).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+__all__ = ["NAMED", "plain", "plain_reader", "qualified", "renamed"]
+
+_PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+NAMED = ("record", "error", "enum", "fixed")
+
+
+def plain_reader(reader: Any) -> Any:
+    """``reader`` (parsed JSON) as :func:`resolve` gives it: full names, no aliases."""
+    return plain(qualified(reader)[0])
+
+
+def qualified(schema: Any) -> tuple[Any, dict[str, Any]]:
+    """``schema`` with every name a full name (no ``namespace``) and no aliases, and its named
+    types by full name; the aliases are kept apart (``_aliases`` keys) for :func:`resolve`."""
+    named: dict[str, Any] = {}
+    return _qualify(copy.deepcopy(schema), None, named), named
+
+
+def _full(name: str, space: str | None) -> str:
+    return name if "." in name or not space else f"{space}.{name}"
+
+
+def _qualify(schema: Any, space: str | None, named: dict[str, Any]) -> Any:
+    if isinstance(schema, str):
+        if schema in _PRIMITIVES or "." in schema:
+            return schema
+        local = _full(schema, space)
+        return local if local in named else schema
+    if isinstance(schema, list):
+        return [_qualify(b, space, named) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if isinstance(kind, list | dict):
+        return _qualify(kind, space, named)
+    if kind in NAMED:
+        name = str(schema["name"])
+        own = schema.pop("namespace", None)
+        space = name.rpartition(".")[0] if "." in name else (own if own is not None else space)
+        full = _full(name, space)
+        schema["name"] = full
+        schema["_aliases"] = [_full(a, space) for a in schema.pop("aliases", None) or []]
+        named[full] = schema
+    if kind in ("record", "error"):
+        for f in schema["fields"]:
+            f["_aliases"] = list(f.pop("aliases", None) or [])
+            f["type"] = _qualify(f["type"], space, named)
+    if kind == "array":
+        schema["items"] = _qualify(schema["items"], space, named)
+    if kind == "map":
+        schema["values"] = _qualify(schema["values"], space, named)
+    return schema
+
+
+def plain(schema: Any) -> Any:
+    """``schema`` without the aliases kept apart."""
+    if isinstance(schema, list):
+        return [plain(b) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "_aliases"}
+    if out.get("type") in NAMED:  # a full name as name and namespace (arrow-avro needs both)
+        space, _, name = str(out["name"]).rpartition(".")
+        out["name"], out["namespace"] = name, space
+    if "fields" in out:
+        out["fields"] = [
+            {**{k: v for k, v in f.items() if k != "_aliases"}, "type": plain(f["type"])}
+            for f in out["fields"]
+        ]
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = plain(out[key])
+    return out
+
+
+def renamed(schema: Any, renames: dict[str, str]) -> Any:
+    """``schema`` (qualified) with its named types' definitions and references renamed."""
+    if isinstance(schema, str):
+        return renames.get(schema, schema)
+    if isinstance(schema, list):
+        return [renamed(b, renames) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "_java_name"}
+    if out.get("type") in NAMED:
+        out["name"] = renames.get(out["name"], schema.get("_java_name", out["name"]))
+    if "fields" in out:
+        out["fields"] = [{**f, "type": renamed(f["type"], renames)} for f in out["fields"]]
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = renamed(out[key], renames)
+    return out

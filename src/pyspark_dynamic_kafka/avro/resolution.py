@@ -1,0 +1,321 @@
+"""Avro schema resolution as Apache Avro Java applies it (``Schema.applyAliases`` then
+``Resolver.resolve``, what ``GenericDatumReader(writer, reader)`` reads with), worked out ahead of
+decoding so that both decoders (fastavro's and arrow-avro's) read what Java reads.
+
+Java's rules, where the libraries differ:
+
+- Only the reader's aliases count: a reader named type's aliases rename the writer's named type
+  of that full name, a reader field's aliases rename the writer's field of that name in the
+  writer record that is (after renaming) of the reader record's full name (or one of its aliases).
+  Writer aliases are ignored.
+- Two records resolve whatever their names (``RecordAdjust``); an enum or a fixed resolves to one
+  of the same unqualified name (and size), else the values fail.
+- A reader field the writer lacks takes its default; without one, every record fails (even a
+  nullable one).
+- A writer's union: each branch is resolved against the whole reader schema (branch by branch
+  when both unions are "equivalent"); errors show only for records of the failing branch.
+- A reader's union (writer not a union): the first branch of the same type (named types: the
+  same full name, or for records the first that resolves without a field error, preferring the
+  same unqualified name), else the first branch the writer's type promotes to (int to long,
+  float, double; long to float, double; float to double; string to bytes and back).
+
+:func:`resolve` gives the writer schema renamed so that the libraries' own matching (by full name)
+pairs the same types Java pairs, the reader schema without aliases, and what Java reports an
+error on (the compiled core hands such pairs to the Python decoder, which, like Java, fails
+only the records that reach the error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
+from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed
+
+__all__ = ["Resolution", "plain_reader", "resolve"]
+
+_PROMOTIONS = {
+    "long": ("int",),
+    "float": ("int", "long"),
+    "double": ("int", "long", "float"),
+    "bytes": ("string",),
+    "string": ("bytes",),
+}
+
+
+@dataclass
+class Resolution:
+    """A writer schema resolved to a reader schema (parsed JSON, named types by full name)."""
+
+    writer: Any
+    reader: Any
+    errors: list[str] = field(default_factory=list)
+    defaulted: list[dict[str, Any]] = field(default_factory=list)  # reader fields, by default
+    remapped: list[str] = field(default_factory=list)  # reader enums of other symbols
+    unlike_fastavro: list[str] = field(default_factory=list)  # unions fastavro reads otherwise
+
+
+def resolve(writer: Any, reader: Any) -> Resolution:
+    """How Java resolves ``writer`` (parsed JSON) to ``reader``: see the module's docstring."""
+    w, w_named = qualified(writer)
+    r, r_named = qualified(reader)
+    _apply_aliases(w_named, r_named)
+    walk = _Walk(w_named, r_named)
+    walk.resolve(w, r)
+    renames = {full: schema["_java_name"] for full, schema in w_named.items()}
+    for old, new in walk.renames.items():
+        if new not in w_named or new == old:  # else a name the writer has for another type
+            renames[old] = new
+    return Resolution(
+        plain(renamed(w, renames)),
+        plain(r),
+        walk.errors,
+        walk.defaulted,
+        walk.remapped,
+        walk.unlike_fastavro,
+    )
+
+
+def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
+    """Java's ``Schema.applyAliases``: the writer's named types and fields renamed in place by the
+    reader's aliases (the writer's definitions are renamed; references follow in :func:`_renamed`
+    through the names the walk records)."""
+    aliases: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+    for full, schema in r_named.items():
+        for alias in schema.get("_aliases", []):
+            aliases[alias] = full
+        if schema["type"] in ("record", "error"):
+            own = {a: f["name"] for f in schema["fields"] for a in f.get("_aliases", [])}
+            if own:
+                fields.setdefault(full, {}).update(own)
+                for alias in schema.get("_aliases", []):
+                    fields[alias] = fields[full]
+    for full, schema in w_named.items():
+        name = aliases.get(full, full)
+        schema["_java_name"] = name
+        if schema["type"] in ("record", "error"):
+            renames = fields.get(name, {})
+            for f in schema["fields"]:
+                f["name"] = renames.get(f["name"], f["name"])
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
+class _Walk:
+    """Java's ``Resolver.resolve`` over two qualified schemas: the errors it finds and the name
+    each writer named type should have for the libraries to pair it as Java does."""
+
+    def __init__(self, w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
+        self.w_named, self.r_named = w_named, r_named
+        self.errors: list[str] = []
+        self.defaulted: list[dict[str, Any]] = []
+        self.remapped: list[str] = []
+        self.unlike_fastavro: list[str] = []
+        self.renames: dict[str, str] = {}
+        self.seen: set[tuple[int, int]] = set()
+
+    def _get(self, schema: Any, named: dict[str, Any]) -> Any:
+        return named.get(schema, schema) if isinstance(schema, str) else schema
+
+    def resolve(self, w: Any, r: Any) -> bool:
+        """Resolve ``w`` to ``r``; False when Java's action for them is an error action."""
+        w, r = self._get(w, self.w_named), self._get(r, self.r_named)
+        wt, rt = _type(w), _type(r)
+        if wt == "union":
+            equiv = rt == "union" and self._equiv(w, r, set())
+            for i, branch in enumerate(w):
+                self.resolve(branch, r[i] if equiv else r)
+            return True
+        if wt == rt:
+            if wt in ("record", "error"):
+                return self._record(w, r)
+            if wt in ("enum", "fixed"):
+                java_name = w.get("_java_name", w["name"])
+                if _short(java_name) != _short(r["name"]):
+                    return self._error(f"the {wt} {java_name} is not {r['name']}")
+                if wt == "fixed" and w["size"] != r["size"]:
+                    return self._error(f"the fixed {java_name} is not of {r['name']}'s size")
+                self.renames[w["name"]] = r["name"]
+                if wt == "enum" and w["symbols"] != r["symbols"]:
+                    self.remapped.append(r["name"])
+                if wt == "enum":
+                    missing = [s for s in w["symbols"] if s not in r["symbols"]]
+                    if missing and r.get("default") is None:
+                        self.errors.append(f"the enum {r['name']} has no symbol {missing[0]}")
+                return True
+            if wt == "array":
+                self.resolve(w["items"], r["items"])
+            if wt == "map":
+                self.resolve(w["values"], r["values"])
+            return True
+        if rt == "union":
+            branch = self._first_match(w, r)
+            if branch is None:
+                return self._error(f"no branch of the union {_type_names(r)} reads a {wt}")
+            self.resolve(w, r[branch])
+            members = [self._get(b, self.r_named) for b in r]
+            members = [m for m in members if _type(m) != "null"]
+            numbers = {_spark_number(m) for m in members}
+            struct = len(members) > 1 and not (
+                len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
+            )
+            if struct and self._fastavros(w, r) != branch:
+                self.unlike_fastavro.append(
+                    f"a {wt} is read as branch {branch} of the union {_type_names(r)}, which "
+                    "fastavro reads otherwise"
+                )
+            return True
+        if wt in _PROMOTIONS.get(rt, ()):
+            return True
+        return self._error(f"a {wt} cannot be read as a {rt}")
+
+    def _error(self, reason: str) -> bool:
+        self.errors.append(reason)
+        return False
+
+    def _record(self, w: dict[str, Any], r: dict[str, Any]) -> bool:
+        if (id(w), id(r)) in self.seen:
+            return True
+        self.seen.add((id(w), id(r)))
+        self.renames[w["name"]] = r["name"]  # Java does not compare records' names
+        ok = True
+        by_name = {f["name"]: f for f in w["fields"]}
+        for f in r["fields"]:
+            if f["name"] not in by_name and "default" not in f:
+                ok = self._error(f"the writer's {w['name']} has no field {f['name']}")
+            elif f["name"] not in by_name:
+                self.defaulted.append(f)
+        if not ok:
+            return False
+        readers = {f["name"]: f for f in r["fields"]}
+        for f in w["fields"]:
+            if f["name"] in readers:
+                self.resolve(f["type"], readers[f["name"]]["type"])
+        return True
+
+    def _matches_structure(self, w: dict[str, Any], r: dict[str, Any]) -> bool:
+        """Whether Java's ``RecordAdjust`` of ``w`` and ``r`` has no error at its own level."""
+        trial = _Walk(self.w_named, self.r_named)
+        trial.seen = set(self.seen)
+        by_name = {f["name"]: f for f in w["fields"]}
+        if any(f["name"] not in by_name and "default" not in f for f in r["fields"]):
+            return False
+        readers = {f["name"]: f for f in r["fields"]}
+        return all(
+            trial.resolve(f["type"], readers[f["name"]]["type"])
+            for f in w["fields"]
+            if f["name"] in readers
+        )
+
+    def _first_match(self, w: Any, r: list[Any]) -> int | None:
+        wt = _type(w)
+        structure: int | None = None
+        for j, b in enumerate(r):
+            b = self._get(b, self.r_named)
+            if _type(b) != wt:
+                continue
+            if wt not in _NAMED:
+                return j
+            if w.get("_java_name", w["name"]) == b["name"]:
+                return j
+            if wt in ("record", "error") and self._matches_structure(w, b):
+                same = _short(w.get("_java_name", w["name"])) == _short(b["name"])
+                if structure is None or same:
+                    structure = j
+        if structure is not None:
+            return structure
+        for j, b in enumerate(r):
+            if wt in _PROMOTIONS.get(_type(self._get(b, self.r_named)), ()):
+                return j
+        return None
+
+    def _fastavros(self, w: Any, r: list[Any]) -> int | None:
+        """The branch of ``r`` the Python decoder gives a value of ``w`` as: fastavro reads it
+        as the first branch of the same type and name or promoted to, and the Python decoder
+        puts a value untagged by a name in the first branch of its Python type."""
+        wt = _type(w)
+        branches = [self._get(b, self.r_named) for b in r]
+        for j, b in enumerate(branches):
+            bt = _type(b)
+            same = bt == wt and (wt not in _NAMED or self.renames.get(w["name"]) == b["name"])
+            if same and wt in ("record", "error", "enum", "fixed"):
+                return j  # fastavro names it, if the writer's type is a union too
+            if same or wt in _PROMOTIONS.get(bt, ()):
+                kind = _PYTHON_KIND.get(bt, bt)
+                return next(i for i, c in enumerate(branches) if _PYTHON_KIND.get(_type(c)) == kind)
+        return None
+
+    def _equiv(self, w: Any, r: Any, seen: set[tuple[int, int]]) -> bool:
+        """Java's ``unionEquiv``."""
+        w, r = self._get(w, self.w_named), self._get(r, self.r_named)
+        wt = _type(w)
+        if wt != _type(r):
+            return False
+        if wt in _NAMED and _short(w.get("_java_name", w["name"])) != _short(r["name"]):
+            return False
+        if wt == "array":
+            return self._equiv(w["items"], r["items"], seen)
+        if wt == "map":
+            return self._equiv(w["values"], r["values"], seen)
+        if wt == "fixed":
+            return bool(w["size"] == r["size"])
+        if wt == "enum":
+            return bool(w["symbols"] == r["symbols"])
+        if wt == "union":
+            return len(w) == len(r) and all(
+                self._equiv(a, b, seen) for a, b in zip(w, r, strict=True)
+            )
+        if wt in ("record", "error"):
+            if (id(w), id(r)) in seen:
+                return True
+            seen.add((id(w), id(r)))
+            return len(w["fields"]) == len(r["fields"]) and all(
+                a["name"] == b["name"] and self._equiv(a["type"], b["type"], seen)
+                for a, b in zip(w["fields"], r["fields"], strict=True)
+            )
+        return True
+
+
+_PYTHON_KIND = {
+    "int": "int",
+    "long": "int",
+    "float": "float",
+    "double": "float",
+    "string": "str",
+    "enum": "str",
+    "bytes": "bytes",
+    "fixed": "bytes",
+    "map": "dict",
+    "record": "dict",
+    "error": "dict",
+    "array": "list",
+    "boolean": "bool",
+    "null": "null",
+}
+
+
+def _spark_number(schema: Any) -> str | None:
+    """A union branch's Spark number type (int, long, float, double), else None."""
+    if isinstance(schema, str):
+        return schema if schema in ("int", "long", "float", "double") else None
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if kind == "int" and logical in (None, "time-millis"):
+        return "int"
+    return str(kind) if kind in ("long", "float", "double") and logical is None else None
+
+
+def _type(schema: Any) -> str:
+    if isinstance(schema, list):
+        return "union"
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        return "error" if kind == "error" else str(kind) if isinstance(kind, str) else _type(kind)
+    return str(schema)
+
+
+def _type_names(schema: list[Any]) -> str:
+    return "[" + ", ".join(b if isinstance(b, str) else _type(b) for b in schema) + "]"

@@ -1,0 +1,212 @@
+"""Test support: Apache Avro Java as the oracle of Avro decoding with schema resolution.
+
+``java/AvroResolution.java`` is compiled once (cached by its digest) with ``javac`` against the
+avro and jackson jars PySpark ships, and loaded into the test session's Spark JVM through a
+class loader of its own; one py4j call decodes a whole batch of schema pairs and their bodies with
+``GenericDatumReader(writer, reader)``. Its answers (typed JSON, see the Java source) are turned
+into the values Arrow holds for the reader schema's Spark type (:func:`spark_value`), and both
+those and the decoders' Arrow values into one comparable form (:func:`comparable`).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import hashlib
+import json
+import shutil
+import struct
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyspark
+
+from pyspark_dynamic_kafka.testing.kafka_jars import cache_root
+
+__all__ = ["JavaAvro", "comparable", "spark_value"]
+
+_SOURCE = Path(__file__).resolve().parent / "java" / "AvroResolution.java"
+_JARS = ("avro-1.12", "jackson-core-", "jackson-databind-", "jackson-annotations-")
+UTC = datetime.timezone.utc
+EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _jars() -> list[Path]:
+    folder = Path(pyspark.__file__).parent / "jars"
+    found = [p for p in sorted(folder.glob("*.jar")) if p.name.startswith(_JARS)]
+    assert len(found) == len(_JARS), found
+    return found
+
+
+def _compiled() -> Path:
+    """The folder of the compiled oracle (compiled once per source and jars)."""
+    jars = _jars()
+    digest = hashlib.sha256(_SOURCE.read_bytes() + " ".join(p.name for p in jars).encode())
+    target = cache_root() / f"avro-resolution-{digest.hexdigest()[:12]}"
+    if not (target / "AvroResolution.class").exists():
+        scratch = target.with_name(target.name + ".tmp")
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        javac = shutil.which("javac")
+        assert javac, "javac is needed to compile the Avro oracle"
+        classpath = ":".join(str(p) for p in jars)
+        subprocess.run(
+            [javac, "-cp", classpath, "-d", str(scratch), str(_SOURCE)], check=True, timeout=300
+        )
+        shutil.rmtree(target, ignore_errors=True)
+        scratch.rename(target)
+    return target
+
+
+class JavaAvro:
+    """The oracle, loaded into ``spark``'s JVM."""
+
+    def __init__(self, spark: Any) -> None:
+        jvm = spark._jvm
+        gateway = spark.sparkContext._gateway
+        urls = gateway.new_array(jvm.java.net.URL, 1)
+        urls[0] = jvm.java.io.File(str(_compiled())).toURI().toURL()
+        parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader = jvm.java.net.URLClassLoader(urls, parent)
+        oracle = loader.loadClass("AvroResolution")
+        types = gateway.new_array(jvm.java.lang.Class, 1)
+        types[0] = jvm.java.lang.Class.forName("java.lang.String")
+        self._method = oracle.getMethod("decode", types)
+        self._gateway = gateway
+        self._jvm = jvm
+
+    def decode(self, pairs: Sequence[tuple[str, str, Sequence[bytes]]]) -> list[Any]:
+        """Per pair (writer JSON, reader JSON, bodies): per body ``{"value": typed}`` or
+        ``{"error": ...}``; ``{"schema_error": ...}`` for a pair Java cannot parse."""
+        text = json.dumps(
+            [
+                {
+                    "writer": writer,
+                    "reader": reader,
+                    "bodies": [base64.b64encode(b).decode() for b in bodies],
+                }
+                for writer, reader, bodies in pairs
+            ]
+        )
+        args = self._gateway.new_array(self._jvm.java.lang.Object, 1)
+        args[0] = text
+        answer: list[Any] = json.loads(self._method.invoke(None, args))
+        return answer
+
+
+def spark_value(schema: Any, typed: Any, named: dict[str, Any] | None = None) -> Any:
+    """Java's typed value of the reader schema ``schema`` (parsed) as Arrow's value of its Spark
+    type (what ``to_pylist`` gives)."""
+    named = {} if named is None else named
+    if isinstance(schema, str) and schema in named:
+        return spark_value(named[schema], typed, named)
+    if isinstance(schema, list):
+        return _union(schema, typed, named)
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        if kind in ("record", "error"):
+            named[schema["name"]] = schema
+            return {
+                f["name"]: spark_value(f["type"], typed[f["name"]], named) for f in schema["fields"]
+            }
+        if kind in ("enum", "fixed"):
+            named[schema["name"]] = schema
+        if kind == "array":
+            return [spark_value(schema["items"], v, named) for v in typed]
+        if kind == "map":
+            return {k: spark_value(schema["values"], v, named) for k, v in typed.items()}
+        logical = schema.get("logicalType")
+        if isinstance(kind, str) and logical is not None:
+            return _logical(kind, logical, schema, typed)
+        if isinstance(kind, list | dict) or kind in named:
+            return spark_value(kind, typed, named)
+        if kind == "fixed":
+            return bytes.fromhex(typed)
+        if kind == "enum":
+            return typed
+        return spark_value(kind, typed, named)
+    if schema == "float":
+        return struct.unpack("<f", struct.pack("<I", typed["f"] & 0xFFFFFFFF))[0]
+    if schema == "double":
+        return struct.unpack("<d", struct.pack("<Q", typed["d"] & 0xFFFFFFFFFFFFFFFF))[0]
+    if schema == "bytes":
+        return bytes.fromhex(typed)
+    return typed  # null, boolean, int, long, string
+
+
+def _logical(kind: str, logical: str, schema: dict[str, Any], typed: Any) -> Any:
+    if logical == "decimal" and kind in ("bytes", "fixed"):
+        unscaled = int.from_bytes(bytes.fromhex(typed), "big", signed=True)
+        return decimal.Decimal(unscaled).scaleb(-schema.get("scale", 0))
+    if kind == "int" and logical == "date":
+        return datetime.date(1970, 1, 1) + datetime.timedelta(days=typed)
+    if kind == "long" and logical in ("timestamp-millis", "local-timestamp-millis"):
+        moment = EPOCH + datetime.timedelta(milliseconds=typed)
+        return moment if logical.startswith("local") else moment.replace(tzinfo=UTC)
+    if kind == "long" and logical in ("timestamp-micros", "local-timestamp-micros"):
+        moment = EPOCH + datetime.timedelta(microseconds=typed)
+        return moment if logical.startswith("local") else moment.replace(tzinfo=UTC)
+    if kind == "long" and logical == "time-micros":
+        return (EPOCH + datetime.timedelta(microseconds=typed)).time()
+    return spark_value(kind, typed)  # time-millis (Spark: int), uuid (string), ...
+
+
+def _union(branches: list[Any], typed: Any, named: dict[str, Any]) -> Any:
+    index, value = typed
+    branch = branches[index]
+    rest = [b for b in branches if b != "null"]
+    if branch == "null":
+        return None
+    converted = spark_value(branch, value, named)
+    if len(rest) == 1:
+        return converted
+    kinds = {_numeric(b) for b in rest}
+    if len(rest) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
+        return converted
+    member = rest.index(branch)
+    return {f"member{j}": converted if j == member else None for j in range(len(rest))}
+
+
+def _numeric(schema: Any) -> str | None:
+    """A union branch's Spark number type (time-millis is Spark's int), else None."""
+    if isinstance(schema, str):
+        return schema if schema in ("int", "long", "float", "double") else None
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if kind == "int" and logical in (None, "time-millis"):
+        return "int"
+    return str(kind) if kind in ("long", "float", "double") and logical is None else None
+
+
+def comparable(value: Any, arrow_type: pa.DataType) -> Any:
+    """``value`` (Arrow's, of ``arrow_type``) in a form where equal means the same bits:
+    floats as their IEEE bits, maps as dicts, binary as hex."""
+    if value is None:
+        return None
+    if pa.types.is_struct(arrow_type):
+        return {
+            f.name: comparable(value[f.name], f.type)
+            for f in arrow_type  # type: ignore[attr-defined]
+        }
+    if pa.types.is_map(arrow_type):
+        items = value.items() if isinstance(value, dict) else value
+        return {k: comparable(v, arrow_type.item_type) for k, v in items}
+    if pa.types.is_list(arrow_type):
+        return [comparable(v, arrow_type.value_type) for v in value]
+    if pa.types.is_float32(arrow_type):
+        return ("f", struct.pack("<f", value).hex())
+    if pa.types.is_float64(arrow_type):
+        return ("d", struct.pack("<d", value).hex())
+    if pa.types.is_binary(arrow_type):
+        return ("b", bytes(value).hex())
+    if pa.types.is_decimal(arrow_type):
+        return (
+            "dec",
+            str(decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-arrow_type.scale))),
+        )
+    if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+        return (type(value).__name__, value)
+    return value

@@ -1,0 +1,195 @@
+"""Avro schema resolution as Apache Avro Java applies it (:mod:`pyspark_dynamic_kafka.avro.
+resolution`), through both decoders: the Python decoder (fastavro) and the compiled core's
+(``make_decoder``). What Java gives for each case was read from Java itself
+(``tests/integration/test_avro_java_differential.py`` runs the same cases on Java's
+``GenericDatumReader`` and on generated pairs). Writer schemas are handed to the decoders by their
+``fetch`` callable (the registry is not what is tested here)."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pytest
+
+from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
+from pyspark_dynamic_kafka.avro.native_decode import make_decoder
+from pyspark_dynamic_kafka.avro.resolution import resolve
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+
+WRITER_ID = 3
+
+
+def _record(name: str, *fields: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "record", "name": name, "fields": list(fields), **extra}
+
+
+def decoded(writer: Any, reader: Any, values: list[Any], native: bool) -> list[Any]:
+    """``values`` written with ``writer`` and read as ``reader``: each value, or "refused"."""
+    prefix = b"\0" + WRITER_ID.to_bytes(4, "big")
+    payloads = []
+    for value in values:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(writer), value)
+        payloads.append(prefix + out.getvalue())
+
+    def fetch(_: Any) -> RegisteredSchema:
+        return RegisteredSchema(json.dumps(writer), schema_id=WRITER_ID)
+
+    make = make_decoder if native else Decoder
+    decoder = make(json.dumps(reader), fetch, permissive=True)
+    got = decoder.decode_arrow(pa.array(payloads, pa.binary()), None, lambda i: f"record {i}")
+    return [
+        "refused" if bad is not None else value
+        for value, bad in zip(got.values.to_pylist(), got.corrupt.to_pylist(), strict=True)
+    ]
+
+
+BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
+
+# Issue 41, finding 2: the two cases. Java: -1 (writer aliases are not applied), and a refusal.
+WRITER_ALIAS = (
+    _record("R", {"name": "b", "type": "int", "aliases": ["a"]}),
+    _record("R", {"name": "a", "type": "int", "default": -1}),
+    [{"b": 7}],
+    [{"a": -1}],
+)
+MISSING_NULLABLE = (
+    _record("R", {"name": "a", "type": "int"}),
+    _record("R", {"name": "a", "type": "int"}, {"name": "n", "type": ["null", "int"]}),
+    [{"a": 1}],
+    ["refused"],
+)
+
+
+@BOTH
+def test_a_writer_fields_alias_is_not_applied(native: bool) -> None:
+    writer, reader, values, java = WRITER_ALIAS
+    assert decoded(writer, reader, values, native) == java
+
+
+@BOTH
+def test_a_reader_field_the_writer_lacks_without_default_is_refused_even_when_nullable(
+    native: bool,
+) -> None:
+    writer, reader, values, java = MISSING_NULLABLE
+    assert decoded(writer, reader, values, native) == java
+
+
+# More of Java's rules, each checked on Java by the differential test's named cases.
+READER_FIELD_ALIAS = (
+    _record("R", {"name": "b", "type": "int"}),
+    _record("R", {"name": "a", "type": "long", "aliases": ["b"], "default": -1}),
+    [{"b": 7}],
+    [{"a": 7}],
+)
+RECORD_NAMES_IGNORED = (
+    _record("Old", {"name": "a", "type": "int"}),
+    _record("New", {"name": "a", "type": "int"}),
+    [{"a": 7}],
+    [{"a": 7}],
+)
+ENUM_READER_ALIAS = (
+    _record("R", {"name": "e", "type": {"type": "enum", "name": "E1", "symbols": ["X", "Y"]}}),
+    _record(
+        "R",
+        {
+            "name": "e",
+            "type": {
+                "type": "enum",
+                "name": "E2",
+                "aliases": ["E1"],
+                "symbols": ["Y", "Z"],
+                "default": "Z",
+            },
+        },
+    ),
+    [{"e": "X"}, {"e": "Y"}],
+    [{"e": "Z"}, {"e": "Y"}],
+)
+ENUM_WITHOUT_DEFAULT = (
+    _record("R", {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y"]}}),
+    _record("R", {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["Y"]}}),
+    [{"e": "X"}, {"e": "Y"}],
+    ["refused", {"e": "Y"}],
+)
+FIXED_OTHER_NAME = (
+    _record("R", {"name": "f", "type": {"type": "fixed", "name": "F", "size": 2}}),
+    _record("R", {"name": "f", "type": {"type": "fixed", "name": "G", "size": 2}}),
+    [{"f": b"ab"}],
+    ["refused"],
+)
+WRITER_UNION_BRANCHES = (
+    _record("R", {"name": "u", "type": ["int", "string"]}),
+    _record("R", {"name": "u", "type": "long"}),
+    [{"u": 5}, {"u": "five"}],
+    [{"u": 5}, "refused"],
+)
+RULES = [
+    READER_FIELD_ALIAS,
+    RECORD_NAMES_IGNORED,
+    ENUM_READER_ALIAS,
+    ENUM_WITHOUT_DEFAULT,
+    FIXED_OTHER_NAME,
+    WRITER_UNION_BRANCHES,
+]
+NAMED_CASES = [WRITER_ALIAS, MISSING_NULLABLE, *RULES]
+
+
+@BOTH
+@pytest.mark.parametrize("case", RULES, ids=lambda c: json.dumps(c[1])[:50])
+def test_javas_rules(native: bool, case: Any) -> None:
+    writer, reader, values, java = case
+    assert decoded(writer, reader, values, native) == java
+
+
+def test_resolution_renames_the_writer_as_java_pairs_it() -> None:
+    writer, reader, _, _ = WRITER_ALIAS
+    assert resolve(writer, reader).writer == _record(
+        "R", {"name": "b", "type": "int"}, namespace=""
+    )
+    writer, reader, _, _ = READER_FIELD_ALIAS
+    assert resolve(writer, reader).writer == _record(
+        "R", {"name": "a", "type": "int"}, namespace=""
+    )
+    assert resolve(writer, reader).reader == _record(
+        "R", {"name": "a", "type": "long", "default": -1}, namespace=""
+    )
+    writer, reader, _, _ = MISSING_NULLABLE
+    assert resolve(writer, reader).errors == ["the writer's R has no field n"]
+    spaced = {
+        "type": "record",
+        "name": "R",
+        "namespace": "n",
+        "fields": [
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X"]}},
+            {"name": "again", "type": "E"},
+        ],
+    }
+    assert resolve(spaced, spaced).writer["fields"][1]["type"] == "n.E"
+
+
+@BOTH
+def test_a_failfast_error_names_the_record_the_writer_schema_and_the_reader_schema(
+    native: bool,
+) -> None:
+    writer, reader, values, _ = MISSING_NULLABLE
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(writer), values[0])
+    payload = b"\0" + WRITER_ID.to_bytes(4, "big") + out.getvalue()
+
+    def fetch(_: Any) -> RegisteredSchema:
+        return RegisteredSchema(json.dumps(writer), schema_id=WRITER_ID)
+
+    make = make_decoder if native else Decoder
+    decoder = make(json.dumps(reader), fetch, False, False, "subject 'orders-value' version 4")
+    with pytest.raises(AvroDecodeError) as failed:
+        decoder.decode_arrow(pa.array([payload], pa.binary()), None, lambda i: "Record c/t/0 at 9")
+    assert str(failed.value).startswith(
+        "Record c/t/0 at 9 (schema id 3, reader schema: subject 'orders-value' version 4) "
+        "cannot be decoded as Avro: "
+    ), failed.value
+    assert "field n" in str(failed.value)

@@ -62,7 +62,7 @@ FUZZ_CASES ?= 100000
 AVRO_FUZZ_PAIRS ?= 100000
 fuzz: $(SETUP)
 	cd native && PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked -j 2 protocol::fuzz
-	AVRO_JAVA_PAIRS=$(AVRO_FUZZ_PAIRS) $(PY) -m pytest -q -s -p no:xdist \
+	AVRO_JAVA_RANDOM=1 AVRO_JAVA_PAIRS=$(AVRO_FUZZ_PAIRS) $(PY) -m pytest -q -s -p no:xdist \
 		tests/integration/test_avro_java_differential.py -k generated
 
 unit: $(SETUP)

@@ -125,8 +125,8 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
         }
         (DataType::Time32(TimeUnit::Millisecond), DataType::Int32) => {
             let array = array.as_primitive::<Time32MillisecondType>();
-            let millis: Int32Array =
-                array.try_unary(|v| time_of_day(i64::from(v), DAY_MICROS / 1000, 1).map(|_| v))?;
+            // Spark's int, any int: Java and spark-avro read one outside a day as it is.
+            let millis: Int32Array = array.unary(|v| v);
             Arc::new(millis)
         }
         (DataType::FixedSizeBinary(16), DataType::Utf8) => {

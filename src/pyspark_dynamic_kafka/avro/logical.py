@@ -10,8 +10,9 @@ rule), and the decoder shapes the base values into what Arrow takes for the Spar
 (:func:`logical_shaper`): a timestamp as microseconds, a date as days, a ``time-micros`` as
 its time of day, a decimal as its ``Decimal``; ``time-millis`` and ``uuid`` stay their
 base values, as Spark reads them. Values outside what the compiled core gives (timestamps and
-dates outside the years 1 to 9999, a time of day that is negative or a day or more) fail their
-record, as in the core.
+dates outside the years 1 to 9999, a ``time-micros`` that is negative or a day or more: Spark's
+``TimeType`` cannot hold them) fail their record, as in the core. A ``time-millis`` is Spark's
+int, any int: Java and spark-avro read one outside a day as it is, and so do both decoders.
 """
 
 from __future__ import annotations
@@ -120,8 +121,6 @@ def logical_shaper(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
         return _moment
     if kind == "long" and logical == "time-micros":
         return _time
-    if kind == "int" and logical == "time-millis":
-        return _millis
     return None
 
 
@@ -135,12 +134,6 @@ def _date(days: int) -> int:
     if not _MIN_US <= days * _DAY_US <= _MAX_US:
         raise OverflowError(f"the date {days} days from 1970 is outside the years 1 to 9999")
     return days
-
-
-def _millis(millis: int) -> int:
-    if not 0 <= millis < _DAY_US // 1000:
-        raise ValueError(f"the time of day {millis} ms is not within a day")
-    return millis
 
 
 def _time(micros: int) -> datetime.time:

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyspark
 
+from pyspark_dynamic_kafka.avro.spark_types import spark_number
 from pyspark_dynamic_kafka.testing.kafka_jars import cache_root
 
 __all__ = ["JavaAvro", "comparable", "spark_value"]
@@ -164,21 +165,11 @@ def _union(branches: list[Any], typed: Any, named: dict[str, Any]) -> Any:
     converted = spark_value(branch, value, named)
     if len(rest) == 1:
         return converted
-    kinds = {_numeric(b) for b in rest}
+    kinds = {spark_number(b) for b in rest}
     if len(rest) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
         return converted
     member = rest.index(branch)
     return {f"member{j}": converted if j == member else None for j in range(len(rest))}
-
-
-def _numeric(schema: Any) -> str | None:
-    """A union branch's Spark number type (time-millis is Spark's int), else None."""
-    if isinstance(schema, str):
-        return schema if schema in ("int", "long", "float", "double") else None
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    if kind == "int" and logical in (None, "time-millis"):
-        return "int"
-    return str(kind) if kind in ("long", "float", "double") and logical is None else None
 
 
 def comparable(value: Any, arrow_type: pa.DataType) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
 from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed
+from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
 __all__ = ["Resolution", "plain_reader", "resolve"]
 
@@ -159,7 +160,7 @@ class _Walk:
             self.resolve(w, r[branch])
             members = [self._get(b, self.r_named) for b in r]
             members = [m for m in members if _type(m) != "null"]
-            numbers = {_spark_number(m) for m in members}
+            numbers = {spark_number(m) for m in members}
             struct = len(members) > 1 and not (
                 len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
             )
@@ -296,16 +297,6 @@ _PYTHON_KIND = {
     "boolean": "bool",
     "null": "null",
 }
-
-
-def _spark_number(schema: Any) -> str | None:
-    """A union branch's Spark number type (int, long, float, double), else None."""
-    if isinstance(schema, str):
-        return schema if schema in ("int", "long", "float", "double") else None
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    if kind == "int" and logical in (None, "time-millis"):
-        return "int"
-    return str(kind) if kind in ("long", "float", "double") and logical is None else None
 
 
 def _type(schema: Any) -> str:

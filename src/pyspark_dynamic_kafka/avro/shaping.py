@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.logical import logical_shaper
+from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
 __all__ = ["Shaper", "shaper", "tags_named"]
 
@@ -64,7 +65,7 @@ def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
         if only is _same and _name(rest[0], named) is None:
             return _same
         return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
-    kinds = {_numeric(b, named) for b in rest}
+    kinds = {spark_number(b) for b in rest}
     if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:
         return lambda v: v
     shapes = [(_kind(b, named), _name(b, named), _shaper(b, named, untag)) for b in rest]
@@ -88,17 +89,6 @@ def _kind(schema: Any, named: Mapping[str, Any]) -> str:
     if isinstance(schema, str):
         return str(named[schema]["type"]) if schema in named else schema
     return str(schema["type"]) if isinstance(schema["type"], str) else "union"
-
-
-def _numeric(schema: Any, named: Mapping[str, Any]) -> str | None:
-    """The Spark number type of a union's branch (int, long, float, double), else None: a union
-    of int and long reads as a long, of float and double as a double (:mod:`.spark_types`)."""
-    if isinstance(schema, str):
-        return schema if schema in ("int", "long", "float", "double") else None
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    if kind == "int" and logical in (None, "time-millis"):
-        return "int"
-    return str(kind) if kind in ("long", "float", "double") and logical is None else None
 
 
 def _name(schema: Any, named: Mapping[str, Any]) -> str | None:

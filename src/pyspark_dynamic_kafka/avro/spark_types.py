@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
-__all__ = ["AvroSchemaError", "SparkType", "checked_schema", "spark_type"]
+__all__ = ["AvroSchemaError", "SparkType", "checked_schema", "spark_number", "spark_type"]
 
 _PRIMITIVES: Mapping[str, DataType] = {
     "boolean": BooleanType(),
@@ -286,3 +286,15 @@ def _fixed_precision(size: int) -> int:
     if size < 1:
         return 0
     return math.floor(math.log10(2 ** (8 * size - 1) - 1))
+
+
+def spark_number(schema: Any) -> str | None:
+    """A union branch's Spark number type (``int``, ``long``, ``float``, ``double``; a
+    ``time-millis`` is Spark's int), else ``None``: a union of int and long reads as a long, of
+    float and double as a double."""
+    if isinstance(schema, str):
+        return schema if schema in ("int", "long", "float", "double") else None
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if kind == "int" and logical in (None, "time-millis"):
+        return "int"
+    return str(kind) if kind in ("long", "float", "double") and logical is None else None

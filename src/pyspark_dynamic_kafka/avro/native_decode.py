@@ -145,8 +145,10 @@ class NativeDecoder:
                     f"records: {resolution.errors[0]}"
                 )
             _check_defaults(ref, resolution.defaulted)
-            if '["null"]' in json.dumps(resolution.writer, separators=(",", ":")):
-                raise ValueError(f"the writer schema {ref} has a union of null alone")
+            if _has_single_branch_union(resolution.writer):
+                # arrow-avro 60.1 refuses records of a union of null alone, and fails to resolve
+                # a one-branch union into a reader union ("int" into ["long", "null"]).
+                raise ValueError(f"the writer schema {ref} has a union of one branch")
             if resolution.remapped:  # arrow-avro 60.1 read an aliased enum's symbols by index
                 raise ValueError(
                     f"the writer schema {ref} has other symbols for the enum "
@@ -158,6 +160,21 @@ class NativeDecoder:
     @property
     def _side(self) -> str:
         return "key" if self.key else "value"
+
+
+def _has_single_branch_union(schema: Any) -> bool:
+    """Whether a union of one branch is anywhere in ``schema``."""
+    if isinstance(schema, list):
+        return len(schema) == 1 or any(_has_single_branch_union(b) for b in schema)
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") == "record":
+        return any(_has_single_branch_union(f["type"]) for f in schema.get("fields", []))
+    if schema.get("type") == "array":
+        return _has_single_branch_union(schema.get("items"))
+    if schema.get("type") == "map":
+        return _has_single_branch_union(schema.get("values"))
+    return isinstance(schema.get("type"), list | dict) and _has_single_branch_union(schema["type"])
 
 
 def make_decoder(

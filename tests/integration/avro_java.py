@@ -152,6 +152,10 @@ def _logical(kind: str, logical: str, schema: dict[str, Any], typed: Any) -> Any
         moment = EPOCH + datetime.timedelta(microseconds=typed)
         return moment if logical.startswith("local") else moment.replace(tzinfo=UTC)
     if kind == "long" and logical == "time-micros":
+        # Java gives any long; Spark's TimeType holds a time of day only, so a value outside a
+        # day is one no Spark column holds: both decoders refuse it (the caller's OverflowError).
+        if not 0 <= typed < 86_400_000_000:
+            raise OverflowError(f"the time of day {typed} us is not within a day")
         return (EPOCH + datetime.timedelta(microseconds=typed)).time()
     return spark_value(kind, typed)  # time-millis (Spark: int), uuid (string), ...
 

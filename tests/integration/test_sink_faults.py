@@ -83,6 +83,8 @@ def _values(records: list[Record]) -> list[int]:
     return sorted(int(r.value) for r in records)
 
 
+# Two Spark apps, a kill and a replay: 552 s once at load 13-18, so a bound of its own.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize("guarantee", ["exactlyOnce", "atLeastOnce"])
 def test_retries_and_a_driver_killed_before_spark_recorded_a_committed_batch(
     estate: EstateFactory, tmp_path: Path, guarantee: str

@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_type
@@ -222,6 +221,6 @@ def _corrupt(values: pa.Array, rows: list[int]) -> pa.Array:
     """The raw bytes of the records at ``rows``, null elsewhere."""
     if not rows:
         return pa.nulls(len(values), pa.binary())
-    mask = np.zeros(len(values), dtype=bool)
-    mask[rows] = True
-    return pc.if_else(pa.array(mask), values, pa.scalar(None, pa.binary()))
+    marked = set(rows)
+    mask = pa.array([row in marked for row in range(len(values))], pa.bool_())
+    return pc.if_else(mask, values, pa.scalar(None, pa.binary()))

@@ -15,6 +15,7 @@ from tests.integration.faults import native_expected, reading_with_core
 from tests.integration.helpers import DEADLINE, EstateFactory, numbered, wait_until
 from tests.integration.queries import memory_query
 
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 
 PARTITIONS = 3
@@ -104,3 +105,27 @@ def test_a_killed_and_restarted_broker_does_not_stop_the_query(
         query.expect(expected)  # every acknowledged record exactly once, nothing else
         assert query.query.isActive and query.query.exception() is None
         assert len(set(expected)) == len(expected) >= 90
+
+
+def test_a_listing_does_not_wait_for_a_stopped_broker_named_controller(
+    kafka_estate: EstateFactory,
+) -> None:
+    # librdkafka sends DescribeTopics (the topic ids) to the controller its last Metadata answer
+    # named; on KRaft that is any live broker, here made the one stopped next. Before the
+    # listing asked any broker first, it waited for that broker until its timeout.
+    setup = kafka_estate("east", brokers=3, partitions=PARTITIONS, replication_factor=3)
+    east = setup["east"]
+    assert isinstance(east, ApacheKafkaCluster)
+    properties = {k: str(v) for k, v in east.client_properties().items()}
+    admin = ClusterAdmin("east", properties, timeout_ms=20_000)
+    before = admin.list_topics(["orders", "absent"])
+    assert before.partitions == {"orders": (0, 1, 2)} and before.absent == {"absent"}
+    named = admin.request("name a controller", lambda c: c.list_topics(timeout=20).controller_id)
+    east.stop_broker(named)
+    after = admin.list_topics(["orders", "absent"])
+    assert (after.partitions, after.absent, after.ids) == (
+        before.partitions,
+        before.absent,
+        before.ids,
+    )
+    assert set(after.ids) == {"orders"}

@@ -52,10 +52,21 @@ class _Failed:
 
 
 class _Client:
-    def __init__(self, failures: int, code: int = KafkaError.BROKER_NOT_AVAILABLE) -> None:
+    """Scripted as confluent-kafka's ``AdminClient``: the first ``failures`` Metadata requests
+    fail with ``code``, then the first ``describe_failures`` DescribeTopics requests with a
+    client-side error (the controller librdkafka sends them to did not answer)."""
+
+    def __init__(
+        self,
+        failures: int,
+        code: int = KafkaError.BROKER_NOT_AVAILABLE,
+        describe_failures: int = 0,
+    ) -> None:
         self.failures = failures
         self.code = code
+        self.describe_failures = describe_failures
         self.calls = 0
+        self.describes = 0
 
     def list_topics(self, timeout: float) -> _Metadata:
         self.calls += 1
@@ -66,10 +77,9 @@ class _Client:
     def describe_topics(self, topics: Any, request_timeout: float) -> dict[str, Any]:
         """As confluent-kafka answers: a future per topic, failed with the topic's error, or
         each with the request's error (a client-side one, negative) when it failed."""
-        self.calls += 1
-        if self.calls <= self.failures:
-            code = self.code if self.code < 0 else KafkaError._ALL_BROKERS_DOWN
-            failed = _Failed(KafkaError(code, f"broker said no ({SENTINEL})"))
+        self.describes += 1
+        if self.describes <= self.describe_failures:
+            failed = _Failed(KafkaError(KafkaError._TIMED_OUT, "waiting for controller"))
             return dict.fromkeys(topics.topic_names, failed)
         known = _Metadata().topics
         answers: dict[str, Any] = {}
@@ -128,6 +138,18 @@ def test_listing_is_retried_then_succeeds() -> None:
     assert listing.partitions == {"orders": (0, 1)}
     assert listing.absent == frozenset({"gone", "never"})
     assert listing.unavailable == frozenset({"broken"})
+
+
+def test_a_listing_whose_topic_ids_timed_out_fails_then_asks_any_broker_again() -> None:
+    # A timeout is not retried within the listing; the next listing (the next micro-batch)
+    # sends a Metadata request first, which names librdkafka a live controller.
+    client = _Client(failures=0, describe_failures=1)
+    admin = _admin(client, retries=3)
+    with pytest.raises(KafkaClientError, match="waiting for controller"):
+        admin.list_topics(["orders"])
+    assert (client.calls, client.describes) == (1, 1)
+    assert admin.list_topics(["orders"]).partitions == {"orders": (0, 1)}
+    assert (client.calls, client.describes) == (2, 2)
 
 
 def test_retries_exhausted_fail_naming_the_cluster_without_the_secret() -> None:

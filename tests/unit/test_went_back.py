@@ -170,9 +170,14 @@ class _Described:
         return self.value
 
 
-def test_the_listing_takes_ids_from_its_one_metadata_request() -> None:
-    # Scripted: a broker that reports the zero id (no topic ids) beside one that reports one.
+def test_the_listing_takes_ids_from_describe_topics() -> None:
+    # Scripted: a broker that reports the zero id (no topic ids) beside one that reports one;
+    # the partitions come from the Metadata request to any broker before it.
     calls: list[list[str]] = []
+
+    def list_topics(timeout: float) -> Any:
+        topics = {t: SimpleNamespace(error=None, partitions={0: None}) for t in ("orders", "old")}
+        return SimpleNamespace(topics=topics)
 
     def describe(topics: Any, request_timeout: float) -> dict[str, Any]:
         calls.append(list(topics.topic_names))
@@ -183,7 +188,7 @@ def test_the_listing_takes_ids_from_its_one_metadata_request() -> None:
         }
 
     admin = ClusterAdmin("east", {"bootstrap.servers": "h:1"}, 1000)
-    admin._client = SimpleNamespace(describe_topics=describe)
+    admin._client = SimpleNamespace(list_topics=list_topics, describe_topics=describe)
     listing = admin.list_topics(["orders", "old"])
     assert calls == [["old", "orders"]]
     assert listing.ids == {"orders": str(Uuid(-5574248224966030890, 1))}

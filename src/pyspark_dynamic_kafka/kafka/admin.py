@@ -259,9 +259,13 @@ class ClusterAdmin:
     def list_topics(self, topics: Iterable[str]) -> TopicListing:
         """List the partitions and ids of ``topics``, telling absent topics from unavailable ones.
 
-        One Metadata request naming ``topics`` only (``describe_topics``; it creates none), which
-        also carries each topic's id. A topic the cluster answers with an error of its own is
-        absent (unknown topic) or unavailable (any other); a failure of the request itself (a
+        A Metadata request to any broker lists the partitions (an absent topic is not created);
+        ``describe_topics`` adds each existing topic's id. librdkafka sends that one to the
+        controller its last Metadata answer named (Java's admin client, to any broker:
+        KAFKA-8962), and never asks again by itself: a stopped broker named there held every
+        listing until it came back. The Metadata request first names a live one (on KRaft, any
+        unfenced broker). A topic the cluster answers with an error of its own is absent
+        (unknown topic) or unavailable (any other); a failure of a request itself (a
         client-side error: timeout, transport) fails the listing, retried as configured.
         """
         wanted = sorted(set(topics))
@@ -269,28 +273,38 @@ class ClusterAdmin:
             return TopicListing({}, frozenset(), frozenset())
 
         def call(client: Any) -> TopicListing:
-            futures = client.describe_topics(
-                TopicCollection(wanted), request_timeout=self.timeout_s
-            )
+            listed = client.list_topics(timeout=self.timeout_s).topics
             partitions: dict[str, tuple[int, ...]] = {}
-            ids: dict[str, str] = {}
             absent: set[str] = set()
             unavailable: set[str] = set()
             for name in wanted:
+                topic = listed.get(name)
+                if topic is None or (
+                    topic.error is not None and topic.error.code() == _UNKNOWN_TOPIC
+                ):
+                    absent.add(name)
+                elif topic.error is not None or not topic.partitions:
+                    unavailable.add(name)
+                else:
+                    partitions[name] = tuple(sorted(topic.partitions))
+            ids: dict[str, str] = {}
+            futures = (
+                client.describe_topics(
+                    TopicCollection(sorted(partitions)), request_timeout=self.timeout_s
+                )
+                if partitions
+                else {}
+            )
+            for name, future in futures.items():
                 try:
-                    described = futures[name].result()
+                    topic_id = future.result().topic_id
                 except KafkaException as exc:
                     error = exc.args[0] if exc.args else None
                     if not isinstance(error, KafkaError) or error.code() < 0:
                         raise  # the request failed (librdkafka's own errors are negative)
+                    del partitions[name]  # deleted or unavailable since the Metadata answer
                     (absent if error.code() == _UNKNOWN_TOPIC else unavailable).add(name)
                     continue
-                numbers = tuple(sorted(p.id for p in described.partitions))
-                if not numbers:
-                    unavailable.add(name)
-                    continue
-                partitions[name] = numbers
-                topic_id = described.topic_id
                 if topic_id is not None and (
                     topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()
                 ):  # a broker without topic ids answers the zero id

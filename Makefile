@@ -56,12 +56,15 @@ endif
 
 # The compiled core's protocol parsers fuzzed with proptest (native/src/protocol/fuzz.rs): FUZZ_CASES
 # cases for each of its 10 properties, a million in all by default (cargo test runs 256 each).
-# Then both Avro decoders against Apache Avro Java on AVRO_FUZZ_PAIRS generated writer/reader
-# schema pairs (tests/integration/test_avro_java_differential.py; make avro-java runs 2,000).
+# Then the property-based tests (tests/unit/test_fuzz_*.py) on 20,000 new cases per property
+# (HYPOTHESIS_PROFILE=fuzz-deep; make test runs the same 300), and both Avro decoders against
+# Apache Avro Java on AVRO_FUZZ_PAIRS generated writer/reader schema pairs
+# (tests/integration/test_avro_java_differential.py; make avro-java runs 2,000).
 FUZZ_CASES ?= 100000
 AVRO_FUZZ_PAIRS ?= 100000
 fuzz: $(SETUP)
 	cd native && PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --release --locked -j 2 protocol::fuzz
+	HYPOTHESIS_PROFILE=fuzz-deep $(PY) -m pytest -q -p no:xdist tests/unit -k fuzz
 	AVRO_JAVA_RANDOM=1 AVRO_JAVA_PAIRS=$(AVRO_FUZZ_PAIRS) $(PY) -m pytest -q -s -p no:xdist \
 		tests/integration/test_avro_java_differential.py -k generated
 

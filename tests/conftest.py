@@ -31,13 +31,13 @@ from pyspark_dynamic_kafka.testing import (
 ROOT = Path(__file__).resolve().parents[1]
 _log = logging.getLogger(__name__)
 
-# Property-based tests (tests/unit/test_fuzz_*.py): 1,000 cases per property, the same ones on
+# Property-based tests (tests/unit/test_fuzz_*.py): 300 cases per property, the same ones on
 # every run (derandomized, no example database), so a CI failure reproduces locally as it is.
-# HYPOTHESIS_PROFILE=fuzz-deep explores further: more cases, new ones on every run.
+# HYPOTHESIS_PROFILE=fuzz-deep (make fuzz) explores further: more cases, new ones on every run.
 _FUZZ_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 settings.register_profile(
     "fuzz",
-    max_examples=1000,
+    max_examples=300,
     deadline=None,
     derandomize=True,
     database=None,

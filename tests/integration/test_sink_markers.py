@@ -4,7 +4,7 @@ name the streaming query that wrote them and are found wherever they were writte
 - Two queries with one ``sinkId`` and two checkpoints: the second fails at its first
   micro-batch naming the ``sinkId``, both query ids and the fix, having written nothing; with
   ``sinkIdTakeover=true`` it writes all of its rows, and the first query, restarted, is now the
-  one refused. Read back with read_committed, exact id sets, both writers.
+  one refused. Read back with read_committed, exact id sets, the default writer.
 - Task-level, both writers: a topic that sorts first joins the route, then the route's first
   topic leaves, between attempts and their replays; a take-over's own restarts are replays; a
   marker of today's release (no query id) still skips a replay.
@@ -30,7 +30,6 @@ from tests.integration.sink_records import (
 
 from pyspark_dynamic_kafka.errors import SinkIdInUseError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor.markers import MARKER, Marker, committed_markers
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
@@ -39,14 +38,6 @@ pytestmark = requires_kafka("Kafka transactions (Tansu's are not what these test
 
 Q1 = "0d6e2f4a-1111-4a4a-8a8a-000000000001"
 Q2 = "0d6e2f4a-2222-4a4a-8a8a-000000000002"
-
-
-@pytest.fixture(params=["python", "native"])
-def writer(request: pytest.FixtureRequest) -> str:
-    """The Spark tests here run with both writers: confluent-kafka and the compiled core."""
-    if request.param == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
-    return str(request.param)
 
 
 def _cluster(cluster: Any, topics: tuple[str, ...] = ("orders",)) -> MarkerCluster:
@@ -87,17 +78,17 @@ def _run(spark: Any, source: Path, options: dict[str, str], checkpoint: Path) ->
 
 
 def test_a_second_query_with_the_same_sink_id_fails_until_it_takes_the_sink_id_over(
-    writer: str, spark: Any, estate: EstateFactory, tmp_path: Path
+    spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
+    # The default writer (writer=auto); the task-level tests below run the markers' rules on
+    # both writers, with query ids as the driver hands them to the executors.
     setup = estate("east", partitions=2)  # metadata: orders -> east/orders
     folders = {name: tmp_path / name for name in ("in1", "in2", "staging")}
     for folder in folders.values():
         folder.mkdir()
     first = drop_files(folders["in1"], folders["staging"], [100, 100, 100])
     second = drop_files(folders["in2"], folders["staging"], [100, 100, 100], first=300)
-    options = sink_options(
-        setup.meta, writer=writer, deliveryGuarantee="exactlyOnce", sinkId="shared"
-    )
+    options = sink_options(setup.meta, deliveryGuarantee="exactlyOnce", sinkId="shared")
     chk1, chk2 = tmp_path / "chk1", tmp_path / "chk2"
 
     q1, error = _run(spark, folders["in1"], options, chk1)

@@ -149,8 +149,10 @@ def _producing(task: WriteTask, topic: str | None) -> Iterator[None]:
     """Turn the producer's errors into a :class:`WriteError` naming the cluster (and ``topic``).
 
     A fatal error (a transactional producer fenced by a newer attempt) raised while
-    confluent-kafka serves delivery callbacks surfaces as a ``SystemError`` ("returned a result
-    with an exception set") whose cause is the ``KafkaException``: that one is named.
+    confluent-kafka serves delivery callbacks surfaces as a ``SystemError``: "returned a result
+    with an exception set", whose cause is the ``KafkaException`` (that one is named), or, at
+    times, "returned NULL without setting an exception" (confluent-kafka 2.16 lost it; its
+    text is named). A ``SystemError`` caused by anything else (our own callback) is raised.
     """
     try:
         yield
@@ -158,9 +160,9 @@ def _producing(task: WriteTask, topic: str | None) -> Iterator[None]:
         raise failure(task, "Cannot produce to", topic, exc) from None
     except SystemError as exc:
         cause = exc.__cause__ or exc.__context__
-        if not isinstance(cause, KafkaException):
+        if cause is not None and not isinstance(cause, KafkaException):
             raise
-        raise failure(task, "Cannot produce to", topic, cause) from None
+        raise failure(task, "Cannot produce to", topic, cause or exc) from None
 
 
 def send_all(

@@ -16,7 +16,8 @@ another value: a pair Java finds an error in (``resolution.errors``) is read by 
 fails some records Java reads (an unresolvable type inside an empty array or map, a union branch
 no record took); a pair whose reader union fastavro would read into another branch than Java
 (``resolution.unlike_fastavro``: a promotion branch before the exact one, an int in a union of
-int and long) is refused by the Python decoder, where the core reads it as Java does. Excluded
+int and long, a writer's enum (not in a union) read into ``["string", that enum]``) is refused by
+the Python decoder, where the core reads it as Java does. Excluded
 from the generated pairs: ``bytes`` that are not UTF-8 read as a string (Java reads them with
 U+FFFD, both decoders refuse them), enums and fixed renamed without an alias (Java fails only the
 records whose values reach them, fastavro all), decimal defaults beyond their precision.

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
-from pyspark_dynamic_kafka.avro.native_decode import make_decoder
+from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.resolution import resolve
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
@@ -140,6 +140,13 @@ TIME_MILLIS_OUTSIDE_A_DAY = (  # the differential test's find: both decoders ref
     [{"t": -365}],
     [{"t": -365}],
 )
+_E = {"type": "enum", "name": "E", "symbols": ["A", "B"]}
+ENUM_INTO_STRING_OR_ENUM = (  # the differential test's find: the Python decoder read member0
+    _record("R", {"name": "e", "type": _E}),
+    _record("R", {"name": "e", "type": ["string", _E]}),
+    [{"e": "B"}],
+    [{"e": {"member0": None, "member1": "B"}}],
+)
 RULES = [
     ONE_BRANCH_UNION_PROMOTED,
     TIME_MILLIS_OUTSIDE_A_DAY,
@@ -150,7 +157,7 @@ RULES = [
     FIXED_OTHER_NAME,
     WRITER_UNION_BRANCHES,
 ]
-NAMED_CASES = [WRITER_ALIAS, MISSING_NULLABLE, *RULES]
+NAMED_CASES = [WRITER_ALIAS, MISSING_NULLABLE, ENUM_INTO_STRING_OR_ENUM, *RULES]
 
 
 @BOTH
@@ -158,6 +165,29 @@ NAMED_CASES = [WRITER_ALIAS, MISSING_NULLABLE, *RULES]
 def test_javas_rules(native: bool, case: Any) -> None:
     writer, reader, values, java = case
     assert decoded(writer, reader, values, native) == java
+
+
+@BOTH
+def test_an_enum_read_into_a_union_of_a_string_and_it_is_the_enums_or_refused(
+    native: bool,
+) -> None:
+    # Java reads the enum's branch. fastavro tags a named type's value with its name only when
+    # the writer's type is a union: the Python decoder would have put the untagged text in the
+    # string branch, so it refuses the record (a known refusal); the core reads Java's branch.
+    writer, reader, values, java = ENUM_INTO_STRING_OR_ENUM
+    assert resolve(writer, reader).unlike_fastavro == [
+        "an enum is read as branch 1 of the union [string, enum], which fastavro reads otherwise"
+    ]
+    core_reads = native and isinstance(make_decoder(json.dumps(reader), _no_fetch), NativeDecoder)
+    assert decoded(writer, reader, values, native) == (java if core_reads else ["refused"])
+    # A writer's union of the enum: fastavro tags it, the Python decoder reads it as Java.
+    tagged = _record("R", {"name": "e", "type": ["null", _E]})
+    assert resolve(tagged, reader).unlike_fastavro == []
+    assert decoded(tagged, reader, values, native) == java
+
+
+def _no_fetch(_: Any) -> RegisteredSchema:
+    raise AssertionError("no writer schema is fetched")
 
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:

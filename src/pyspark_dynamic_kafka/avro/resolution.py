@@ -122,14 +122,15 @@ class _Walk:
     def _get(self, schema: Any, named: dict[str, Any]) -> Any:
         return named.get(schema, schema) if isinstance(schema, str) else schema
 
-    def resolve(self, w: Any, r: Any) -> bool:
-        """Resolve ``w`` to ``r``; False when Java's action for them is an error action."""
+    def resolve(self, w: Any, r: Any, in_union: bool = False) -> bool:
+        """Resolve ``w`` (``in_union``: a branch of a writer's union) to ``r``; False when
+        Java's action for them is an error action."""
         w, r = self._get(w, self.w_named), self._get(r, self.r_named)
         wt, rt = _type(w), _type(r)
         if wt == "union":
             equiv = rt == "union" and self._equiv(w, r, set())
             for i, branch in enumerate(w):
-                self.resolve(branch, r[i] if equiv else r)
+                self.resolve(branch, r[i] if equiv else r, in_union=True)
             return True
         if wt == rt:
             if wt in ("record", "error"):
@@ -164,15 +165,15 @@ class _Walk:
             struct = len(members) > 1 and not (
                 len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
             )
-            if struct and self._fastavros(w, r) != branch:
+            if struct and self._fastavros(w, r, in_union) != branch:
                 self.unlike_fastavro.append(
-                    f"a {wt} is read as branch {branch} of the union {_type_names(r)}, which "
+                    f"{_a(wt)} is read as branch {branch} of the union {_type_names(r)}, which "
                     "fastavro reads otherwise"
                 )
             return True
         if wt in _PROMOTIONS.get(rt, ()):
             return True
-        return self._error(f"a {wt} cannot be read as a {rt}")
+        return self._error(f"{_a(wt)} cannot be read as {_a(rt)}")
 
     def _error(self, reason: str) -> bool:
         self.errors.append(reason)
@@ -234,17 +235,20 @@ class _Walk:
                 return j
         return None
 
-    def _fastavros(self, w: Any, r: list[Any]) -> int | None:
+    def _fastavros(self, w: Any, r: list[Any], tagged: bool) -> int | None:
         """The branch of ``r`` the Python decoder gives a value of ``w`` as: fastavro reads it
         as the first branch of the same type and name or promoted to, and the Python decoder
-        puts a value untagged by a name in the first branch of its Python type."""
+        puts a value untagged by a name in the first branch of its Python type. fastavro tags
+        a named type's value with its name only when the writer's type is a union (``tagged``):
+        a writer's enum read into ``["string", that enum]`` is untagged text, put in the string
+        branch where Java reads the enum's."""
         wt = _type(w)
         branches = [self._get(b, self.r_named) for b in r]
         for j, b in enumerate(branches):
             bt = _type(b)
             same = bt == wt and (wt not in _NAMED or self.renames.get(w["name"]) == b["name"])
-            if same and wt in ("record", "error", "enum", "fixed"):
-                return j  # fastavro names it, if the writer's type is a union too
+            if same and tagged and wt in ("record", "error", "enum", "fixed"):
+                return j
             if same or wt in _PROMOTIONS.get(bt, ()):
                 kind = _PYTHON_KIND.get(bt, bt)
                 return next(i for i, c in enumerate(branches) if _PYTHON_KIND.get(_type(c)) == kind)
@@ -306,6 +310,11 @@ def _type(schema: Any) -> str:
         kind = schema["type"]
         return "error" if kind == "error" else str(kind) if isinstance(kind, str) else _type(kind)
     return str(schema)
+
+
+def _a(kind: str) -> str:
+    """``kind`` with its indefinite article: "an int", "a string"."""
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _type_names(schema: list[Any]) -> str:

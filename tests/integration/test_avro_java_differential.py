@@ -15,9 +15,9 @@ Known divergences, counted (printed) and allowed, each a refusal where Java read
 another value: a pair Java finds an error in (``resolution.errors``) is read by fastavro, which
 fails some records Java reads (an unresolvable type inside an empty array or map, a union branch
 no record took); a pair whose reader union fastavro would read into another branch than Java
-(``resolution.unlike_fastavro``: a promotion branch before the exact one, an int in a union of
-int and long, a writer's enum (not in a union) read into ``["string", that enum]``) is refused by
-the Python decoder, where the core reads it as Java does. Excluded
+(``resolution.unlike_fastavro``: a promotion branch before the exact one; a value fastavro gives
+untagged, in a union a writer's union reaches too) is refused by the Python decoder, where the
+core reads it as Java does. Excluded
 from the generated pairs: ``bytes`` that are not UTF-8 read as a string (Java reads them with
 U+FFFD, both decoders refuse them), enums and fixed renamed without an alias (Java fails only the
 records whose values reach them, fastavro all), decimal defaults beyond their precision.

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
-from pyspark_dynamic_kafka.avro.resolution import resolve
+from pyspark_dynamic_kafka.avro.native_decode import make_decoder
+from pyspark_dynamic_kafka.avro.resolution import JAVA_UNION, resolve
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 WRITER_ID = 3
@@ -168,26 +168,38 @@ def test_javas_rules(native: bool, case: Any) -> None:
 
 
 @BOTH
-def test_an_enum_read_into_a_union_of_a_string_and_it_is_the_enums_or_refused(
-    native: bool,
-) -> None:
+def test_an_enum_read_into_a_union_of_a_string_and_it_is_the_enums(native: bool) -> None:
     # Java reads the enum's branch. fastavro tags a named type's value with its name only when
-    # the writer's type is a union: the Python decoder would have put the untagged text in the
-    # string branch, so it refuses the record (a known refusal); the core reads Java's branch.
+    # the writer's type is a union: the Python decoder put the untagged text in the string
+    # branch. Now the union, which only the writer's enum reaches, is marked with Java's branch.
     writer, reader, values, java = ENUM_INTO_STRING_OR_ENUM
-    assert resolve(writer, reader).unlike_fastavro == [
-        "an enum is read as branch 1 of the union [string, enum], which fastavro reads otherwise"
-    ]
-    core_reads = native and isinstance(make_decoder(json.dumps(reader), _no_fetch), NativeDecoder)
-    assert decoded(writer, reader, values, native) == (java if core_reads else ["refused"])
-    # A writer's union of the enum: fastavro tags it, the Python decoder reads it as Java.
+    resolution = resolve(writer, reader)
+    assert resolution.unlike_fastavro == []
+    marked = resolution.shaping["fields"][0]["type"]
+    assert (marked["type"], marked["branch"]) == (JAVA_UNION, 1)
+    assert decoded(writer, reader, values, native) == java
+    # A writer's union of the enum: fastavro tags it, nothing is marked.
     tagged = _record("R", {"name": "e", "type": ["null", _E]})
-    assert resolve(tagged, reader).unlike_fastavro == []
+    assert resolve(tagged, reader).shaping is None
     assert decoded(tagged, reader, values, native) == java
 
 
-def _no_fetch(_: Any) -> RegisteredSchema:
-    raise AssertionError("no writer schema is fetched")
+def test_a_union_reached_by_a_writers_union_too_is_not_marked() -> None:
+    # The reader's record type is read twice: once from a writer's enum, once from a writer's
+    # union of it. The union cannot be marked; fastavro's untagged text is refused.
+    reader_r = _record("S", {"name": "e", "type": ["string", _E]})
+    writer = _record(
+        "R",
+        {"name": "x", "type": _record("S", {"name": "e", "type": _E})},
+        {"name": "y", "type": _record("T", {"name": "e", "type": ["E", "string"]})},
+    )
+    reader = _record("R", {"name": "x", "type": reader_r}, {"name": "y", "type": "S"})
+    resolution = resolve(writer, reader)
+    assert (resolution.shaping, resolution.errors) == (None, [])
+    assert resolution.unlike_fastavro == [
+        "an enum is read as branch 1 of the union [string, enum], which fastavro reads otherwise"
+    ]
+    assert decoded(writer, reader, [{"x": {"e": "B"}, "y": {"e": "A"}}], False) == ["refused"]
 
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:

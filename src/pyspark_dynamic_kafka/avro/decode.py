@@ -40,7 +40,7 @@ from pyspark_dynamic_kafka.avro.framing import (
 )
 from pyspark_dynamic_kafka.avro.logical import raw_defaults, without_logical
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
-from pyspark_dynamic_kafka.avro.shaping import shaper, tags_named
+from pyspark_dynamic_kafka.avro.shaping import Shaper, shaper, tags_named
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
@@ -111,6 +111,7 @@ class Decoder:
         self._shape_untagged = shaper(plain, untag=True)
         self._untag: set[SchemaRef] = set()  # writer schemas with named types in unions
         self._unlike: dict[SchemaRef, str] = {}  # writer schemas fastavro reads unlike Java
+        self._shapes: dict[SchemaRef, Shaper] = {}  # writer schemas with unions Java marks
         self._reader_name = schema_name(parsed)
         self._writer_names: dict[SchemaRef | None, str] = {}
         self._reader_json = canonical_text(self.reader_schema)
@@ -172,7 +173,9 @@ class Decoder:
             value = fastavro.schemaless_reader(
                 io.BytesIO(body), writer, reader, return_named_type=True
             )
-            shape = self._shape_untagged if ref in self._untag else self._shape
+            shape = self._shapes.get(ref) or (
+                self._shape_untagged if ref in self._untag else self._shape
+            )
             return shape(value), ref.schema_id, None
         except SchemaRegistryError as exc:
             if not self.permissive:
@@ -214,6 +217,8 @@ class Decoder:
                 self._untag.add(ref)
             if resolution.unlike_fastavro:  # refused, where fastavro would read another value
                 self._unlike[ref] = resolution.unlike_fastavro[0]
+            if resolution.shaping is not None:  # unions whose branch Java decides statically
+                self._shapes[ref] = shaper(resolution.shaping, untag=tags_named(resolved))
             writer = fastavro.parse_schema(without_logical(resolved))
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)

@@ -34,7 +34,10 @@ from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
 from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
-__all__ = ["Resolution", "plain_reader", "resolve"]
+__all__ = ["JAVA_UNION", "Resolution", "plain_reader", "resolve"]
+
+#: The type of a reader's union marked with the branch Java reads (:attr:`Resolution.shaping`).
+JAVA_UNION = "_java_union"
 
 _PROMOTIONS = {
     "long": ("int",),
@@ -55,6 +58,10 @@ class Resolution:
     defaulted: list[dict[str, Any]] = field(default_factory=list)  # reader fields, by default
     remapped: list[str] = field(default_factory=list)  # reader enums of other symbols
     unlike_fastavro: list[str] = field(default_factory=list)  # unions fastavro reads otherwise
+    #: The reader with each union that only non-union writer types reach, in one branch, marked
+    #: ``{"type": JAVA_UNION, "branches": [...], "branch": k}``: the Python decoder's shaping
+    #: (fastavro reads such a value untagged, so its Python type cannot tell the branch).
+    shaping: Any = None
 
 
 def resolve(writer: Any, reader: Any) -> Resolution:
@@ -68,14 +75,37 @@ def resolve(writer: Any, reader: Any) -> Resolution:
     for old, new in walk.renames.items():
         if new not in w_named or new == old:  # else a name the writer has for another type
             renames[old] = new
+    static = {i: k for i, k in walk.branches.items() if k is not None}
+    unlike = [why for i, why in walk.untagged if i not in static]
     return Resolution(
         plain(renamed(w, renames)),
         plain(r),
         walk.errors,
         walk.defaulted,
         walk.remapped,
-        walk.unlike_fastavro,
+        walk.unlike_fastavro + unlike,
+        plain(_marked(r, static)) if static else None,
     )
+
+
+def _marked(schema: Any, static: dict[int, int]) -> Any:
+    """``schema`` (qualified) with the unions of ``static`` (by id) marked with their branch."""
+    if isinstance(schema, list):
+        if id(schema) in static:
+            branches = [plain(_marked(b, static)) for b in schema]
+            return {"type": JAVA_UNION, "branches": branches, "branch": static[id(schema)]}
+        return [_marked(b, static) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("type"), list | dict):
+        out["type"] = _marked(out["type"], static)
+    if "fields" in out:
+        out["fields"] = [{**f, "type": _marked(f["type"], static)} for f in out["fields"]]
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = _marked(out[key], static)
+    return out
 
 
 def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
@@ -116,6 +146,11 @@ class _Walk:
         self.defaulted: list[dict[str, Any]] = []
         self.remapped: list[str] = []
         self.unlike_fastavro: list[str] = []
+        # Each reader union's branch for the non-union writer types it reads (None: a writer's
+        # union reaches it, or two types of other branches), and the unions whose branch the
+        # Python decoder cannot tell from an untagged value's Python type (why, by id).
+        self.branches: dict[int, int | None] = {}
+        self.untagged: list[tuple[int, str]] = []
         self.renames: dict[str, str] = {}
         self.seen: set[tuple[int, int]] = set()
 
@@ -165,11 +200,19 @@ class _Walk:
             struct = len(members) > 1 and not (
                 len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
             )
-            if struct and self._fastavros(w, r, in_union) != branch:
-                self.unlike_fastavro.append(
-                    f"{_a(wt)} is read as branch {branch} of the union {_type_names(r)}, which "
-                    "fastavro reads otherwise"
-                )
+            if not struct:
+                return True
+            known = self.branches.get(id(r), branch)
+            self.branches[id(r)] = None if in_union or known != branch else branch
+            read, shaped = self._fastavros(w, r, in_union)
+            why = (
+                f"{_a(wt)} is read as branch {branch} of the union {_type_names(r)}, which "
+                "fastavro reads otherwise"
+            )
+            if read != branch:  # fastavro reads another branch's value: refused
+                self.unlike_fastavro.append(why)
+            elif shaped != branch:  # the same value, put in another branch unless marked
+                self.untagged.append((id(r), why))
             return True
         if wt in _PROMOTIONS.get(rt, ()):
             return True
@@ -235,24 +278,24 @@ class _Walk:
                 return j
         return None
 
-    def _fastavros(self, w: Any, r: list[Any], tagged: bool) -> int | None:
-        """The branch of ``r`` the Python decoder gives a value of ``w`` as: fastavro reads it
-        as the first branch of the same type and name or promoted to, and the Python decoder
-        puts a value untagged by a name in the first branch of its Python type. fastavro tags
-        a named type's value with its name only when the writer's type is a union (``tagged``):
-        a writer's enum read into ``["string", that enum]`` is untagged text, put in the string
-        branch where Java reads the enum's."""
+    def _fastavros(self, w: Any, r: list[Any], tagged: bool) -> tuple[int | None, int | None]:
+        """The branch of ``r`` fastavro reads a value of ``w`` with (the first of the same
+        type and name or promoted to), and the one the Python decoder's shaping puts it in
+        unmarked: a named type's if fastavro tagged the value with its name, which it does only
+        when the writer's type is a union (``tagged``), else the first of its Python type (a
+        writer's enum read into ``["string", that enum]`` is untagged text: the string's)."""
         wt = _type(w)
         branches = [self._get(b, self.r_named) for b in r]
         for j, b in enumerate(branches):
             bt = _type(b)
             same = bt == wt and (wt not in _NAMED or self.renames.get(w["name"]) == b["name"])
             if same and tagged and wt in ("record", "error", "enum", "fixed"):
-                return j
+                return j, j
             if same or wt in _PROMOTIONS.get(bt, ()):
                 kind = _PYTHON_KIND.get(bt, bt)
-                return next(i for i, c in enumerate(branches) if _PYTHON_KIND.get(_type(c)) == kind)
-        return None
+                kinds = [_PYTHON_KIND.get(_type(c)) for c in branches]
+                return j, kinds.index(kind)
+        return None, None
 
     def _equiv(self, w: Any, r: Any, seen: set[tuple[int, int]]) -> bool:
         """Java's ``unionEquiv``."""

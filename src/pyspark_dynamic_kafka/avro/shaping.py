@@ -3,7 +3,8 @@
 unchanged where Arrow takes them (no copy), logical types from their base values
 (:mod:`.logical`), a ``fixed`` default's text as Java's bytes of it, and a union of several
 types as a struct with the branch that was read set (``member0``, ``member1``, ...); a named
-type's value comes tagged with its name when the writer's type is a union of it.
+type's value comes tagged with its name when the writer's type is a union of it, and a union
+only non-union writer types reach is marked with the branch Java reads (:mod:`.resolution`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.logical import logical_shaper
+from pyspark_dynamic_kafka.avro.resolution import JAVA_UNION
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
 __all__ = ["Shaper", "shaper", "tags_named"]
@@ -33,6 +35,8 @@ def _shaper(schema: Any, named: dict[str, Any], untag: bool = False) -> Shaper:
         return _shaper(named[schema], named, untag) if schema in named else _same
     if isinstance(schema, list):
         return _union(schema, named, untag)
+    if schema["type"] == JAVA_UNION:
+        return _java_union(schema["branches"], schema["branch"], named, untag)
     kind, logical = schema["type"], schema.get("logicalType")
     if kind in ("record", "error"):
         named[_full_name(schema)] = schema
@@ -83,6 +87,19 @@ def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
         raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
 
     return member
+
+
+def _java_union(branches: list[Any], branch: int, named: dict[str, Any], untag: bool) -> Shaper:
+    """A union that only non-union writer types reach (:attr:`.resolution.Resolution.shaping`):
+    every value goes to ``branch``, the one Java reads, whatever its Python type."""
+    shapes = [_shaper(b, named, untag) for b in branches if b != "null"]
+    at = [b for b in branches if b != "null"].index(branches[branch])
+    shape = _untagged(shapes[at])
+    return lambda v: (
+        None
+        if v is None
+        else {f"member{j}": shape(v) if j == at else None for j in range(len(shapes))}
+    )
 
 
 def _kind(schema: Any, named: Mapping[str, Any]) -> str:

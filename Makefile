@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz avro-java
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz avro-java test-deploy
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -93,12 +93,20 @@ TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BRO
 TEST_WORKERS ?= 2
 
 test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(SETUP)
-	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra -m "not active_active and not avro_java_pairs" \
+	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra \
+		-m "not active_active and not avro_java_pairs and not deploy" \
 		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
 		$(PY) -m pytest -q -ra -m smoke tests/integration
 endif
+
+# The tests on a standalone Spark cluster (marker deploy): test_deploy.py (with a Spark Connect
+# server and spark-submit) and test_sink_speculation.py (two hosts). Six JVMs and more at once,
+# about 10 min of test time on 2 cores, and the load they add slowed the rest of the suite: not
+# part of make test; run before resolving an issue, with the wider matrices.
+test-deploy: kafka-jars $(SETUP)
+	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -m deploy tests/integration
 
 # assignment=group across two driver processes ("dc1", "dc2") on an Apache Kafka stretch cluster:
 # handoffs, restart, drain to lag 0, kill -9 (about 4.5 min, so not part of make test).

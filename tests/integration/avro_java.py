@@ -102,7 +102,9 @@ class JavaAvro:
 def spark_value(schema: Any, typed: Any, named: dict[str, Any] | None = None) -> Any:
     """Java's typed value of the reader schema ``schema`` (parsed) as Arrow's value of its Spark
     type (what ``to_pylist`` gives)."""
-    named = {} if named is None else named
+    if named is None:  # every named type, wherever the value's branches leave its definition
+        named = {}
+        _define(schema, named)
     if isinstance(schema, str) and schema in named:
         return spark_value(named[schema], typed, named)
     if isinstance(schema, list):
@@ -139,6 +141,22 @@ def spark_value(schema: Any, typed: Any, named: dict[str, Any] | None = None) ->
     return typed  # null, boolean, int, long, string
 
 
+def _define(schema: Any, named: dict[str, Any]) -> None:
+    """Register every named type ``schema`` defines (a union's branches that a value does not
+    take define types that later fields refer to)."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _define(branch, named)
+    elif isinstance(schema, dict):
+        if schema.get("type") in ("record", "error", "enum", "fixed"):
+            named[schema["name"]] = schema
+        for f in schema.get("fields", []):
+            _define(f["type"], named)
+        for key in ("type", "items", "values"):
+            if isinstance(schema.get(key), list | dict):
+                _define(schema[key], named)
+
+
 def _logical(kind: str, logical: str, schema: dict[str, Any], typed: Any) -> Any:
     if logical == "decimal" and kind in ("bytes", "fixed"):
         unscaled = int.from_bytes(bytes.fromhex(typed), "big", signed=True)
@@ -157,6 +175,8 @@ def _logical(kind: str, logical: str, schema: dict[str, Any], typed: Any) -> Any
         if not 0 <= typed < 86_400_000_000:
             raise OverflowError(f"the time of day {typed} us is not within a day")
         return (EPOCH + datetime.timedelta(microseconds=typed)).time()
+    if kind == "fixed":  # a fixed of another logical type (duration, a uuid's 16 bytes): bytes
+        return bytes.fromhex(typed)
     return spark_value(kind, typed)  # time-millis (Spark: int), uuid (string), ...
 
 

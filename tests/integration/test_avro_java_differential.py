@@ -124,7 +124,10 @@ def check_pair(writer: Any, reader: Any, bodies: list[bytes], answer: list[Any])
     payloads = [prefix + body for body in bodies]
     python = Decoder(text, _fetch(writer_text), permissive=True)
     native = make_decoder(text, _fetch(writer_text), permissive=True)
-    expected = [_java_expected(reader, a, python.arrow_type) for a in answer]
+    try:
+        expected = [_java_expected(reader, a, python.arrow_type) for a in answer]
+    except (TypeError, ValueError, KeyError) as exc:  # the harness's reading of Java's answer
+        raise AssertionError(f"Java's answer unread: {exc}", writer, reader, answer) from exc
     got_python = _ours(python, payloads)
     got_native = _ours(native, payloads)
     served = "python" if not isinstance(native, NativeDecoder) or native._python else "core"

@@ -7,6 +7,7 @@ resolution`), through both decoders: the Python decoder (fastavro) and the compi
 
 from __future__ import annotations
 
+import decimal
 import io
 import json
 from typing import Any
@@ -147,7 +148,17 @@ ENUM_INTO_STRING_OR_ENUM = (  # the differential test's find: the Python decoder
     [{"e": "B"}],
     [{"e": {"member0": None, "member1": "B"}}],
 )
+_DECIMAL6 = {"type": "fixed", "name": "D", "size": 6, "logicalType": "decimal", "precision": 9}
+FIXED_DEFAULT_IN_UNION = (  # the differential test's find: both decoders refused the default
+    _record("R", {"name": "a", "type": "boolean"}),
+    _record(
+        "R", {"name": "b", "type": [{**_DECIMAL6, "scale": 2}, "boolean"], "default": "\0" * 6}
+    ),
+    [{"a": True}],
+    [{"b": {"member0": decimal.Decimal("0.00"), "member1": None}}],
+)
 RULES = [
+    FIXED_DEFAULT_IN_UNION,
     ONE_BRANCH_UNION_PROMOTED,
     TIME_MILLIS_OUTSIDE_A_DAY,
     READER_FIELD_ALIAS,

@@ -84,6 +84,13 @@ def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
                 name is None and _matches(kind, value)
             ):
                 return {f"member{j}": shape(value) if j == i else None for j in range(len(rest))}
+        if isinstance(value, str) and shapes[0][0] in ("bytes", "fixed"):
+            # A field's default, of the union's first branch: fastavro keeps its text, Java's
+            # bytes of it are ISO-8859-1's (a read value of a bytes or fixed is bytes).
+            first = shapes[0][2]
+            return {
+                f"member{j}": first(_latin1(value)) if j == 0 else None for j in range(len(rest))
+            }
         raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
 
     return member

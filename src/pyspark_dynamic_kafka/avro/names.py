@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["NAMED", "plain", "plain_reader", "qualified", "renamed"]
+__all__ = ["NAMED", "plain", "plain_reader", "qualified", "renamed", "with_children"]
 
 _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NAMED = ("record", "error", "enum", "fixed")
@@ -95,9 +95,16 @@ def renamed(schema: Any, renames: dict[str, str]) -> Any:
     out = {k: v for k, v in schema.items() if k != "_java_name"}
     if out.get("type") in NAMED:
         out["name"] = renames.get(out["name"], schema.get("_java_name", out["name"]))
+    return with_children(out, lambda child: renamed(child, renames))
+
+
+def with_children(schema: dict[str, Any], change: Any) -> dict[str, Any]:
+    """``schema`` (a qualified complex type) with its fields' types, items and values changed
+    by ``change``."""
+    out = dict(schema)
     if "fields" in out:
-        out["fields"] = [{**f, "type": renamed(f["type"], renames)} for f in out["fields"]]
+        out["fields"] = [{**f, "type": change(f["type"])} for f in out["fields"]]
     for key in ("items", "values"):
         if key in out:
-            out[key] = renamed(out[key], renames)
+            out[key] = change(out[key])
     return out

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
-from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed
+from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed, with_children
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
 __all__ = ["JAVA_UNION", "Resolution", "plain_reader", "resolve"]
@@ -97,15 +97,7 @@ def _marked(schema: Any, static: dict[int, int]) -> Any:
         return [_marked(b, static) for b in schema]
     if not isinstance(schema, dict):
         return schema
-    out = dict(schema)
-    if isinstance(out.get("type"), list | dict):
-        out["type"] = _marked(out["type"], static)
-    if "fields" in out:
-        out["fields"] = [{**f, "type": _marked(f["type"], static)} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = _marked(out[key], static)
-    return out
+    return with_children(schema, lambda child: _marked(child, static))
 
 
 def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:

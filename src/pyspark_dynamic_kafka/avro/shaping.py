@@ -83,14 +83,11 @@ def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
             if (name is not None and name == branch_name) or (
                 name is None and _matches(kind, value)
             ):
-                return {f"member{j}": shape(value) if j == i else None for j in range(len(rest))}
+                return _member(i, len(rest), shape(value))
         if isinstance(value, str) and shapes[0][0] in ("bytes", "fixed"):
             # A field's default, of the union's first branch: fastavro keeps its text, Java's
             # bytes of it are ISO-8859-1's (a read value of a bytes or fixed is bytes).
-            first = shapes[0][2]
-            return {
-                f"member{j}": first(_latin1(value)) if j == 0 else None for j in range(len(rest))
-            }
+            return _member(0, len(rest), shapes[0][2](_latin1(value)))
         raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
 
     return member
@@ -99,14 +96,16 @@ def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
 def _java_union(branches: list[Any], branch: int, named: dict[str, Any], untag: bool) -> Shaper:
     """A union that only non-union writer types reach (:attr:`.resolution.Resolution.shaping`):
     every value goes to ``branch``, the one Java reads, whatever its Python type."""
-    shapes = [_shaper(b, named, untag) for b in branches if b != "null"]
-    at = [b for b in branches if b != "null"].index(branches[branch])
+    rest = [b for b in branches if b != "null"]
+    shapes = [_shaper(b, named, untag) for b in rest]
+    at = rest.index(branches[branch])
     shape = _untagged(shapes[at])
-    return lambda v: (
-        None
-        if v is None
-        else {f"member{j}": shape(v) if j == at else None for j in range(len(shapes))}
-    )
+    return lambda v: None if v is None else _member(at, len(rest), shape(v))
+
+
+def _member(i: int, members: int, value: Any) -> dict[str, Any]:
+    """A union's struct of ``members`` members with ``value`` in member ``i``."""
+    return {f"member{j}": value if j == i else None for j in range(members)}
 
 
 def _kind(schema: Any, named: Mapping[str, Any]) -> str:

@@ -7,6 +7,7 @@ resolution`), through both decoders: the Python decoder (fastavro) and the compi
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import io
 import json
@@ -157,7 +158,65 @@ FIXED_DEFAULT_IN_UNION = (  # the differential test's find: both decoders refuse
     [{"a": True}],
     [{"b": {"member0": decimal.Decimal("0.00"), "member1": None}}],
 )
+_R2 = _record("R2", {"name": "v", "type": "int"})
+# The differential test's find: both decoders refused it (fastavro met the writer's definition of
+# R2 against the reader union's reference to it). Its mirror, the writer's reference against the
+# reader union's definition, failed the same way.
+NAMED_TYPE_DEFINED_ELSEWHERE = (
+    _record("R", {"name": "b", "type": _R2}, {"name": "a", "type": "R2"}),
+    _record("R", {"name": "a", "type": ["string", _R2]}, {"name": "b", "type": ["R2", "bytes"]}),
+    [{"b": {"v": 1}, "a": {"v": 2}}],
+    [{"a": {"member0": None, "member1": {"v": 2}}, "b": {"member0": {"v": 1}, "member1": None}}],
+)
+NAMED_TYPE_DEFINED_ELSEWHERE_MIRRORED = (
+    _record("R", {"name": "x", "type": _R2}, {"name": "y", "type": "R2"}),
+    _record("R", {"name": "y", "type": ["null", _R2]}),
+    [{"x": {"v": 1}, "y": {"v": 2}}],
+    [{"y": {"v": 2}}],
+)
+_F3 = {"type": "fixed", "name": "F3", "size": 2}
+NAMED_TYPE_IN_A_TOP_UNION = (  # a reader that is a union: its branches keep their definitions
+    _record("R1", {"name": "a", "type": _F3}, {"name": "r", "type": _record("R2")}),
+    [_record("N4", {"name": "a", "type": [_F3, "null"]}, aliases=["R1"]), "double"],
+    [{"a": b"ab", "r": {}}],
+    [{"member0": {"a": b"ab"}, "member1": None}],
+)
+INT_INTO_A_UNIONS_TIMESTAMP = (  # the differential test's find: the core refused these records
+    _record("R", {"name": "a", "type": ["int", "string"]}),
+    _record(
+        "R", {"name": "a", "type": [{"type": "long", "logicalType": "timestamp-millis"}, "string"]}
+    ),
+    [{"a": 1500}],
+    [
+        {
+            "a": {
+                "member0": datetime.datetime(1970, 1, 1, 0, 0, 1, 500000, datetime.UTC),
+                "member1": None,
+            }
+        }
+    ],
+)
+_INT4 = {"name": "c", "type": "int", "default": 4}
+_R3 = _record("R3", {"name": "b", "type": "boolean"})
+RECORD_REFERRED_TO_ELSEWHERE = (  # the differential test's find: the core read past the bytes
+    _record("R1", {"name": "d", "type": _R3}, {"name": "c", "type": "R3"}),
+    _record("R1", {"name": "c", "type": {**_R3, "fields": [*_R3["fields"], _INT4]}}),
+    [{"d": {"b": False}, "c": {"b": True}}],
+    [{"c": {"b": True, "c": 4}}],
+)
+UNION_NARROWED_TO_NULLABLE = (  # the differential test's find: the core refused these records
+    _record("R", {"name": "c", "type": ["null", "bytes", "string"]}),
+    _record("R", {"name": "c", "type": ["null", "string"]}),
+    [{"c": "x"}, {"c": None}, {"c": b"ab"}],
+    [{"c": "x"}, {"c": None}, {"c": "ab"}],
+)
 RULES = [
+    UNION_NARROWED_TO_NULLABLE,
+    RECORD_REFERRED_TO_ELSEWHERE,
+    INT_INTO_A_UNIONS_TIMESTAMP,
+    NAMED_TYPE_DEFINED_ELSEWHERE,
+    NAMED_TYPE_DEFINED_ELSEWHERE_MIRRORED,
+    NAMED_TYPE_IN_A_TOP_UNION,
     FIXED_DEFAULT_IN_UNION,
     ONE_BRANCH_UNION_PROMOTED,
     TIME_MILLIS_OUTSIDE_A_DAY,
@@ -211,6 +270,27 @@ def test_a_union_reached_by_a_writers_union_too_is_not_marked() -> None:
         "an enum is read as branch 1 of the union [string, enum], which fastavro reads otherwise"
     ]
     assert decoded(writer, reader, [{"x": {"e": "B"}, "y": {"e": "A"}}], False) == ["refused"]
+
+
+def test_a_union_read_branch_for_branch_where_fastavro_takes_a_promotion_is_refused() -> None:
+    # The differential test's find: the Python decoder read branch 1's long as branch 0's double.
+    # Java reads an equivalent writer union branch for branch (its unionEquiv); fastavro takes
+    # the first branch it can promote to. Refused, never another value.
+    union = ["double", {"type": "long", "logicalType": "local-timestamp-micros"}]
+    writer = _record("R", {"name": "a", "type": union})
+    reader = _record("R", {"name": "a", "type": union}, {"name": "b", "type": "int", "default": 1})
+    assert resolve(writer, reader).unlike_fastavro == [
+        "a long is read as branch 1 of the union [double, long], which fastavro reads otherwise"
+    ]
+    body = b"\x02" + b"\x0a"  # branch 1, the long 5 (fastavro would write 5 as the double)
+    payload = b"\0" + WRITER_ID.to_bytes(4, "big") + body
+
+    def fetch(_: Any) -> RegisteredSchema:
+        return RegisteredSchema(json.dumps(writer), schema_id=WRITER_ID)
+
+    decoder = Decoder(json.dumps(reader), fetch, permissive=True)
+    got = decoder.decode_arrow(pa.array([payload], pa.binary()), None, lambda i: f"record {i}")
+    assert (got.values.to_pylist(), got.corrupt.to_pylist()) == ([None], [payload])
 
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:

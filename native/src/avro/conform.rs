@@ -248,5 +248,18 @@ mod tests {
             refusal.contains("no conversion to Spark's Utf8"),
             "{refusal}"
         );
+        // A union of null and one type is that type (a writer's third branch resolved away).
+        let nullable = DataType::Union(
+            arrow_schema::UnionFields::try_new(
+                vec![0, 1],
+                vec![
+                    Field::new("null", DataType::Null, true),
+                    Field::new("string", DataType::Utf8, true),
+                ],
+            )
+            .unwrap(),
+            arrow_schema::UnionMode::Dense,
+        );
+        assert_eq!(check(&nullable, &DataType::Utf8), Ok(()));
     }
 }

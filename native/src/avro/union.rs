@@ -2,7 +2,9 @@
 //! child of Arrow's null type) made into what Spark reads: a struct of nullable `member0`,
 //! `member1`, ... in branch order without `null` (the written branch set, the others null; the
 //! struct null when `null` was written), or for `int` with `long` a long and for `float` with
-//! `double` a double.
+//! `double` a double. A union whose only branch besides `null` is one type (arrow-avro reads a
+//! writer's `["null", "bytes", "string"]` into a reader's `["null", "string"]` so) is that type,
+//! null where `null` was written.
 
 use std::sync::Arc;
 
@@ -39,6 +41,10 @@ pub fn conform_union(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, St
         DataType::Int64 | DataType::Float64 if branches.len() == 2 => {
             widened(union.len(), &branches, target, written)
         }
+        _ if branches.len() == 1 && !matches!(target, DataType::Struct(_)) => {
+            let child = conform(branches[0].1, target)?;
+            column_of(&child, 0, union.len(), &written)
+        }
         _ => Err(format!(
             "arrow-avro reads it as {}, which has no conversion to Spark's {target}",
             array.data_type()
@@ -56,22 +62,32 @@ fn members_of(
     let mut columns = Vec::with_capacity(members.len());
     for (k, ((_, child), member)) in branches.iter().zip(members.iter()).enumerate() {
         let child = conform(child, member.data_type())?;
-        let data = child.to_data();
-        let mut column = MutableArrayData::new(vec![&data], true, rows);
-        for row in 0..rows {
-            match written(row) {
-                Some((branch, at)) if branch == k => column.try_extend(0, at, at + 1),
-                _ => column.try_extend_nulls(1),
-            }
-            .map_err(|e| e.to_string())?;
-        }
-        columns.push(make_array(column.freeze()));
+        columns.push(column_of(&child, k, rows, &written)?);
     }
     let valid: NullBuffer = (0..rows).map(|row| written(row).is_some()).collect();
     let nulls = (valid.null_count() > 0).then_some(valid);
     let members =
         StructArray::try_new(members.clone(), columns, nulls).map_err(|e| e.to_string())?;
     Ok(Arc::new(members))
+}
+
+/// The rows of `child` (branch `k`'s values) where branch `k` was written, null elsewhere.
+fn column_of(
+    child: &ArrayRef,
+    k: usize,
+    rows: usize,
+    written: &impl Fn(usize) -> Option<(usize, usize)>,
+) -> Result<ArrayRef, String> {
+    let data = child.to_data();
+    let mut column = MutableArrayData::new(vec![&data], true, rows);
+    for row in 0..rows {
+        match written(row) {
+            Some((branch, at)) if branch == k => column.try_extend(0, at, at + 1),
+            _ => column.try_extend_nulls(1),
+        }
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(make_array(column.freeze()))
 }
 
 fn widened(

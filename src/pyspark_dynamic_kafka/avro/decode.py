@@ -39,6 +39,7 @@ from pyspark_dynamic_kafka.avro.framing import (
     frame,
 )
 from pyspark_dynamic_kafka.avro.logical import raw_defaults, without_logical
+from pyspark_dynamic_kafka.avro.references import by_reference
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.shaping import Shaper, shaper, tags_named
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
@@ -104,8 +105,9 @@ class Decoder:
         self._parsed_reader = parsed
         plain = plain_reader(parsed)
         # fastavro reads base values (.logical): Java's reading of defaults and logical types.
-        self._reader = fastavro.parse_schema(without_logical(plain))
-        raw_defaults(self._reader)
+        reader = fastavro.parse_schema(without_logical(plain))
+        raw_defaults(reader)
+        self._reader = by_reference(reader)  # fastavro resolves named types alike everywhere
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
         self._shape = shaper(plain)
         self._shape_untagged = shaper(plain, untag=True)
@@ -219,7 +221,7 @@ class Decoder:
                 self._unlike[ref] = resolution.unlike_fastavro[0]
             if resolution.shaping is not None:  # unions whose branch Java decides statically
                 self._shapes[ref] = shaper(resolution.shaping, untag=tags_named(resolved))
-            writer = fastavro.parse_schema(without_logical(resolved))
+            writer = by_reference(fastavro.parse_schema(without_logical(resolved)))
             self._writers[ref] = writer
             self._writer_names[ref] = schema_name(parsed)
             self._same[ref] = canonical_text(registered.schema) == self._reader_json

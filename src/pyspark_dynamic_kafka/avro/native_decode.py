@@ -26,8 +26,10 @@ Writer schemas are resolved to the reader schema as Apache Avro Java resolves th
 the Python decoder serves instead, from that batch on: one Java finds an error in (Java, like
 the Python decoder, fails only the records whose values reach it, where arrow-avro would fail
 them all or read a nullable field the writer lacks as null), one arrow-avro cannot resolve, one
-with enum symbols to map, and one lacking a reader field whose default arrow-avro 60.1 reads
-otherwise than Java (:func:`_check_defaults`).
+with enum symbols to map, one with an ``int`` read into a union's ``long`` of a logical type
+(arrow-avro 60.1 fails such records), one that refers by name to a record the reader defines
+otherwise (arrow-avro 60.1 reads past that record's bytes), and one lacking a reader field whose
+default arrow-avro 60.1 reads otherwise than Java (:func:`_check_defaults`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.names import qualified, with_children
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
@@ -148,6 +151,20 @@ class NativeDecoder:
                 # arrow-avro 60.1 refuses records of a union of null alone, and fails to resolve
                 # a one-branch union into a reader union ("int" into ["long", "null"]).
                 raise ValueError(f"the writer schema {ref} has a union of one branch")
+            referred = _record_referred_to_and_resolved(resolution.writer, resolution.reader)
+            if referred is not None:  # arrow-avro 60.1 reads past the record's bytes
+                raise ValueError(
+                    f"the writer schema {ref} refers to its record {referred} by name, and the "
+                    "reader's record of that name differs from it"
+                )
+            logical = [
+                p for p in resolution.promoted_into_unions if p[:2] == ("int", "long") and p[2]
+            ]
+            if logical:  # arrow-avro 60.1: "Promotion Int->Long target mismatch"
+                raise ValueError(
+                    f"the writer schema {ref} has an int read into a union's long of logical "
+                    f"type {logical[0][2]}, which the core does not promote"
+                )
             if resolution.remapped:  # arrow-avro 60.1 read an aliased enum's symbols by index
                 raise ValueError(
                     f"the writer schema {ref} has other symbols for the enum "
@@ -174,6 +191,38 @@ def _has_single_branch_union(schema: Any) -> bool:
     if schema.get("type") == "map":
         return _has_single_branch_union(schema.get("values"))
     return isinstance(schema.get("type"), list | dict) and _has_single_branch_union(schema["type"])
+
+
+def _record_referred_to_and_resolved(writer: Any, reader: Any) -> str | None:
+    """A record ``writer`` (resolved, plain) refers to by name, after or inside its definition,
+    whose definition in ``reader`` is not the writer's: arrow-avro 60.1 resolves such a
+    reference wrongly (a reader field the writer lacks read from the next record's bytes)."""
+    w, w_named = qualified(writer)
+    _, r_named = qualified(reader)
+    for name in sorted(_referred(w, w_named)):
+        mine, theirs = w_named[name], r_named.get(name)
+        if mine["type"] not in ("record", "error") or theirs is None:
+            continue
+        if _fields(mine) != _fields(theirs):
+            return name
+    return None
+
+
+def _referred(schema: Any, named: dict[str, Any]) -> set[str]:
+    """The named types ``schema`` (qualified) refers to by name."""
+    if isinstance(schema, str):
+        return {schema} if schema in named else set()
+    if isinstance(schema, list):
+        return set().union(*(_referred(b, named) for b in schema))
+    if not isinstance(schema, dict):
+        return set()
+    found: set[str] = set()
+    with_children(schema, lambda child: found.update(_referred(child, named)))
+    return found
+
+
+def _fields(record: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in record["fields"]]
 
 
 def make_decoder(

@@ -58,6 +58,9 @@ class Resolution:
     defaulted: list[dict[str, Any]] = field(default_factory=list)  # reader fields, by default
     remapped: list[str] = field(default_factory=list)  # reader enums of other symbols
     unlike_fastavro: list[str] = field(default_factory=list)  # unions fastavro reads otherwise
+    #: Each writer type promoted into a reader union's branch: (writer type, the branch's type,
+    #: its logical type or None).
+    promoted_into_unions: list[tuple[str, str, str | None]] = field(default_factory=list)
     #: The reader with each union that only non-union writer types reach, in one branch, marked
     #: ``{"type": JAVA_UNION, "branches": [...], "branch": k}``: the Python decoder's shaping
     #: (fastavro reads such a value untagged, so its Python type cannot tell the branch).
@@ -84,6 +87,7 @@ def resolve(writer: Any, reader: Any) -> Resolution:
         walk.defaulted,
         walk.remapped,
         walk.unlike_fastavro + unlike,
+        walk.promoted,
         plain(_marked(r, static)) if static else None,
     )
 
@@ -138,6 +142,7 @@ class _Walk:
         self.defaulted: list[dict[str, Any]] = []
         self.remapped: list[str] = []
         self.unlike_fastavro: list[str] = []
+        self.promoted: list[tuple[str, str, str | None]] = []
         # Each reader union's branch for the non-union writer types it reads (None: a writer's
         # union reaches it, or two types of other branches), and the unions whose branch the
         # Python decoder cannot tell from an untagged value's Python type (why, by id).
@@ -158,6 +163,8 @@ class _Walk:
             equiv = rt == "union" and self._equiv(w, r, set())
             for i, branch in enumerate(w):
                 self.resolve(branch, r[i] if equiv else r, in_union=True)
+                if equiv:  # Java reads branch i as branch i; fastavro searches the union
+                    self._like_fastavro(branch, r, i, in_union=True)
             return True
         if wt == rt:
             if wt in ("record", "error"):
@@ -186,29 +193,39 @@ class _Walk:
             if branch is None:
                 return self._error(f"no branch of the union {_type_names(r)} reads a {wt}")
             self.resolve(w, r[branch])
-            members = [self._get(b, self.r_named) for b in r]
-            members = [m for m in members if _type(m) != "null"]
-            numbers = {spark_number(m) for m in members}
-            struct = len(members) > 1 and not (
-                len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
-            )
-            if not struct:
-                return True
-            known = self.branches.get(id(r), branch)
-            self.branches[id(r)] = None if in_union or known != branch else branch
-            read, shaped = self._fastavros(w, r, in_union)
-            why = (
-                f"{_a(wt)} is read as branch {branch} of the union {_type_names(r)}, which "
-                "fastavro reads otherwise"
-            )
-            if read != branch:  # fastavro reads another branch's value: refused
-                self.unlike_fastavro.append(why)
-            elif shaped != branch:  # the same value, put in another branch unless marked
-                self.untagged.append((id(r), why))
+            target = self._get(r[branch], self.r_named)
+            if _type(target) != wt:
+                logical = target.get("logicalType") if isinstance(target, dict) else None
+                self.promoted.append((wt, _type(target), logical))
+            self._like_fastavro(w, r, branch, in_union)
             return True
         if wt in _PROMOTIONS.get(rt, ()):
             return True
         return self._error(f"{_a(wt)} cannot be read as {_a(rt)}")
+
+    def _like_fastavro(self, w: Any, r: list[Any], branch: int, in_union: bool) -> None:
+        """Record where fastavro and the Python decoder's shaping would read ``w`` into another
+        branch of ``r`` than Java's ``branch`` (only a union read as a struct has branches)."""
+        w = self._get(w, self.w_named)
+        members = [self._get(b, self.r_named) for b in r]
+        members = [m for m in members if _type(m) != "null"]
+        numbers = {spark_number(m) for m in members}
+        struct = len(members) > 1 and not (
+            len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
+        )
+        if not struct:
+            return
+        known = self.branches.get(id(r), branch)
+        self.branches[id(r)] = None if in_union or known != branch else branch
+        read, shaped = self._fastavros(w, r, in_union)
+        why = (
+            f"{_a(_type(w))} is read as branch {branch} of the union "
+            f"{_type_names(r)}, which fastavro reads otherwise"
+        )
+        if read != branch:  # fastavro reads another branch's value: refused
+            self.unlike_fastavro.append(why)
+        elif shaped != branch:  # the same value, put in another branch unless marked
+            self.untagged.append((id(r), why))
 
     def _error(self, reason: str) -> bool:
         self.errors.append(reason)

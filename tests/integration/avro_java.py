@@ -160,6 +160,8 @@ def _define(schema: Any, named: dict[str, Any]) -> None:
 def _logical(kind: str, logical: str, schema: dict[str, Any], typed: Any) -> Any:
     if logical == "decimal" and kind in ("bytes", "fixed"):
         unscaled = int.from_bytes(bytes.fromhex(typed), "big", signed=True)
+        if len(str(abs(unscaled))) > schema["precision"]:  # Spark's Decimal fails it
+            raise OverflowError(f"{unscaled} has more digits than the precision")
         return decimal.Decimal(unscaled).scaleb(-schema.get("scale", 0))
     if kind == "int" and logical == "date":
         return datetime.date(1970, 1, 1) + datetime.timedelta(days=typed)

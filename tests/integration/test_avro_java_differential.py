@@ -14,10 +14,11 @@ registry is not what is compared here.
 Known divergences, counted (printed) and allowed, each a refusal where Java reads a record, never
 another value: a pair Java finds an error in (``resolution.errors``) is read by fastavro, which
 fails some records Java reads (an unresolvable type inside an empty array or map, a union branch
-no record took); a pair whose reader union fastavro would read into another branch than Java
-(``resolution.unlike_fastavro``: a promotion branch before the exact one; a value fastavro gives
-untagged, in a union a writer's union reaches too) is refused by the Python decoder, where the
-core reads it as Java does. Excluded
+no record took); a pair fastavro would read otherwise than Java (``resolution.unlike_fastavro``:
+a union's promotion branch before the exact one, or before the branch an equivalent writer union
+names; a value fastavro gives untagged, in a union a writer's union reaches too; an int or long
+read into a union's float before its double; a writer's record read as two reader records) is
+refused by the Python decoder, and by the core where it hands the pair over. Excluded
 from the generated pairs: ``bytes`` that are not UTF-8 read as a string (Java reads them with
 U+FFFD, both decoders refuse them), enums and fixed renamed without an alias (Java fails only the
 records whose values reach them, fastavro all), decimal defaults beyond their precision.
@@ -95,7 +96,9 @@ def _java_expected(reader: Any, answer: Any, arrow_type: pa.DataType) -> Any:
         return "refused"
     try:
         return comparable(spark_value(reader, answer["value"]), arrow_type)
-    except OverflowError:  # a time Python's datetime cannot hold: both decoders refuse it
+    # A time Python's datetime cannot hold, a decimal of more digits than its precision (which
+    # Spark's Decimal fails): both decoders refuse it.
+    except OverflowError:
         STATS["unrepresentable"] += 1
         return "refused"
 
@@ -151,7 +154,7 @@ def _known(resolution: Resolution) -> str | None:
     if resolution.errors:
         return "eager"
     if resolution.unlike_fastavro:
-        return "union branch"
+        return "unlike fastavro"
     return None
 
 

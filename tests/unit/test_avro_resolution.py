@@ -210,7 +210,48 @@ UNION_NARROWED_TO_NULLABLE = (  # the differential test's find: the core refused
     [{"c": "x"}, {"c": None}, {"c": b"ab"}],
     [{"c": "x"}, {"c": None}, {"c": "ab"}],
 )
+_E1 = {"type": "enum", "name": "E1", "symbols": ["C", "A"]}
+NAMED_BY_A_TOP_UNIONS_BRANCH = (  # the differential test's find: both decoders refused it
+    [_E1, {"type": "array", "items": "E1"}],
+    [{"type": "array", "items": {**_E1, "symbols": ["A", "E"], "default": "E"}}, "E1"],
+    ["C", ["A"]],
+    [{"member0": None, "member1": "E"}, {"member0": ["A"], "member1": None}],
+)
+LONG_INTO_A_FLOAT_BEFORE_A_DOUBLE = (  # the differential test's find: the Python decoder kept it
+    _record("R", {"name": "a", "type": "long"}),
+    _record("R", {"name": "a", "type": ["float", "double"]}),
+    [{"a": -678615655}, {"a": 16777217}],
+    [{"a": -678615680.0}, {"a": 16777216.0}],  # rounded to a float, as Java reads it
+)
+BYTES_INTO_A_UNIONS_UUID = (  # the differential test's find: the core refused these records
+    "bytes",
+    [{"type": "string", "logicalType": "uuid"}, "double"],
+    [b"", b"0"],
+    [{"member0": "", "member1": None}, {"member0": "0", "member1": None}],
+)
+_F2 = {"type": "fixed", "name": "F2", "size": 2}
+_LONG_E = {"name": "e", "type": "long"}
+NAMED_IN_A_UNIONS_RECORD = (  # the differential test's find: the core refused these records
+    _record(
+        "R1",
+        {"name": "a", "type": _F2},
+        {
+            "name": "c",
+            "type": [
+                "float",
+                _record("R3", {"name": "e", "type": "long"}, {"name": "b", "type": "F2"}),
+            ],
+        },
+    ),
+    _record("R1", {"name": "c", "type": [_record("N5", {"name": "e", "type": "long"}), "float"]}),
+    [{"a": b"ab", "c": {"e": 2, "b": b"cd"}}],
+    [{"c": {"member0": {"e": 2}, "member1": None}}],
+)
 RULES = [
+    NAMED_IN_A_UNIONS_RECORD,
+    BYTES_INTO_A_UNIONS_UUID,
+    LONG_INTO_A_FLOAT_BEFORE_A_DOUBLE,
+    NAMED_BY_A_TOP_UNIONS_BRANCH,
     UNION_NARROWED_TO_NULLABLE,
     RECORD_REFERRED_TO_ELSEWHERE,
     INT_INTO_A_UNIONS_TIMESTAMP,
@@ -291,6 +332,19 @@ def test_a_union_read_branch_for_branch_where_fastavro_takes_a_promotion_is_refu
     decoder = Decoder(json.dumps(reader), fetch, permissive=True)
     got = decoder.decode_arrow(pa.array([payload], pa.binary()), None, lambda i: f"record {i}")
     assert (got.values.to_pylist(), got.corrupt.to_pylist()) == ([None], [payload])
+
+
+def test_a_writer_record_read_as_two_reader_records_is_refused() -> None:
+    # The differential test's find: Java reads the writer's R2 as R4 in one place and as R2 in
+    # another (it does not compare records' names); fastavro pairs records by name, and the
+    # writer's record has one. Refused, never another value.
+    r2 = _record("R2", {"name": "x", "type": "int"})
+    writer = _record("R", {"name": "a", "type": r2}, {"name": "b", "type": "R2"})
+    reader = _record("R", {"name": "a", "type": _record("R4")}, {"name": "b", "type": r2})
+    assert resolve(writer, reader).unlike_fastavro == [
+        "the writer's record R2 is read as the records R2 and R4"
+    ]
+    assert decoded(writer, reader, [{"a": {"x": 1}, "b": {"x": 2}}], False) == ["refused"]
 
 
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:

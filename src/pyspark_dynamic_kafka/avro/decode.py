@@ -172,9 +172,10 @@ class Decoder:
                 body = memoryview(payload)[5:]
             if ref in self._unlike:
                 raise SchemaResolutionError(self._unlike[ref])
-            value = fastavro.schemaless_reader(
+            wrapped: Any = fastavro.schemaless_reader(
                 io.BytesIO(body), writer, reader, return_named_type=True
             )
+            value = wrapped["value"]  # .references wraps every schema as a record's field
             shape = self._shapes.get(ref) or (
                 self._shape_untagged if ref in self._untag else self._shape
             )

@@ -26,10 +26,12 @@ Writer schemas are resolved to the reader schema as Apache Avro Java resolves th
 the Python decoder serves instead, from that batch on: one Java finds an error in (Java, like
 the Python decoder, fails only the records whose values reach it, where arrow-avro would fail
 them all or read a nullable field the writer lacks as null), one arrow-avro cannot resolve, one
-with enum symbols to map, one with an ``int`` read into a union's ``long`` of a logical type
-(arrow-avro 60.1 fails such records), one that refers by name to a record the reader defines
-otherwise (arrow-avro 60.1 reads past that record's bytes), and one lacking a reader field whose
-default arrow-avro 60.1 reads otherwise than Java (:func:`_check_defaults`).
+with enum symbols to map, one with a type promoted into a union's branch of a logical type (an
+``int`` into a ``timestamp-millis``, ``bytes`` into a ``uuid``: arrow-avro 60.1 fails such
+records), one that refers by name to a named type inside a union's branch, or to a record the
+reader defines otherwise (arrow-avro 60.1 fails such records, or reads past the record's
+bytes), and one lacking a reader field whose default arrow-avro 60.1 reads otherwise than Java
+(:func:`_check_defaults`).
 """
 
 from __future__ import annotations
@@ -157,13 +159,12 @@ class NativeDecoder:
                     f"the writer schema {ref} refers to its record {referred} by name, and the "
                     "reader's record of that name differs from it"
                 )
-            logical = [
-                p for p in resolution.promoted_into_unions if p[:2] == ("int", "long") and p[2]
-            ]
-            if logical:  # arrow-avro 60.1: "Promotion Int->Long target mismatch"
+            logical = [p for p in resolution.promoted_into_unions if p[2]]
+            if logical:  # arrow-avro 60.1: "Promotion Int->Long target mismatch", and alike
+                kind, target, name = logical[0]
                 raise ValueError(
-                    f"the writer schema {ref} has an int read into a union's long of logical "
-                    f"type {logical[0][2]}, which the core does not promote"
+                    f"the writer schema {ref} has {kind} read into a union's {target} of logical "
+                    f"type {name}, which the core does not promote"
                 )
             if resolution.remapped:  # arrow-avro 60.1 read an aliased enum's symbols by index
                 raise ValueError(
@@ -194,11 +195,15 @@ def _has_single_branch_union(schema: Any) -> bool:
 
 
 def _record_referred_to_and_resolved(writer: Any, reader: Any) -> str | None:
-    """A record ``writer`` (resolved, plain) refers to by name, after or inside its definition,
-    whose definition in ``reader`` is not the writer's: arrow-avro 60.1 resolves such a
-    reference wrongly (a reader field the writer lacks read from the next record's bytes)."""
+    """A named type ``writer`` (resolved, plain) refers to by name inside a union's branch, or a
+    record it refers to by name whose definition in ``reader`` is not the writer's: arrow-avro
+    60.1 resolves such references wrongly (a union's branch "not resolvable"; a reader field the
+    writer lacks read from the next record's bytes)."""
     w, w_named = qualified(writer)
     _, r_named = qualified(reader)
+    in_unions = _referred_in_unions(w, w_named, False)
+    if in_unions:  # arrow-avro 60.1: "Union branch index 1 not resolvable by reader schema"
+        return sorted(in_unions)[0]
     for name in sorted(_referred(w, w_named)):
         mine, theirs = w_named[name], r_named.get(name)
         if mine["type"] not in ("record", "error") or theirs is None:
@@ -218,6 +223,19 @@ def _referred(schema: Any, named: dict[str, Any]) -> set[str]:
         return set()
     found: set[str] = set()
     with_children(schema, lambda child: found.update(_referred(child, named)))
+    return found
+
+
+def _referred_in_unions(schema: Any, named: dict[str, Any], inside: bool) -> set[str]:
+    """The named types ``schema`` (qualified) refers to by name inside a union's branch."""
+    if isinstance(schema, str):
+        return {schema} if inside and schema in named else set()
+    if isinstance(schema, list):
+        return set().union(*(_referred_in_unions(b, named, True) for b in schema))
+    if not isinstance(schema, dict):
+        return set()
+    found: set[str] = set()
+    with_children(schema, lambda child: found.update(_referred_in_unions(child, named, inside)))
     return found
 
 

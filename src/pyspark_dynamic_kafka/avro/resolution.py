@@ -80,6 +80,10 @@ def resolve(writer: Any, reader: Any) -> Resolution:
             renames[old] = new
     static = {i: k for i, k in walk.branches.items() if k is not None}
     unlike = [why for i, why in walk.untagged if i not in static]
+    for name, readers in sorted(walk.paired.items()):
+        if len(readers) > 1:  # one name for the writer's record: fastavro pairs records by name
+            both = " and ".join(sorted(readers))
+            unlike.append(f"the writer's record {name} is read as the records {both}")
     return Resolution(
         plain(renamed(w, renames)),
         plain(r),
@@ -149,6 +153,7 @@ class _Walk:
         self.branches: dict[int, int | None] = {}
         self.untagged: list[tuple[int, str]] = []
         self.renames: dict[str, str] = {}
+        self.paired: dict[str, set[str]] = {}  # each writer record's reader records
         self.seen: set[tuple[int, int]] = set()
 
     def _get(self, schema: Any, named: dict[str, Any]) -> Any:
@@ -213,9 +218,11 @@ class _Walk:
         struct = len(members) > 1 and not (
             len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
         )
-        if not struct:
-            return
         known = self.branches.get(id(r), branch)
+        if not struct:
+            if numbers == {"float", "double"} and len(members) == 2:
+                self._rounded(_type(w), r, branch, known, in_union)
+            return
         self.branches[id(r)] = None if in_union or known != branch else branch
         read, shaped = self._fastavros(w, r, in_union)
         why = (
@@ -227,6 +234,17 @@ class _Walk:
         elif shaped != branch:  # the same value, put in another branch unless marked
             self.untagged.append((id(r), why))
 
+    def _rounded(
+        self, wt: str, r: list[Any], branch: int, known: int | None, in_union: bool
+    ) -> None:
+        """A union of a float and a double (Spark's double): Java reads an int or a long into
+        the float when it comes first, rounding the value to a float, where fastavro keeps the
+        whole number; marked with its branch where only non-union writer types reach it."""
+        self.branches[id(r)] = None if in_union or known != branch else branch
+        if wt in ("int", "long") and _type(self._get(r[branch], self.r_named)) == "float":
+            why = f"{_a(wt)} is read as the float of the union {_type_names(r)}, rounded"
+            self.untagged.append((id(r), f"{why}, which fastavro does not"))
+
     def _error(self, reason: str) -> bool:
         self.errors.append(reason)
         return False
@@ -236,6 +254,7 @@ class _Walk:
             return True
         self.seen.add((id(w), id(r)))
         self.renames[w["name"]] = r["name"]  # Java does not compare records' names
+        self.paired.setdefault(w["name"], set()).add(r["name"])
         ok = True
         by_name = {f["name"]: f for f in w["fields"]}
         for f in r["fields"]:

@@ -10,6 +10,7 @@ only non-union writer types reach is marked with the branch Java reads (:mod:`.r
 from __future__ import annotations
 
 import datetime
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,10 +98,17 @@ def _java_union(branches: list[Any], branch: int, named: dict[str, Any], untag: 
     """A union that only non-union writer types reach (:attr:`.resolution.Resolution.shaping`):
     every value goes to ``branch``, the one Java reads, whatever its Python type."""
     rest = [b for b in branches if b != "null"]
+    if {spark_number(b) for b in rest} == {"float", "double"} and len(rest) == 2:
+        if _kind(branches[branch], named) != "float":  # Spark's double: no members
+            return _same
+        return lambda v: None if v is None else _FLOAT.unpack(_FLOAT.pack(v))[0]
     shapes = [_shaper(b, named, untag) for b in rest]
     at = rest.index(branches[branch])
     shape = _untagged(shapes[at])
     return lambda v: None if v is None else _member(at, len(rest), shape(v))
+
+
+_FLOAT = struct.Struct("<f")  # Java's float, which an int or long read into one is rounded to
 
 
 def _member(i: int, members: int, value: Any) -> dict[str, Any]:

@@ -257,6 +257,7 @@ def transactions(
         else:
             producer.abort_transaction(30)
     producer.flush(30)
+    producer.close()
 
 
 # -- processes --------------------------------------------------------------------------------

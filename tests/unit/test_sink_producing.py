@@ -89,3 +89,37 @@ def test_a_system_error_our_own_callback_caused_is_not_taken_for_a_kafka_failure
     batch = pa.record_batch([pa.array(["a"])], names=["value"])
     with pytest.raises(SystemError):
         send_all(_task(), _Producer(raised), [batch])  # type: ignore[arg-type]
+
+
+def test_a_producer_that_failed_is_closed_not_left_reconnecting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A real producer, to a port nothing listens on: its records time out. Left to the error's
+    # traceback, it would go on reconnecting to that port (seen taking a stopped broker's port
+    # that Spark's result server had been given since).
+    from confluent_kafka import Producer
+
+    from pyspark_dynamic_kafka.sink.executor import produce
+
+    made: list[Any] = []
+
+    class Recorded(Producer):  # type: ignore[misc]
+        closed = False
+
+        def close(self, *args: Any) -> Any:
+            self.closed = True
+            return super().close(*args)
+
+    def recorded(config: dict[str, str]) -> Recorded:
+        producer = Recorded(config)
+        made.append(producer)
+        return producer
+
+    monkeypatch.setattr(produce, "Producer", recorded)
+    properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9"})
+    task = WriteTask(WriteRoute("orders", "east", frozenset({"orders"}), properties))
+    task = WriteTask(task.route, flush_timeout_ms=500)
+    batch = pa.RecordBatch.from_pydict({"value": [b"x"]})
+    with pytest.raises(WriteError, match="east"):
+        produce.produce_batches(task, [batch])
+    assert [p.closed for p in made] == [True]

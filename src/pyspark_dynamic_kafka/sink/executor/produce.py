@@ -235,6 +235,11 @@ def produce_batches(
         producer = Producer(task.producer_properties())
     except KafkaException as exc:
         raise failure(task, "Cannot create a producer for", None, exc) from None
-    deliveries = send_all(task, producer, batches, stamp)
+    try:
+        deliveries = send_all(task, producer, batches, stamp)
+    finally:
+        # Destroyed now, not when an error's traceback lets go of it: a producer left alive
+        # goes on reconnecting to its cluster (a stopped one's port may be another's by then).
+        producer.close()
     _LOG.debug("wrote %s to cluster %r", deliveries.rows, task.route.cluster_id)
     return deliveries.report(task.route.cluster_id)

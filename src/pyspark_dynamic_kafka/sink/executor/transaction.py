@@ -77,8 +77,12 @@ def open_transaction(task: WriteTask, partition: int) -> Producer:
     older producer with that id is fenced and its open transaction ended."""
     try:
         producer = Producer(transaction_properties(task, partition))
+    except KafkaException as exc:
+        raise failure(task, "Cannot start a transaction on", None, exc) from None
+    try:
         producer.init_transactions(_timeout_s(task))
     except KafkaException as exc:
+        producer.close()  # not left reconnecting until the error's traceback is collected
         raise failure(task, "Cannot start a transaction on", None, exc) from None
     return producer
 

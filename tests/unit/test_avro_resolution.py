@@ -247,7 +247,18 @@ NAMED_IN_A_UNIONS_RECORD = (  # the differential test's find: the core refused t
     [{"a": b"ab", "c": {"e": 2, "b": b"cd"}}],
     [{"c": {"member0": {"e": 2}, "member1": None}}],
 )
+EMPTY_ARRAY_DEFAULT_OF_A_UNION = (  # the differential test's find: Java fails it, ours read it
+    _record("R", {"name": "x", "type": "int"}),
+    _record(
+        "R",
+        {"name": "x", "type": "int"},
+        {"name": "b", "type": [{"type": "array", "items": "int"}, "null"], "default": []},
+    ),
+    [{"x": 1}],
+    ["refused"],
+)
 RULES = [
+    EMPTY_ARRAY_DEFAULT_OF_A_UNION,
     NAMED_IN_A_UNIONS_RECORD,
     BYTES_INTO_A_UNIONS_UUID,
     LONG_INTO_A_FLOAT_BEFORE_A_DOUBLE,

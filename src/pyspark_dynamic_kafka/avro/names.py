@@ -9,7 +9,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-__all__ = ["NAMED", "plain", "plain_reader", "qualified", "renamed", "with_children"]
+__all__ = [
+    "NAMED",
+    "kind_names",
+    "kind_of",
+    "plain",
+    "plain_reader",
+    "qualified",
+    "renamed",
+    "with_article",
+    "with_children",
+]
 
 _PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NAMED = ("record", "error", "enum", "fixed")
@@ -108,3 +118,23 @@ def with_children(schema: dict[str, Any], change: Any) -> dict[str, Any]:
         if key in out:
             out[key] = change(out[key])
     return out
+
+
+def kind_of(schema: Any) -> str:
+    """The type of ``schema`` (parsed): a primitive's name, a complex type's, or "union"."""
+    if isinstance(schema, list):
+        return "union"
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        return "error" if kind == "error" else str(kind) if isinstance(kind, str) else kind_of(kind)
+    return str(schema)
+
+
+def with_article(kind: str) -> str:
+    """``kind`` with its indefinite article: "an int", "a string"."""
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def kind_names(schema: list[Any]) -> str:
+    """A union's branches by type: "[int, string]"."""
+    return "[" + ", ".join(b if isinstance(b, str) else kind_of(b) for b in schema) + "]"

@@ -31,7 +31,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
-from pyspark_dynamic_kafka.avro.names import plain, plain_reader, qualified, renamed, with_children
+from pyspark_dynamic_kafka.avro.names import (
+    kind_names,
+    kind_of,
+    plain,
+    plain_reader,
+    qualified,
+    renamed,
+    with_article,
+    with_children,
+)
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 
 __all__ = ["JAVA_UNION", "Resolution", "plain_reader", "resolve"]
@@ -163,7 +172,7 @@ class _Walk:
         """Resolve ``w`` (``in_union``: a branch of a writer's union) to ``r``; False when
         Java's action for them is an error action."""
         w, r = self._get(w, self.w_named), self._get(r, self.r_named)
-        wt, rt = _type(w), _type(r)
+        wt, rt = kind_of(w), kind_of(r)
         if wt == "union":
             equiv = rt == "union" and self._equiv(w, r, set())
             for i, branch in enumerate(w):
@@ -196,24 +205,24 @@ class _Walk:
         if rt == "union":
             branch = self._first_match(w, r)
             if branch is None:
-                return self._error(f"no branch of the union {_type_names(r)} reads a {wt}")
+                return self._error(f"no branch of the union {kind_names(r)} reads a {wt}")
             self.resolve(w, r[branch])
             target = self._get(r[branch], self.r_named)
-            if _type(target) != wt:
+            if kind_of(target) != wt:
                 logical = target.get("logicalType") if isinstance(target, dict) else None
-                self.promoted.append((wt, _type(target), logical))
+                self.promoted.append((wt, kind_of(target), logical))
             self._like_fastavro(w, r, branch, in_union)
             return True
         if wt in _PROMOTIONS.get(rt, ()):
             return True
-        return self._error(f"{_a(wt)} cannot be read as {_a(rt)}")
+        return self._error(f"{with_article(wt)} cannot be read as {with_article(rt)}")
 
     def _like_fastavro(self, w: Any, r: list[Any], branch: int, in_union: bool) -> None:
         """Record where fastavro and the Python decoder's shaping would read ``w`` into another
         branch of ``r`` than Java's ``branch`` (only a union read as a struct has branches)."""
         w = self._get(w, self.w_named)
         members = [self._get(b, self.r_named) for b in r]
-        members = [m for m in members if _type(m) != "null"]
+        members = [m for m in members if kind_of(m) != "null"]
         numbers = {spark_number(m) for m in members}
         struct = len(members) > 1 and not (
             len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
@@ -221,13 +230,13 @@ class _Walk:
         known = self.branches.get(id(r), branch)
         if not struct:
             if numbers == {"float", "double"} and len(members) == 2:
-                self._rounded(_type(w), r, branch, known, in_union)
+                self._rounded(kind_of(w), r, branch, known, in_union)
             return
         self.branches[id(r)] = None if in_union or known != branch else branch
         read, shaped = self._fastavros(w, r, in_union)
         why = (
-            f"{_a(_type(w))} is read as branch {branch} of the union "
-            f"{_type_names(r)}, which fastavro reads otherwise"
+            f"{with_article(kind_of(w))} is read as branch {branch} of the union "
+            f"{kind_names(r)}, which fastavro reads otherwise"
         )
         if read != branch:  # fastavro reads another branch's value: refused
             self.unlike_fastavro.append(why)
@@ -241,8 +250,8 @@ class _Walk:
         the float when it comes first, rounding the value to a float, where fastavro keeps the
         whole number; marked with its branch where only non-union writer types reach it."""
         self.branches[id(r)] = None if in_union or known != branch else branch
-        if wt in ("int", "long") and _type(self._get(r[branch], self.r_named)) == "float":
-            why = f"{_a(wt)} is read as the float of the union {_type_names(r)}, rounded"
+        if wt in ("int", "long") and kind_of(self._get(r[branch], self.r_named)) == "float":
+            why = f"{with_article(wt)} is read as the float of the union {kind_names(r)}, rounded"
             self.untagged.append((id(r), f"{why}, which fastavro does not"))
 
     def _error(self, reason: str) -> bool:
@@ -276,9 +285,9 @@ class _Walk:
         branch is an array ("Not an array": verified on its GenericDatumReader), which both
         libraries read: an error (the core hands the pair over) the Python decoder refuses."""
         kind = self._get(f["type"], self.r_named)
-        if f["default"] != [] or _type(kind) != "union" or not kind:
+        if f["default"] != [] or kind_of(kind) != "union" or not kind:
             return
-        if _type(self._get(kind[0], self.r_named)) == "array":
+        if kind_of(self._get(kind[0], self.r_named)) == "array":
             why = f"the default [] of {f['name']}, a union whose first branch is an array"
             self.unlike_fastavro.append(f"{why}, which Java fails")
             self._error(why)
@@ -298,11 +307,11 @@ class _Walk:
         )
 
     def _first_match(self, w: Any, r: list[Any]) -> int | None:
-        wt = _type(w)
+        wt = kind_of(w)
         structure: int | None = None
         for j, b in enumerate(r):
             b = self._get(b, self.r_named)
-            if _type(b) != wt:
+            if kind_of(b) != wt:
                 continue
             if wt not in _NAMED:
                 return j
@@ -315,7 +324,7 @@ class _Walk:
         if structure is not None:
             return structure
         for j, b in enumerate(r):
-            if wt in _PROMOTIONS.get(_type(self._get(b, self.r_named)), ()):
+            if wt in _PROMOTIONS.get(kind_of(self._get(b, self.r_named)), ()):
                 return j
         return None
 
@@ -325,24 +334,24 @@ class _Walk:
         unmarked: a named type's if fastavro tagged the value with its name, which it does only
         when the writer's type is a union (``tagged``), else the first of its Python type (a
         writer's enum read into ``["string", that enum]`` is untagged text: the string's)."""
-        wt = _type(w)
+        wt = kind_of(w)
         branches = [self._get(b, self.r_named) for b in r]
         for j, b in enumerate(branches):
-            bt = _type(b)
+            bt = kind_of(b)
             same = bt == wt and (wt not in _NAMED or self.renames.get(w["name"]) == b["name"])
             if same and tagged and wt in ("record", "error", "enum", "fixed"):
                 return j, j
             if same or wt in _PROMOTIONS.get(bt, ()):
                 kind = _PYTHON_KIND.get(bt, bt)
-                kinds = [_PYTHON_KIND.get(_type(c)) for c in branches]
+                kinds = [_PYTHON_KIND.get(kind_of(c)) for c in branches]
                 return j, kinds.index(kind)
         return None, None
 
     def _equiv(self, w: Any, r: Any, seen: set[tuple[int, int]]) -> bool:
         """Java's ``unionEquiv``."""
         w, r = self._get(w, self.w_named), self._get(r, self.r_named)
-        wt = _type(w)
-        if wt != _type(r):
+        wt = kind_of(w)
+        if wt != kind_of(r):
             return False
         if wt in _NAMED and _short(w.get("_java_name", w["name"])) != _short(r["name"]):
             return False
@@ -385,21 +394,3 @@ _PYTHON_KIND = {
     "boolean": "bool",
     "null": "null",
 }
-
-
-def _type(schema: Any) -> str:
-    if isinstance(schema, list):
-        return "union"
-    if isinstance(schema, dict):
-        kind = schema["type"]
-        return "error" if kind == "error" else str(kind) if isinstance(kind, str) else _type(kind)
-    return str(schema)
-
-
-def _a(kind: str) -> str:
-    """``kind`` with its indefinite article: "an int", "a string"."""
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
-
-
-def _type_names(schema: list[Any]) -> str:
-    return "[" + ", ".join(b if isinstance(b, str) else _type(b) for b in schema) + "]"

@@ -65,6 +65,21 @@ def test_listing_skips_hidden_names_and_reads_directory_values(archive: Path) ->
     assert [f.relative for f in globbed] == ["cluster=west/c.parquet"]
 
 
+def test_a_scheme_pyarrow_does_not_serve_is_read_through_fsspec(tmp_path: Path) -> None:
+    import fsspec
+
+    local = tmp_path / "a.parquet"
+    _write(local, _run("east", 0, 0, 9))
+    memory = fsspec.filesystem("memory")
+    memory.put_file(str(local), "/lake-fsspec/archive/a.parquet")
+    try:
+        files = list_files(parse_location("memory://lake-fsspec/archive"))
+        assert [f.relative for f in files] == ["a.parquet"]
+        assert make_plan("memory://lake-fsspec/archive", exact=True).rows == (10,)
+    finally:
+        memory.rm("/lake-fsspec", recursive=True)
+
+
 @pytest.mark.parametrize(
     ("option", "base", "pattern"),
     [

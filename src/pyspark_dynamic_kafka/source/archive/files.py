@@ -3,9 +3,10 @@
 ``archive.path`` is a directory, a file or a glob (``*``, ``?``, ``[...]`` in any path segment),
 with or without a scheme. The filesystem is pyarrow's (:func:`pyarrow.fs.FileSystem.from_uri`:
 local paths, ``file://``, ``s3://`` (also Hadoop's ``s3a://`` and ``s3n://``), ``gs://``,
-``hdfs://``, ``abfs://``); a scheme pyarrow does not serve goes through ``fsspec`` when that is
-installed, and is otherwise refused naming the scheme. Driver and executors resolve the same
-location the same way, so a task carries paths, never a filesystem object.
+``hdfs://``, ``abfs://``); a scheme pyarrow does not serve goes through ``fsspec``
+(``memory://`` built in; others with their fsspec package), and is otherwise refused naming the
+scheme. Driver and executors resolve the same location the same way, so a task carries paths,
+never a filesystem object.
 
 As in Spark, names starting with ``.`` or ``_`` (``_SUCCESS``, ``_temporary``, ``.crc`` files)
 are skipped unless they are ``key=value`` directories, and ``key=value`` directories
@@ -111,21 +112,16 @@ def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
 
 
 def _fsspec(base: str, scheme: str, cause: Exception) -> tuple[pafs.FileSystem, str]:
-    try:
-        import fsspec  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        raise ArchiveError(
-            f"archive.path: no filesystem for the scheme '{scheme}' of {base!r} (pyarrow: "
-            f"{cause}). Use a scheme pyarrow serves (a local path, file, s3/s3a, gs, hdfs, "
-            f"abfs), or install fsspec and its package for '{scheme}' on the driver and every "
-            "executor."
-        ) from None
+    import fsspec  # imported only for a scheme pyarrow does not serve
+
     try:
         handler = fsspec.filesystem(scheme)
     except (ImportError, ValueError) as exc:
         raise ArchiveError(
             f"archive.path: no filesystem for the scheme '{scheme}' of {base!r} (pyarrow: "
-            f"{cause}; fsspec: {exc}). Install the fsspec package for '{scheme}'."
+            f"{cause}; fsspec: {exc}). Use a scheme pyarrow serves (a local path, file, s3/s3a, "
+            f"gs, hdfs, abfs), or install the fsspec package for '{scheme}' on the driver and "
+            "every executor."
         ) from None
     wrapped = pafs.PyFileSystem(pafs.FSSpecHandler(handler))
     return wrapped, str(handler._strip_protocol(base))

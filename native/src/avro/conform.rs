@@ -227,17 +227,10 @@ mod tests {
         assert_eq!(check(&source, &target), Ok(()));
         let renamed = DataType::Struct(Fields::from(vec![Field::new("b", DataType::Int32, false)]));
         assert!(check(&source, &renamed).is_err());
-        let union = DataType::Union(
-            arrow_schema::UnionFields::try_new(
-                vec![0, 1],
-                vec![
-                    Field::new("a", DataType::Int32, true),
-                    Field::new("b", DataType::Utf8, true),
-                ],
-            )
-            .unwrap(),
-            arrow_schema::UnionMode::Dense,
-        );
+        let union = dense_union(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Utf8, true),
+        ]);
         let members = DataType::Struct(Fields::from(vec![
             Field::new("member0", DataType::Int32, true),
             Field::new("member1", DataType::Utf8, true),
@@ -249,17 +242,21 @@ mod tests {
             "{refusal}"
         );
         // A union of null and one type is that type (a writer's third branch resolved away).
-        let nullable = DataType::Union(
-            arrow_schema::UnionFields::try_new(
-                vec![0, 1],
-                vec![
-                    Field::new("null", DataType::Null, true),
-                    Field::new("string", DataType::Utf8, true),
-                ],
-            )
-            .unwrap(),
-            arrow_schema::UnionMode::Dense,
-        );
+        let nullable = dense_union(vec![
+            Field::new("null", DataType::Null, true),
+            Field::new("string", DataType::Utf8, true),
+        ]);
         assert_eq!(check(&nullable, &DataType::Utf8), Ok(()));
+    }
+
+    /// A dense union of `fields`, type ids 0, 1, ... in order.
+    fn dense_union(fields: Vec<Field>) -> DataType {
+        let ids = (0..fields.len())
+            .map(|i| i8::try_from(i).unwrap())
+            .collect::<Vec<_>>();
+        DataType::Union(
+            arrow_schema::UnionFields::try_new(ids, fields).unwrap(),
+            arrow_schema::UnionMode::Dense,
+        )
     }
 }

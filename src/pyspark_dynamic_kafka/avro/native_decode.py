@@ -201,10 +201,11 @@ def _record_referred_to_and_resolved(writer: Any, reader: Any) -> str | None:
     writer lacks read from the next record's bytes)."""
     w, w_named = qualified(writer)
     _, r_named = qualified(reader)
-    in_unions = _referred_in_unions(w, w_named, False)
+    referred = _referred(w, w_named, False)
+    in_unions = sorted(name for name, in_union in referred if in_union)
     if in_unions:  # arrow-avro 60.1: "Union branch index 1 not resolvable by reader schema"
-        return sorted(in_unions)[0]
-    for name in sorted(_referred(w, w_named)):
+        return in_unions[0]
+    for name in sorted({name for name, _ in referred}):
         mine, theirs = w_named[name], r_named.get(name)
         if mine["type"] not in ("record", "error") or theirs is None:
             continue
@@ -213,29 +214,17 @@ def _record_referred_to_and_resolved(writer: Any, reader: Any) -> str | None:
     return None
 
 
-def _referred(schema: Any, named: dict[str, Any]) -> set[str]:
-    """The named types ``schema`` (qualified) refers to by name."""
+def _referred(schema: Any, named: dict[str, Any], in_union: bool) -> set[tuple[str, bool]]:
+    """Each named type ``schema`` (qualified) refers to by name, and whether inside a union's
+    branch (``in_union``: ``schema`` is)."""
     if isinstance(schema, str):
-        return {schema} if schema in named else set()
+        return {(schema, in_union)} if schema in named else set()
     if isinstance(schema, list):
-        return set().union(*(_referred(b, named) for b in schema))
+        return set().union(*(_referred(b, named, True) for b in schema))
     if not isinstance(schema, dict):
         return set()
-    found: set[str] = set()
-    with_children(schema, lambda child: found.update(_referred(child, named)))
-    return found
-
-
-def _referred_in_unions(schema: Any, named: dict[str, Any], inside: bool) -> set[str]:
-    """The named types ``schema`` (qualified) refers to by name inside a union's branch."""
-    if isinstance(schema, str):
-        return {schema} if inside and schema in named else set()
-    if isinstance(schema, list):
-        return set().union(*(_referred_in_unions(b, named, True) for b in schema))
-    if not isinstance(schema, dict):
-        return set()
-    found: set[str] = set()
-    with_children(schema, lambda child: found.update(_referred_in_unions(child, named, inside)))
+    found: set[tuple[str, bool]] = set()
+    with_children(schema, lambda child: found.update(_referred(child, named, in_union)))
     return found
 
 

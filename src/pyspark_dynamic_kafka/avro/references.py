@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark_dynamic_kafka.avro.names import NAMED, with_children
+
 __all__ = ["TOP", "by_reference"]
 
 #: The wrapping record's full name.
 TOP = "pyspark_dynamic_kafka.avro.Top"
-_NAMED = ("record", "error", "enum", "fixed")
 
 
 def by_reference(parsed: Any) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def by_reference(parsed: Any) -> dict[str, Any]:
 
 def _reference(schema: Any, named: dict[str, Any]) -> Any:
     """``schema`` with a named type's definition as its name (its definition in ``named``)."""
-    if isinstance(schema, dict) and schema.get("type") in _NAMED:
+    if isinstance(schema, dict) and schema.get("type") in NAMED:
         name = schema["name"]
         named[name] = _below(schema, named)
         return name
@@ -52,14 +53,6 @@ def _below(schema: Any, named: dict[str, Any]) -> Any:
     if not isinstance(schema, dict):
         return schema
     schema = {key: value for key, value in schema.items() if not key.startswith("__")}
-    kind = schema.get("type")
-    if kind in ("record", "error"):
-        fields = [{**f, "type": _reference(f["type"], named)} for f in schema["fields"]]
-        return {**schema, "fields": fields}
-    if kind == "array":
-        return {**schema, "items": _reference(schema["items"], named)}
-    if kind == "map":
-        return {**schema, "values": _reference(schema["values"], named)}
-    if isinstance(kind, dict | list):
-        return {**schema, "type": _reference(kind, named)}
-    return schema
+    if isinstance(schema.get("type"), dict | list):
+        return {**schema, "type": _reference(schema["type"], named)}
+    return with_children(schema, lambda child: _reference(child, named))

@@ -227,12 +227,14 @@ class _Walk:
         struct = len(members) > 1 and not (
             len(members) == 2 and numbers in ({"int", "long"}, {"float", "double"})
         )
-        known = self.branches.get(id(r), branch)
-        if not struct:
-            if numbers == {"float", "double"} and len(members) == 2:
-                self._rounded(kind_of(w), r, branch, known, in_union)
+        doubles = not struct and len(members) == 2 and numbers == {"float", "double"}
+        if not struct and not doubles:
             return
+        known = self.branches.get(id(r), branch)
         self.branches[id(r)] = None if in_union or known != branch else branch
+        if doubles:
+            self._rounded(kind_of(w), r, branch)
+            return
         read, shaped = self._fastavros(w, r, in_union)
         why = (
             f"{with_article(kind_of(w))} is read as branch {branch} of the union "
@@ -243,13 +245,10 @@ class _Walk:
         elif shaped != branch:  # the same value, put in another branch unless marked
             self.untagged.append((id(r), why))
 
-    def _rounded(
-        self, wt: str, r: list[Any], branch: int, known: int | None, in_union: bool
-    ) -> None:
+    def _rounded(self, wt: str, r: list[Any], branch: int) -> None:
         """A union of a float and a double (Spark's double): Java reads an int or a long into
         the float when it comes first, rounding the value to a float, where fastavro keeps the
         whole number; marked with its branch where only non-union writer types reach it."""
-        self.branches[id(r)] = None if in_union or known != branch else branch
         if wt in ("int", "long") and kind_of(self._get(r[branch], self.r_named)) == "float":
             why = f"{with_article(wt)} is read as the float of the union {kind_names(r)}, rounded"
             self.untagged.append((id(r), f"{why}, which fastavro does not"))

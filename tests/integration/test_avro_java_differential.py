@@ -19,9 +19,8 @@ a union's promotion branch before the exact one, or before the branch an equival
 names; a value fastavro gives untagged, in a union a writer's union reaches too; an int or long
 read into a union's float before its double; a writer's record read as two reader records) is
 refused by the Python decoder, and by the core where it hands the pair over. Excluded
-from the generated pairs: ``bytes`` that are not UTF-8 read as a string (Java reads them with
-U+FFFD, both decoders refuse them), enums and fixed renamed without an alias (Java fails only the
-records whose values reach them, fastavro all), decimal defaults beyond their precision.
+from the generated pairs: enums and fixed renamed without an alias (Java fails only the records
+whose values reach them, fastavro all), decimal defaults beyond their precision.
 """
 
 from __future__ import annotations
@@ -193,3 +192,37 @@ def test_named_cases_are_what_java_gives(java: JavaAvro, case: Any) -> None:
     javas = ["refused" if "error" in a else spark_value(reader, a["value"]) for a in answer]
     assert javas == expected
     check_pair(writer, reader, bodies, answer)
+
+
+def _text_body(raw: bytes) -> bytes:
+    """An Avro ``string`` or ``bytes`` of ``raw`` (its length zig-zag encoded, then the bytes):
+    a writer's string that is not UTF-8, which fastavro cannot write."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, "bytes", raw)
+    return out.getvalue()
+
+
+_MALFORMED = st.lists(
+    st.sampled_from([0x41, 0x80, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF])
+    | st.integers(0, 255),
+    max_size=9,
+).map(bytes)
+
+
+@settings(max_examples=3, deadline=None, database=None, derandomize=not RANDOM)
+@given(raws=st.lists(_MALFORMED, min_size=100, max_size=100))
+def test_text_that_is_not_utf8_reads_as_java_reads_it(java: JavaAvro, raws: list[bytes]) -> None:
+    """Writer strings that are not UTF-8 (a producer's bug Java reads through), read as a string
+    and as bytes, and bytes read as a string: Java replaces each malformed sequence with one
+    U+FFFD (as the JDK groups them) or keeps the bytes, and so do both decoders."""
+    bodies = [_text_body(raw) for raw in raws]
+    pairs = [
+        ("string", "string"),
+        ("string", "bytes"),
+        ("bytes", "string"),
+        ("string", ["null", "string"]),
+    ]
+    answers = java.decode([(json.dumps(w), json.dumps(r), bodies) for w, r in pairs])
+    for (writer, reader), answer in zip(pairs, answers, strict=True):
+        assert all("error" not in a for a in answer), (writer, reader)
+        check_pair(writer, reader, bodies, answer)

@@ -353,7 +353,7 @@ def pairs(draw: st.DrawFn, records: int = 4) -> Pair:
     made = {str(r["name"]): r for r in seen.values()}
     _collect(reader, made)
     reader = _defined_first(reader, made, set())
-    values = draw(st.lists(avro_values(writer, utf8_bytes=True), min_size=1, max_size=records))
+    values = draw(st.lists(avro_values(writer), min_size=1, max_size=records))
     return writer, reader, values
 
 

@@ -12,48 +12,42 @@ from hypothesis import strategies as st
 UTC = datetime.timezone.utc
 
 
-def avro_values(schema: Any, utf8_bytes: bool = False) -> st.SearchStrategy[Any]:
-    """Values of ``schema`` (parsed JSON) that fastavro writes; with ``utf8_bytes``, ``bytes``
-    only of UTF-8 text (Java reads other bytes as a string with U+FFFD where the decoders refuse
-    them)."""
-    return _values(schema, {}, _PRIMITIVE_UTF8 if utf8_bytes else _PRIMITIVE)
+def avro_values(schema: Any) -> st.SearchStrategy[Any]:
+    """Values of ``schema`` (parsed JSON) that fastavro writes."""
+    return _values(schema, {})
 
 
-def _values(schema: Any, named: dict[str, Any], prim: Any) -> st.SearchStrategy[Any]:
+def _values(schema: Any, named: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Values fastavro writes for ``schema``."""
     if isinstance(schema, str) and schema in named:
-        return _values(named[schema], named, prim)
+        return _values(named[schema], named)
     if isinstance(schema, list):
-        return st.one_of(*[_values(b, named, prim) for b in schema])
+        return st.one_of(*[_values(b, named) for b in schema])
     if isinstance(schema, dict):
         kind, logical = schema["type"], schema.get("logicalType")
         if kind == "record":
             named[schema["name"]] = schema
             return st.fixed_dictionaries(
-                {f["name"]: _values(f["type"], named, prim) for f in schema["fields"]}
+                {f["name"]: _values(f["type"], named) for f in schema["fields"]}
             )
         if kind in ("enum", "fixed"):
             named[schema["name"]] = schema
-        return _LOGICAL[logical] if logical in _LOGICAL else _complex(schema, named, prim)
-    return prim[schema]
+        return _LOGICAL[logical] if logical in _LOGICAL else _complex(schema, named)
+    return _PRIMITIVE[schema]
 
 
-def _complex(schema: dict[str, Any], named: dict[str, Any], prim: Any) -> st.SearchStrategy[Any]:
+def _complex(schema: dict[str, Any], named: dict[str, Any]) -> st.SearchStrategy[Any]:
     kind = schema["type"]
     if kind == "enum":
         return st.sampled_from(schema["symbols"])
     if kind == "fixed":
         size = schema["size"]
-        if prim is _PRIMITIVE_UTF8:
-            return st.lists(st.integers(0, 127), min_size=size, max_size=size).map(bytes)
         return st.binary(min_size=size, max_size=size)
     if kind == "array":
-        return st.lists(_values(schema["items"], named, prim), max_size=4)
+        return st.lists(_values(schema["items"], named), max_size=4)
     if kind == "map":
-        return st.dictionaries(
-            st.text(max_size=5), _values(schema["values"], named, prim), max_size=3
-        )
-    return _values(kind, named, prim)
+        return st.dictionaries(st.text(max_size=5), _values(schema["values"], named), max_size=3)
+    return _values(kind, named)
 
 
 _PRIMITIVE: dict[str, st.SearchStrategy[Any]] = {
@@ -80,4 +74,3 @@ _LOGICAL: dict[str, st.SearchStrategy[Any]] = {
     ),
     "uuid": st.uuids().map(str),
 }
-_PRIMITIVE_UTF8 = {**_PRIMITIVE, "bytes": st.text(max_size=8).map(str.encode)}

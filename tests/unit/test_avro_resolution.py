@@ -257,7 +257,43 @@ EMPTY_ARRAY_DEFAULT_OF_A_UNION = (  # the differential test's find: Java fails i
     [{"x": 1}],
     ["refused"],
 )
+_F5 = {
+    "type": "fixed",
+    "name": "F5",
+    "size": 5,
+    "logicalType": "decimal",
+    "precision": 9,
+    "scale": 2,
+}
+REFERENCE_INTO_A_UNION = (  # the differential test's find: the core misread the union
+    _record(
+        "R1",
+        {"name": "b", "type": _record("R2", {"name": "c", "type": _F5})},
+        {"name": "a", "type": "F5"},
+    ),
+    _record("R1", {"name": "a", "type": ["string", _F5]}),
+    [{"b": {"c": decimal.Decimal("1.00")}, "a": decimal.Decimal("1000.00")}],
+    [{"a": {"member0": None, "member1": decimal.Decimal("1000.00")}}],
+)
+_DECIMAL = {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}
+BYTES_NOT_UTF8_AS_TEXT = (  # the differential test's find: both refused what Java reads
+    _record(
+        "R",
+        {"name": "a", "type": "bytes"},
+        {"name": "d", "type": {"type": "array", "items": [_DECIMAL, "string"]}},
+    ),
+    _record(
+        "R",
+        {"name": "a", "type": "string"},
+        {"name": "d", "type": {"type": "array", "items": ["string"]}},
+    ),
+    [{"a": b"\xed\xa0\x80A\xe2\x82", "d": [decimal.Decimal("-1.27"), "x"]}],
+    # Each malformed sequence one U+FFFD, as the JDK groups them (a surrogate's 3 bytes: one).
+    [{"a": "\ufffdA\ufffd", "d": ["\ufffd", "x"]}],
+)
 RULES = [
+    BYTES_NOT_UTF8_AS_TEXT,
+    REFERENCE_INTO_A_UNION,
     EMPTY_ARRAY_DEFAULT_OF_A_UNION,
     NAMED_IN_A_UNIONS_RECORD,
     BYTES_INTO_A_UNIONS_UUID,

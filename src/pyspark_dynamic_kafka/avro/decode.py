@@ -43,6 +43,7 @@ from pyspark_dynamic_kafka.avro.references import by_reference
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.shaping import Shaper, shaper, tags_named
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
+from pyspark_dynamic_kafka.avro.text import JAVA_UTF8
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
 
@@ -173,7 +174,11 @@ class Decoder:
             if ref in self._unlike:
                 raise SchemaResolutionError(self._unlike[ref])
             wrapped: Any = fastavro.schemaless_reader(
-                io.BytesIO(body), writer, reader, return_named_type=True
+                io.BytesIO(body),
+                writer,
+                reader,
+                return_named_type=True,
+                handle_unicode_errors=JAVA_UTF8,  # text not UTF-8 read as Java reads it
             )
             value = wrapped["value"]  # .references wraps every schema as a record's field
             shape = self._shapes.get(ref) or (

@@ -58,6 +58,7 @@ from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 __all__ = ["NativeDecoder", "make_decoder"]
 
 _log = logging.getLogger(__name__)
+_NOT_UTF8 = "non UTF-8 data"  # arrow's refusal of a string's bytes
 
 
 @dataclass
@@ -76,6 +77,7 @@ class NativeDecoder:
     reader_name: str | None = None
     _core: Any = field(init=False, repr=False)
     _python: Decoder | None = field(default=None, init=False, repr=False)
+    _fallback: Decoder | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         module = core()
@@ -111,12 +113,14 @@ class NativeDecoder:
                 registry_errors = self._fetch(result)
             except ValueError as exc:  # a writer schema the core does not decode
                 _log.info("The Python decoder reads Avro %ss from here on: %s", self._side, exc)
-                self._python = Decoder(
-                    self.reader_schema, self.fetch, self.permissive, self.key, self.reader_name
-                )
+                self._python = self._python_decoder()
                 return self._python.decode_arrow(values, headers, where)
             result = self._core.decode(values, headers)
         decoded, ids, failures = result
+        if any(_NOT_UTF8 in reason for _, _, reason in failures):
+            # arrow-avro refuses text that is not UTF-8, which Java reads (.text): this batch
+            # is the Python decoder's.
+            return self._python_decoder().decode_arrow(values, headers, where)
         if failures and not self.permissive:
             row, named, reason = failures[0]
             ref = None if named is None else _ref(named)
@@ -124,6 +128,13 @@ class NativeDecoder:
                 raise SchemaRegistryError(f"{where(row)}: {registry_errors[named]}") from None
             raise decode_failure(where(row), ref, reason, self.key, self.reader_name) from None
         return Decoded(decoded, ids, _corrupt(values, [row for row, _, _ in failures]))
+
+    def _python_decoder(self) -> Decoder:
+        if self._fallback is None:
+            self._fallback = Decoder(
+                self.reader_schema, self.fetch, self.permissive, self.key, self.reader_name
+            )
+        return self._fallback
 
     def _fetch(self, missing: list[int | str]) -> dict[Any, Exception]:
         """Fetch the writer schemas the core said it lacks and hand them over (or why not): the
@@ -153,11 +164,11 @@ class NativeDecoder:
                 # arrow-avro 60.1 refuses records of a union of null alone, and fails to resolve
                 # a one-branch union into a reader union ("int" into ["long", "null"]).
                 raise ValueError(f"the writer schema {ref} has a union of one branch")
-            referred = _record_referred_to_and_resolved(resolution.writer, resolution.reader)
-            if referred is not None:  # arrow-avro 60.1 reads past the record's bytes
+            misread = _misread_reference(resolution.writer, resolution.reader)
+            if misread is not None:
                 raise ValueError(
-                    f"the writer schema {ref} refers to its record {referred} by name, and the "
-                    "reader's record of that name differs from it"
+                    f"the writer schema {ref} refers to its {misread[0]} by name {misread[1]}, "
+                    "which the core does not read as Java does"
                 )
             logical = [p for p in resolution.promoted_into_unions if p[2]]
             if logical:  # arrow-avro 60.1: "Promotion Int->Long target mismatch", and alike
@@ -194,24 +205,38 @@ def _has_single_branch_union(schema: Any) -> bool:
     return isinstance(schema.get("type"), list | dict) and _has_single_branch_union(schema["type"])
 
 
-def _record_referred_to_and_resolved(writer: Any, reader: Any) -> str | None:
-    """A named type ``writer`` (resolved, plain) refers to by name inside a union's branch, or a
-    record it refers to by name whose definition in ``reader`` is not the writer's: arrow-avro
-    60.1 resolves such references wrongly (a union's branch "not resolvable"; a reader field the
-    writer lacks read from the next record's bytes)."""
+def _misread_reference(writer: Any, reader: Any) -> tuple[str, str] | None:
+    """A named type ``writer`` (resolved, plain) refers to by name where arrow-avro 60.1
+    resolves the reference wrongly, and where: inside a union's branch ("Union branch index 1
+    not resolvable by reader schema"), read into a reader union's branch (the union read from
+    the wrong bytes), or a record the reader defines otherwise (a reader field the writer lacks
+    read from the next record's bytes)."""
     w, w_named = qualified(writer)
-    _, r_named = qualified(reader)
+    r, r_named = qualified(reader)
     referred = _referred(w, w_named, False)
     in_unions = sorted(name for name, in_union in referred if in_union)
-    if in_unions:  # arrow-avro 60.1: "Union branch index 1 not resolvable by reader schema"
-        return in_unions[0]
+    if in_unions:
+        return in_unions[0], "inside a union"
+    branches = _union_branches(r)
     for name in sorted({name for name, _ in referred}):
         mine, theirs = w_named[name], r_named.get(name)
-        if mine["type"] not in ("record", "error") or theirs is None:
-            continue
-        if _fields(mine) != _fields(theirs):
-            return name
+        if name in branches:
+            return name, "where the reader has a union of it"
+        if mine["type"] in ("record", "error") and theirs and _fields(mine) != _fields(theirs):
+            return name, "where the reader's record of that name differs from it"
     return None
+
+
+def _union_branches(schema: Any) -> set[str]:
+    """The named types that are branches of a union in ``schema`` (qualified)."""
+    found: set[str] = set()
+    if isinstance(schema, list):
+        for branch in schema:
+            found.add(branch if isinstance(branch, str) else branch.get("name", ""))
+            found |= _union_branches(branch)
+    elif isinstance(schema, dict):
+        with_children(schema, lambda child: found.update(_union_branches(child)))
+    return found
 
 
 def _referred(schema: Any, named: dict[str, Any], in_union: bool) -> set[tuple[str, bool]]:

@@ -42,6 +42,7 @@ from pyspark_dynamic_kafka.avro.names import (
     with_children,
 )
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
+from pyspark_dynamic_kafka.avro.text import boxed, retyped, unboxed
 
 __all__ = ["JAVA_UNION", "Resolution", "plain_reader", "resolve"]
 
@@ -79,10 +80,12 @@ class Resolution:
 def resolve(writer: Any, reader: Any) -> Resolution:
     """How Java resolves ``writer`` (parsed JSON) to ``reader``: see the module's docstring."""
     w, w_named = qualified(writer)
+    w = boxed(w)
     r, r_named = qualified(reader)
     _apply_aliases(w_named, r_named)
     walk = _Walk(w_named, r_named)
     walk.resolve(w, r)
+    retyped(walk.texts)  # bytes read as a string, or back: the bytes as they are
     renames = {full: schema["_java_name"] for full, schema in w_named.items()}
     for old, new in walk.renames.items():
         if new not in w_named or new == old:  # else a name the writer has for another type
@@ -94,7 +97,7 @@ def resolve(writer: Any, reader: Any) -> Resolution:
             both = " and ".join(sorted(readers))
             unlike.append(f"the writer's record {name} is read as the records {both}")
     return Resolution(
-        plain(renamed(w, renames)),
+        unboxed(plain(renamed(w, renames))),
         plain(r),
         walk.errors,
         walk.defaulted,
@@ -156,6 +159,7 @@ class _Walk:
         self.remapped: list[str] = []
         self.unlike_fastavro: list[str] = []
         self.promoted: list[tuple[str, str, str | None]] = []
+        self.texts: list[tuple[dict[str, Any], str]] = []  # writer bytes read as string, or back
         # Each reader union's branch for the non-union writer types it reads (None: a writer's
         # union reaches it, or two types of other branches), and the unions whose branch the
         # Python decoder cannot tell from an untagged value's Python type (why, by id).
@@ -214,6 +218,7 @@ class _Walk:
             self._like_fastavro(w, r, branch, in_union)
             return True
         if wt in _PROMOTIONS.get(rt, ()):
+            self.texts += [(w, rt)] if rt in ("bytes", "string") else []
             return True
         return self._error(f"{with_article(wt)} cannot be read as {with_article(rt)}")
 
@@ -377,19 +382,18 @@ class _Walk:
         return True
 
 
+#: Each Avro type's Python type in fastavro's values.
 _PYTHON_KIND = {
-    "int": "int",
-    "long": "int",
-    "float": "float",
-    "double": "float",
-    "string": "str",
-    "enum": "str",
-    "bytes": "bytes",
-    "fixed": "bytes",
-    "map": "dict",
-    "record": "dict",
-    "error": "dict",
-    "array": "list",
-    "boolean": "bool",
-    "null": "null",
+    kind: python
+    for python, kinds in {
+        "int": ("int", "long"),
+        "float": ("float", "double"),
+        "str": ("string", "enum"),
+        "bytes": ("bytes", "fixed"),
+        "dict": ("map", "record", "error"),
+        "list": ("array",),
+        "bool": ("boolean",),
+        "null": ("null",),
+    }.items()
+    for kind in kinds
 }

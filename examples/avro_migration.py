@@ -21,8 +21,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
-from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
+from pyspark_dynamic_kafka.testing import LocalSchemaRegistry, local_spark_session, start_clusters
 
 broker = sys.argv[1] if len(sys.argv) > 1 else "tansu"  # or "kafka": Apache Kafka (needs Java)
 work = Path(tempfile.mkdtemp(prefix="avro-migration-"))

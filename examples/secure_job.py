@@ -57,8 +57,8 @@ with start_clusters(["east", "west"], "kafka", tls=True, scram=True) as clusters
         "streams": {"orders": [{"cluster": "east", "topics": ["orders"]}]},
     }
     metadata.write_text(json.dumps(document, indent=2))
-    check = [sys.executable, "-m", "pyspark_dynamic_kafka", "validate", str(metadata)]
-    subprocess.run(check, check=True)  # as `dynamic-kafka validate streams.json`
+    check = [sys.executable, "-m", "pyspark_dynamic_kafka", "validate", "--metadata", str(metadata)]
+    subprocess.run(check, check=True)  # as `dynamic-kafka validate --metadata streams.json`
 
     spark = local_spark_session("secure-job")  # after the variable is set: workers inherit it
     source = {

@@ -42,7 +42,7 @@ def test_module_entry_point_and_script_agree() -> None:
 
 
 def test_validate(billing: dict[str, Any], tmp_path: Path) -> None:
-    ok = run_cli(["validate", str(billing["meta"])])
+    ok = run_cli(["validate", "--metadata", str(billing["meta"])])
     assert ok.returncode == 0 and ok.stderr == ""
     assert ok.stdout.strip() == f"{billing['meta']}: valid (2 clusters, 2 streams)"
     bad = tmp_path / "bad.json"
@@ -54,7 +54,7 @@ def test_validate(billing: dict[str, Any], tmp_path: Path) -> None:
             }
         )
     )
-    failed = run_cli(["validate", str(bad)])
+    failed = run_cli(["validate", "--metadata", str(bad)])
     assert failed.returncode == 1 and failed.stdout == ""
     assert failed.stderr.splitlines() == [
         f"{bad}: 3 problem(s):",
@@ -129,7 +129,7 @@ def test_move_in_a_file_then_describe_shows_the_missing_topic(billing: dict[str,
     assert yaml.safe_load(meta.read_text())["streams"]["payments"] == [
         {"cluster": "east", "topics": ["payments"]}
     ]
-    assert run_cli(["validate", str(meta)]).returncode == 0
+    assert run_cli(["validate", "--metadata", str(meta)]).returncode == 0
     report = run_cli(["describe", "--metadata", str(meta), "--streams", "payments", "--json"])
     [stream] = json.loads(report.stdout)["streams"]
     assert stream["clusters"][0]["topics"] == [

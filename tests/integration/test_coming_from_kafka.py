@@ -187,7 +187,7 @@ def test_java_client_properties_without_an_equivalent_fail_at_start_and_in_valid
         "refused",
     )
 
-    assert main(["validate", str(meta)]) == 1
+    assert main(["validate", "--metadata", str(meta)]) == 1
     said = capsys.readouterr().err
     assert f"{meta}: {len(refused)} problem(s):" in said and secret not in said
     for cluster, (_, key, fix) in refused.items():

@@ -12,7 +12,6 @@ import decimal
 import json
 from collections.abc import Iterator
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
@@ -185,7 +184,8 @@ def test_timestamps_in_any_zone_are_their_instant(registry: LocalSchemaRegistry)
     schema_id = registry.register("t-value", json.dumps(schema))
     instant = datetime.datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
     column = pa.array([instant], pa.timestamp("us", tz="Europe/Oslo"))
-    assert column.to_pylist()[0].tzinfo == ZoneInfo("Europe/Oslo")
+    # a ZoneInfo, or a pytz zone (pyarrow 18 with pytz installed)
+    assert str(column.to_pylist()[0].tzinfo) == "Europe/Oslo"
     payloads = Encoder(json.dumps(schema)).encode(column.to_pylist(), schema_id)
     assert _decoder(registry, schema).decode(payloads).values.to_pylist() == [instant]
 

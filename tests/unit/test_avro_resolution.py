@@ -394,6 +394,34 @@ def test_a_writer_record_read_as_two_reader_records_is_refused() -> None:
     assert decoded(writer, reader, [{"a": {"x": 1}, "b": {"x": 2}}], False) == ["refused"]
 
 
+# make fuzz's find: Java reads both of the writer's union's empty records R6 and R8 as the
+# reader's N13 (by structure); fastavro pairs N13 with one writer record by name, and the two
+# renamed to it failed fastavro's parse ("redefined named type").
+TWO_RECORDS_AS_ONE = (
+    _record("R1", {"name": "e", "type": [_record("R6"), _record("R8"), "string"]}),
+    _record("R1", {"name": "e", "type": [_record("N13"), "string"]}),
+    [{"e": ("R6", {})}, {"e": ("R8", {})}, {"e": "s"}],
+    [
+        {"e": {"member0": {}, "member1": None}},
+        {"e": {"member0": {}, "member1": None}},
+        {"e": {"member0": None, "member1": "s"}},
+    ],
+)
+NAMED_CASES.append(TWO_RECORDS_AS_ONE)  # not a rule both decoders follow: see the test below
+
+
+def test_two_writer_records_read_as_one_reader_record_are_refused_never_misread() -> None:
+    """The Python decoder refuses the pair; the core reads what Java reads, or refuses R8's
+    records. Never another value."""
+    writer, reader, values, java = TWO_RECORDS_AS_ONE
+    assert resolve(writer, reader).unlike_fastavro == [
+        "the writer's R6 and R8 are both read as N13"
+    ]
+    assert decoded(writer, reader, values, False) == ["refused"] * 3
+    core = decoded(writer, reader, values, True)
+    assert all(got in ("refused", expected) for got, expected in zip(core, java, strict=True))
+
+
 def test_resolution_renames_the_writer_as_java_pairs_it() -> None:
     writer, reader, _, _ = WRITER_ALIAS
     assert resolve(writer, reader).writer == _record(

@@ -48,10 +48,24 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_validate_valid_file(meta: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(meta)]) == 0
+    assert main(["validate", "--metadata", str(meta)]) == 0
     out = capsys.readouterr()
     assert out.out.strip() == f"{meta}: valid (2 clusters, 1 streams)"
     assert out.err == ""
+
+
+def test_validate_takes_the_file_as_every_command_does_and_as_it_did(
+    meta: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--metadata FILE, as describe, move and serve take it; the file alone still works."""
+    assert main(["validate", str(meta)]) == 0
+    assert capsys.readouterr().out.strip() == f"{meta}: valid (2 clusters, 1 streams)"
+    assert main(["validate", "--metadata", str(meta), str(meta)]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--metadata", str(meta), "other.yaml"]) == 1
+    assert "give only --metadata FILE" in capsys.readouterr().err
+    assert main(["validate"]) == 1
+    assert "validate needs the metadata file: --metadata FILE" in capsys.readouterr().err
 
 
 def test_validate_lists_every_problem_on_stderr(
@@ -62,7 +76,7 @@ def test_validate_lists_every_problem_on_stderr(
         "clusters:\n  east: {sasl.password: hunter22}\n"
         "streams:\n  orders: [{cluster: south, topics: orders}]\n  refunds: 3\n"
     )
-    assert main(["validate", str(bad)]) == 1
+    assert main(["validate", "--metadata", str(bad)]) == 1
     out = capsys.readouterr()
     assert out.out == ""
     lines = out.err.splitlines()
@@ -79,11 +93,11 @@ def test_validate_lists_every_problem_on_stderr(
 def test_validate_missing_and_broken_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(tmp_path / "nope.yaml")]) == 1
+    assert main(["validate", "--metadata", str(tmp_path / "nope.yaml")]) == 1
     assert "does not exist" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text('{"clusters": {}, "streams": [')
-    assert main(["validate", str(broken)]) == 1
+    assert main(["validate", "--metadata", str(broken)]) == 1
     assert "JSON syntax error at line 1" in capsys.readouterr().err
 
 
@@ -324,7 +338,7 @@ def test_a_layout_not_edited_in_place_is_rewritten_and_said_so(
 def test_validate_suggests_client_property_and_position_names(
     meta: Path, suggestion: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(meta)]) == 1
+    assert main(["validate", "--metadata", str(meta)]) == 1
     assert suggestion in capsys.readouterr().err
 
 
@@ -431,7 +445,7 @@ def test_validate_refuses_java_properties_without_an_equivalent_and_notes_transl
         "  north:\n    bootstrap.servers: h:3\n    sasl.password: ${vault:kv/north:password}\n"
         "streams:\n  orders: [{cluster: east, topics: [orders]}]\n"
     )
-    assert main(["validate", str(bad)]) == 1
+    assert main(["validate", "--metadata", str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}: 3 problem(s):" in err and secret not in err
     assert 'clusters.east["sasl.jaas.config"]: a Java client property with no librdkafka ' in err
@@ -448,7 +462,7 @@ def test_validate_refuses_java_properties_without_an_equivalent_and_notes_transl
         "  west:\n    bootstrap.servers: h:2\n    sasl.password: ${env:WEST_PASSWORD}\n"
         "streams:\n  orders: [{cluster: east, topics: [orders]}]\n"
     )
-    assert main(["validate", str(good)]) == 0
+    assert main(["validate", "--metadata", str(good)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines() == [
         f"{good}: valid (2 clusters, 1 streams)",

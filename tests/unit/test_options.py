@@ -97,6 +97,13 @@ def test_bad_offsets_json_names_option_and_value() -> None:
     assert "{not json" in message
 
 
+def test_sparks_offsets_json_is_recognised_and_shown_with_the_cluster_level() -> None:
+    message = rejection({**BASE, "startingoffsets": '{"orders": {"0": 0}}'}, OffsetsError)
+    assert "startingOffsets" in message
+    assert "in Spark's form, topics first" in message
+    assert '{"<cluster id>": {"orders": {"0": 0}}}' in message
+
+
 def test_offsets_json_parsed() -> None:
     parsed = parse_options({**BASE, "startingoffsets": '{"east": {"orders": {"0": 23, "1": -2}}}'})
     spec = parsed.starting

@@ -29,6 +29,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 from fastavro.read import SchemaResolutionError
+from fastavro.schema import SchemaParseException
 from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.framing import (
@@ -204,6 +205,7 @@ class Decoder:
             TypeError,
             KeyError,
             OverflowError,  # a timestamp past what datetime holds
+            SchemaParseException,  # a resolved writer schema fastavro cannot take
         ) as exc:
             if not self.permissive:
                 raise decode_failure(

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "NAMED",
+    "apply_aliases",
     "kind_names",
     "kind_of",
     "plain",
@@ -71,6 +72,30 @@ def _qualify(schema: Any, space: str | None, named: dict[str, Any]) -> Any:
     if kind == "map":
         schema["values"] = _qualify(schema["values"], space, named)
     return schema
+
+
+def apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
+    """Java's ``Schema.applyAliases``: the writer's named types and fields renamed in place by the
+    reader's aliases (the writer's definitions are renamed; references follow in :func:`renamed`
+    through the names the walk records)."""
+    aliases: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+    for full, schema in r_named.items():
+        for alias in schema.get("_aliases", []):
+            aliases[alias] = full
+        if schema["type"] in ("record", "error"):
+            own = {a: f["name"] for f in schema["fields"] for a in f.get("_aliases", [])}
+            if own:
+                fields.setdefault(full, {}).update(own)
+                for alias in schema.get("_aliases", []):
+                    fields[alias] = fields[full]
+    for full, schema in w_named.items():
+        name = aliases.get(full, full)
+        schema["_java_name"] = name
+        if schema["type"] in ("record", "error"):
+            renames = fields.get(name, {})
+            for f in schema["fields"]:
+                f["name"] = renames.get(f["name"], f["name"])
 
 
 def plain(schema: Any) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import NAMED as _NAMED
 from pyspark_dynamic_kafka.avro.names import (
+    apply_aliases,
     kind_names,
     kind_of,
     plain,
@@ -82,16 +83,21 @@ def resolve(writer: Any, reader: Any) -> Resolution:
     w, w_named = qualified(writer)
     w = boxed(w)
     r, r_named = qualified(reader)
-    _apply_aliases(w_named, r_named)
+    apply_aliases(w_named, r_named)
     walk = _Walk(w_named, r_named)
     walk.resolve(w, r)
     retyped(walk.texts)  # bytes read as a string, or back: the bytes as they are
-    renames = {full: schema["_java_name"] for full, schema in w_named.items()}
-    for old, new in walk.renames.items():
-        if new not in w_named or new == old:  # else a name the writer has for another type
-            renames[old] = new
     static = {i: k for i, k in walk.branches.items() if k is not None}
     unlike = [why for i, why in walk.untagged if i not in static]
+    renames = {full: schema["_java_name"] for full, schema in w_named.items()}
+    owners: dict[str, str] = {}
+    for old, new in walk.renames.items():
+        if new in w_named and new != old:  # a name the writer has for another type
+            continue
+        if owners.setdefault(new, old) == old:
+            renames[old] = new
+        else:  # fastavro pairs a reader's named type with one writer type (by name)
+            unlike.append(f"the writer's {owners[new]} and {old} are both read as {new}")
     for name, readers in sorted(walk.paired.items()):
         if len(readers) > 1:  # one name for the writer's record: fastavro pairs records by name
             both = " and ".join(sorted(readers))
@@ -118,30 +124,6 @@ def _marked(schema: Any, static: dict[int, int]) -> Any:
     if not isinstance(schema, dict):
         return schema
     return with_children(schema, lambda child: _marked(child, static))
-
-
-def _apply_aliases(w_named: dict[str, Any], r_named: dict[str, Any]) -> None:
-    """Java's ``Schema.applyAliases``: the writer's named types and fields renamed in place by the
-    reader's aliases (the writer's definitions are renamed; references follow in :func:`_renamed`
-    through the names the walk records)."""
-    aliases: dict[str, str] = {}
-    fields: dict[str, dict[str, str]] = {}
-    for full, schema in r_named.items():
-        for alias in schema.get("_aliases", []):
-            aliases[alias] = full
-        if schema["type"] in ("record", "error"):
-            own = {a: f["name"] for f in schema["fields"] for a in f.get("_aliases", [])}
-            if own:
-                fields.setdefault(full, {}).update(own)
-                for alias in schema.get("_aliases", []):
-                    fields[alias] = fields[full]
-    for full, schema in w_named.items():
-        name = aliases.get(full, full)
-        schema["_java_name"] = name
-        if schema["type"] in ("record", "error"):
-            renames = fields.get(name, {})
-            for f in schema["fields"]:
-                f["name"] = renames.get(f["name"], f["name"])
 
 
 def _short(name: str) -> str:

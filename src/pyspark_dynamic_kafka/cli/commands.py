@@ -29,7 +29,7 @@ __all__ = ["main"]
 
 _EXAMPLES = """\
 examples:
-  dynamic-kafka validate streams.yaml
+  dynamic-kafka validate --metadata streams.yaml
   dynamic-kafka describe --metadata streams.yaml --streams orders --group billing
   dynamic-kafka describe --metadata https://metadata.example.com --pattern '^orders' --json
   dynamic-kafka move orders --from east --to west --metadata http://127.0.0.1:8080 \\
@@ -63,14 +63,22 @@ def _validate(args: argparse.Namespace) -> int:
 
     Check a metadata file and list every problem with its path in the file.
     """
-    problems = validate_metadata_file(args.file)
+    if args.file and args.metadata and args.file != args.metadata:
+        raise DynamicKafkaError(
+            f"validate was given two files, {args.file} and --metadata {args.metadata}: "
+            "give only --metadata FILE"
+        )
+    path = args.metadata or args.file
+    if not path:
+        raise DynamicKafkaError("validate needs the metadata file: --metadata FILE")
+    problems = validate_metadata_file(path)
     if problems:
-        _stderr(f"{args.file}: {len(problems)} problem(s):")
+        _stderr(f"{path}: {len(problems)} problem(s):")
         for problem in problems:
             _stderr(f"  {problem}")
         return 1
-    parsed = load_metadata_file(args.file)
-    print(f"{args.file}: valid ({len(parsed.clusters)} clusters, {len(parsed.streams)} streams)")
+    parsed = load_metadata_file(path)
+    print(f"{path}: valid ({len(parsed.clusters)} clusters, {len(parsed.streams)} streams)")
     for cluster_id, properties in sorted(parsed.clusters.items()):
         for done in translate(properties).translated:  # keys only, never a value
             print(f"  clusters.{cluster_id}: Java client property translated: {done}")
@@ -152,7 +160,13 @@ def _serve(args: argparse.Namespace) -> int:
     Serve a metadata file over the HTTP metadata contract (v1). Writes need the token of
     --token-file (read-only without it); reads are open unless --read-token-file is given.
     """
-    from pyspark_dynamic_kafka.server.run import serve  # starlette and uvicorn only when serving
+    try:  # starlette and uvicorn only when serving: the optional extra 'server'
+        from pyspark_dynamic_kafka.server.run import serve
+    except ModuleNotFoundError as exc:
+        raise DynamicKafkaError(
+            f"dynamic-kafka serve needs starlette and uvicorn ({exc.name} is not installed): "
+            "pip install 'pyspark-dynamic-kafka[server]'"
+        ) from None
 
     serve(
         args.metadata,
@@ -234,7 +248,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     validate = _command(commands, _validate)
-    validate.add_argument("file", metavar="FILE", help="metadata file (.yaml, .yml, .json)")
+    validate.add_argument("--metadata", metavar="FILE", help="metadata file (.yaml, .yml, .json)")
+    # The file as a positional argument, as validate took it before --metadata
+    validate.add_argument("file", nargs="?", metavar="FILE", help=argparse.SUPPRESS)
 
     describe = _command(commands, _describe)
     _add_service_options(describe)

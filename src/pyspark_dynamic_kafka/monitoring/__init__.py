@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
 from pyspark_dynamic_kafka.monitoring.progress import MAX_TIMESTAMP, OBSERVATION
 
@@ -78,7 +79,13 @@ def attach(
     listener = DynamicKafkaListener(path)
     server = port = None
     if prometheus_port is not None:
-        from pyspark_dynamic_kafka.monitoring.prometheus import StateCollector, serve
+        try:
+            from pyspark_dynamic_kafka.monitoring.prometheus import StateCollector, serve
+        except ModuleNotFoundError as exc:
+            raise DynamicKafkaError(
+                f"prometheus_port needs prometheus-client ({exc.name} is not installed): "
+                "pip install 'pyspark-dynamic-kafka[monitoring]'"
+            ) from None
 
         server, _, port = serve(StateCollector(listener.states), prometheus_port, host)
         _log.info("Serving dynamic_kafka metrics on http://%s:%d/metrics", host, port)

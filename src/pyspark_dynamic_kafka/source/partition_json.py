@@ -4,6 +4,7 @@ options (:mod:`~pyspark_dynamic_kafka.source.config.position_options`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OffsetsError
@@ -38,6 +39,15 @@ def shown(value: object) -> str:
     except (ValueError, RecursionError):
         text = f"<a {type(value).__name__} too large to show>"
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _as_json(value: object) -> str:
+    """``value`` as JSON text for a message, or as :func:`shown` shows it."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return shown(value)
+    return text if len(text) <= _MAX_SHOWN else shown(value)
 
 
 def partition_map(
@@ -76,6 +86,16 @@ def partition_map(
     for cluster, topics in document.items():
         if not isinstance(cluster, str):
             raise OffsetsError(f"{where}: cluster {shown(cluster)} must be a name (a string).")
+        if (
+            isinstance(topics, Mapping)
+            and topics
+            and not any(isinstance(p, Mapping) for p in topics.values())
+        ):  # {"orders": {"0": 23}}: Spark's own form, a topic where a cluster goes
+            raise OffsetsError(
+                f"{where}: {shown(document)} is in Spark's form, topics first; dynamic_kafka's "
+                "names each topic's cluster first: "
+                f"{_as_json({'<cluster id>': document})} (the cluster ids are the metadata's)."
+            )
         if not isinstance(topics, Mapping):
             raise OffsetsError(
                 f"{where}: cluster {shown(cluster)} must map topics to partitions, got "

@@ -104,6 +104,7 @@ from pyspark_dynamic_kafka.testing.external import (
 )
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
+from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 from pyspark_dynamic_kafka.testing.scram import (
     scram_client_properties,
     scram_refusal,
@@ -137,6 +138,7 @@ __all__ = [
     "KafkaClients",
     "KafkaTestingError",
     "LocalKafkaCluster",
+    "LocalSchemaRegistry",
     "ProduceError",
     "RecordLike",
     "SparkConnectServer",

@@ -1,10 +1,13 @@
 """A local schema registry for tests: **a test double**, written from Confluent Schema Registry's
 REST API reference, serving the part of it that confluent-kafka's ``SchemaRegistryClient``,
-``AvroSerializer`` and ``AvroDeserializer`` use.
+``AvroSerializer`` and ``AvroDeserializer`` use, and that a ``schema.registry.url`` in the
+metadata points ``valueFormat=avro`` reads and writes at.
 
-Why a double: no real registry can run here. Confluent's is not on PyPI or Maven Central,
-Karapace is not on this PyPI mirror, and Apicurio Registry 3.3.3's application is on Maven
-Central without its ``apicurio-registry-storage-sql`` module (``../shared/notes``). What it
+It runs in the test's own process, on loopback, with no Java: exported as
+``pyspark_dynamic_kafka.testing.LocalSchemaRegistry`` for users' own tests of Avro jobs. Where
+Java and Maven are at hand, ``testing/apicurio.py`` runs a real registry (Apicurio Registry,
+through its Confluent-compatible API); this project's suite reads through that one and keeps
+the double for what Apicurio 2.6 lacks (schema GUIDs, HTTP basic authentication). What it
 serves, as the reference describes it:
 
 * ``POST /subjects/{subject}/versions``: register (the same schema again: its id and version);

@@ -91,13 +91,12 @@ def resolve(writer: Any, reader: Any) -> Resolution:
     unlike = [why for i, why in walk.untagged if i not in static]
     renames = {full: schema["_java_name"] for full, schema in w_named.items()}
     owners: dict[str, str] = {}
-    for old, new in walk.renames.items():
-        if new in w_named and new != old:  # a name the writer has for another type
-            continue
-        if owners.setdefault(new, old) == old:
+    for old, new in walk.renames.items():  # a name the writer has already is its type's
+        owner = owners.setdefault(new, new if new in w_named else old)
+        if owner == old:
             renames[old] = new
         else:  # fastavro pairs a reader's named type with one writer type (by name)
-            unlike.append(f"the writer's {owners[new]} and {old} are both read as {new}")
+            unlike.append(f"the writer's {owner} and {old} are both read as {new}")
     for name, readers in sorted(walk.paired.items()):
         if len(readers) > 1:  # one name for the writer's record: fastavro pairs records by name
             both = " and ".join(sorted(readers))

@@ -20,7 +20,8 @@ LEFT_OUT = {"maturin", "mypy", "ruff", "types-pyyaml", "schemathesis", "grpcio",
 LEFT_OUT |= {"googleapis-common-protos", "protobuf", "zstandard"}
 
 
-def _name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
+    """A requirement's distribution name, normalized: ``fastavro>=1.9`` -> ``fastavro``."""
     return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
@@ -36,9 +37,9 @@ def floors() -> dict[str, str]:
         if floor is None:
             raise SystemExit(f"{requirement!r} in pyproject.toml names no lowest version (>=)")
         version = floor.group(1)
-        if _name(requirement) == "pyspark" and version.count(".") == 1:
+        if requirement_name(requirement) == "pyspark" and version.count(".") == 1:
             version += ".0"
-        found[_name(requirement)] = f"{_name(requirement)}=={version}"
+        found[requirement_name(requirement)] = f"{requirement_name(requirement)}=={version}"
     return found
 
 
@@ -50,7 +51,7 @@ def requirements() -> list[str]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if _name(line) not in lowest and _name(line) not in LEFT_OUT:
+        if requirement_name(line) not in lowest and requirement_name(line) not in LEFT_OUT:
             lines.append(line)
     return lines
 

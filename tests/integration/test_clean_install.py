@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import fastavro
 import pytest
 import tomllib
 import yaml
+from tests.min_requirements import requirement_name
 
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
@@ -175,8 +175,7 @@ def _extras_modules() -> dict[str, str]:
     found = {}
     for extra, requirements in project["optional-dependencies"].items():
         for requirement in requirements:
-            name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
-            found[name.lower().replace("-", "_")] = extra
+            found[requirement_name(requirement).replace("-", "_")] = extra
     return found
 
 

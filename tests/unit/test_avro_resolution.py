@@ -291,7 +291,30 @@ BYTES_NOT_UTF8_AS_TEXT = (  # the differential test's find: both refused what Ja
     # Each malformed sequence one U+FFFD, as the JDK groups them (a surrogate's 3 bytes: one).
     [{"a": "\ufffdA\ufffd", "d": ["\ufffd", "x"]}],
 )
+_UUID = {"type": "string", "logicalType": "uuid"}
+TEXT_AS_A_UUID = (  # the differential test's find: the core refused text that is no UUID
+    _record(
+        "R",
+        {"name": "a", "type": {"type": "array", "items": "bytes"}},
+        {"name": "b", "type": "string"},
+    ),
+    _record(
+        "R",
+        {"name": "a", "type": {"type": "array", "items": _UUID}},
+        {"name": "b", "type": _UUID},
+    ),
+    [
+        {"a": [b""], "b": "6F9619FF-8B86-D011-B42D-00C04FC964FF"},
+        {"a": [b"not a uuid"], "b": "6f9619ff-8b86-d011-b42d-00c04fc964ff"},
+    ],
+    # Java reads a uuid as the text it is, upper case and all.
+    [
+        {"a": [""], "b": "6F9619FF-8B86-D011-B42D-00C04FC964FF"},
+        {"a": ["not a uuid"], "b": "6f9619ff-8b86-d011-b42d-00c04fc964ff"},
+    ],
+)
 RULES = [
+    TEXT_AS_A_UUID,
     BYTES_NOT_UTF8_AS_TEXT,
     REFERENCE_INTO_A_UNION,
     EMPTY_ARRAY_DEFAULT_OF_A_UNION,

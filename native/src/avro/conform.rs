@@ -1,9 +1,11 @@
 //! arrow-avro's Arrow types made into the Arrow types of Spark's (those `to_arrow_type` gives for
 //! spark-avro's Spark type of the schema): enums as strings, fixed as binary, timestamps in
 //! microseconds at "UTC", `time-micros` in nanoseconds, `time-millis` as an int32 of
-//! milliseconds, a `uuid` as its text, nested types rebuilt with Spark's field names and
+//! milliseconds, nested types rebuilt with Spark's field names and
 //! nullability, unions of several types as [`super::union`] says. Anything else (an Avro
-//! `duration`) has no conversion: the decoder is refused and the Python decoder reads such a schema.
+//! `duration`, or a `uuid`, which the caller gives as its base type: arrow-avro parses a `uuid`
+//! string, where Java reads any text) has no conversion: the decoder is refused and the Python
+//! decoder reads such a schema.
 
 use std::sync::Arc;
 
@@ -17,8 +19,6 @@ use arrow_array::{
     StructArray,
 };
 use arrow_schema::{DataType, TimeUnit};
-
-use super::framing::SchemaRef;
 
 /// Whether arrays of `source` convert to `target` (checked on an empty array: the same code).
 pub fn check(source: &DataType, target: &DataType) -> Result<(), String> {
@@ -128,14 +128,6 @@ pub fn conform(array: &ArrayRef, target: &DataType) -> Result<ArrayRef, String> 
             // Spark's int, any int: Java and spark-avro read one outside a day as it is.
             let millis: Int32Array = array.unary(|v| v);
             Arc::new(millis)
-        }
-        (DataType::FixedSizeBinary(16), DataType::Utf8) => {
-            let text: StringArray = array
-                .as_fixed_size_binary()
-                .iter()
-                .map(|v| v.map(|v| SchemaRef::guid_text(v.try_into().expect("16 bytes"))))
-                .collect();
-            Arc::new(text)
         }
         (DataType::FixedSizeBinary(_), DataType::Binary) => {
             let bytes: BinaryArray = array.as_fixed_size_binary().iter().collect();

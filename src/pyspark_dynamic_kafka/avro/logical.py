@@ -22,6 +22,8 @@ import decimal
 from collections.abc import Callable
 from typing import Any
 
+from pyspark_dynamic_kafka.avro.names import with_children
+
 __all__ = ["logical_shaper", "raw_defaults", "without_logical"]
 
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -33,21 +35,17 @@ _DAY_US = 86_400_000_000
 _NAMED = ("record", "error", "enum", "fixed")
 
 
-def without_logical(schema: Any) -> Any:
-    """``schema`` (parsed JSON) without ``logicalType`` anywhere."""
+def without_logical(schema: Any, only: str | None = None) -> Any:
+    """``schema`` (parsed JSON) without ``logicalType`` anywhere (or without logical type
+    ``only``)."""
     if isinstance(schema, list):
-        return [without_logical(b) for b in schema]
+        return [without_logical(b, only) for b in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: v for k, v in schema.items() if k != "logicalType"}
+    out = {k: v for k, v in schema.items() if k != "logicalType" or only not in (None, v)}
     if isinstance(out.get("type"), list | dict):
-        out["type"] = without_logical(out["type"])
-    if "fields" in out:
-        out["fields"] = [{**f, "type": without_logical(f["type"])} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = without_logical(out[key])
-    return out
+        out["type"] = without_logical(out["type"], only)
+    return with_children(out, lambda child: without_logical(child, only))
 
 
 def raw_defaults(schema: Any, named: dict[str, Any] | None = None) -> None:

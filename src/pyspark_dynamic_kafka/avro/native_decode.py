@@ -48,6 +48,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.avro.logical import without_logical
 from pyspark_dynamic_kafka.avro.names import qualified, with_children
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
@@ -59,6 +60,7 @@ __all__ = ["NativeDecoder", "make_decoder"]
 
 _log = logging.getLogger(__name__)
 _NOT_UTF8 = "non UTF-8 data"  # arrow's refusal of a string's bytes
+UUID = "uuid"
 
 
 @dataclass
@@ -86,7 +88,8 @@ class NativeDecoder:
         parsed = json.loads(self.reader_schema)
         self._parsed_reader = parsed
         self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
-        reader = json.dumps(plain_reader(parsed))
+        # A uuid as the string it is (Java's reading): arrow-avro parses it, failing other text.
+        reader = json.dumps(without_logical(plain_reader(parsed), UUID))
         self._core = module.AvroDecoder(reader, self.key, self.arrow_type)
 
     def decode_arrow(
@@ -182,7 +185,7 @@ class NativeDecoder:
                     f"the writer schema {ref} has other symbols for the enum "
                     f"{resolution.remapped[0]}, which the core does not map as Java does"
                 )
-            self._core.add_writer(named, json.dumps(resolution.writer))
+            self._core.add_writer(named, json.dumps(without_logical(resolution.writer, UUID)))
         return errors
 
     @property

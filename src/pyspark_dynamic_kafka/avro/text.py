@@ -16,6 +16,8 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
+from pyspark_dynamic_kafka.avro.names import with_children
+
 __all__ = ["JAVA_UTF8", "boxed", "retyped", "unboxed"]
 
 JAVA_UTF8 = "pyspark_dynamic_kafka.avro.java-utf8"
@@ -96,10 +98,4 @@ def unboxed(schema: Any) -> Any:
         return schema
     if len(schema) == 1 and schema.get("type") in _TEXTS:
         return schema["type"]
-    out = dict(schema)
-    if "fields" in out:
-        out["fields"] = [{**f, "type": unboxed(f["type"])} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = unboxed(out[key])
-    return out
+    return with_children(schema, unboxed)

@@ -17,14 +17,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 
 from pyspark_dynamic_kafka.testing.errors import (
-    ClusterStartError,
     ConfigValue,
     KafkaTestingError,
     ProduceError,
     seconds_left,
     wait_for,
 )
-from pyspark_dynamic_kafka.testing.tcp import accepts_connections
+from pyspark_dynamic_kafka.testing.readiness import Readiness
 
 __all__ = ["KafkaClients"]
 
@@ -35,10 +34,10 @@ _CLIENT_DEFAULTS: dict[str, ConfigValue] = {
     "socket.connection.setup.timeout.ms": 5000,
 }
 
-#: Seconds one high-watermark request may take before it is asked again by a new client: a
-#: request to a partition leader that was just killed waits out its whole timeout, while a new
-#: client's metadata names the new leader.
-_WATERMARK_ATTEMPT_SECONDS = 5.0
+#: Seconds one high-watermark or metadata request may take before it is asked again by a new
+#: client: a request to a broker that was just killed can wait out its whole timeout, while a
+#: new client's metadata names the live brokers and the new leaders.
+_ATTEMPT_SECONDS = 5.0
 
 
 class KafkaClients(ABC):
@@ -129,14 +128,34 @@ class KafkaClients(ABC):
         -------
         dict
             ``{topic: number of partitions}``, without internal topics (``__...``).
+
+        Raises
+        ------
+        KafkaTestingError
+            If no broker answered within ``timeout``.
         """
-        with self._admin() as admin:
-            metadata = admin.list_topics(timeout=timeout)
+        metadata = self._metadata(time.monotonic() + timeout)
         return {
             name: len(topic.partitions)
             for name, topic in metadata.topics.items()
             if topic.error is None and not name.startswith("__")
         }
+
+    def _metadata(self, deadline: float) -> Any:
+        """A metadata answer, asked again by a new client after an attempt that timed out (as
+        one sent to a broker killed meanwhile does) until ``deadline``; each attempt may take
+        twice as long as the one before (a loaded machine's secure handshakes are slow)."""
+        answers: list[Any] = []
+        attempts = [_ATTEMPT_SECONDS]
+
+        def answered() -> bool:
+            attempts.append(attempts[-1] * 2)
+            with self._admin() as admin:
+                answers.append(admin.list_topics(timeout=min(seconds_left(deadline), attempts[-2])))
+            return True
+
+        wait_for(answered, deadline, f"a metadata answer from cluster {self.name!r}")
+        return answers[-1]
 
     def partition_count(self, topic: str, timeout: float = 10.0) -> int:
         """The number of partitions of an existing topic.
@@ -244,8 +263,7 @@ class KafkaClients(ABC):
 
     def _led(self, name: str, partitions: int, timeout: float) -> bool:
         """Whether metadata shows topic ``name`` with ``partitions`` partitions, all led."""
-        with self._admin() as admin:
-            topic = admin.list_topics(timeout=timeout).topics.get(name)
+        topic = self._metadata(time.monotonic() + timeout).topics.get(name)
         led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
         return topic is not None and topic.error is None and len(led) == partitions
 
@@ -302,7 +320,7 @@ class KafkaClients(ABC):
                 for p in expected:
                     _, high = consumer.get_watermark_offsets(
                         TopicPartition(topic, p),
-                        timeout=min(max(seconds_left(deadline), 1.0), _WATERMARK_ATTEMPT_SECONDS),
+                        timeout=min(max(seconds_left(deadline), 1.0), _ATTEMPT_SECONDS),
                     )
                     seen[p] = high
             return all(seen[p] >= end for p, end in expected.items())
@@ -359,35 +377,12 @@ class KafkaClients(ABC):
             answers.
         """
         addresses = servers if servers is not None else self.bootstrap_servers.split(",")
-        closed = [server.strip() for server in addresses]
-        waiting_for: str | None = "a first look"
-        last_error = "no answer"
-        while True:
-            reason = problem()
-            if reason is not None:
-                raise ClusterStartError(self._start_failure(reason))
-            if waiting_for is not None:
-                waiting_for = pending()
-            if waiting_for is not None:
-                last_error = waiting_for
-            elif closed := [server for server in closed if not accepts_connections(server)]:
-                last_error = f"port(s) not open: {', '.join(closed)}"
-            else:
-                try:
-                    with self._admin() as admin:
-                        metadata = admin.list_topics(timeout=min(seconds_left(deadline), 2.0))
-                    listed = set(metadata.brokers)
-                    enough = (
-                        len(listed) >= brokers if isinstance(brokers, int) else listed >= {*brokers}
-                    )
-                    if enough and cluster_id in (None, metadata.cluster_id):
-                        return
-                    last_error = f"cluster id {metadata.cluster_id!r}, brokers {sorted(listed)}"
-                except KafkaException as exc:
-                    last_error = f"no metadata answer ({exc})"
-            if time.monotonic() >= deadline:
-                raise ClusterStartError(self._start_failure(last_error))
-            time.sleep(0.05)
+        wanted = Readiness(brokers, cluster_id, [server.strip() for server in addresses])
+        wanted.wait(self._one_metadata_answer, deadline, problem, pending, self._start_failure)
+
+    def _one_metadata_answer(self, timeout: float) -> Any:
+        with self._admin() as admin:
+            return admin.list_topics(timeout=timeout)
 
     def _start_failure(self, what: str) -> str:
         """The message of a :class:`ClusterStartError` (subclasses add logs)."""

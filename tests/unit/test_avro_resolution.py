@@ -292,6 +292,7 @@ BYTES_NOT_UTF8_AS_TEXT = (  # the differential test's find: both refused what Ja
     [{"a": "\ufffdA\ufffd", "d": ["\ufffd", "x"]}],
 )
 _UUID = {"type": "string", "logicalType": "uuid"}
+_MAP_LONG = {"type": "map", "values": "long"}
 TEXT_AS_A_UUID = (  # the differential test's find: the core refused text that is no UUID
     _record(
         "R",
@@ -313,7 +314,29 @@ TEXT_AS_A_UUID = (  # the differential test's find: the core refused text that i
         {"a": ["not a uuid"], "b": "6f9619ff-8b86-d011-b42d-00c04fc964ff"},
     ],
 )
+_R2_DOUBLES = {"type": "map", "values": ["string", "double"]}
+DEFAULT_OF_A_MARKED_UNION = (  # make fuzz's find: the default's text shaped as the double Java
+    # reads the writer's long as (R2 is both read from the writer and from d's default)
+    _record("R1", {"name": "e", "type": _record("R2", {"name": "e", "type": _MAP_LONG})}),
+    _record(
+        "R1",
+        {
+            "name": "d",
+            "type": _record("R2", {"name": "e", "type": _R2_DOUBLES}),
+            "default": {"e": {"k": "text"}},
+        },
+        {"name": "e", "type": "R2"},
+    ),
+    [{"e": {"e": {"k": 5}}}],
+    [
+        {
+            "d": {"e": [("k", {"member0": "text", "member1": None})]},
+            "e": {"e": [("k", {"member0": None, "member1": 5.0})]},
+        }
+    ],
+)
 RULES = [
+    DEFAULT_OF_A_MARKED_UNION,
     TEXT_AS_A_UUID,
     BYTES_NOT_UTF8_AS_TEXT,
     REFERENCE_INTO_A_UNION,

@@ -147,11 +147,21 @@ class Decoder:
             values.append(value)
             ids.append(schema_id)
             corrupt.append(bad)
-        return Decoded(
-            pa.array(values, type=self.arrow_type),
-            pa.array(ids, type=pa.int32()),
-            pa.array(corrupt, type=pa.binary()),
-        )
+        try:
+            column = pa.array(values, type=self.arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            # A value shaped into what Arrow does not take for the type: a defect of ours, which
+            # fails its record (found record by record), never the batch's other records.
+            for i, value in enumerate(values):
+                try:
+                    pa.array([value], type=self.arrow_type)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                    if not self.permissive:
+                        reason = f"its value does not fit the reader schema's type: {exc}"
+                        raise decode_failure(where(i), None, reason, self.key) from None
+                    values[i], ids[i], corrupt[i] = None, None, payloads[i]
+            column = pa.array(values, type=self.arrow_type)
+        return Decoded(column, pa.array(ids, type=pa.int32()), pa.array(corrupt, type=pa.binary()))
 
     def _one(
         self, i: int, payload: bytes | None, headers: Headers, where: Callable[[int], str]

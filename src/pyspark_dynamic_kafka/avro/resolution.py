@@ -40,15 +40,12 @@ from pyspark_dynamic_kafka.avro.names import (
     qualified,
     renamed,
     with_article,
-    with_children,
 )
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 from pyspark_dynamic_kafka.avro.text import boxed, retyped, unboxed
+from pyspark_dynamic_kafka.avro.union_marks import JAVA_UNION, marked
 
 __all__ = ["JAVA_UNION", "Resolution", "plain_reader", "resolve"]
-
-#: The type of a reader's union marked with the branch Java reads (:attr:`Resolution.shaping`).
-JAVA_UNION = "_java_union"
 
 _PROMOTIONS = {
     "long": ("int",),
@@ -97,6 +94,7 @@ def resolve(writer: Any, reader: Any) -> Resolution:
             renames[old] = new
         else:  # fastavro pairs a reader's named type with one writer type (by name)
             unlike.append(f"the writer's {owner} and {old} are both read as {new}")
+    defaulted = {id(f) for f in walk.defaulted}
     for name, readers in sorted(walk.paired.items()):
         if len(readers) > 1:  # one name for the writer's record: fastavro pairs records by name
             both = " and ".join(sorted(readers))
@@ -109,20 +107,8 @@ def resolve(writer: Any, reader: Any) -> Resolution:
         walk.remapped,
         walk.unlike_fastavro + unlike,
         walk.promoted,
-        plain(_marked(r, static)) if static else None,
+        plain(marked(r, r_named, static, defaulted)) if static else None,
     )
-
-
-def _marked(schema: Any, static: dict[int, int]) -> Any:
-    """``schema`` (qualified) with the unions of ``static`` (by id) marked with their branch."""
-    if isinstance(schema, list):
-        if id(schema) in static:
-            branches = [plain(_marked(b, static)) for b in schema]
-            return {"type": JAVA_UNION, "branches": branches, "branch": static[id(schema)]}
-        return [_marked(b, static) for b in schema]
-    if not isinstance(schema, dict):
-        return schema
-    return with_children(schema, lambda child: _marked(child, static))
 
 
 def _short(name: str) -> str:

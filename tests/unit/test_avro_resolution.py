@@ -335,7 +335,23 @@ DEFAULT_OF_A_MARKED_UNION = (  # make fuzz's find: the default's text shaped as 
         }
     ],
 )
+_F3_DECIMAL = {"type": "fixed", "name": "F3", "size": 5, "logicalType": "decimal", "precision": 9}
+FIXED_DEFAULT_BEFORE_A_STRING = (  # make fuzz's find: the default's text read as the string's
+    _record("R1", {"name": "b", "type": "int"}),
+    _record(
+        "R1",
+        {
+            "name": "a",
+            "type": [{**_F3_DECIMAL, "scale": 2}, "string"],
+            "default": "\u00ff" * 4 + "\u00f1",
+        },
+        {"name": "b", "type": "int"},
+    ),
+    [{"b": 1}],
+    [{"a": {"member0": decimal.Decimal("-0.15"), "member1": None}, "b": 1}],
+)
 RULES = [
+    FIXED_DEFAULT_BEFORE_A_STRING,
     DEFAULT_OF_A_MARKED_UNION,
     TEXT_AS_A_UUID,
     BYTES_NOT_UTF8_AS_TEXT,

@@ -74,7 +74,14 @@ def _raw(schema: Any, value: Any, named: dict[str, Any]) -> Any:
     if isinstance(schema, str) and schema in named:
         schema = named[schema]
     if isinstance(schema, list):
-        return _raw(schema[0], value, named) if schema else value
+        if not schema:
+            return value
+        first = named.get(schema[0], schema[0]) if isinstance(schema[0], str) else schema[0]
+        if isinstance(first, dict) and first.get("type") == "fixed" and isinstance(value, str):
+            # A union's fixed: bytes tell its branch (text would be the string branch's);
+            # fastavro takes bytes there, and text only for a fixed outside a union.
+            return value.encode("latin-1")
+        return _raw(schema[0], value, named)
     kind = schema.get("type") if isinstance(schema, dict) else schema
     if isinstance(kind, list | dict):
         return _raw(kind, value, named)

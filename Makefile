@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz avro-java test-deploy fuzz-avro test-min
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz avro-java test-deploy fuzz-avro test-min test-matrix
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -99,7 +99,7 @@ TEST_WORKERS ?= 2
 
 test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra \
-		-m "not active_active and not deploy" \
+		-m "not active_active and not deploy and not matrix" \
 		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
@@ -125,6 +125,14 @@ test-min: wheel kafka-jars
 		-m smoke tests/integration --ignore tests/integration/test_server_contract_fuzz.py
 	DYNAMIC_KAFKA_TEST_BROKER=kafka $(MIN_VENV)/bin/python -m pytest -q -ra -n $(TEST_WORKERS) \
 		$(MIN_SMOKE)
+
+# The wheels on every supported PySpark and Python, each in a new virtualenv under build/matrix
+# (tests/matrix.py): each PySpark minor PyPI serves from 4.0 (its newest patch) with this Python,
+# and the newest PySpark with Python 3.10, 3.12 and 3.13; in each the integration smoke on Apache
+# Kafka, Avro, the batch and stream sink and tests/integration/test_pyspark_versions.py. About
+# 7 min a cell; the table goes to build/matrix/results.md. MATRIX_CELLS="3.10:4.0.5 ..." picks.
+test-matrix: wheel kafka-jars
+	$(PY) tests/matrix.py $(MATRIX_CELLS)
 
 # The tests on a standalone Spark cluster (marker deploy): test_deploy.py (with a Spark Connect
 # server and spark-submit) and test_sink_speculation.py (two hosts). Six JVMs and more at once,

@@ -24,6 +24,9 @@ _DATA_SOURCE_NAMES = ("DefaultSource", "DynamicKafkaDataSource")
 def __getattr__(name: str) -> Any:
     """``DefaultSource`` and ``DynamicKafkaDataSource``, imported (with pyspark) on first use."""
     if name in _DATA_SOURCE_NAMES:
+        from pyspark_dynamic_kafka.spark_versions import check_supported
+
+        check_supported()  # before pyspark.sql.datasource, which PySpark 3 lacks
         from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 
         return DynamicKafkaDataSource

@@ -21,6 +21,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.spark_versions import needing_a_later_spark, pyspark_version
 
 if TYPE_CHECKING:
     from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
@@ -69,6 +70,9 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
 
         options = parse_options(self.options, mode="stream")
         _check_schema(schema, options)
+        later = needing_a_later_spark(self.options, pyspark_version())
+        if later is not None:
+            raise OptionsError(f"Format dynamic_kafka: {later}.")
         return DynamicKafkaStreamReader(options, declared=schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -43,7 +43,7 @@ _T0 = (int(time.time()) - 3600) * 1000
 
 
 def _utc(ms: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
 
 
 @pytest.mark.smoke
@@ -78,7 +78,7 @@ def test_headers_and_log_append_time(kafka_clusters: Any, reader: str) -> None:
         [{"value": "a", "headers": headers}, {"value": None, "timestamp": _T0}, ("k", "c")],
         partition=0,
     )
-    before = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
+    before = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=10)
 
     table = read_table(make_task(east, reader, ("audit", 0, 0, 3), include_headers=True))
     assert table["headers"].to_pylist() == [

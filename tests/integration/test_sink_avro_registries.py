@@ -49,7 +49,7 @@ VALUE_SQL = (
 
 
 def _expected(i: int) -> dict[str, Any]:
-    at = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    at = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
     return {
         "id": i,
         "item": f"item-{i}",

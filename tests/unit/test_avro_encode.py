@@ -78,7 +78,7 @@ RICH = {
     ],
 }
 VALUE = SerializationContext("orders", MessageField.VALUE)
-UTC = datetime.UTC
+UTC = datetime.timezone.utc
 
 
 @pytest.fixture

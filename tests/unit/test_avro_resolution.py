@@ -190,7 +190,7 @@ INT_INTO_A_UNIONS_TIMESTAMP = (  # the differential test's find: the core refuse
     [
         {
             "a": {
-                "member0": datetime.datetime(1970, 1, 1, 0, 0, 1, 500000, datetime.UTC),
+                "member0": datetime.datetime(1970, 1, 1, 0, 0, 1, 500000, datetime.timezone.utc),
                 "member1": None,
             }
         }

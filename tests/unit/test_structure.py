@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 LAYERS = {
     "atomic_file": 0,
     "errors": 0,
+    "spark_versions": 0,
     "events": 0,
     "frozen": 0,
     "logs": 0,
@@ -43,6 +44,7 @@ LAYERS = {
 #: Sub-layers of ``source/`` (its pipeline by role), each importing only its own and lower ones.
 SOURCE_LAYERS = {
     "partition_json": 0,
+    "read_limits": 0,
     "checkpoint": 0,
     "contract": 0,
     "config": 1,
@@ -63,6 +65,7 @@ SINK_LAYERS = {
     "executor": 2,
     "driver": 3,
     "metrics": 3,
+    "rows": 3,
     "writer": 4,
     "__init__": 9,
 }

@@ -32,7 +32,7 @@ from pyspark_dynamic_kafka.errors import DynamicKafkaError
 __all__ = ["AvroEncodeError", "Encoder"]
 
 Shaper = Callable[[Any], Any]
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _NAMED = ("record", "error", "enum", "fixed")
 _TIMESTAMPS = {
     "timestamp-millis": (1000, False),
@@ -212,7 +212,7 @@ def _since_epoch(value: Any, unit: int, local: bool) -> Any:
     if not isinstance(value, datetime.datetime):
         return value
     if local or value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
+        value = value.replace(tzinfo=datetime.timezone.utc)
     delta = value - _EPOCH
     micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     return micros // unit

@@ -30,6 +30,8 @@ tests/unit/test_module_map.py):
 - :mod:`~pyspark_dynamic_kafka.sink.metrics`: what a micro-batch wrote (:class:`BatchWrite`),
   handed from ``commit`` to the monitoring listener.
 - :mod:`~pyspark_dynamic_kafka.sink.writer`: the batch and stream writers Spark calls.
+- :mod:`~pyspark_dynamic_kafka.sink.rows`: the stream writer's base class (Arrow batches, or on
+  PySpark 4.0 Spark's rows made into them).
 
 The ``dynamic_kafka`` format's class is :mod:`pyspark_dynamic_kafka.datasource`, above this
 package and :mod:`pyspark_dynamic_kafka.source`.

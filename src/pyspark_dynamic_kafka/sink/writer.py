@@ -1,7 +1,8 @@
 """Spark's writer API adapted to the sink: ``df.write`` and ``writeStream`` to ``dynamic_kafka``.
 
 Both writers take Arrow batches (:class:`DataSourceArrowWriter`,
-:class:`DataSourceStreamArrowWriter`). The route is resolved when Spark builds the writer on the
+:class:`DataSourceStreamArrowWriter`; on PySpark 4.0 the stream writer takes rows, made into
+batches by :mod:`.rows`). The route is resolved when Spark builds the writer on the
 driver (once per batch write, once per micro-batch) and travels inside the pickled writer to
 every task, so all tasks and retries of a batch write to one cluster.
 """
@@ -17,11 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSourceArrowWriter,
-    DataSourceStreamArrowWriter,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -41,6 +38,7 @@ from pyspark_dynamic_kafka.sink.executor.produce import Stamp, produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 from pyspark_dynamic_kafka.sink.metrics import query_of, record_batch, summarize
+from pyspark_dynamic_kafka.sink.rows import StreamWriterBase, as_batches
 
 __all__ = [
     "DynamicKafkaBatchWriter",
@@ -229,15 +227,17 @@ class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         log_event(_LOG, logging.WARNING, "write_aborted", batch=None)
 
 
-class DynamicKafkaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+class DynamicKafkaStreamWriter(StreamWriterBase):  # type: ignore[misc]
     """``writeStream``: built by Spark before each micro-batch, so each micro-batch resolves its
     own route and all its tasks write to that one cluster."""
 
     def __init__(self, options: SinkOptions, schema: StructType, factory: ServiceFactory) -> None:
         self.task = _plan(options, schema, factory)
+        self.schema = schema
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
+        iterator = as_batches(iterator, self.schema)  # PySpark 4.0 gives rows
         batch_id, partition, query_id = _task_position()
         if not (self.task.exactly_once or self.task.dedupe_headers):
             return replace(_produce(self.task, iterator), query_id=query_id)

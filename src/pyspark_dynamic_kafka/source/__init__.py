@@ -110,4 +110,6 @@ Spark's API (thin adapters):
   stream and batch readers Spark calls; the ``dynamic_kafka`` format's class,
   :class:`DynamicKafkaDataSource`, is :mod:`pyspark_dynamic_kafka.datasource` (above both the
   source and the sink).
+- :mod:`~pyspark_dynamic_kafka.source.read_limits`: Spark's read limits (PySpark 4.2's
+  admission control), or stand-ins of the same names on PySpark 4.0 and 4.1.
 """

@@ -32,7 +32,7 @@ import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.errors import OffsetsError
@@ -57,7 +57,14 @@ HANDOFF_PREFIX = "batch-"
 _TERMINATED = "terminated"
 
 
-class Status(TypedDict):
+class _Reported(TypedDict, total=False):
+    """The keys of a status present only when they have something to say."""
+
+    dataLoss: list[dict[str, Any]]
+    handoff: str
+
+
+class Status(_Reported):
     """The status under :data:`STATUS_KEY` (see the module doc)."""
 
     assignment: dict[str, list[str]]
@@ -65,8 +72,6 @@ class Status(TypedDict):
     changes: list[dict[str, Any]]
     planned: dict[str, dict[str, int]]
     readPaths: dict[str, str]
-    dataLoss: NotRequired[list[dict[str, Any]]]
-    handoff: NotRequired[str]
 
 
 def offsets_of(document: Mapping[str, Any] | None) -> dict[PartitionKey, int]:

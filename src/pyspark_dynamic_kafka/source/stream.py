@@ -17,9 +17,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
 
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.read_limits import (
+    ReadAllAvailable,
+    ReadLimit,
+    SupportsTriggerAvailableNow,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,6 +62,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         self._tuning = tuning
         self._declared = declared
         self._pipeline: MicroBatches | None = None
+        # PySpark 4.0/4.1 call latestOffset() without the start: the last offset Spark gave or
+        # took (the initial one, the end of a planned range, a restart's latest seen offset).
+        self._seen: dict[str, Any] | None = None
 
     @property
     def _batches(self) -> MicroBatches:
@@ -91,7 +98,8 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
     # ----------------------------------------------------------------- driver
     def initialOffset(self) -> dict[str, Any]:
         """Resolve the starting options to concrete offsets (cached: Spark may ask twice)."""
-        return self._batches.initial()
+        self._seen = self._batches.initial()
+        return self._seen
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Record the latest offsets now: a ``Trigger.AvailableNow`` query reads up to them only.
@@ -106,7 +114,9 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         batches = self._batches
         return batches.archive.default_limit(batches.admission.default_limit())
 
-    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+    def latestOffset(
+        self, start: dict[str, Any] | None = None, limit: Any = None
+    ) -> dict[str, Any]:
         """The end of the next micro-batch, reconciled with the current metadata.
 
         A cluster, topic or partition seen for the first time enters the offset at its starting
@@ -117,8 +127,16 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
         partition goes past the offsets recorded when the query started. The read limit applies
         last; returning ``start`` means "no batch yet". With ``archive.path`` the query first
         advances through the archive's files, then switches to Kafka.
+
+        PySpark 4.0 and 4.1 pass neither ``start`` nor ``limit``: the start is the last offset
+        Spark gave or took, and everything available is read (the options that set a read
+        limit are refused there: :mod:`~pyspark_dynamic_kafka.spark_versions`).
         """
-        return self._batches.latest(start, limit)
+        if start is None:
+            start = self._seen if self._seen is not None else self.initialOffset()
+            limit = ReadAllAvailable()
+        self._seen = self._batches.latest(start, limit)
+        return self._seen
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The offsets available at the last :meth:`latestOffset` call, with the status monitoring
@@ -130,6 +148,7 @@ class DynamicKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableN
 
         A partition retained in ``start`` and back in ``end`` is read from its retained offset.
         """
+        self._seen = end
         return self._batches.tasks(start, end)
 
     def commit(self, end: dict[str, Any]) -> None:

@@ -21,8 +21,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, ReadMaxRows
-
 from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
 from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
@@ -33,6 +31,12 @@ from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
+from pyspark_dynamic_kafka.source.read_limits import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    ReadMaxRows,
+)
 
 __all__ = ["HybridArchive"]
 

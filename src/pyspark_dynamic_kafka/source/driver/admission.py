@@ -14,9 +14,13 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
-
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
+from pyspark_dynamic_kafka.source.read_limits import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+)
 
 __all__ = ["Admission", "backlog", "rate_limit"]
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from pyspark.sql.streaming.datasource import ReadLimit
-
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
@@ -24,6 +22,7 @@ from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss, Reconciled
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+from pyspark_dynamic_kafka.source.read_limits import ReadLimit
 
 __all__ = ["ArchivePhase", "NoArchive", "Offsets", "PartitionSelection"]
 

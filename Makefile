@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars test-active-active test-secure wheel fuzz avro-java test-deploy fuzz-avro test-min test-matrix
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel fuzz avro-java test-deploy fuzz-avro test-min test-matrix
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -83,15 +83,15 @@ avro-java: $(SETUP) kafka-jars
 unit: $(SETUP)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(SETUP)
-	$(PY) -m pytest -q tests/integration
-
-# The integration suite runs on the broker kind DYNAMIC_KAFKA_TEST_BROKER names (make test: Apache
-# Kafka unless the caller set it; make integration: Tansu unless set), or on the existing brokers
+# The integration suite runs on the broker kind DYNAMIC_KAFKA_TEST_BROKER names (Apache Kafka
+# unless the caller set it, as the testing kit's default), or on the existing brokers
 # DYNAMIC_KAFKA_TEST_BROKERS names. make test then runs the smoke tests (marker `smoke`) again on
-# the embedded Tansu default, what `make demo` and users' own tests get without Java.
+# the embedded Tansu broker, which `make demo` uses and users may name (broker="tansu").
 TEST_BROKER := $(or $(DYNAMIC_KAFKA_TEST_BROKER),kafka)
 TEST_NEEDS_JARS := $(if $(DYNAMIC_KAFKA_TEST_BROKERS),,$(filter kafka,$(TEST_BROKER)))
+
+integration: $(SETUP) $(if $(TEST_NEEDS_JARS),kafka-jars)
+	$(PY) -m pytest -q tests/integration
 
 # The suite mostly waits (on Spark, brokers, child processes): make test runs it in TEST_WORKERS
 # pytest-xdist workers (each its own Spark session and clusters; TEST_WORKERS=1: one process).
@@ -157,13 +157,20 @@ test-secure: kafka-jars $(SETUP)
 test-active-active: kafka-jars $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -s -m active_active tests/integration
 
-# The Apache Kafka jars of the real-Kafka test clusters (needs java and mvn), fetched once into
-# ~/.cache/pyspark-dynamic-kafka/kafka-<version>/ as pinned by src/pyspark_dynamic_kafka/testing/kafka_pom.xml,
-# plus a class-data sharing archive of the broker's classes there (brokers start ~40% faster).
+# The Apache Kafka jars of the real-Kafka test clusters (needs java; no Maven): the jars
+# src/pyspark_dynamic_kafka/testing/kafka_jars.lock lists, fetched once from Maven Central over
+# HTTPS into ~/.cache/pyspark-dynamic-kafka/kafka-<version>/, each checked against its published
+# .sha1 and the lock, plus a class-data sharing archive of the broker's classes there (brokers
+# start ~40% faster).
 kafka-jars: $(SETUP)
 	$(PY) -m pyspark_dynamic_kafka.testing.kafka_cds
 
-# `make demo BROKER=kafka` runs the same migration on Apache Kafka clusters (needs java and mvn).
+# kafka_jars.lock regenerated from kafka_pom.xml with Maven (needs mvn): after a change of the pom
+# (a new Kafka release). tests/integration/test_kafka_jars_lock.py checks it is up to date.
+kafka-jars-lock: $(SETUP)
+	$(PY) -m pyspark_dynamic_kafka.testing.kafka_lock --write
+
+# `make demo BROKER=kafka` runs the same migration on Apache Kafka clusters (needs java).
 BROKER ?= tansu
 demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 	$(PY) examples/demo.py --broker $(BROKER)

@@ -27,7 +27,7 @@ archive / floor; the summary gives their medians against the target (archive >= 
 Last, unless ``--no-check``, the hybrid query runs into Parquet while production continues and
 the output is checked to hold every record exactly once.
 
-Run with ``make bench`` or ``python -m benchmarks.hybrid``; needs java and mvn (the Apache Kafka
+Run with ``make bench`` or ``python -m benchmarks.hybrid``; needs java (the Apache Kafka
 jars are fetched once). ``python -m benchmarks.archive_cost ARCHIVE`` splits the archive phase's
 Python time in one process without Spark.
 """

@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, list[tuple[Run, int]]] = {v: [] for v in VARIANTS}
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-bench-monitoring-"))
-    with start_clusters(["bench"]) as clusters:
+    with start_clusters(["bench"], "tansu") as clusters:
         cluster = clusters["bench"]
         cluster.create_topic(TOPIC, partitions=PARTITIONS)
         cluster.produce_bulk(TOPIC, _records(args.records, args.size))

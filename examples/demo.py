@@ -24,7 +24,7 @@
    changes marked (a PNG and an HTML page in ``demo-report/``, paths printed).
 
 Run with ``make demo`` (embedded Tansu clusters), or ``make demo BROKER=kafka`` (Apache Kafka
-clusters; needs java and mvn): ``--broker`` names the kind of clusters started.
+clusters; needs java): ``--broker`` names the kind of clusters started.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Shared fixtures: a real local SparkSession and real Kafka-protocol clusters on free ports.
 
-Clusters are started per test so every test sees empty clusters: local Tansu brokers (one
-process per cluster), Apache Kafka clusters with ``DYNAMIC_KAFKA_TEST_BROKER=kafka`` (as ``make
-test`` sets), or the brokers named by ``DYNAMIC_KAFKA_TEST_BROKERS`` when it is set.
+Clusters are started per test so every test sees empty clusters: Apache Kafka clusters (the
+testing kit's default; ``make test`` sets ``DYNAMIC_KAFKA_TEST_BROKER=kafka``), local Tansu
+brokers (one process per cluster) with ``DYNAMIC_KAFKA_TEST_BROKER=tansu``, or the brokers named
+by ``DYNAMIC_KAFKA_TEST_BROKERS`` when it is set.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def kafka_clusters(
     (``brokers_per_cluster``, ``racks``); external clusters ignore them. Without keywords the
     clusters are :mod:`tests.spares`' (fresh, started ahead of the test).
 
-    The broker kind is ``DYNAMIC_KAFKA_TEST_BROKER``'s (``tansu`` unless set). After a failed
+    The broker kind is ``DYNAMIC_KAFKA_TEST_BROKER``'s (``kafka`` unless set). After a failed
     test the end of every broker's log is logged (shown in pytest's report).
     """
     failed_before = request.session.testsfailed

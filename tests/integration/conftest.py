@@ -188,7 +188,7 @@ def kafka_estate(kafka_clusters: Any, tmp_path: Path) -> EstateFactory:
     ``racks`` per cluster: ``kafka_estate("east", brokers=3, partitions=3, replication_factor=3)``.
 
     Skipped, with the reason, when the suite runs on Tansu or on existing brokers, or when java
-    or mvn is missing.
+    is missing.
     """
     problem = local_kafka_problem() or tooling_problem()
     if problem is not None:

@@ -1,6 +1,8 @@
 """The testing package's helpers on the suite's broker kind: exact offsets, visibility, no leaks.
 
-A smoke test: ``make test`` runs it on Apache Kafka and again on the embedded Tansu default.
+A smoke test: ``make test`` runs it on Apache Kafka and again on the embedded Tansu broker. Also
+the kit's default cluster (what ``start_clusters`` starts when no kind is named) under a
+producer of a user's own.
 """
 
 from __future__ import annotations
@@ -15,10 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from tests.integration.helpers import wait_until
 
-from pyspark_dynamic_kafka.testing import KafkaTestingError, ProduceError, count_client_connections
+from pyspark_dynamic_kafka.testing import (
+    DEFAULT_BROKER,
+    KafkaTestingError,
+    ProduceError,
+    cluster_class,
+    count_client_connections,
+    start_clusters,
+)
+from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 
 def _read(cluster: Any, topic: str, partition: int, count: int) -> list[Any]:
@@ -73,6 +83,41 @@ def test_produce_create_and_delete_with_exact_offsets(kafka_clusters: Any) -> No
     assert east.topics() == {}
     # No helper leaves a client connection behind.
     assert count_client_connections(east.port) == 0
+
+
+def _produce_batched(cluster: Any, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    """Write ``records`` as a user's own producer does: confluent-kafka batching them for 50 ms
+    (the kit's ``produce`` helpers, which work around Tansu, are not used)."""
+    failures: list[str] = []
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is not None:
+            failures.append(f"{message.key()!r}: {error}")
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 50})
+    for key, value in records:
+        producer.produce(topic, value=value, key=key, on_delivery=delivered)
+    assert producer.flush(60.0) == 0, "records still queued after 60 s"
+    assert failures == []
+
+
+def test_the_default_cluster_shows_every_record_of_a_users_batching_producer() -> None:
+    """100 records a producer of the user's own batched (``linger.ms=50``) into a topic of the
+    cluster ``start_clusters`` starts when no kind is named: all of them are below the high
+    watermark and read back. (On Tansu the high watermark was 1 and a read returned 1 of 100.)"""
+    problem = tooling_problem()
+    if problem is not None:
+        pytest.skip(f"the default broker kind is Apache Kafka: {problem}")
+    records = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(100)]
+    with start_clusters(["mine"]) as clusters:
+        cluster = clusters["mine"]
+        assert type(cluster) is cluster_class(DEFAULT_BROKER)
+        cluster.create_topic("events", partitions=1)
+        _produce_batched(cluster, "events", records)
+        assert cluster.watermarks("events") == {0: (0, 100)}
+        read = _read(cluster, "events", 0, 100)
+        assert sorted((m.key(), m.value()) for m in read) == sorted(records)
+        assert [m.offset() for m in read] == list(range(100))
 
 
 def _gone(pid: int) -> bool:

@@ -23,7 +23,7 @@ from pyspark_dynamic_kafka.testing import (
 
 def test_kinds_by_name() -> None:
     assert {"tansu": LocalKafkaCluster, "kafka": ApacheKafkaCluster} == BROKER_KINDS
-    assert DEFAULT_BROKER == "tansu"
+    assert DEFAULT_BROKER == "kafka"
     assert cluster_class("kafka") is ApacheKafkaCluster
     with pytest.raises(
         ValueError, match=r"unknown broker kind 'redpanda'; known kinds: kafka, tansu"
@@ -40,7 +40,7 @@ def test_kinds_by_name() -> None:
 )
 def test_tansu_refuses_several_brokers_and_racks(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message) as info:
-        start_clusters(["east"], **options)
+        start_clusters(["east"], "tansu", **options)
     assert "use broker='kafka'" in str(info.value)
 
 
@@ -53,6 +53,26 @@ def test_tansu_refuses_several_brokers_and_racks(options: dict[str, Any], messag
 )
 def test_kafka_checks_brokers_and_racks(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message), start_clusters(["east"], "kafka", **options):
+        pass
+
+
+def test_apache_kafka_is_the_kind_started_when_none_is_named() -> None:
+    """Without a kind, start_clusters and open_clusters (empty environment) start Apache Kafka:
+    its own check of the broker count answers, where Tansu's would name its one broker."""
+    with (
+        pytest.raises(ValueError, match="at least 1 broker, got brokers=0"),
+        start_clusters(["east"], brokers_per_cluster=0),
+    ):
+        pass
+    with (
+        pytest.raises(ValueError, match="at least 1 broker, got brokers=0"),
+        open_clusters(["east"], environ={}, brokers_per_cluster=0),
+    ):
+        pass
+    with (
+        pytest.raises(ValueError, match="broker kind 'tansu' runs one broker"),
+        open_clusters(["east"], environ={BROKER_ENV_VAR: "tansu"}, brokers_per_cluster=0),
+    ):
         pass
 
 

@@ -29,7 +29,9 @@ from pyspark_dynamic_kafka.testing.kafka_jars import (
     find_java,
     jars_cache_dir,
     kafka_version,
+    tooling_problem,
 )
+from pyspark_dynamic_kafka.testing.maven_central import REPOSITORY_ENV_VAR
 
 THREE = [BrokerAddress(9001, 9101), BrokerAddress(9002, 9102), BrokerAddress(9003, 9103)]
 
@@ -148,14 +150,33 @@ def test_jars_are_cached_per_kafka_version(monkeypatch: pytest.MonkeyPatch, tmp_
     assert jars_cache_dir() == tmp_path / "pyspark-dynamic-kafka" / f"kafka-{kafka_version()}"
 
 
-def test_missing_tools_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_missing_java_is_named_with_the_ways_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    with pytest.raises(KafkaToolingError, match="`java` is not on the PATH"):
+    with pytest.raises(KafkaToolingError, match="`java` is not on the PATH") as info:
         find_java()
-    with pytest.raises(KafkaToolingError, match=r"`mvn` is not on the PATH.*make kafka-jars"):
-        ensure_kafka_jars()
+    assert "install a JDK" in str(info.value) and "broker='tansu'" in str(info.value)
+    assert tooling_problem() == str(info.value)
+
+
+def test_no_maven_is_needed_only_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """With java and without mvn nothing is missing; a first fetch that cannot reach the
+    repository names the URL it tried (a closed loopback port here, no network)."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("#!/bin/sh\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("PATH", str(java.parent))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert tooling_problem() is None
+    closed = free_ports(1)[0]
+    monkeypatch.setenv(REPOSITORY_ENV_VAR, f"http://127.0.0.1:{closed}/maven2")
+    url = rf"http://127\.0\.0\.1:{closed}/maven2/\S+/\S+\.jar(\.sha1)?"
+    with pytest.raises(KafkaToolingError, match=rf"^could not fetch {url}: .*Maven Central"):
+        ensure_kafka_jars(timeout=60)
+    assert not jars_cache_dir().exists()  # nothing half-filled is left where jars are looked for
 
 
 def test_free_ports_are_distinct() -> None:

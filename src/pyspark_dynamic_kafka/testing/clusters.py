@@ -2,7 +2,11 @@
 names.
 
 A broker kind is one :class:`BaseKafkaCluster` subclass registered in :data:`BROKER_KINDS`; its
-constructor takes the cluster's name first and the kind's own keyword options after it.
+constructor takes the cluster's name first and the kind's own keyword options after it. Apache
+Kafka (``kafka``) is started when no kind is named; the embedded Tansu broker (``tansu``) needs
+no Java but is not Kafka where a test may look (see :class:`LocalKafkaCluster`): above all, a
+partition's high watermark covers only the first record of the last batch written, so records a
+producer batched (``linger.ms``) stay invisible to readers.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ BROKER_KINDS: dict[str, type[BaseKafkaCluster]] = {
 }
 """The kinds of local cluster :func:`start_clusters` can start, by name."""
 
-DEFAULT_BROKER = "tansu"
-"""The kind started when none is named (needs no tooling beyond the ``testing`` extra)."""
+DEFAULT_BROKER = "kafka"
+"""The kind started when none is named: real Apache Kafka (needs Java 17+; the jars are fetched
+from Maven Central on first use). ``tansu`` must be named."""
 
 
 def cluster_class(broker: str) -> type[BaseKafkaCluster]:
@@ -48,21 +53,21 @@ def cluster_class(broker: str) -> type[BaseKafkaCluster]:
 @overload
 def start_clusters(
     names: Sequence[str],
-    broker: Literal["tansu"] = ...,
+    broker: Literal["kafka"] = ...,
     brokers_per_cluster: int = ...,
     racks: Sequence[str] | None = ...,
     **options: Any,
-) -> contextlib.AbstractContextManager[dict[str, LocalKafkaCluster]]: ...
+) -> contextlib.AbstractContextManager[dict[str, ApacheKafkaCluster]]: ...
 
 
 @overload
 def start_clusters(
     names: Sequence[str],
-    broker: Literal["kafka"],
+    broker: Literal["tansu"],
     brokers_per_cluster: int = ...,
     racks: Sequence[str] | None = ...,
     **options: Any,
-) -> contextlib.AbstractContextManager[dict[str, ApacheKafkaCluster]]: ...
+) -> contextlib.AbstractContextManager[dict[str, LocalKafkaCluster]]: ...
 
 
 @overload
@@ -89,10 +94,15 @@ def start_clusters(
     names:
         Distinct cluster names.
     broker:
-        The broker kind, a key of :data:`BROKER_KINDS`: ``tansu`` (:class:`LocalKafkaCluster`,
-        one in-memory Tansu process per cluster, needs nothing beyond the ``testing`` extra) or
-        ``kafka`` (:class:`ApacheKafkaCluster`, real Apache Kafka KRaft nodes, needs Java 17 and
-        Maven).
+        The broker kind, a key of :data:`BROKER_KINDS`: ``kafka`` (the default;
+        :class:`ApacheKafkaCluster`, real Apache Kafka KRaft nodes, needs Java 17+ and, on
+        first use, network access to Maven Central for the jars) or ``tansu``
+        (:class:`LocalKafkaCluster`, one in-memory Tansu process per cluster, needs nothing
+        beyond the ``testing`` extra, but its high watermark hides the records of a
+        multi-record batch until a later batch lands, its ``read_committed`` reads return
+        aborted records, and it has no retention, DeleteRecords, CreatePartitions or
+        LogAppendTime: a user's own producer, transactions or retention are tested on
+        ``kafka``).
     brokers_per_cluster:
         Brokers of every cluster; topics can have up to this many replicas. Only kinds that
         run several brokers (``kafka``) accept more than 1.
@@ -159,7 +169,8 @@ def open_clusters(
         Distinct cluster names.
     broker:
         The kind of local cluster; ``None`` reads ``DYNAMIC_KAFKA_TEST_BROKER`` (default
-        ``tansu``; ``kafka`` for real Apache Kafka).
+        ``kafka``, real Apache Kafka; ``tansu`` for the embedded broker, with the limits
+        :func:`start_clusters` names).
     environ:
         Where to look up both variables; ``os.environ`` by default.
     **options:

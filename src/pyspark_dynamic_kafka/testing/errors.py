@@ -37,10 +37,11 @@ ENV_VAR = "DYNAMIC_KAFKA_TEST_BROKERS"
 """Names existing brokers to test against: ``east=host:port,west=host:port``."""
 
 BROKER_ENV_VAR = "DYNAMIC_KAFKA_TEST_BROKER"
+"""Names the kind of local broker :func:`open_clusters` starts (``kafka`` unless set)."""
+
 LISTENER_ENV_VAR = "DYNAMIC_KAFKA_TEST_LISTENER"
 """The listener clients of local Apache Kafka clusters use unless told: ``PLAINTEXT`` (unset),
 or ``SASL_SSL`` (TLS and SASL PLAIN, as production estates run)."""
-"""Names the kind of local broker :func:`open_clusters` starts (``tansu`` unless set)."""
 
 ConfigValue: TypeAlias = str | int | float | bool
 """A librdkafka client property value."""

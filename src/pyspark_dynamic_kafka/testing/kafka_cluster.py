@@ -202,7 +202,7 @@ class ApacheKafkaCluster(BaseKafkaCluster):
         Raises
         ------
         ClusterStartError
-            If ``java`` or ``mvn`` is missing (:class:`~.kafka_jars.KafkaToolingError`), or a
+            If ``java`` is missing or a jar fetch fails (:class:`.KafkaToolingError`), or a
             broker exits or is not ready within ``startup_timeout`` seconds; the message ends
             with the tail of the broker's log.
         """

@@ -1,10 +1,16 @@
 """The Java side of the Apache Kafka test clusters: the ``java`` command and the Kafka jars.
 
-The jars are pinned by ``kafka_pom.xml`` (next to this module) and resolved once with Maven into
+The jars are pinned by ``kafka_pom.xml`` (next to this module): Kafka's ``kafka_2.13`` at
+``kafka.version`` with its runtime dependencies, and log4j 2 under SLF4J. ``kafka_jars.lock``
+lists that resolved set with each jar's SHA-1 (:mod:`.kafka_lock` regenerates it with Maven).
+The jars are fetched once from Maven Central over HTTPS, without Maven, each checked against its
+published ``.sha1`` and the lock (:func:`.maven_central.fetch_jars`), into
 ``~/.cache/pyspark-dynamic-kafka/kafka-<version>/`` (``$XDG_CACHE_HOME`` is honoured), where every
-later run finds them. ``python -m pyspark_dynamic_kafka.testing.kafka_jars`` fetches them and
-prints the folder; ``make kafka-jars`` runs :mod:`.kafka_cds`, which also builds a class archive.
-:func:`maven_jars` is the one Maven fetcher: the benchmarks' JVM peers get their jars with it too.
+later run finds them: Apache Kafka clusters need ``java`` only, and network on first use.
+``python -m pyspark_dynamic_kafka.testing.kafka_jars`` fetches them and prints the folder; ``make
+kafka-jars`` runs :mod:`.kafka_cds`, which also builds a class archive. :func:`maven_jars` and
+:func:`maven_unpack` fetch other Java projects with Maven (Apicurio Registry, the benchmarks'
+JVM peers, spark-avro); those need ``mvn``.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pyspark_dynamic_kafka.testing.errors import ClusterStartError
+from pyspark_dynamic_kafka.testing.maven_central import KafkaToolingError, fetch_jars, read_lock
 
 __all__ = [
+    "LOCK_PATH",
     "POM_PATH",
     "KafkaToolingError",
     "cache_root",
@@ -38,13 +46,12 @@ __all__ = [
 POM_PATH = Path(__file__).with_name("kafka_pom.xml")
 """The checked-in Maven project that pins the Kafka release and its runtime jars."""
 
+LOCK_PATH = Path(__file__).with_name("kafka_jars.lock")
+"""The jars ``POM_PATH`` resolves to, each with its SHA-1 (see :mod:`.maven_central`)."""
+
 _POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 _MARKER = ".complete"
 _OUTPUT_TAIL_CHARS = 4000
-
-
-class KafkaToolingError(ClusterStartError):
-    """``java`` or ``mvn`` is missing, or Maven could not fetch the Kafka jars."""
 
 
 def kafka_version(pom: Path = POM_PATH) -> str:
@@ -105,8 +112,9 @@ def find_java() -> str:
         raise KafkaToolingError(
             "Apache Kafka test clusters need Java 17 or newer, but `java` is not on the PATH "
             "and JAVA_HOME is not set; install a JDK (e.g. apt-get install "
-            "openjdk-17-jdk-headless) or use the Tansu clusters (broker='tansu'), which "
-            "need no Java"
+            "openjdk-17-jdk-headless), or use the embedded Tansu broker (broker='tansu', or "
+            "DYNAMIC_KAFKA_TEST_BROKER=tansu for the test suite), which needs no Java but lacks "
+            "some of Kafka's behaviour (see LocalKafkaCluster)"
         )
     return found
 
@@ -127,28 +135,29 @@ def class_archive(java: str, jars: Path) -> Path:
 def tooling_problem() -> str | None:
     """Why Apache Kafka clusters cannot run here, or ``None`` when they can.
 
-    They need ``java``, and ``mvn`` unless the jars are in the cache already. Tests use this as
-    their skip reason.
+    They need ``java`` (and, the first time, network access to Maven Central for the jars,
+    which is not probed here). Tests use this as their skip reason.
     """
     try:
         find_java()
     except KafkaToolingError as exc:
         return str(exc)
-    if _cached(jars_cache_dir(), _pom_digest()) or shutil.which("mvn") is not None:
-        return None
-    return _missing_mvn_message(jars_cache_dir())
+    return None
 
 
 def ensure_kafka_jars(timeout: float = 900.0) -> Path:
-    """The folder of the pinned Kafka jars, fetching them with Maven the first time.
+    """The folder of the pinned Kafka jars, fetching them from Maven Central the first time.
 
-    Concurrent callers (several test processes) wait for one fetch. The folder is refetched when
-    the pom changed since it was filled.
+    Every jar of ``kafka_jars.lock`` is fetched over HTTPS and kept only if its bytes have the
+    SHA-1 the repository publishes and the lock records (no Maven needed). The folder is filled
+    beside its place and renamed into it, with a marker holding the pom's digest; concurrent
+    callers (several test processes) wait for one fetch, and the folder is refetched when the
+    pom changed since it was filled.
 
     Parameters
     ----------
     timeout:
-        Seconds Maven may take.
+        Seconds the whole fetch may take.
 
     Returns
     -------
@@ -158,21 +167,27 @@ def ensure_kafka_jars(timeout: float = 900.0) -> Path:
     Raises
     ------
     KafkaToolingError
-        If the jars are not cached and ``mvn`` is missing or fails.
+        If the jars are not cached and a jar cannot be fetched or fails its SHA-1 check (the
+        message names the URL), or the lock was not made from the pom.
     """
     target = jars_cache_dir()
-    if _cached(target, _pom_digest()):
+    digest = _pom_digest()
+    if _cached(target, digest):
         return target
-    if shutil.which("mvn") is None:
-        raise KafkaToolingError(_missing_mvn_message(target))
-    return maven_jars(
-        POM_PATH,
-        target,
-        digest=_pom_digest(),
-        expect="kafka_*.jar",
-        what="the Kafka jars",
-        timeout=timeout,
-    )
+    lock = read_lock(LOCK_PATH)
+    if lock.pom_sha256 != digest:
+        raise KafkaToolingError(
+            f"{LOCK_PATH.name} was made from another {POM_PATH.name} (pom-sha256 "
+            f"{lock.pom_sha256}, the pom's is {digest}); regenerate it: make kafka-jars-lock"
+        )
+
+    def fill(partial: Path) -> Path:
+        jars = partial / "jars"
+        jars.mkdir()
+        fetch_jars(lock.jars, jars, timeout=timeout)
+        return jars
+
+    return _filled_once(target, digest, fill)
 
 
 def maven_jars(
@@ -221,7 +236,8 @@ def maven_jars(
         matches ``expect``.
     """
 
-    def fill(mvn: str, partial: Path) -> Path:
+    def fill(partial: Path) -> Path:
+        mvn = _mvn(what)
         project = pom if in_place else Path(shutil.copyfile(pom, partial / "pom.xml"))
         jars = partial / "jars"
         command = [mvn, "-q", "-B", "-f", str(project), *goals(jars)]
@@ -229,7 +245,7 @@ def maven_jars(
         _run_maven([*command, f"-DoutputDirectory={jars}"], jars, expect, what, timeout)
         return jars
 
-    return _filled_once(target, digest, what, fill)
+    return _filled_once(target, digest, fill)
 
 
 def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path:
@@ -243,7 +259,8 @@ def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path
         ``mvn`` is missing or fails, or the archive holds no ``expect``.
     """
 
-    def fill(mvn: str, partial: Path) -> Path:
+    def fill(partial: Path) -> Path:
+        mvn = _mvn(what)
         unpacked = partial / "unpacked"
         plugin = "org.apache.maven.plugins:maven-dependency-plugin:3.9.0:unpack"
         command = [mvn, "-q", "-B", plugin, f"-Dartifact={artifact}"]
@@ -253,21 +270,26 @@ def maven_unpack(artifact: str, target: Path, *, expect: str, what: str) -> Path
         _run_maven([*command, f"-DoutputDirectory={unpacked}"], unpacked, expect, what, 900.0)
         return unpacked
 
-    return _filled_once(target, artifact, what, fill)
+    return _filled_once(target, artifact, fill)
 
 
-def _filled_once(target: Path, digest: str, what: str, fill: Callable[[str, Path], Path]) -> Path:
-    """``target``, filled the first time by ``fill(mvn, scratch)`` (which returns the folder it
-    filled inside the scratch folder) and moved into place with a marker holding ``digest``;
-    concurrent callers wait for one fill, a later call finds the marker."""
-    if _cached(target, digest):
-        return target
+def _mvn(what: str) -> str:
+    """The ``mvn`` command, which fetches ``what``."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise KafkaToolingError(
             f"Maven fetches {what}, but `mvn` is not on the PATH; install Maven 3.6+ "
             "(e.g. apt-get install maven)"
         )
+    return mvn
+
+
+def _filled_once(target: Path, digest: str, fill: Callable[[Path], Path]) -> Path:
+    """``target``, filled the first time by ``fill(scratch)`` (which returns the folder it
+    filled inside the scratch folder) and moved into place with a marker holding ``digest``;
+    concurrent callers wait for one fill, a later call finds the marker."""
+    if _cached(target, digest):
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with _locked(target.parent / f"{target.name}.lock"):
         if _cached(target, digest):
@@ -276,7 +298,7 @@ def _filled_once(target: Path, digest: str, what: str, fill: Callable[[str, Path
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         try:
-            filled = fill(mvn, partial)
+            filled = fill(partial)
             shutil.rmtree(target, ignore_errors=True)
             filled.rename(target)
             (target / _MARKER).write_text(digest + "\n")
@@ -316,14 +338,6 @@ def _cached(folder: Path, digest: str) -> bool:
 
 def _pom_digest() -> str:
     return hashlib.sha256(POM_PATH.read_bytes()).hexdigest()
-
-
-def _missing_mvn_message(target: Path) -> str:
-    return (
-        f"Apache Kafka test clusters need the Kafka {kafka_version()} jars in {target}, which "
-        "are fetched with Maven, but `mvn` is not on the PATH; install Maven 3.6+ (e.g. apt-get "
-        "install maven) and run `make kafka-jars`, or use the Tansu clusters (broker='tansu')"
-    )
 
 
 @contextlib.contextmanager

@@ -48,7 +48,20 @@ _LOG_TAIL_BYTES = 4000
 class LocalKafkaCluster(BaseKafkaCluster):
     """One local Tansu broker process: a one-broker cluster with in-memory storage.
 
-    The broker kind ``tansu`` of :func:`start_clusters`.
+    The broker kind ``tansu`` of :func:`start_clusters` (by name: ``broker="tansu"``, or
+    ``DYNAMIC_KAFKA_TEST_BROKER=tansu`` for :func:`open_clusters`). It needs no Java, but it is not
+    Kafka where a test may look (Tansu 0.6.0, confluent-kafka 2.16):
+
+    * a partition's high watermark is the base offset of the last record batch written plus one:
+      the records of a multi-record batch stay invisible until a later batch lands. The kit's
+      own :meth:`produce` and :meth:`produce_bulk` work around it; a producer of the user's own
+      does not (100 records batched with ``linger.ms=50``: a high watermark of 1, a read of 1);
+    * Fetch lists no aborted transactions, so ``read_committed`` readers get aborted records, and
+      with a transaction open the ``read_committed`` latest offset is 0;
+    * a timestamp lookup past the last record answers offset 0 (Kafka: -1);
+    * no retention, DeleteRecords, CreatePartitions or LogAppendTime; one broker, no racks.
+
+    Tests of any of these need Apache Kafka (``broker="kafka"``, the default).
 
     The broker listens on ``127.0.0.1`` only, on ``port`` or on a free port chosen at start, and
     uses the cluster's name as its cluster id. Its output goes to ``broker.log`` in a temporary

@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "matrix"
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 LOWEST_SPARK = (4, 0)
-#: The test tools, at requirements-dev.txt's pins.
-TOOLS = ("pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "httpx")
+#: The test tools, at requirements-dev.txt's pins (authlib, attrs, cachetools and httpx: the tests'
+#: confluent-kafka schema registry client).
+TOOLS = ("pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "httpx", "authlib", "attrs")
+TOOLS += ("cachetools",)
 #: Beyond the smoke tests: Avro from registries, the batch and the stream sink (PySpark 4.0's
 #: stream writer takes rows), the read limits PySpark 4.2 brings.
 TESTS = (

@@ -13,8 +13,10 @@ later PySpark adds, and what the package does without it:
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "ADMISSION_CONTROL",
@@ -22,6 +24,8 @@ __all__ = [
     "LOWEST",
     "NEEDS_ADMISSION_CONTROL",
     "UnsupportedSparkError",
+    "arrow_schema",
+    "arrow_type",
     "check_supported",
     "needing_a_later_spark",
     "pyspark_version",
@@ -86,6 +90,27 @@ def needing_a_later_spark(options: Iterable[str], version: tuple[int, int]) -> s
         f"source's read limits come with its admission control), but this is PySpark "
         f"{_text(version)}: remove the option, or upgrade PySpark"
     )
+
+
+def arrow_type(data_type: Any) -> Any:
+    """PySpark's Arrow type of the Spark type ``data_type``, timestamps at UTC (PySpark 4.0's
+    ``to_arrow_type`` has ``timestamp_utc`` where later ones have ``timezone``)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(data_type, **_utc(to_arrow_type))
+
+
+def arrow_schema(schema: Any) -> Any:
+    """PySpark's Arrow schema of the Spark schema ``schema``, timestamps at UTC."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, **_utc(to_arrow_schema))
+
+
+def _utc(convert: Any) -> dict[str, Any]:
+    if "timezone" in inspect.signature(convert).parameters:
+        return {"timezone": "UTC"}
+    return {"timestamp_utc": True}
 
 
 def _text(version: tuple[int, int]) -> str:

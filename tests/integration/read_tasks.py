@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
@@ -23,6 +22,7 @@ from pyspark_dynamic_kafka.kafka.engine import read_engine
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_schema
 
 #: The two readers of a task.
 READERS = ("python", "native")
@@ -59,7 +59,7 @@ def make_task(
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
     """The Arrow schema Spark checks a Python data source's batches against."""
-    return to_arrow_schema(spark_schema(include_headers), timezone="UTC")
+    return spark_arrow_schema(spark_schema(include_headers))
 
 
 def read_table(task: ReadTask) -> pa.Table:

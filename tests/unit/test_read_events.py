@@ -15,12 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import DataLossError
 from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder, spark_schema
 from pyspark_dynamic_kafka.source.executor.read import _RangeReader
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
+from pyspark_dynamic_kafka.spark_versions import arrow_schema
 
 
 def _message(
@@ -150,7 +150,7 @@ def test_headers_and_timestamp_types_match_spark() -> None:
         ],
     )
     batch = builder.flush()
-    assert batch.schema == to_arrow_schema(spark_schema(True), timezone="UTC")
+    assert batch.schema == arrow_schema(spark_schema(True))
     assert batch["headers"].to_pylist() == [
         [{"key": "a", "value": b"1"}, {"key": "a", "value": None}, {"key": "b", "value": b""}],
         None,

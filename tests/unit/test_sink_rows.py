@@ -4,7 +4,6 @@ hands it."""
 from __future__ import annotations
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -15,6 +14,7 @@ from pyspark.sql.types import (
 )
 
 from pyspark_dynamic_kafka.sink.rows import ROWS_PER_BATCH, as_batches
+from pyspark_dynamic_kafka.spark_versions import arrow_schema
 
 SCHEMA = StructType(
     [
@@ -37,7 +37,7 @@ def test_rows_become_the_batches_arrow_writers_get() -> None:
     ]
     batches = list(as_batches(iter(rows), SCHEMA))
     assert [b.num_rows for b in batches] == [ROWS_PER_BATCH, 3]
-    assert all(b.schema == to_arrow_schema(SCHEMA) for b in batches)
+    assert all(b.schema == arrow_schema(SCHEMA) for b in batches)
     table = pa.Table.from_batches(batches)
     assert table.column("key").to_pylist()[:2] == [b"k0", b"k1"]
     assert table.column("value").to_pylist()[-1] == f"v{ROWS_PER_BATCH + 2}"

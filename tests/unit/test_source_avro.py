@@ -11,7 +11,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -40,6 +39,7 @@ from pyspark_dynamic_kafka.source.executor.schema import (
     arrow_schema,
     spark_schema,
 )
+from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_schema
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 BASE = {"metadataService": "file", "metadataService.path": "m.yaml", "streamIds": "orders"}
@@ -183,7 +183,7 @@ def test_the_declared_columns_are_spark_and_arrow_alike_and_checked_against_the_
         "offset:bigint,timestamp:timestamp,timestampType:int,headers:array<struct<key:string,"
         "value:binary>>,cluster:string,keySchemaId:int,valueSchemaId:int,_corrupt_value:binary>"
     )
-    assert arrow_schema(True, avro) == to_arrow_schema(schema, timezone="UTC")
+    assert arrow_schema(True, avro) == spark_arrow_schema(schema)
     check_declared(avro, schema, True)
     with pytest.raises(OptionsError, match="a new version of the subject was registered"):
         check_declared(AvroColumns(value=AvroColumn(json.dumps(V2))), spark_schema(), False)

@@ -30,7 +30,6 @@ import fastavro
 import pyarrow as pa
 from fastavro.read import SchemaResolutionError
 from fastavro.schema import SchemaParseException
-from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.framing import (
     KEY_HEADER,
@@ -47,6 +46,7 @@ from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.avro.text import JAVA_UTF8
 from pyspark_dynamic_kafka.errors import DynamicKafkaError, SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, canonical_text
+from pyspark_dynamic_kafka.spark_versions import arrow_type
 
 __all__ = [
     "AvroDecodeError",
@@ -110,7 +110,7 @@ class Decoder:
         reader = fastavro.parse_schema(without_logical(plain))
         raw_defaults(reader)
         self._reader = by_reference(reader)  # fastavro resolves named types alike everywhere
-        self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
+        self.arrow_type = arrow_type(spark_type(parsed).data_type)
         self._shape = shaper(plain)
         self._shape_untagged = shaper(plain, untag=True)
         self._untag: set[SchemaRef] = set()  # writer schemas with named types in unions

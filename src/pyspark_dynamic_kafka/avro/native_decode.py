@@ -44,7 +44,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_type
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder, decode_failure
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
@@ -55,6 +54,7 @@ from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+from pyspark_dynamic_kafka.spark_versions import arrow_type
 
 __all__ = ["NativeDecoder", "make_decoder"]
 
@@ -87,7 +87,7 @@ class NativeDecoder:
             raise ImportError("the compiled core with AvroDecoder is not installed")
         parsed = json.loads(self.reader_schema)
         self._parsed_reader = parsed
-        self.arrow_type = to_arrow_type(spark_type(parsed).data_type, timezone="UTC")
+        self.arrow_type = arrow_type(spark_type(parsed).data_type)
         # A uuid as the string it is (Java's reading): arrow-avro parses it, failing other text.
         reader = json.dumps(without_logical(plain_reader(parsed), UUID))
         self._core = module.AvroDecoder(reader, self.key, self.arrow_type)

@@ -11,6 +11,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import Row, StructType
 
+from pyspark_dynamic_kafka.spark_versions import arrow_schema
+
 __all__ = ["ROWS_PER_BATCH", "StreamWriterBase", "as_batches"]
 
 try:
@@ -34,9 +36,7 @@ def as_batches(items: Iterable[Any], schema: StructType) -> Iterator[pa.RecordBa
         yield first
         yield from items
         return
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    arrow = to_arrow_schema(schema)
+    arrow = arrow_schema(schema)
     rows = chain([first], items)
     while chunk := list(islice(rows, ROWS_PER_BATCH)):
         yield pa.RecordBatch.from_pylist([r.asDict(recursive=True) for r in chunk], arrow)

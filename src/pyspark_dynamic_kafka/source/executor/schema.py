@@ -143,9 +143,9 @@ def arrow_schema(include_headers: bool = False, avro: AvroColumns | None = None)
 @functools.lru_cache(maxsize=64)
 def _avro_arrow_schema(include_headers: bool, avro: AvroColumns) -> pa.Schema:
     """Made once per worker and query columns: executors ask for it at every batch."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark_dynamic_kafka.spark_versions import arrow_schema
 
-    return to_arrow_schema(spark_schema(include_headers, avro), timezone="UTC")
+    return arrow_schema(spark_schema(include_headers, avro))
 
 
 SPARK_SCHEMA = spark_schema()

@@ -20,6 +20,7 @@ import copy
 from typing import Any
 
 from hypothesis import strategies as st
+from tests.unit.avro_defaults import misfits
 from tests.unit.avro_values import avro_values
 
 __all__ = ["Pair", "pairs"]
@@ -353,6 +354,8 @@ def pairs(draw: st.DrawFn, records: int = 4) -> Pair:
     made = {str(r["name"]): r for r in seen.values()}
     _collect(reader, made)
     reader = _defined_first(reader, made, set())
+    for f in misfits(reader, made):  # drawn for a definition the evolution replaced
+        f["default"] = draw(default_of(f["type"], made))
     values = draw(st.lists(avro_values(writer), min_size=1, max_size=records))
     return writer, reader, values
 

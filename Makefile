@@ -50,16 +50,17 @@ wheel: $(STAMP)
 # One core wheel into dist/ (make wheel-x86_64, make wheel-aarch64), cached in
 # CARGO_TARGET_DIR/<arch>-unknown-linux-gnu. maturin --zig builds the crates' C (OpenSSL, zlib,
 # zstd) with zig; librdkafka's own ./configure reads only CC and CXX, so they are zig for the
-# same glibc too (native/zig-cc): with the host's compiler it links the host glibc's C11 threads (2.28+)
-# unversioned, which auditwheel does not see and glibc 2.17 to 2.27 fail to load. LDFLAGS: zig's
-# lld, unlike GNU ld, refuses the version script of librdkafka's shared library (built beside the
-# static one the core links), which names a symbol this build leaves out.
+# same glibc too (native/zig-cc): with the host's compiler it links the host glibc's C11 threads
+# (2.28+) unversioned, which auditwheel does not see and glibc 2.17 to 2.27 fail to load.
+# LDFLAGS: zig's lld, unlike GNU ld, refuses the version script of librdkafka's shared library
+# (built beside the static one the core links), which names a symbol this build leaves out.
 ZIG = $(shell $(PY) -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__) + "/zig")')
 $(addprefix wheel-,$(WHEEL_ARCHS)): wheel-%: $(STAMP)
 	@test -d "$$(rustc --print target-libdir --target $*-unknown-linux-gnu)" || { echo "error: Rust's \
 	target $*-unknown-linux-gnu is not installed (rustup target add $*-unknown-linux-gnu)"; exit 1; }
-	CC="$(CURDIR)/native/zig-cc cc" CXX="$(CURDIR)/native/zig-cc c++" ZIG="$(ZIG)" ZIG_TARGET=$*-linux-gnu.2.17 \
-		LDFLAGS=-Wl,--undefined-version CARGO_ZIGBUILD_ZIG_PATH="$(ZIG)" \
+	CC="$(CURDIR)/native/zig-cc cc" CXX="$(CURDIR)/native/zig-cc c++" \
+		ZIG="$(ZIG)" ZIG_TARGET=$*-linux-gnu.2.17 CARGO_ZIGBUILD_ZIG_PATH="$(ZIG)" \
+		LDFLAGS=-Wl,--undefined-version \
 		$(VENV)/bin/maturin build --quiet --release --locked -j 2 --zig --compatibility manylinux2014 \
 		--target $*-unknown-linux-gnu -m native/Cargo.toml -i $(PY) -o dist
 

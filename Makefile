@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel fuzz avro-java test-deploy fuzz-avro test-min test-matrix
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -37,11 +37,38 @@ $(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 	$(PY) -m pip install --quiet --force-reinstall --no-deps $(CORE_BUILD)/*.whl
 	@touch $(CORE_STAMP)
 
-# Installable wheels of the package and of its compiled core (no Rust needed to install them).
+# Installable wheels (no Rust needed to install them) into dist/: the package's pure-Python wheel
+# and the compiled core's, abi3 (CPython 3.10+) for manylinux2014 (glibc 2.17+), one per
+# WHEEL_ARCHS (README "The compiled read core"). zig (ziglang, in .venv) compiles and links for
+# glibc 2.17, so this machine builds both; Rust needs both targets (rustup target add).
+WHEEL_ARCHS := x86_64 aarch64
 wheel: $(STAMP)
 	rm -rf dist
 	$(PY) -m pip wheel --quiet --no-deps -w dist .
-	$(VENV)/bin/maturin build --quiet --release --locked -j 2 -m native/Cargo.toml -i $(PY) -o dist
+	$(MAKE) --no-print-directory $(addprefix wheel-,$(WHEEL_ARCHS))
+
+# One core wheel into dist/ (make wheel-x86_64, make wheel-aarch64), cached in
+# CARGO_TARGET_DIR/<arch>-unknown-linux-gnu. maturin --zig builds the crates' C (OpenSSL, zlib,
+# zstd) with zig; librdkafka's own ./configure reads only CC and CXX, so they are zig for the
+# same glibc too (native/zig-cc): with the host's compiler it links the host glibc's C11 threads
+# (2.28+) unversioned, which auditwheel does not see and glibc 2.17 to 2.27 fail to load.
+# LDFLAGS: zig's lld, unlike GNU ld, refuses the version script of librdkafka's shared library
+# (built beside the static one the core links), which names a symbol this build leaves out.
+ZIG = $(shell $(PY) -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__) + "/zig")')
+$(addprefix wheel-,$(WHEEL_ARCHS)): wheel-%: $(STAMP)
+	@test -d "$$(rustc --print target-libdir --target $*-unknown-linux-gnu)" || { echo "error: Rust's \
+	target $*-unknown-linux-gnu is not installed (rustup target add $*-unknown-linux-gnu)"; exit 1; }
+	CC="$(CURDIR)/native/zig-cc cc" CXX="$(CURDIR)/native/zig-cc c++" \
+		ZIG="$(ZIG)" ZIG_TARGET=$*-linux-gnu.2.17 CARGO_ZIGBUILD_ZIG_PATH="$(ZIG)" \
+		LDFLAGS=-Wl,--undefined-version \
+		$(VENV)/bin/maturin build --quiet --release --locked -j 2 --zig --compatibility manylinux2014 \
+		--target $*-unknown-linux-gnu -m native/Cargo.toml -i $(PY) -o dist
+
+# auditwheel show on each core wheel in dist/ (after make wheel): fails unless each is
+# manylinux2014 (manylinux_2_17) for the architecture its name says and needs no glibc symbol
+# without a version (tests/wheel_check.py).
+wheel-check: $(STAMP)
+	$(PY) tests/wheel_check.py dist/pyspark_dynamic_kafka_core-*.whl
 
 # With NATIVE=1 also the compiled core's Rust checks, in the shared CARGO_TARGET_DIR (warm: seconds).
 lint: $(SETUP)
@@ -108,8 +135,9 @@ endif
 
 # The lowest declared versions, in a new virtualenv (build/venv-min): the package's dependencies
 # and every extra's at their floors and PySpark at the lowest supported (tests/min_requirements.py),
-# the package and the core from their wheels. Then the unit suite, and on Apache Kafka the smoke
-# tests (a read, a batch, a restart, a migration, the CLI) with Avro from registries and the sink.
+# the package and the core from make wheel's wheels (the core's for this machine). Then the unit
+# suite, and on Apache Kafka the smoke tests (a read, a batch, a restart, a migration, the CLI)
+# with Avro from registries and the sink.
 MIN_VENV := build/venv-min
 MIN_SMOKE := tests/integration/test_avro_source.py \
 	tests/integration/test_sink_write.py::test_batch_write_puts_every_row_on_the_route
@@ -118,7 +146,8 @@ test-min: wheel kafka-jars
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(PY) tests/min_requirements.py > build/min-requirements.txt
 	$(MIN_VENV)/bin/python -m pip install --quiet -r build/min-requirements.txt
-	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps dist/*.whl
+	$(MIN_VENV)/bin/python -m pip install --quiet --no-deps --no-index --find-links dist \
+		pyspark-dynamic-kafka pyspark-dynamic-kafka-core
 	$(MIN_VENV)/bin/python -m pip check
 	$(MIN_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) tests/unit
 	DYNAMIC_KAFKA_TEST_BROKER=kafka $(MIN_VENV)/bin/python -m pytest -q -ra -n $(TEST_WORKERS) \

@@ -1,5 +1,7 @@
 """What a user installs, in a new virtualenv: the package's wheel and the compiled core's wheel,
-built as ``make wheel`` builds them, installed next to PySpark alone with the dependencies the
+built for this machine (the core by plain ``maturin build`` from make setup's cargo cache: make
+wheel's manylinux2014 build is a first build of its own, longer than this test should take;
+``make wheel-check`` checks those), installed next to PySpark alone with the dependencies the
 package declares (pip resolves them: no dev requirements), with no Rust toolchain on ``PATH``.
 
 There, every module of the package imports, or fails only for want of an optional extra's
@@ -91,8 +93,8 @@ def _dev_pin(name: str) -> str:
 
 
 def _build_wheels(out: Path) -> list[Path]:
-    """The package's wheel and the core's, as ``make wheel`` builds them (``DYNAMIC_KAFKA_WHEELS``:
-    a folder holding both, built already)."""
+    """The package's wheel and the core's for this machine (``DYNAMIC_KAFKA_WHEELS``: a folder
+    holding both, built already)."""
     given = os.environ.get("DYNAMIC_KAFKA_WHEELS")
     if given:
         return sorted(Path(given).resolve().glob("*.whl"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -97,7 +98,7 @@ def run_cell(python: str, spark: str) -> dict[str, object]:
     subprocess.run([interpreter(python), "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
     (wheel,) = glob.glob(str(ROOT / "dist" / "pyspark_dynamic_kafka-*.whl"))
-    cores = glob.glob(str(ROOT / "dist" / "pyspark_dynamic_kafka_core-*x86_64*.whl"))
+    cores = glob.glob(str(ROOT / "dist" / f"pyspark_dynamic_kafka_core-*{platform.machine()}*.whl"))
     pinned = pins()
     install = [f"pyspark=={spark}", f"{wheel}[server,monitoring,testing]", *cores]
     install += [pinned.get(t, t) for t in TOOLS]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import with_children
+from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY
 
 __all__ = ["logical_shaper", "raw_defaults", "without_logical"]
 
@@ -125,7 +126,7 @@ def logical_shaper(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
     if kind == "long" and logical in ("timestamp-micros", "local-timestamp-micros"):
         return _moment
     if kind == "long" and logical == "time-micros":
-        return _time
+        return _time if TIME_OF_DAY else None
     return None
 
 

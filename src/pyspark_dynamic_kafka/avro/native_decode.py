@@ -50,7 +50,7 @@ from pyspark_dynamic_kafka.avro.framing import SchemaRef
 from pyspark_dynamic_kafka.avro.logical import without_logical
 from pyspark_dynamic_kafka.avro.names import qualified, with_children
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
-from pyspark_dynamic_kafka.avro.spark_types import spark_type
+from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY, spark_type
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
@@ -88,8 +88,7 @@ class NativeDecoder:
         parsed = json.loads(self.reader_schema)
         self._parsed_reader = parsed
         self.arrow_type = arrow_type(spark_type(parsed).data_type)
-        # A uuid as the string it is (Java's reading): arrow-avro parses it, failing other text.
-        reader = json.dumps(without_logical(plain_reader(parsed), UUID))
+        reader = json.dumps(_for_the_core(plain_reader(parsed)))
         self._core = module.AvroDecoder(reader, self.key, self.arrow_type)
 
     def decode_arrow(
@@ -185,12 +184,19 @@ class NativeDecoder:
                     f"the writer schema {ref} has other symbols for the enum "
                     f"{resolution.remapped[0]}, which the core does not map as Java does"
                 )
-            self._core.add_writer(named, json.dumps(without_logical(resolution.writer, UUID)))
+            self._core.add_writer(named, json.dumps(_for_the_core(resolution.writer)))
         return errors
 
     @property
     def _side(self) -> str:
         return "key" if self.key else "value"
+
+
+def _for_the_core(schema: Any) -> Any:
+    """``schema`` as the core reads it: a ``uuid`` as the string it is (Java's reading; arrow-avro
+    parses it, failing other text), on PySpark 4.0 a ``time-micros`` as the long it is."""
+    schema = without_logical(schema, UUID)
+    return schema if TIME_OF_DAY else without_logical(schema, "time-micros")
 
 
 def _has_single_branch_union(schema: Any) -> bool:

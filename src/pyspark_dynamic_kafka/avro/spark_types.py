@@ -46,12 +46,26 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
-    TimeType,
 )
 
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
-__all__ = ["AvroSchemaError", "SparkType", "checked_schema", "spark_number", "spark_type"]
+try:  # PySpark 4.1+: spark-avro reads a time-micros as a time(6)
+    from pyspark.sql.types import TimeType
+except ImportError:  # PySpark 4.0: as the long it is
+    TimeType = None  # type: ignore[misc, assignment]
+
+__all__ = [
+    "TIME_OF_DAY",
+    "AvroSchemaError",
+    "SparkType",
+    "checked_schema",
+    "spark_number",
+    "spark_type",
+]
+
+#: Whether a ``time-micros`` reads as a time of day (PySpark 4.1+), else as its long.
+TIME_OF_DAY = TimeType is not None
 
 _PRIMITIVES: Mapping[str, DataType] = {
     "boolean": BooleanType(),
@@ -68,7 +82,7 @@ _ON_LONG: Mapping[str, DataType] = {
     "timestamp-micros": TimestampType(),
     "local-timestamp-millis": TimestampNTZType(),
     "local-timestamp-micros": TimestampNTZType(),
-    "time-micros": TimeType(6),
+    "time-micros": TimeType(6) if TimeType is not None else LongType(),
 }
 #: Logical types on long whose Spark type (``timestamp_ltz(9)``, ``timestamp_ntz(9)``) PySpark
 #: cannot represent, so no Python data source can produce it.

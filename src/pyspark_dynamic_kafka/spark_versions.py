@@ -20,7 +20,6 @@ from typing import Any
 
 __all__ = [
     "ADMISSION_CONTROL",
-    "ARROW_STREAM_WRITER",
     "LOWEST",
     "NEEDS_ADMISSION_CONTROL",
     "UnsupportedSparkError",
@@ -32,7 +31,6 @@ __all__ = [
 ]
 
 LOWEST = (4, 0)
-ARROW_STREAM_WRITER = (4, 1)
 ADMISSION_CONTROL = (4, 2)
 
 #: Source options whose meaning is a read limit, which only admission control passes on.

@@ -33,14 +33,14 @@ class _Marker:
     def __init__(self, named: dict[str, Any], static: dict[int, int], defaulted: set[int]):
         self.named, self.static, self.defaulted = named, static, defaulted
 
-    def marked(self, schema: Any, inside: frozenset[str], static: bool = True) -> Any:
+    def marked(self, schema: Any, inside: frozenset[str], marking: bool = True) -> Any:
         if isinstance(schema, str):
             if schema not in self.named or schema in inside:
                 return schema
-            return self.marked(self.named[schema], inside | {schema}, static)
+            return self.marked(self.named[schema], inside | {schema}, marking)
         if isinstance(schema, list):
-            branches = [self.marked(b, inside, static) for b in schema]
-            if static and id(schema) in self.static:  # its branches left as plain() leaves them
+            branches = [self.marked(b, inside, marking) for b in schema]
+            if marking and id(schema) in self.static:  # its branches left as plain() leaves them
                 branch = self.static[id(schema)]
                 return {"type": JAVA_UNION, "branches": plain(branches), "branch": branch}
             return branches
@@ -48,16 +48,16 @@ class _Marker:
             return schema
         kind = schema.get("type")
         if isinstance(kind, list | dict) or (isinstance(kind, str) and kind in self.named):
-            return self.marked(kind, inside, static)  # {"type": T} is T
+            return self.marked(kind, inside, marking)  # {"type": T} is T
         if "name" in schema:
             inside |= {schema["name"]}
         if "fields" in schema:
             fields = [
                 {
                     **f,
-                    "type": self.marked(f["type"], inside, static and id(f) not in self.defaulted),
+                    "type": self.marked(f["type"], inside, marking and id(f) not in self.defaulted),
                 }
                 for f in schema["fields"]
             ]
             return {**schema, "fields": fields}
-        return with_children(schema, lambda child: self.marked(child, inside, static))
+        return with_children(schema, lambda child: self.marked(child, inside, marking))

@@ -150,8 +150,7 @@ class KafkaClients(ABC):
 
         def answered() -> bool:
             attempts.append(attempts[-1] * 2)
-            with self._admin() as admin:
-                answers.append(admin.list_topics(timeout=min(seconds_left(deadline), attempts[-2])))
+            answers.append(self._one_metadata_answer(min(seconds_left(deadline), attempts[-2])))
             return True
 
         wait_for(answered, deadline, f"a metadata answer from cluster {self.name!r}")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from tests import query_start
 from tests.spares import ClusterSpares
 
 from pyspark_dynamic_kafka.testing import (
@@ -62,6 +63,8 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
 )
+# A query whose Python source worker connected back too late is started again (see the module).
+query_start.install()
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+from tests import query_start
+
 from pyspark_dynamic_kafka.testing import local_spark_session
 
 
@@ -75,4 +77,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests import query_start
+
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.testing import local_spark_session
 
@@ -88,4 +90,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

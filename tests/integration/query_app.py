@@ -21,6 +21,8 @@ import os
 import sys
 from typing import Any
 
+from tests import query_start
+
 from pyspark_dynamic_kafka.testing import local_spark_session
 
 
@@ -85,4 +87,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

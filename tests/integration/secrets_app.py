@@ -24,6 +24,7 @@ import traceback
 import urllib.request
 
 from confluent_kafka.admin import AdminClient
+from tests import query_start
 
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.testing import local_spark_session
@@ -105,4 +106,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

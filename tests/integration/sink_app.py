@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests import query_start
+
 from pyspark_dynamic_kafka.testing import local_spark_session
 
 DEADLINE = 600.0
@@ -152,4 +154,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

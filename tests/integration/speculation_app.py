@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests import query_start
 from tests.integration.sink_app import hooked_format, wait_on_cluster, write_text_files
 
 DEADLINE = 240.0
@@ -156,4 +157,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    query_start.install()
     main()

@@ -188,6 +188,7 @@ def test_a_stream_migrated_east_to_west_decodes_every_record_once_and_restarts_a
         valueSubject=SUBJECT,
         startingOffsets="earliest",
         metadataDiscoveryIntervalMs="0",
+        schemaTrackingLocation=str(tmp_path / "schemas"),
     )
     east.register(SUBJECT, json.dumps(V1))
     west.register(SUBJECT, json.dumps(V1))
@@ -217,18 +218,29 @@ def test_a_stream_migrated_east_to_west_decodes_every_record_once_and_restarts_a
         query.stop()
     assert _written(spark, tmp_path) == sorted(expected)
 
-    # Restarted now, the subject's latest version (west's v2) gives other columns than the
-    # checkpoint's v1: the restart says which version to pin, and decodes nothing else.
+    # Restarted now without schemaTrackingLocation, the subject's latest version (west's v2)
+    # gives other columns than the checkpoint's v1: the restart says which version to pin, and
+    # decodes nothing else.
     offsets = put(clusters["west"], encoded(west, V2, range(10, 12)))
-    restarted = _stream(spark, options, tmp_path, availableNow=True)
+    untracked = {k: v for k, v in options.items() if k != "schemaTrackingLocation"}
+    restarted = _stream(spark, untracked, tmp_path, availableNow=True)
     with pytest.raises(Exception, match="valueSubjectVersion=1 to decode as before"):
         restarted.awaitTermination(300)
     assert _written(spark, tmp_path) == sorted(expected)
 
-    pinned = _stream(spark, {**options, "valueSubjectVersion": "1"}, tmp_path, availableNow=True)
-    assert pinned.awaitTermination(300) is not False
+    # With the option, load() takes v1's columns from the first start's record: no pin needed.
+    tracked = _stream(spark, options, tmp_path, availableNow=True)
+    assert tracked.awaitTermination(300) is not False and tracked.exception() is None
     expected += [
         ("west", o, i, f"item-{i}", W + 1) for o, i in zip(offsets, range(10, 12), strict=True)
+    ]
+    assert _written(spark, tmp_path) == sorted(expected)
+
+    offsets = put(clusters["west"], encoded(west, V2, range(12, 14)))
+    pinned = _stream(spark, {**untracked, "valueSubjectVersion": "1"}, tmp_path, availableNow=True)
+    assert pinned.awaitTermination(300) is not False and pinned.exception() is None
+    expected += [
+        ("west", o, i, f"item-{i}", W + 1) for o, i in zip(offsets, range(12, 14), strict=True)
     ]
     assert _written(spark, tmp_path) == sorted(expected)
 

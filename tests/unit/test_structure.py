@@ -18,6 +18,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 #: Layer of each top-level part of the package: a module may import its own layer and lower ones.
 LAYERS = {
     "atomic_file": 0,
+    "filesystems": 0,
     "errors": 0,
     "spark_versions": 0,
     "events": 0,

@@ -67,6 +67,8 @@ Driver, at each micro-batch or once for a batch read (``driver/``):
 - :mod:`~pyspark_dynamic_kafka.source.driver.task_packing`: offset ranges packed into tasks.
 - :mod:`~pyspark_dynamic_kafka.source.driver.reader_schemas`: the Avro reader schemas (given
   whole, or a subject's version on the clusters' registries; as the checkpoint recorded).
+- :mod:`~pyspark_dynamic_kafka.source.driver.schema_tracking`: ``schemaTrackingLocation``, the
+  reader schemas of a stream's first start kept for its next ``load()``.
 - :mod:`~pyspark_dynamic_kafka.source.driver.status`: what the stream reports for monitoring and
   its structured reconciliation log lines.
 - :mod:`~pyspark_dynamic_kafka.source.driver.modes`: the two seams of what differs between

@@ -1,12 +1,7 @@
 """Archive files: the filesystem that serves ``archive.path`` and the Parquet files it holds.
 
 ``archive.path`` is a directory, a file or a glob (``*``, ``?``, ``[...]`` in any path segment),
-with or without a scheme. The filesystem is pyarrow's (:func:`pyarrow.fs.FileSystem.from_uri`:
-local paths, ``file://``, ``s3://`` (also Hadoop's ``s3a://`` and ``s3n://``), ``gs://``,
-``hdfs://``, ``abfs://``); a scheme pyarrow does not serve goes through ``fsspec``
-(``memory://`` built in; others with their fsspec package), and is otherwise refused naming the
-scheme. Driver and executors resolve the same location the same way, so a task carries paths,
-never a filesystem object.
+with or without a scheme, served as :mod:`pyspark_dynamic_kafka.filesystems` serves a location.
 
 As in Spark, names starting with ``.`` or ``_`` (``_SUCCESS``, ``_temporary``, ``.crc`` files)
 are skipped unless they are ``key=value`` directories, and ``key=value`` directories
@@ -16,20 +11,17 @@ are skipped unless they are ``key=value`` directories, and ``key=value`` directo
 from __future__ import annotations
 
 import fnmatch
-import functools
-import os
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 
+from pyspark_dynamic_kafka import filesystems
 from pyspark_dynamic_kafka.errors import ArchiveError
+from pyspark_dynamic_kafka.filesystems import location_uri
 
 __all__ = ["ArchiveFile", "Location", "filesystem", "list_files", "parse_location"]
 
-#: Hadoop's names of S3 (what Spark users write) -> pyarrow's.
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
 _GLOB = frozenset("*?[")
 #: Spark's directory value for a null partition column.
 _NULL_VALUE = "__HIVE_DEFAULT_PARTITION__"
@@ -81,11 +73,9 @@ class ArchiveFile:
 
 def parse_location(option: str) -> Location:
     """Split ``archive.path`` into its listable base and glob segments."""
-    scheme, sep, rest = option.partition("://")
+    scheme, sep, rest = location_uri(option).partition("://")
     if not sep:
-        scheme, rest = "", os.path.abspath(os.path.expanduser(option))
-    else:
-        scheme = _SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
+        scheme, rest = "", scheme
     segments = rest.split("/")
     first_glob = next((i for i, s in enumerate(segments) if _GLOB & set(s)), len(segments))
     base_path = "/".join(segments[:first_glob]) or "/"
@@ -94,7 +84,6 @@ def parse_location(option: str) -> Location:
     return Location(option, base, pattern)
 
 
-@functools.lru_cache(maxsize=16)
 def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem serving ``base`` and the path of ``base`` in it (cached per process).
 
@@ -103,28 +92,7 @@ def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
     ArchiveError
         When neither pyarrow nor fsspec serves its scheme.
     """
-    try:
-        fs, path = pafs.FileSystem.from_uri(base)
-        return fs, str(path)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-        scheme = base.partition("://")[0] if "://" in base else "file"
-        return _fsspec(base, scheme, exc)
-
-
-def _fsspec(base: str, scheme: str, cause: Exception) -> tuple[pafs.FileSystem, str]:
-    import fsspec  # imported only for a scheme pyarrow does not serve
-
-    try:
-        handler = fsspec.filesystem(scheme)
-    except (ImportError, ValueError) as exc:
-        raise ArchiveError(
-            f"archive.path: no filesystem for the scheme '{scheme}' of {base!r} (pyarrow: "
-            f"{cause}; fsspec: {exc}). Use a scheme pyarrow serves (a local path, file, s3/s3a, "
-            f"gs, hdfs, abfs), or install the fsspec package for '{scheme}' on the driver and "
-            "every executor."
-        ) from None
-    wrapped = pafs.PyFileSystem(pafs.FSSpecHandler(handler))
-    return wrapped, str(handler._strip_protocol(base))
+    return filesystems.filesystem(base, "archive.path", ArchiveError)
 
 
 def _hidden(segment: str) -> bool:

@@ -69,8 +69,23 @@ def _declared(column: Column) -> tuple[OptionSpec[Any], ...]:
     )
 
 
-#: The format options of keys and values, declared once.
-FORMAT_OPTIONS: tuple[OptionSpec[Any], ...] = (*_declared("key"), *_declared("value"))
+#: The format options of keys and values, declared once, and where a stream keeps the reader
+#: schemas its subjects named (``source/driver/schema_tracking.py``).
+FORMAT_OPTIONS: tuple[OptionSpec[Any], ...] = (
+    *_declared("key"),
+    *_declared("value"),
+    OptionSpec(
+        "schemaTrackingLocation",
+        nonempty,
+        None,
+        "Streams: a directory (local path or URI, one per query) where the query records the "
+        "reader schemas keySubject/valueSubject resolved when it first started; later starts "
+        "take load()'s columns and their decoding from that record, whatever version is latest "
+        "by then (Delta Lake's option of the same name).",
+        scope="stream",
+        attr="schema_tracking_location",
+    ),
+)
 
 
 @dataclass(frozen=True)

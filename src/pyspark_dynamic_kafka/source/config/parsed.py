@@ -82,6 +82,7 @@ class SourceOptions:
     reader: str = "auto"
     key_format: ColumnFormat | None = None
     value_format: ColumnFormat | None = None
+    schema_tracking_location: str | None = None
 
     def subscription_description(self) -> str:
         """Describe the subscription for messages: ``streamIds=a,b`` or ``streamPattern=...``."""

@@ -32,8 +32,8 @@ from pyspark_dynamic_kafka.source.driver.modes import ArchivePhase, PartitionSel
 from pyspark_dynamic_kafka.source.driver.reader_schemas import (
     ReaderSchemas,
     check_registries,
-    planned_schemas,
     registries_of,
+    started_schemas,
 )
 from pyspark_dynamic_kafka.source.driver.reconcile import (
     MAX_PARALLEL_CLUSTERS,
@@ -191,7 +191,7 @@ class MicroBatches:
         if self._schemas is None:
             named = reader_schemas_of(recorded) if recorded is not None else None
             options = self.driver.options
-            self._schemas = planned_schemas(options, subscription, self._declared, named)
+            self._schemas = started_schemas(options, subscription, self._declared, named)
             return self._schemas
         if self._schemas.columns is not None:
             check_registries(self._schemas.columns, registries_of(subscription))

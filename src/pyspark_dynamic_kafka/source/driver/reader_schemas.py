@@ -35,6 +35,7 @@ from pyspark_dynamic_kafka.source.checkpoint import NamedSchema
 from pyspark_dynamic_kafka.source.config.formats import Column, ColumnFormat
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery, Subscription
+from pyspark_dynamic_kafka.source.driver.schema_tracking import SchemaTracking, TrackedSchema
 from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, spark_schema
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "query_schemas",
     "reader_schemas",
     "registries_of",
+    "started_schemas",
+    "track",
 ]
 
 _log = logging.getLogger(__name__)
@@ -99,6 +102,27 @@ def planned_schemas(
     return schemas
 
 
+def started_schemas(
+    options: SourceOptions,
+    subscription: Subscription,
+    declared: StructType | None,
+    recorded: Mapping[str, NamedSchema] | None = None,
+) -> ReaderSchemas:
+    """:func:`planned_schemas` of a stream's start, recorded in its ``schemaTrackingLocation``
+    (:func:`track`).
+
+    Raises
+    ------
+    OptionsError
+        As :func:`planned_schemas` and :func:`track` do.
+    SchemaRegistryError
+        As :func:`planned_schemas` does.
+    """
+    schemas = planned_schemas(options, subscription, declared, recorded)
+    track(options, schemas)
+    return schemas
+
+
 def registries_of(subscription: Subscription) -> dict[str, RegistryEndpoint | None]:
     """The registry of each cluster of ``subscription`` (from its metadata entry's keys)."""
     return {c: RegistryEndpoint.of(a.properties) for c, a in subscription.items()}
@@ -130,8 +154,9 @@ def check_declared(columns: AvroColumns | None, declared: StructType | None, hea
         raise OptionsError(
             f"The query declared the columns {declared.simpleString()}, but its Avro reader "
             f"schemas now give {resolved.simpleString()} (a new version of the subject was "
-            "registered since load()): define the query again, or pin the version with "
-            "valueSubjectVersion/keySubjectVersion."
+            "registered since load()): define the query again, pin the version with "
+            "valueSubjectVersion/keySubjectVersion, or give schemaTrackingLocation to keep the "
+            "reader schemas of a stream's first start."
         )
 
 
@@ -158,9 +183,18 @@ def reader_schemas(options: SourceOptions, registries: Registries | None) -> Rea
         return ReaderSchemas(None, {})
     resolved: dict[str, AvroColumn] = {}
     named: dict[str, NamedSchema] = {}
+    tracking = _tracking(options, formats)
+    recorded = tracking.read() if tracking is not None else {}
     for fmt in formats:
         if fmt.schema is not None:
             resolved[fmt.column] = AvroColumn(fmt.schema, fmt.permissive)
+            continue
+        tracked = tracking.tracked_for(fmt, recorded) if tracking is not None else None
+        if tracked is not None:
+            was = tracked.named
+            label = f"subject {was.subject!r} version {was.version}"
+            resolved[fmt.column] = AvroColumn(tracked.schema, fmt.permissive, label)
+            named[fmt.column] = was
             continue
         schema, version = _from_subject(fmt, registries or {})
         label = f"subject {fmt.subject!r} version {version}"
@@ -168,6 +202,32 @@ def reader_schemas(options: SourceOptions, registries: Registries | None) -> Rea
         named[fmt.column] = NamedSchema(str(fmt.subject), version, fingerprint(schema))
     columns = AvroColumns(resolved.get("key"), resolved.get("value"), options.include_headers)
     return ReaderSchemas(columns, named)
+
+
+def _tracking(options: SourceOptions, formats: list[ColumnFormat]) -> SchemaTracking | None:
+    """The query's ``schemaTrackingLocation``, when a subject names a reader schema."""
+    location = options.schema_tracking_location
+    if location is None or not any(f.subject is not None for f in formats):
+        return None
+    return SchemaTracking(location)
+
+
+def track(options: SourceOptions, schemas: ReaderSchemas) -> None:
+    """Record the reader schemas a stream starts with in its ``schemaTrackingLocation`` (those
+    its subjects named, beside the columns recorded already); nothing without the option.
+
+    Raises
+    ------
+    OptionsError
+        The location cannot be written.
+    """
+    location = options.schema_tracking_location
+    if location is None or schemas.columns is None or not schemas.named:
+        return
+    by_column = dict(schemas.columns.decoded())
+    SchemaTracking(location).record(
+        {c: TrackedSchema(n, by_column[c].reader_schema) for c, n in schemas.named.items()}
+    )
 
 
 def _from_subject(fmt: ColumnFormat, registries: Registries) -> tuple[str, int]:
@@ -270,7 +330,9 @@ def check_recorded(
                 f"Option '{option}' ({was.subject!r}): the checkpoint's reader schema is version "
                 f"{was.version} (fingerprint {was.fingerprint}); the query now resolves version "
                 f"{now.version}, which gives other columns. Set {name}SubjectVersion="
-                f"{was.version} to decode as before, or start from a new checkpoint."
+                f"{was.version} to decode as before, or start from a new checkpoint (with "
+                "schemaTrackingLocation, a stream keeps the reader schemas of its first start "
+                "across restarts without a pinned version)."
             )
         _log.info(
             "%s: decoding with the checkpoint's reader schema, version %d of %r (same columns "

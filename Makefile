@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -162,6 +162,14 @@ test-min: wheel kafka-jars
 # 7 min a cell; the table goes to build/matrix/results.md. MATRIX_CELLS="3.10:4.0.5 ..." picks.
 test-matrix: wheel kafka-jars
 	$(PY) tests/matrix.py $(MATRIX_CELLS)
+
+# The matrix's cell of the oldest supported pair (the lowest Python, the lowest PySpark minor's
+# newest patch) from wheels built for this machine (tests/local_wheels.py: no manylinux build):
+# what CI runs beside make test, which runs on the newest PySpark.
+test-oldest: kafka-jars $(SETUP)
+	rm -rf build/wheels-local
+	$(PY) tests/local_wheels.py build/wheels-local
+	$(PY) tests/matrix.py --wheels build/wheels-local --oldest
 
 # The tests on a standalone Spark cluster (marker deploy): test_deploy.py (with a Spark Connect
 # server and spark-submit) and test_sink_speculation.py (two hosts). Six JVMs and more at once,

@@ -4,8 +4,11 @@ with the newest PySpark; in each, the integration smoke on Apache Kafka plus the
 differs between PySpark versions (:data:`TESTS`). A table of what each cell ran and printed
 goes to standard output and to ``build/matrix/results.md``.
 
-Run as ``python tests/matrix.py [CELL ...]``, a cell as ``3.11:4.0.5``; the wheels must be in
-``dist/`` (``make wheel``). Exits non-zero when a cell fails.
+Run as ``python tests/matrix.py [--wheels DIR] [--oldest | CELL ...]``, a cell as ``3.11:4.0.5``;
+the wheels are ``dist/``'s (``make wheel``) unless ``--wheels`` names another folder (``make
+test-oldest``: :mod:`tests.local_wheels`'). ``--oldest`` is the one cell of the oldest supported
+pair (the lowest Python, the lowest PySpark minor's newest patch), which CI runs beside make
+test. Exits non-zero when a cell fails.
 """
 
 from __future__ import annotations
@@ -90,15 +93,15 @@ def pins() -> dict[str, str]:
     return found
 
 
-def run_cell(python: str, spark: str) -> dict[str, object]:
-    """Install and run one cell; what it ran and printed."""
+def run_cell(python: str, spark: str, wheels: Path) -> dict[str, object]:
+    """Install and run one cell (the wheels from ``wheels``); what it ran and printed."""
     venv = OUT / f"py{python}-spark{spark}"
     shutil.rmtree(venv, ignore_errors=True)
     started = time.monotonic()
     subprocess.run([interpreter(python), "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    (wheel,) = glob.glob(str(ROOT / "dist" / "pyspark_dynamic_kafka-*.whl"))
-    cores = glob.glob(str(ROOT / "dist" / f"pyspark_dynamic_kafka_core-*{platform.machine()}*.whl"))
+    (wheel,) = glob.glob(str(wheels / "pyspark_dynamic_kafka-*.whl"))
+    cores = glob.glob(str(wheels / f"pyspark_dynamic_kafka_core-*{platform.machine()}*.whl"))
     pinned = pins()
     install = [f"pyspark=={spark}", f"{wheel}[server,monitoring,testing]", *cores]
     install += [pinned.get(t, t) for t in TOOLS]
@@ -136,11 +139,17 @@ def _summary(output: str) -> str:
 
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    chosen = [tuple(a.split(":", 1)) for a in argv] if argv else cells()
+    wheels = ROOT / "dist"
+    if argv[:1] == ["--wheels"]:
+        wheels, argv = Path(argv[1]).resolve(), argv[2:]
+    if argv == ["--oldest"]:
+        chosen = [(PYTHONS[0], spark_versions()[0])]
+    else:
+        chosen = [(a.split(":", 1)[0], a.split(":", 1)[1]) for a in argv] if argv else cells()
     results = []
     for python, spark in chosen:
         print(f"== Python {python}, PySpark {spark}", flush=True)
-        cell = run_cell(python, spark)
+        cell = run_cell(python, spark, wheels)
         print(json.dumps(cell, indent=1)[:4000], flush=True)
         results.append(cell)
     table = ["| Python | PySpark | result | smoke | more | minutes |", "|---|---|---|---|---|---|"]

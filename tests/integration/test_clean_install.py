@@ -1,7 +1,6 @@
 """What a user installs, in a new virtualenv: the package's wheel and the compiled core's wheel,
-built for this machine (the core by plain ``maturin build`` from make setup's cargo cache: make
-wheel's manylinux2014 build is a first build of its own, longer than this test should take;
-``make wheel-check`` checks those), installed next to PySpark alone with the dependencies the
+built for this machine (:mod:`tests.local_wheels`; ``make wheel-check`` checks make wheel's
+manylinux2014 wheels), installed next to PySpark alone with the dependencies the
 package declares (pip resolves them: no dev requirements), with no Rust toolchain on ``PATH``.
 
 There, every module of the package imports, or fails only for want of an optional extra's
@@ -29,6 +28,7 @@ import fastavro
 import pytest
 import tomllib
 import yaml
+from tests.local_wheels import build_local_wheels
 from tests.min_requirements import requirement_name
 
 from pyspark_dynamic_kafka.source.executor.native import core
@@ -92,30 +92,6 @@ def _dev_pin(name: str) -> str:
     )
 
 
-def _build_wheels(out: Path) -> list[Path]:
-    """The package's wheel and the core's for this machine (``DYNAMIC_KAFKA_WHEELS``: a folder
-    holding both, built already)."""
-    given = os.environ.get("DYNAMIC_KAFKA_WHEELS")
-    if given:
-        return sorted(Path(given).resolve().glob("*.whl"))
-    # From a copy of the sources: setuptools builds in the tree it is given (build/), where
-    # another build (make wheel, a second suite) may be under way.
-    tree = out.parent / "sources"
-    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, tree / name)
-    pip = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(tree)]
-    subprocess.run(pip, check=True, timeout=900)
-    maturin = Path(sys.executable).parent / "maturin"
-    command = [str(maturin), "build", "--quiet", "--release", "--locked", "-j", "2"]
-    command += ["-m", str(ROOT / "native" / "Cargo.toml"), "-i", sys.executable, "-o", str(out)]
-    # make setup's cargo cache (Makefile CARGO_TARGET_DIR): packaging again, not building again
-    cache = Path.home() / ".cache" / "pyspark-dynamic-kafka" / "native-target"
-    env = {**os.environ, "CARGO_TARGET_DIR": os.environ.get("CARGO_TARGET_DIR", str(cache))}
-    subprocess.run(command, check=True, timeout=3600, env=env)
-    return sorted(out.glob("*.whl"))
-
-
 def _user_environment(home: Path) -> dict[str, str]:
     """A shell's environment with the new virtualenv first on PATH and no Rust toolchain, no
     PYTHONPATH and nothing of the suite's own virtualenv."""
@@ -145,7 +121,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """A new virtualenv with PySpark, then the two wheels and what they declare; its folder and
     the environment to run it in."""
     scratch = tmp_path_factory.mktemp("clean-install")
-    wheels = _build_wheels(scratch / "wheels")
+    wheels = build_local_wheels(scratch / "wheels")
     assert len(wheels) == 2, wheels
     home = scratch / "venv"
     venv.create(home, with_pip=True)

@@ -175,6 +175,24 @@ def test_the_avro_migration_example_decodes_each_record_with_its_clusters_regist
     assert "Moved stream 'orders' from 'east' to 'west'" in done.stdout
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get(ENV_VAR)) or on_tansu(),
+    reason="the Avro test starts an Apache Kafka cluster of its own (start_clusters)",
+)
+def test_the_readme_avro_test_passes_as_a_projects_own_test(tmp_path: Path) -> None:
+    """examples/test_avro_job.py, which the README shows verbatim (tests/unit/test_docs.py), run
+    by pytest in a project of its own: a copy in an empty directory, none of this suite's
+    configuration or fixtures."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "test_avro_job.py", project)
+    argv = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_avro_job.py"]
+    done = run_as_newcomer(tmp_path, argv, cwd=project)
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "1 passed" in done.stdout
+
+
 _RECONCILED = '"event": "reconciliation"'
 
 

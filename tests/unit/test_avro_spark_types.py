@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from pyspark.sql import types as T
 
-from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, SparkType, spark_type
+from pyspark_dynamic_kafka.avro.spark_types import (
+    TIME_OF_DAY,
+    AvroSchemaError,
+    SparkType,
+    spark_type,
+)
 
 #: (Avro schema, Spark type) of schemas whose values are never null.
 TYPED: list[tuple[Any, T.DataType]] = [
@@ -25,7 +30,10 @@ TYPED: list[tuple[Any, T.DataType]] = [
     ({"type": "fixed", "name": "F", "size": 16}, T.BinaryType()),
     ({"type": "int", "logicalType": "date"}, T.DateType()),
     ({"type": "int", "logicalType": "time-millis"}, T.IntegerType()),
-    ({"type": "long", "logicalType": "time-micros"}, T.TimeType(6)),
+    (
+        {"type": "long", "logicalType": "time-micros"},
+        T.TimeType(6) if TIME_OF_DAY else T.LongType(),
+    ),
     ({"type": "long", "logicalType": "timestamp-millis"}, T.TimestampType()),
     ({"type": "long", "logicalType": "timestamp-micros"}, T.TimestampType()),
     ({"type": "long", "logicalType": "local-timestamp-millis"}, T.TimestampNTZType()),

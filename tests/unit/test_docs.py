@@ -103,6 +103,18 @@ def test_readme_secure_job_is_the_example_the_suite_runs() -> None:
     assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
 
 
+def test_readme_avro_test_is_the_example_the_suite_runs() -> None:
+    """The README's Avro test ("Avro from a schema registry per cluster") is
+    examples/test_avro_job.py from its marker on, verbatim (tests/integration/test_newcomer.py
+    runs it with pytest)."""
+    example = (README.parent / "examples" / "test_avro_job.py").read_text()
+    marker = "# --- README: Avro test ---\n"
+    assert marker in example
+    code = example.split(marker, 1)[1]
+    section = README.read_text().split("## Avro from a schema registry per cluster\n", 1)[1]
+    assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
+
+
 def _anchor(title: str) -> str:
     """GitHub's anchor of a heading: lowercased, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")

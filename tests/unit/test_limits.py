@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 from tests.unit.conftest import BASE
 
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.admission import Admission, backlog, rate_limit
+from pyspark_dynamic_kafka.source.read_limits import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 
 class _Clock:

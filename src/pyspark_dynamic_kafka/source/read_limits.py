@@ -32,6 +32,7 @@ except ImportError:  # PySpark 4.0 and 4.1
     class ReadLimit:  # type: ignore[no-redef]
         """How much a micro-batch may read."""
 
+    @dataclass
     class ReadAllAvailable(ReadLimit):  # type: ignore[no-redef]
         """Everything available."""
 

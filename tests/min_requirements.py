@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parents[1]
 #: Not needed by the tests make test-min runs: the build and lint tools, the server contract's
 #: fuzzer (test_server_contract_fuzz.py) and the Spark Connect client (test_deploy.py).
@@ -27,6 +25,8 @@ def requirement_name(requirement: str) -> str:
 
 def floors() -> dict[str, str]:
     """Each declared requirement's floor, ``name==X``, by name."""
+    import tomllib  # Python 3.11's; the module's other helpers serve 3.10's tests too
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = list(project["dependencies"])
     for requirements in project["optional-dependencies"].values():

@@ -26,6 +26,7 @@ from typing import Any
 from tests import query_start
 
 from pyspark_dynamic_kafka.monitoring import attach
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import local_spark_session
 
 _stop = False
@@ -40,7 +41,7 @@ def _handoff(query: Any) -> str | None:
     for progress in reversed(query.recentProgress):
         for source in json.loads(progress.json)["sources"]:
             latest = source.get("latestOffset")
-            document = json.loads(latest) if isinstance(latest, str) else latest
+            document = offset_document(latest)
             handoff = (document or {}).get("dynamicKafka", {}).get("handoff")
             if handoff:
                 return str(handoff)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.integration.helpers import DEADLINE, Row, wait_until
+
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 
 
 def batch_read(spark: Any, options: Mapping[str, str]) -> Any:
@@ -34,7 +35,7 @@ def end_offset(query: Any) -> dict[str, Any]:
     if not progress:
         return {}
     end = progress["sources"][0]["endOffset"]
-    return json.loads(end) if isinstance(end, str) else end
+    return offset_document(end) or {}
 
 
 def read_paths(progress: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
@@ -43,7 +44,7 @@ def read_paths(progress: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
     paths: dict[str, set[str]] = {}
     for report in progress:
         latest = report["sources"][0].get("latestOffset") or {}
-        latest = json.loads(latest) if isinstance(latest, str) else latest
+        latest = offset_document(latest) or {}
         for cluster, path in latest.get("dynamicKafka", {}).get("readPaths", {}).items():
             paths.setdefault(cluster, set()).add(path)
     return paths

@@ -3,12 +3,13 @@ minOffsetsPerTrigger + maxTriggerDelay, and the engine's ReadAllAvailable (Trigg
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from tests.integration.helpers import Estate, EstateFactory, numbered, produce, wait_until
 from tests.integration.queries import MemoryQuery, available_now, memory_query, start_memory_query
+
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 
 
 def _two_clusters(estate: EstateFactory, per_partition: int) -> tuple[Estate, list[str]]:
@@ -53,7 +54,7 @@ def _seen(query: MemoryQuery) -> int:
     latest = progress and progress["sources"][0].get("latestOffset")
     if not latest:
         return 0
-    latest = json.loads(latest) if isinstance(latest, str) else latest
+    latest = offset_document(latest)
     return sum(sum(t.values()) for c in latest["clusters"].values() for t in c.values())
 
 

@@ -18,7 +18,6 @@ cluster removals run with the default failOnDataLoss=true.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 from tests.integration import helpers, queries
 
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
@@ -95,7 +95,7 @@ def _losses(query: Any) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for report in query.recentProgress:
         latest = report["sources"][0].get("latestOffset") or {}
-        latest = json.loads(latest) if isinstance(latest, str) else latest
+        latest = offset_document(latest) or {}
         found += [
             loss for loss in latest.get("dynamicKafka", {}).get("dataLoss", []) if loss not in found
         ]

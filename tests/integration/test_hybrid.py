@@ -31,6 +31,7 @@ from tests.integration.helpers import (
 from tests.integration.queries import batch_read, keyed_rows, memory_query
 from tests.integration.query_app import parquet_query
 
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +117,7 @@ def _check_offset_order(rows: Sequence[tuple[Any, ...]]) -> None:
 
 def _phases(query: Any) -> list[tuple[str, dict[str, Any]]]:
     """(phase, end offset) of every micro-batch in the query's recent progress."""
-    ends = [json.loads(p["sources"][0]["endOffset"]) for p in query.recentProgress]
+    ends = [offset_document(p["sources"][0]["endOffset"]) for p in query.recentProgress]
     return [(end.get("phase", "live"), end) for end in ends]
 
 

@@ -38,6 +38,7 @@ from tests.integration.queries import (
     wait_parquet,
 )
 
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 
 # -- Apache Kafka admin operations the cluster helpers do not have ---------------------------------
@@ -106,7 +107,7 @@ def test_deleted_records_skipped_to_the_earliest_offset_without_fail(
         wait_parquet(spark, tmp_path / "out", len(expected))
         query.processAllAvailable()
         assert sorted(parquet_values(spark, tmp_path / "out")) == sorted(expected)
-        end = json.loads(query.lastProgress["sources"][0]["endOffset"])
+        end = offset_document(query.lastProgress["sources"][0]["endOffset"])
         assert end["clusters"]["east"]["orders"] == {"0": 13, "1": 13}
         assert query.isActive and query.exception() is None
     finally:

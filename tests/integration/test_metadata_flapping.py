@@ -11,7 +11,6 @@ topic of its own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from tests.integration import helpers, queries
 from tests.integration.metadata_server import MetadataServer
 
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, open_clusters
 
 TOLERANT = "1000"
@@ -37,7 +37,7 @@ def _discovery_failures(query: queries.MemoryQuery) -> int | None:
     if not progress:
         return None
     latest = progress["sources"][0]["latestOffset"]
-    latest = json.loads(latest) if isinstance(latest, str) else latest
+    latest = offset_document(latest)
     discovery = (latest or {}).get("dynamicKafka", {}).get("discovery", {})
     failures = discovery.get("consecutiveFailures")
     return None if failures is None else int(failures)

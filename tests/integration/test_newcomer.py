@@ -25,6 +25,7 @@ from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, wri
 from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,11 +242,11 @@ def test_a_move_is_visible_in_the_progress_of_the_micro_batch_it_took_effect_in(
 
     def changes(p: dict[str, Any]) -> list[dict[str, Any]]:
         latest = p["sources"][0]["latestOffset"]
-        latest = json.loads(latest) if isinstance(latest, str) else latest
+        latest = offset_document(latest)
         return list((latest or {}).get("dynamicKafka", {}).get("changes", []))
 
     def clusters(offset: Any) -> set[str]:
-        offset = json.loads(offset) if isinstance(offset, str) else offset
+        offset = offset_document(offset)
         return set((offset or {}).get("clusters", {}))
 
     moved = [p for p in progress if any(c["clustersAdded"] == ["west"] for c in changes(p))]

@@ -3,11 +3,12 @@ of the retention window, through real queries (exact records each time)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
 from tests.integration.queries import MemoryQuery, memory_query
+
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 
 
 def _retained(offset: dict[str, Any]) -> dict[str, Any]:
@@ -17,7 +18,7 @@ def _retained(offset: dict[str, Any]) -> dict[str, Any]:
 def _ever_retained(query: MemoryQuery) -> list[dict[str, Any]]:
     """The ``retained`` blocks of every recent progress's end offset."""
     ends = [p["sources"][0]["endOffset"] for p in query.query.recentProgress]
-    return [_retained(json.loads(e) if isinstance(e, str) else e) for e in ends]
+    return [_retained(offset_document(e)) for e in ends]
 
 
 def test_a_cluster_re_added_within_the_window_resumes_exactly_where_it_stopped(

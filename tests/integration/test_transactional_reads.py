@@ -13,7 +13,6 @@ where the direct path once dropped the producer's next, committed, transaction.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.integration.transactional_log import java_reads, write_log
 
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
+from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.source.executor.native import core
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
@@ -188,7 +188,7 @@ def test_a_stream_cut_on_markers_reads_every_committed_record_once(
             wait_parquet(spark, output, stop_at)
             for progress in query.recentProgress:
                 start = progress["sources"][0]["startOffset"]
-                start = json.loads(start) if isinstance(start, str) else start
+                start = offset_document(start)
                 for partitions in (start or {}).get("clusters", {}).get("east", {}).values():
                     starts.update(int(o) for o in partitions.values())
         finally:

@@ -17,7 +17,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.monitoring.listener import DynamicKafkaListener
-from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
+from pyspark_dynamic_kafka.monitoring.progress import batch_metrics, offset_document
 from pyspark_dynamic_kafka.monitoring.prometheus import StateCollector
 from pyspark_dynamic_kafka.monitoring.report import load_timeline
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
@@ -114,6 +114,25 @@ def test_batch_metrics_per_cluster_and_topic() -> None:
     assert [c["seq"] for c in moved.changes] == [1, 2]
     assert moved.read_paths == {"east": "direct", "west": "librdkafka"}
     assert batch_metrics({"sources": [{"endOffset": {"x": 1}}]}) is None  # another source
+
+
+def test_pyspark_4_0s_offsets_are_read_as_its_progress_hands_them_over() -> None:
+    # PySpark 4.0's SourceProgress.fromJson gives a source's offsets as str() of the parsed
+    # JSON (PySpark 4.1+: the JSON text); the same report reads the same either way.
+    sources = [
+        {k: (str(v) if k.endswith("Offset") else v) for k, v in source.items()}
+        for source in MIGRATION[1]["sources"]
+    ]
+    assert batch_metrics({**MIGRATION[1], "sources": sources}) == batch_metrics(MIGRATION[1])
+    assert "'version': 1" in str(sources[0]["endOffset"])
+    assert offset_document("{'version': 1, 'ok': True, 'none': None}") == {
+        "version": 1,
+        "ok": True,
+        "none": None,
+    }
+    assert offset_document('{"version": 1}') == {"version": 1}
+    assert offset_document("not an offset") is None
+    assert offset_document({"version": 1}) == {"version": 1}
 
 
 def _scrape(listener: DynamicKafkaListener, now: float) -> dict[str, dict[tuple[str, ...], float]]:

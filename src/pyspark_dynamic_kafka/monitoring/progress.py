@@ -14,6 +14,7 @@ offset but are not read (``numInputRows`` is the exact total).
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ __all__ = [
     "TopicMetrics",
     "batch_end",
     "batch_metrics",
+    "offset_document",
     "query_label",
 ]
 
@@ -121,12 +123,28 @@ def query_label(progress: Mapping[str, Any]) -> str:
     return str(progress.get("name") or progress.get("id"))
 
 
+def offset_document(value: Any) -> Any:
+    """A source offset of a progress report (``startOffset``, ``endOffset``, ``latestOffset``)
+    as the JSON value it is, ``None`` when it is none.
+
+    PySpark 4.1+ hands it over as JSON text; PySpark 4.0's ``SourceProgress.fromJson`` as
+    Python's ``str()`` of the parsed JSON (single quotes, ``True``, ``None``), which
+    :func:`ast.literal_eval` reads back; a value parsed already is returned as it is.
+    """
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def _document(value: Any) -> Mapping[str, Any] | None:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
+    value = offset_document(value)
     if isinstance(value, Mapping) and "clusters" in value and "version" in value:
         return value
     return None

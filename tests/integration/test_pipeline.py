@@ -125,9 +125,11 @@ def _move(*argv: str) -> None:
 
 
 class Pipeline:
-    """A copy of examples/pipeline/ whose spec names this test's storage and metadata."""
+    """A copy of examples/pipeline/ whose spec names this test's storage and metadata, run on the
+    Spark Connect server ``remote``."""
 
-    def __init__(self, tmp_path: Path, metadata: Path) -> None:
+    def __init__(self, tmp_path: Path, metadata: Path, remote: str) -> None:
+        self.remote = remote
         self.home = tmp_path / "pipeline"
         shutil.copytree(EXAMPLE, self.home)
         self.storage = tmp_path / "storage"
@@ -139,13 +141,11 @@ class Pipeline:
             "dynamic_kafka.maxOffsetsPerTrigger": str(PER_TRIGGER),
         }
         spec_path.write_text(yaml.safe_dump(spec))
-        self.runs = 0
+        self.processes: list[subprocess.Popen[bytes]] = []
 
-    def start(self, remote: str) -> tuple[subprocess.Popen[bytes], Path]:
-        """``spark-pipelines run`` on the Spark Connect server ``remote``; its output goes to a
-        log."""
-        self.runs += 1
-        log = self.home.parent / f"run{self.runs}.log"
+    def start(self) -> tuple[subprocess.Popen[bytes], Path]:
+        """``spark-pipelines run`` on the Spark Connect server; its output goes to a log."""
+        log = self.home.parent / f"run{len(self.processes) + 1}.log"
         env = {
             k: v
             for k, v in os.environ.items()
@@ -154,14 +154,22 @@ class Pipeline:
         env.update(PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
         command = [
             str(spark_home() / "bin" / "spark-pipelines"),
-            *("--remote", remote),
+            *("--remote", self.remote),
             *("run", "--spec", str(self.home / "spark-pipeline.yml")),
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command, cwd=self.home, env=env, stdout=out, stderr=subprocess.STDOUT
             )
+        self.processes.append(process)
         return process, log
+
+    def kill(self) -> None:
+        """End the runs still going (a test that failed during one)."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
     def _source_checkpoint(self) -> Path | None:
         """The source flow's checkpoint (``<storage>/_checkpoints/<table>/<flow>/<n>``)."""
@@ -187,12 +195,7 @@ class Pipeline:
 
 def _finish(process: subprocess.Popen[bytes], log: Path) -> None:
     """Wait for a run to end (it ends by itself); it must succeed."""
-    try:
-        code = process.wait(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
+    code = process.wait(timeout=DEADLINE)
     tail = log.read_text(errors="replace")[-6000:]
     assert code == 0, f"spark-pipelines run exited with {code}; {log}:\n{tail}"
 
@@ -222,6 +225,7 @@ def _sink_orders(clusters: Mapping[str, Any]) -> list[Order]:
 
 @pytest.fixture
 def registries() -> Iterator[dict[str, LocalSchemaRegistry]]:
+    """East's and west's schema registries (the kit's, in this process)."""
     with (
         LocalSchemaRegistry(FIRST_IDS["east"]) as east,
         LocalSchemaRegistry(FIRST_IDS["west"]) as west,
@@ -258,23 +262,26 @@ def test_a_pipeline_reads_a_stream_moved_while_it_runs_and_writes_it_exactly_onc
     meta = tmp_path / "streams.yaml"
     _write_metadata(meta, clusters, registries, ["east"])
     expected = _produce(clusters, registries, "east")
-    pipeline = Pipeline(tmp_path, meta)
+    pipeline = Pipeline(tmp_path, meta, server.url)
+    try:
+        # Run 1 reads east; meanwhile west joins the stream, with orders of its own.
+        run, log = pipeline.start()
+        _during(run, log, pipeline, 0)
+        _write_metadata(meta, clusters, registries, ["east", "west"])
+        later = _produce(clusters, registries, "west")
+        _finish(run, log)
+        # West entered the source's offset during run 1, unread: it came after the start.
+        assert pipeline.source_clusters() == {"east", "west"}
+        assert _sink_orders(clusters) == sorted(expected)
 
-    # Run 1 reads east; meanwhile west joins the stream, with orders of its own.
-    run, log = pipeline.start(server.url)
-    _during(run, log, pipeline, 0)
-    _write_metadata(meta, clusters, registries, ["east", "west"])
-    later = _produce(clusters, registries, "west")
-    _finish(run, log)
-    assert pipeline.source_clusters() == {"east", "west"}  # west entered during run 1
-    assert _sink_orders(clusters) == sorted(expected)  # and was not read: it came after the start
-
-    # The sink's writes move to west; run 2 reads west, and east leaves the stream meanwhile.
-    _move("orders-json", "--write", "--from", "east", "--to", "west", "--metadata", str(meta))
-    first = pipeline.committed()
-    run, log = pipeline.start(server.url)
-    _during(run, log, pipeline, first)
-    _move("orders", "--from", "east", "--to", "west", "--metadata", str(meta))
-    _finish(run, log)
-    assert pipeline.source_clusters() == {"west"}  # east left during run 2
-    assert _sink_orders(clusters) == sorted(expected + later)
+        # The sink's writes move to west; run 2 reads west, and east leaves the stream meanwhile.
+        _move("orders-json", "--write", "--from", "east", "--to", "west", "--metadata", str(meta))
+        first = pipeline.committed()
+        run, log = pipeline.start()
+        _during(run, log, pipeline, first)
+        _move("orders", "--from", "east", "--to", "west", "--metadata", str(meta))
+        _finish(run, log)
+        assert pipeline.source_clusters() == {"west"}  # east left during run 2
+        assert _sink_orders(clusters) == sorted(expected + later)
+    finally:
+        pipeline.kill()

@@ -115,6 +115,17 @@ def test_readme_avro_test_is_the_example_the_suite_runs() -> None:
     assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
 
 
+def test_readme_pipeline_is_the_example_the_suite_runs() -> None:
+    """The README's pipeline ("Declarative Pipelines") is the definitions of examples/pipeline/
+    from their marker on, verbatim (tests/integration/test_pipeline.py runs the example)."""
+    example = README.parent / "examples" / "pipeline" / "transformations" / "orders.py"
+    marker = "# --- README: pipeline ---\n"
+    code = example.read_text().split(marker, 1)[1]
+    section = README.read_text().split("## Declarative Pipelines\n", 1)[1].split("\n## ", 1)[0]
+    assert f"```python\n{code}```\n" in section
+    assert "(examples/pipeline/)" in section
+
+
 def _anchor(title: str) -> str:
     """GitHub's anchor of a heading: lowercased, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")

@@ -14,6 +14,7 @@ from pyspark_dynamic_kafka.monitoring.progress import batch_metrics
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
+from pyspark_dynamic_kafka.source.group.selection import GroupAssigned
 
 GROUP = {**BASE, "assignment": "group", "kafka.group.id": "orders-enricher"}
 
@@ -38,6 +39,17 @@ def test_bad_combinations_fail_naming_the_options(
 ) -> None:
     with pytest.raises(OptionsError, match=named):
         parse_options(options, mode=mode)  # type: ignore[arg-type]
+
+
+def test_available_now_is_refused_naming_pipelines_and_the_fix() -> None:
+    """A pipeline runs every streaming flow with Trigger.AvailableNow (PySpark 4.3's
+    TriggeredGraphExecution): the refusal at query start says so, and what to read with."""
+    selection = GroupAssigned(parse_options(GROUP, mode="stream"), None, None)  # type: ignore[arg-type]
+    with pytest.raises(OptionsError) as refused:
+        selection.available_now()
+    message = str(refused.value)
+    assert "'assignment' (group)" in message and "Trigger.AvailableNow" in message
+    assert "Spark Declarative Pipelines" in message and "assignment=all" in message
 
 
 def _progress(handoff: str | None, batch: int) -> dict[str, object]:

@@ -97,6 +97,8 @@ def test_another_querys_marker_fails_naming_the_sink_both_queries_and_the_fix() 
     for part in ("sinkId 'orders-writer'", Q1, Q2, "east/orders-0", "sinkIdTakeover=true"):
         assert part in text
     assert "own sinkId" in text
+    # A pipeline's full refresh is the common way to a new checkpoint (tried on PySpark 4.3).
+    assert "Declarative Pipeline a full refresh" in text
     assert isinstance(caught.value, OptionsError)
     assert not caught.value.retryable
     # The old query, once taken over, fails the same way (the newer generation is Q2's).

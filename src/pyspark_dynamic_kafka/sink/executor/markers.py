@@ -247,5 +247,7 @@ def claim(
         "query's micro-batches as already committed. Give this query its own sinkId, or, if "
         "it replaces the other query (a new checkpoint; stop the other one), set the option "
         "sinkIdTakeover=true: this query then takes the sinkId over and its micro-batches "
-        "are counted afresh."
+        "are counted afresh. In a Spark Declarative Pipeline a full refresh (--full-refresh, "
+        "--full-refresh-all) gives the flow a new checkpoint: sinkIdTakeover=true writes what "
+        "the refresh recomputes once more."
     )

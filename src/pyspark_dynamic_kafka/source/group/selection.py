@@ -144,7 +144,9 @@ class GroupAssigned(PartitionSelection):
         raise OptionsError(
             "Option 'assignment' (group) does not work with Trigger.AvailableNow: the "
             "partitions a member owns change with the group, so 'what is available now' has "
-            "no end. Use a processing-time trigger, or assignment=all."
+            "no end. Use a processing-time trigger, or assignment=all. Spark Declarative "
+            "Pipelines run every streaming flow with Trigger.AvailableNow: in a pipeline, "
+            "read with assignment=all."
         )
 
     def stop(self) -> None:

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest test-pipeline
 
 # The compiled read core (native/, README "The compiled read core"): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -126,7 +126,7 @@ TEST_WORKERS ?= 2
 
 test: lint $(if $(TEST_NEEDS_JARS),kafka-jars) $(SETUP)
 	DYNAMIC_KAFKA_TEST_BROKER=$(TEST_BROKER) $(PY) -m pytest -q -ra \
-		-m "not active_active and not deploy and not matrix" \
+		-m "not active_active and not deploy and not matrix and not pipeline" \
 		$(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist worksteal) tests
 ifneq ($(TEST_BROKER)$(DYNAMIC_KAFKA_TEST_BROKERS),tansu)
 	env -u DYNAMIC_KAFKA_TEST_BROKERS DYNAMIC_KAFKA_TEST_BROKER=tansu \
@@ -162,6 +162,11 @@ test-min: wheel kafka-jars
 # 7 min a cell; the table goes to build/matrix/results.md. MATRIX_CELLS="3.10:4.0.5 ..." picks.
 test-matrix: wheel kafka-jars
 	$(PY) tests/matrix.py $(MATRIX_CELLS)
+
+# The Declarative Pipelines example (examples/pipeline/) run twice by spark-pipelines on Apache
+# Kafka through a move, exactly once at its sink: 2.5 to 5 minutes, not in make test.
+test-pipeline: kafka-jars $(SETUP)
+	DYNAMIC_KAFKA_TEST_BROKER=kafka $(PY) -m pytest -q -ra -m pipeline tests/integration
 
 # The matrix's cell of the oldest supported pair (the lowest Python, the lowest PySpark minor's
 # newest patch) from wheels built for this machine (tests/local_wheels.py: no manylinux build):

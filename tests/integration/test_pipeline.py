@@ -59,6 +59,7 @@ ORDERS = {"east": range(0, 300), "west": range(300, 600)}
 PER_TRIGGER = 50  # offsets per micro-batch of the source flow: six micro-batches per run
 
 pytestmark = [
+    pytest.mark.pipeline,  # its own make target (make test-pipeline): over 2 min of two runs
     requires_kafka("Kafka transactions: the pipeline's sink writes exactlyOnce"),
     pytest.mark.skipif(
         importlib.util.find_spec("pyspark.pipelines") is None,
@@ -139,6 +140,7 @@ class Pipeline:
         spec["configuration"] = {
             "dynamic_kafka.metadata": str(metadata),
             "dynamic_kafka.maxOffsetsPerTrigger": str(PER_TRIGGER),
+            "dynamic_kafka.schemaTracking": str(tmp_path / "schemas" / "orders"),
         }
         spec_path.write_text(yaml.safe_dump(spec))
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -283,5 +285,9 @@ def test_a_pipeline_reads_a_stream_moved_while_it_runs_and_writes_it_exactly_onc
         _finish(run, log)
         assert pipeline.source_clusters() == {"west"}  # east left during run 2
         assert _sink_orders(clusters) == sorted(expected + later)
+        # The first run recorded the reader schema the later one took (schemaTrackingLocation).
+        tracked = json.loads((tmp_path / "schemas" / "orders" / "reader-schemas.json").read_text())
+        assert tracked["columns"]["value"]["subject"] == "orders-value"
+        assert json.loads(tracked["columns"]["value"]["schema"])["name"] == "Order"
     finally:
         pipeline.kill()

@@ -30,7 +30,8 @@ def orders() -> DataFrame:
         .option("maxOffsetsPerTrigger", spark.conf.get("dynamic_kafka.maxOffsetsPerTrigger"))
         .option("valueFormat", "avro")
         .option("valueSubject", "orders-value")
-        .option("valueSubjectVersion", "1")  # every run restarts: pin the table's columns
+        # Every run restarts the flow: keep the first run's reader schema (and the columns)
+        .option("schemaTrackingLocation", spark.conf.get("dynamic_kafka.schemaTracking"))
         .load()
         .select("cluster", "partition", "offset", "value.*", "valueSchemaId")
     )

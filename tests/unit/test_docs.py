@@ -78,51 +78,46 @@ def test_every_metadata_service_option_is_documented(options: OptionSet) -> None
             assert f"`{spec.default}`" in paragraph, f"README lacks the default of {name}"
 
 
+def _section_showing(example: str, marker: str, heading: str) -> str:
+    """The README section under ``heading``, checked to show ``examples/<example>`` from
+    ``marker`` on, verbatim, in a Python block."""
+    text = (README.parent / "examples" / example).read_text()
+    assert marker in text
+    code = text.split(f"{marker}\n", 1)[1]
+    section = README.read_text().split(f"{heading}\n", 1)[1].split("\n## ", 1)[0]
+    assert f"```python\n{code}```\n" in section
+    return section
+
+
 def test_readme_first_job_is_the_example_the_suite_runs() -> None:
     """The README's "Your first job" is examples/first_job.py from its marker on, verbatim
     (tests/integration/test_newcomer.py runs the example)."""
-    example = (README.parent / "examples" / "first_job.py").read_text()
-    marker = "# --- README: first job ---\n"
-    assert marker in example
-    code = example.split(marker, 1)[1]
-    text = README.read_text()
-    section = text.split("## Your first job\n", 1)[1].split("\n## ", 1)[0]
-    assert f"```python\n{code}```\n" in section
+    _section_showing("first_job.py", "# --- README: first job ---", "## Your first job")
     # Right after the two commands: the README's first section.
+    text = README.read_text()
     assert text[text.index("\n## ") :].startswith("\n## Your first job\n")
 
 
 def test_readme_secure_job_is_the_example_the_suite_runs() -> None:
     """The README's secure first job ("Coming from format("kafka")") is examples/secure_job.py
     from its marker on, verbatim (tests/integration/test_newcomer.py runs the example)."""
-    example = (README.parent / "examples" / "secure_job.py").read_text()
-    marker = "# --- README: secure job ---\n"
-    assert marker in example
-    code = example.split(marker, 1)[1]
-    section = README.read_text().split('## Coming from `format("kafka")`\n', 1)[1]
-    assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
+    heading = '## Coming from `format("kafka")`'
+    _section_showing("secure_job.py", "# --- README: secure job ---", heading)
 
 
 def test_readme_avro_test_is_the_example_the_suite_runs() -> None:
     """The README's Avro test ("Avro from a schema registry per cluster") is
     examples/test_avro_job.py from its marker on, verbatim (tests/integration/test_newcomer.py
     runs it with pytest)."""
-    example = (README.parent / "examples" / "test_avro_job.py").read_text()
-    marker = "# --- README: Avro test ---\n"
-    assert marker in example
-    code = example.split(marker, 1)[1]
-    section = README.read_text().split("## Avro from a schema registry per cluster\n", 1)[1]
-    assert f"```python\n{code}```\n" in section.split("\n## ", 1)[0]
+    heading = "## Avro from a schema registry per cluster"
+    _section_showing("test_avro_job.py", "# --- README: Avro test ---", heading)
 
 
 def test_readme_pipeline_is_the_example_the_suite_runs() -> None:
     """The README's pipeline ("Declarative Pipelines") is the definitions of examples/pipeline/
-    from their marker on, verbatim (tests/integration/test_pipeline.py runs the example)."""
-    example = README.parent / "examples" / "pipeline" / "transformations" / "orders.py"
-    marker = "# --- README: pipeline ---\n"
-    code = example.read_text().split(marker, 1)[1]
-    section = README.read_text().split("## Declarative Pipelines\n", 1)[1].split("\n## ", 1)[0]
-    assert f"```python\n{code}```\n" in section
+    from their marker on, verbatim (make test-pipeline runs the example)."""
+    example = "pipeline/transformations/orders.py"
+    section = _section_showing(example, "# --- README: pipeline ---", "## Declarative Pipelines")
     assert "(examples/pipeline/)" in section
 
 

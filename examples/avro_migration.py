@@ -4,8 +4,8 @@ schema one id, then on west, whose registry gave the same schema another id and 
 with an added field; the query decodes each record with its own cluster's registry into the
 same columns while the stream moves from east to west.
 
-Run it with the project's Python: ``.venv/bin/python examples/avro_migration.py`` (``kafka`` as
-argument: Apache Kafka clusters instead of the embedded Tansu brokers). The registries are the
+Run it with the project's Python: ``.venv/bin/python examples/avro_migration.py`` (Apache Kafka
+clusters; ``tansu`` as argument: the embedded Tansu brokers instead). The registries are the
 testing kit's (a test double of the Confluent REST API); with your own, write their URLs into
 the metadata instead. The test suite runs it (tests/integration/test_newcomer.py).
 """
@@ -23,7 +23,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from pyspark_dynamic_kafka.testing import LocalSchemaRegistry, local_spark_session, start_clusters
 
-broker = sys.argv[1] if len(sys.argv) > 1 else "tansu"  # or "kafka": Apache Kafka (needs Java)
+broker = sys.argv[1] if len(sys.argv) > 1 else "kafka"  # or "tansu": embedded, no broker JVM
 work = Path(tempfile.mkdtemp(prefix="avro-migration-"))
 V1 = {
     "type": "record",

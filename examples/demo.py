@@ -1,6 +1,6 @@
-"""The main job, end to end on two embedded clusters: a live migration of stream ``orders``.
+"""The main job, end to end on two local clusters: a live migration of stream ``orders``.
 
-1. Start two local Kafka-protocol clusters, ``east`` and ``west``, write a metadata file
+1. Start two local Apache Kafka clusters, ``east`` and ``west``, write a metadata file
    mapping stream ``orders`` to ``east`` and serve it with the reference metadata server
    (``dynamic-kafka serve``, writes protected by a token).
 2. The producer job: a Spark ``writeStream`` of numbered JSON events (``demo_ids``, a source of
@@ -23,8 +23,10 @@
    report``: records read per second and records waiting per cluster, with the two metadata
    changes marked (a PNG and an HTML page in ``demo-report/``, paths printed).
 
-Run with ``make demo`` (embedded Tansu clusters), or ``make demo BROKER=kafka`` (Apache Kafka
-clusters; needs java): ``--broker`` names the kind of clusters started.
+Run with ``make demo`` (Apache Kafka clusters: needs java, the jars fetched once from Maven
+Central without Maven), or ``make demo BROKER=tansu`` (the embedded Tansu broker, no JVM for
+the brokers; its limits: ``pyspark_dynamic_kafka.testing.BROKER_KINDS``): ``--broker`` names
+the kind of clusters started.
 """
 
 from __future__ import annotations
@@ -254,7 +256,7 @@ def read_paths(metrics: Path) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="A live migration of stream orders, end to end.")
     parser.add_argument(
-        "--broker", default="tansu", help="the kind of the two clusters (tansu or kafka)"
+        "--broker", default="kafka", help="the kind of the two clusters (kafka or tansu)"
     )
     broker = parser.parse_args(argv).broker
     logging.basicConfig(level=logging.WARNING)

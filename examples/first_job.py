@@ -2,7 +2,7 @@
 the stream to another cluster while the query runs (README, "Your first job").
 
 Run it with the project's Python, activated or not: ``.venv/bin/python examples/first_job.py``
-(``kafka`` as argument: Apache Kafka clusters instead of the embedded Tansu brokers).
+(Apache Kafka clusters; ``tansu`` as argument: the embedded Tansu brokers instead).
 The test suite runs it (tests/integration/test_newcomer.py) and checks that the README shows it.
 """
 
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
-broker = sys.argv[1] if len(sys.argv) > 1 else "tansu"  # or "kafka": Apache Kafka (needs Java)
+broker = sys.argv[1] if len(sys.argv) > 1 else "kafka"  # or "tansu": embedded, no broker JVM
 work = Path(tempfile.mkdtemp(prefix="first-job-"))
 
 # Two throw-away clusters; with your own, skip this and write their bootstrap.servers below.

@@ -59,7 +59,7 @@ ORDERS = {"east": range(0, 300), "west": range(300, 600)}
 PER_TRIGGER = 50  # offsets per micro-batch of the source flow: six micro-batches per run
 
 pytestmark = [
-    pytest.mark.pipeline,  # its own make target (make test-pipeline): over 2 min of two runs
+    pytest.mark.pipeline,  # make test runs it; make test-pipeline alone: over 2 min of two runs
     requires_kafka("Kafka transactions: the pipeline's sink writes exactlyOnce"),
     pytest.mark.skipif(
         importlib.util.find_spec("pyspark.pipelines") is None,

@@ -8,7 +8,7 @@ export SPARK_LOCAL_IP := 127.0.0.1
 
 .PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest test-pipeline
 
-# The compiled read core (native/, README "The compiled read core"): built from source with the
+# The compiled read core (native/, docs/core.md): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
 # The cargo build is cached outside the worktree, so fresh clones and worktrees reuse it.
 NATIVE ?= 1
@@ -39,7 +39,7 @@ $(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 
 # Installable wheels (no Rust needed to install them) into dist/: the package's pure-Python wheel
 # and the compiled core's, abi3 (CPython 3.10+) for manylinux2014 (glibc 2.17+), one per
-# WHEEL_ARCHS (README "The compiled read core"). zig (ziglang, in .venv) compiles and links for
+# WHEEL_ARCHS (docs/core.md). zig (ziglang, in .venv) compiles and links for
 # glibc 2.17, so this machine builds both; Rust needs both targets (rustup target add).
 WHEEL_ARCHS := x86_64 aarch64
 wheel: $(STAMP)

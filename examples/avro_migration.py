@@ -1,8 +1,8 @@
-"""Avro from a schema registry per cluster, through a migration (README, "Avro from a schema
+"""Avro from a schema registry per cluster, through a migration (docs/avro.md, "Avro from a schema
 registry per cluster"): orders in Confluent's Avro wire format on east, whose registry gave the
-schema one id, then on west, whose registry gave the same schema another id and also holds a v2
-with an added field; the query decodes each record with its own cluster's registry into the
-same columns while the stream moves from east to west.
+schema one id, then on west, whose registry gave the same schema another id and also holds a v2 with
+an added field; the query decodes each record with its own cluster's registry into the same columns
+while the stream moves from east to west.
 
 Run it with the project's Python: ``.venv/bin/python examples/avro_migration.py`` (Apache Kafka
 clusters; ``tansu`` as argument: the embedded Tansu brokers instead). The registries are the

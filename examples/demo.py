@@ -12,7 +12,7 @@
 3. The reader job: a Spark pipeline reads ``orders`` with format ``dynamic_kafka`` from the
    metadata service (``metadataService=http``), parses the JSON, writes the events to a
    checkpointed Parquet sink and prints per-cluster counts per micro-batch.
-4. Mid-run, ``orders`` is migrated by the README's runbook: west is added through the
+4. Mid-run, ``orders`` is migrated by the runbook of docs/sink.md: west is added through the
    service's write API (writes stay on east), ``dynamic-kafka move --write`` flips the writes
    to west (the writer's next micro-batch goes there), the reader drains east, and
    ``dynamic-kafka move`` maps ``orders`` to west only.

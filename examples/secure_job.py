@@ -1,14 +1,15 @@
 """A secure first job: two SASL_SSL clusters, one SCRAM and one PLAIN, passwords by reference
 (an environment variable and a properties file, never in the metadata), read into a table while
-the stream moves from one cluster to the other (README, "Coming from format("kafka")").
+the stream moves from one cluster to the other (docs/coming-from-kafka.md, "Coming from
+format("kafka")").
 
 Run it with the project's Python: ``.venv/bin/python examples/secure_job.py``. It starts two
 Apache Kafka clusters with TLS and SASL listeners (needs Java 17 and, once, Maven: ``make
-kafka-jars``). The test suite runs it (tests/integration/test_newcomer.py) and checks that the
-README shows it.
+kafka-jars``). The test suite runs it (tests/integration/test_newcomer.py) and checks that
+docs/coming-from-kafka.md shows it.
 """
 
-# --- README: secure job ---
+# --- docs/coming-from-kafka.md: secure job ---
 import json
 import os
 import secrets

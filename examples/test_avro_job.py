@@ -1,13 +1,13 @@
-"""A pytest test of an Avro read, as a project using this package writes one (README, "Avro from
-a schema registry per cluster", which shows it from the marker below): a throw-away Apache Kafka
-cluster, the testing kit's schema registry, orders written by confluent-kafka's AvroSerializer,
-read back with the reader schema named by its subject.
+"""A pytest test of an Avro read, as a project using this package writes one (docs/avro.md,
+"Avro from a schema registry per cluster", which shows it from the marker below): a throw-away
+Apache Kafka cluster, the testing kit's schema registry, orders written by confluent-kafka's
+AvroSerializer, read back with the reader schema named by its subject.
 
 Run it: ``.venv/bin/python -m pytest examples/test_avro_job.py`` (needs Java for Apache Kafka).
-The test suite runs it (tests/integration/test_newcomer.py) and checks that the README shows it.
+The test suite runs it (tests/integration/test_newcomer.py) and checks that docs/avro.md shows it.
 """
 
-# --- README: Avro test ---
+# --- docs/avro.md: Avro test ---
 import json
 from collections.abc import Iterator
 from pathlib import Path

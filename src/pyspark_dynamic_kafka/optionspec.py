@@ -72,7 +72,7 @@ class OptionSpec(Generic[T]):
     default:
         The string value when the option is absent (``None``: the value is ``None``).
     doc:
-        One-line meaning, used in messages; the README documents the same.
+        One-line meaning, used in messages; docs/options.md documents the same.
     scope:
         ``both``, ``stream`` or ``batch``: which reads the option applies to.
     required:

@@ -181,7 +181,7 @@ def test_the_avro_migration_example_decodes_each_record_with_its_clusters_regist
     reason="the Avro test starts an Apache Kafka cluster of its own (start_clusters)",
 )
 def test_the_readme_avro_test_passes_as_a_projects_own_test(tmp_path: Path) -> None:
-    """examples/test_avro_job.py, which the README shows verbatim (tests/unit/test_docs.py), run
+    """examples/test_avro_job.py, which docs/avro.md shows verbatim (tests/unit/test_docs.py), run
     by pytest in a project of its own: a copy in an empty directory, none of this suite's
     configuration or fixtures."""
     project = tmp_path / "project"
@@ -202,10 +202,11 @@ _RECONCILED = '"event": "reconciliation"'
     reason="the secure job starts Apache Kafka clusters of its own with TLS and SASL listeners",
 )
 def test_the_readme_secure_job_runs_as_written(tmp_path: Path) -> None:
-    """examples/secure_job.py, which the README shows verbatim (tests/unit/test_docs.py), run as
-    a newcomer runs it, with the package's INFO log on: two SASL_SSL clusters (SCRAM, PLAIN),
-    passwords by reference, the stream moved while the query runs; each order exactly once, the
-    driver's log naming each cluster's reader and path once, and the password nowhere."""
+    """examples/secure_job.py, which docs/coming-from-kafka.md shows verbatim
+    (tests/unit/test_docs.py), run as a newcomer runs it, with the package's INFO log on: two
+    SASL_SSL clusters (SCRAM, PLAIN), passwords by reference, the stream moved while the query
+    runs; each order exactly once, the driver's log naming each cluster's reader and path once,
+    and the password nowhere."""
     password = f"SENTINEL-east-{uuid.uuid4().hex}"
     env = {"EAST_KAFKA_PASSWORD": password, "DYNAMIC_KAFKA_LOG_LEVEL": "INFO"}
     done = run_as_newcomer(tmp_path, [str(ROOT / "examples" / "secure_job.py")], cwd=ROOT, env=env)

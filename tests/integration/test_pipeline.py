@@ -16,7 +16,8 @@ lands while a run reads (its source flow reads in micro-batches of :data:`PER_TR
 Each order is Avro from its own cluster's registry (the same schema is id 1 on east, id 100 on
 west) and the sink writes it as JSON with the id it was decoded with. Both runs go to one Spark
 Connect server (``--remote``), whose catalog keeps the streaming table between them; a run with
-its own local server needs a persistent catalog for that (README, "Declarative Pipelines").
+its own local server needs a persistent catalog for that (docs/pipelines.md, "Declarative
+Pipelines").
 """
 
 from __future__ import annotations

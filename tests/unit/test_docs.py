@@ -1,4 +1,6 @@
-"""The README documents every option, of the source and of each metadata service, as declared."""
+"""The documentation (README.md, the landing page, and the guides in docs/) documents every option,
+of the source, the sink and each metadata service, as declared; shows the examples the suite runs
+verbatim; and links every guide, with links that resolve."""
 
 from __future__ import annotations
 
@@ -18,14 +20,22 @@ from pyspark_dynamic_kafka.optionspec import METADATA_SERVICE, OptionSet, Option
 from pyspark_dynamic_kafka.sink.config.options import SINK_OPTIONS
 from pyspark_dynamic_kafka.source.config.options import OPTIONS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
-def _rows() -> dict[str, str]:
-    """Option -> its row in a README options table."""
+def _page(name: str) -> str:
+    """The text of ``docs/<name>``."""
+    return (DOCS / name).read_text()
+
+
+def _rows(*pages: str) -> dict[str, str]:
+    """Option -> its row in an options table of the given docs pages."""
     return {
         line.split("|")[1].strip().strip("`"): line
-        for line in README.read_text().splitlines()
+        for page in pages
+        for line in _page(page).splitlines()
         if line.startswith("| `")
     }
 
@@ -33,33 +43,34 @@ def _rows() -> dict[str, str]:
 def _check_row(name: str, spec: OptionSpec[Any], row: str) -> None:
     for default in (spec.default, spec.batch_default):
         if default is not None:
-            assert f"`{default}`" in row, f"README row of {name} lacks its default {default}"
+            assert f"`{default}`" in row, f"the row of {name} lacks its default {default}"
     if spec.required:
-        assert "(required)" in row, f"README row of {name} does not say it is required"
+        assert "(required)" in row, f"the row of {name} does not say it is required"
     if spec.scope == "batch":
-        assert "batch only" in row, f"README row of {name} does not say it is for batch only"
+        assert "batch only" in row, f"the row of {name} does not say it is for batch only"
     if spec.scope == "stream":
-        assert "streams" in row, f"README row of {name} does not say it is for streams"
+        assert "streams" in row, f"the row of {name} does not say it is for streams"
 
 
 def test_readme_starts_with_the_two_commands() -> None:
+    """The README's head, before its first section, gives ``make demo`` and ``make test``."""
     text = README.read_text()
     head = text[: text.index("## ")]
     assert "make demo" in head and "make test" in head
 
 
 def test_every_option_has_a_row_with_its_default() -> None:
-    rows = _rows()
+    rows = _rows("options.md")
     for key, spec in OPTIONS.items():
-        assert key in rows, f"README options table lacks {key}"
+        assert key in rows, f"docs/options.md's table lacks {key}"
         _check_row(key, spec, rows[key])
 
 
 def test_every_sink_option_has_a_row_with_its_default() -> None:
-    rows = _rows()
+    rows = _rows("sink.md")
     for key, spec in SINK_OPTIONS.specs.items():
         if key != METADATA_SERVICE:  # the source's row
-            assert key in rows, f"README sink options table lacks {key}"
+            assert key in rows, f"docs/sink.md's options table lacks {key}"
             _check_row(key, spec, rows[key])
 
 
@@ -67,24 +78,39 @@ def test_every_sink_option_has_a_row_with_its_default() -> None:
     "options", [FILE_OPTIONS, HTTP_OPTIONS, SINGLE_CLUSTER_OPTIONS], ids=["file", "http", "single"]
 )
 def test_every_metadata_service_option_is_documented(options: OptionSet) -> None:
-    text, rows = README.read_text(), _rows()
+    pages = ("options.md", "metadata.md")
+    text, rows = "\n\n".join(_page(p) for p in pages), _rows(*pages)
     for key, spec in options.specs.items():
         name = options.name(key)
-        assert f"`{name}`" in text, f"README does not mention {name}"
+        assert f"`{name}`" in text, f"docs/options.md and docs/metadata.md do not mention {name}"
         if name in rows:
             _check_row(name, spec, rows[name])
         elif spec.default is not None:
             paragraph = next(p for p in text.split("\n\n") if f"`{name}`" in p)
-            assert f"`{spec.default}`" in paragraph, f"README lacks the default of {name}"
+            assert f"`{spec.default}`" in paragraph, f"the docs lack the default of {name}"
 
 
-def _section_showing(example: str, marker: str, heading: str) -> str:
-    """The README section under ``heading``, checked to show ``examples/<example>`` from
+def _section(path: Path, heading: str) -> str:
+    """The section of ``path`` under ``heading`` (a markdown heading line), up to the next heading
+    of its level or a higher one outside code blocks (under a page's ``#`` title: the page)."""
+    level = len(heading) - len(heading.lstrip("#"))
+    lines, fenced = [], False
+    for line in path.read_text().split(f"{heading}\n", 1)[1].splitlines(keepends=True):
+        fenced ^= line.startswith("```")
+        marks = len(line) - len(line.lstrip("#"))
+        if not fenced and 0 < marks <= level and line[marks : marks + 1] == " ":
+            break
+        lines.append(line)
+    return "".join(lines)
+
+
+def _section_showing(example: str, marker: str, path: Path, heading: str) -> str:
+    """The section of ``path`` under ``heading``, checked to show ``examples/<example>`` from
     ``marker`` on, verbatim, in a Python block."""
-    text = (README.parent / "examples" / example).read_text()
+    text = (ROOT / "examples" / example).read_text()
     assert marker in text
     code = text.split(f"{marker}\n", 1)[1]
-    section = README.read_text().split(f"{heading}\n", 1)[1].split("\n## ", 1)[0]
+    section = _section(path, heading)
     assert f"```python\n{code}```\n" in section
     return section
 
@@ -92,33 +118,37 @@ def _section_showing(example: str, marker: str, heading: str) -> str:
 def test_readme_first_job_is_the_example_the_suite_runs() -> None:
     """The README's "Your first job" is examples/first_job.py from its marker on, verbatim
     (tests/integration/test_newcomer.py runs the example)."""
-    _section_showing("first_job.py", "# --- README: first job ---", "## Your first job")
+    _section_showing("first_job.py", "# --- README: first job ---", README, "## Your first job")
     # Right after the two commands: the README's first section.
     text = README.read_text()
     assert text[text.index("\n## ") :].startswith("\n## Your first job\n")
 
 
-def test_readme_secure_job_is_the_example_the_suite_runs() -> None:
-    """The README's secure first job ("Coming from format("kafka")") is examples/secure_job.py
-    from its marker on, verbatim (tests/integration/test_newcomer.py runs the example)."""
-    heading = '## Coming from `format("kafka")`'
-    _section_showing("secure_job.py", "# --- README: secure job ---", heading)
+def test_secure_job_is_the_example_the_suite_runs() -> None:
+    """The secure first job of docs/coming-from-kafka.md is examples/secure_job.py from its
+    marker on, verbatim (tests/integration/test_newcomer.py runs the example)."""
+    marker = "# --- docs/coming-from-kafka.md: secure job ---"
+    page, heading = DOCS / "coming-from-kafka.md", '# Coming from `format("kafka")`'
+    _section_showing("secure_job.py", marker, page, heading)
 
 
-def test_readme_avro_test_is_the_example_the_suite_runs() -> None:
-    """The README's Avro test ("Avro from a schema registry per cluster") is
+def test_avro_test_is_the_example_the_suite_runs() -> None:
+    """The Avro test of docs/avro.md ("Avro from a schema registry per cluster") is
     examples/test_avro_job.py from its marker on, verbatim (tests/integration/test_newcomer.py
     runs it with pytest)."""
-    heading = "## Avro from a schema registry per cluster"
-    _section_showing("test_avro_job.py", "# --- README: Avro test ---", heading)
+    marker = "# --- docs/avro.md: Avro test ---"
+    heading = "# Avro from a schema registry per cluster"
+    _section_showing("test_avro_job.py", marker, DOCS / "avro.md", heading)
 
 
-def test_readme_pipeline_is_the_example_the_suite_runs() -> None:
-    """The README's pipeline ("Declarative Pipelines") is the definitions of examples/pipeline/
-    from their marker on, verbatim (make test-pipeline runs the example)."""
+def test_pipeline_is_the_example_the_suite_runs() -> None:
+    """The pipeline of docs/pipelines.md ("Declarative Pipelines") is the definitions of
+    examples/pipeline/ from their marker on, verbatim (make test-pipeline runs the example)."""
     example = "pipeline/transformations/orders.py"
-    section = _section_showing(example, "# --- README: pipeline ---", "## Declarative Pipelines")
-    assert "(examples/pipeline/)" in section
+    marker = "# --- docs/pipelines.md: pipeline ---"
+    page, heading = DOCS / "pipelines.md", "# Declarative Pipelines"
+    section = _section_showing(example, marker, page, heading)
+    assert "(../examples/pipeline/)" in section
 
 
 def _anchor(title: str) -> str:
@@ -126,27 +156,49 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
-def test_readme_table_of_contents_links_every_section_in_order() -> None:
-    text = README.read_text()
-    outside_code = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
-    headings = re.findall(r"^(##|###) (.+)$", outside_code, flags=re.MULTILINE)
-    expected = [
-        ("  " if level == "###" else "") + f"- [{title}](#{_anchor(title)})"
-        for level, title in headings
-    ]
-    contents = text.split("Contents:\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert contents == expected
-    # every link to a section of the README names a heading's anchor
-    anchors = {_anchor(title) for _, title in headings}
-    assert sorted(set(re.findall(r"\]\(#([^)]+)\)", text)) - anchors) == []
+def _anchors(path: Path) -> set[str]:
+    """The anchors of the headings of a markdown file (outside code blocks)."""
+    outside_code = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+    return {_anchor(t) for t in re.findall(r"^#{1,6} (.+)$", outside_code, flags=re.MULTILINE)}
 
 
-def test_readme_coming_from_kafka_metadata_validates_and_translates() -> None:
-    """The metadata of "Coming from format("kafka")", written as the Java client had it, is
-    valid and its Java client properties translate (the password stays a reference)."""
-    section = README.read_text().split('## Coming from `format("kafka")`\n', 1)[1]
+def _links(path: Path) -> list[str]:
+    """The targets of the markdown links of a file (outside code blocks), web links left out."""
+    outside_code = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+    targets = re.findall(r"\]\(([^)\s]+)\)", outside_code)
+    return [t for t in targets if not re.match(r"^[a-z]+:", t)]
+
+
+def test_readme_links_every_docs_page() -> None:
+    """The landing page links every guide of docs/ (docs/<page>.md, with or without an anchor)."""
+    linked = {t.split("#", 1)[0] for t in _links(README)}
+    pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
+    assert sorted(pages - linked) == []
+
+
+DOCUMENTATION = [README, *sorted(p for p in DOCS.glob("*.md") if p.name != "benchmarks.md")]
+
+
+@pytest.mark.parametrize("path", DOCUMENTATION, ids=lambda p: p.name)
+def test_every_link_names_a_file_and_a_heading_that_exist(path: Path) -> None:
+    """Links of the README and of the guides resolve: the file exists (relative to the page), and
+    an anchor names a heading of the page it points at (docs/benchmarks.md's own links are its
+    author's)."""
+    broken = []
+    for target in _links(path):
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+            broken.append(target)
+    assert broken == []
+
+
+def test_coming_from_kafka_metadata_validates_and_translates() -> None:
+    """The metadata of docs/coming-from-kafka.md, written as the Java client had it, is valid and
+    its Java client properties translate (the password stays a reference)."""
+    section = _page("coming-from-kafka.md")
     document = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
-    assert validate_metadata_document(document, "README") == []
+    assert validate_metadata_document(document, "docs/coming-from-kafka.md") == []
     translation = translate(document["clusters"]["east"])
     assert translation.problems == ()
     assert translation.properties["sasl.password"] == (

@@ -1,5 +1,6 @@
-"""The module maps (README "How it works" and the docstring of ``source/``) name every module
-that exists, and no module that does not."""
+"""The module maps (docs/how-it-works.md, the docstrings of ``source/`` and ``sink/``, and the
+compiled core's in docs/core.md and ``lib.rs``) name every module that exists, and no module that
+does not."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ def _modules() -> list[Path]:
 
 
 def _how_it_works() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## How it works\n")
-    return text[start : text.index("\n## ", start + 1)]
+    """docs/how-it-works.md, the page of "How it works" and its module map."""
+    text = (ROOT / "docs" / "how-it-works.md").read_text()
+    assert text.startswith("# How it works\n")
+    return text
 
 
-def test_the_readme_names_every_module_and_its_package() -> None:
+def test_how_it_works_names_every_module_and_its_package() -> None:
     section = _how_it_works()
     missing = [
         str(path)
@@ -36,7 +38,7 @@ def test_the_readme_names_every_module_and_its_package() -> None:
     assert missing == []
 
 
-def test_the_readme_names_no_module_that_does_not_exist() -> None:
+def test_how_it_works_names_no_module_that_does_not_exist() -> None:
     named = set(re.findall(r"[\w/]+\.py", _how_it_works()))
     existing = {str(p) for p in SRC.rglob("*.py")} | {p.name for p in SRC.rglob("*.py")}
     existing = {n.removeprefix(str(SRC) + "/") for n in existing}
@@ -64,12 +66,13 @@ def _rust_files() -> list[str]:
 
 
 def _core_modules_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### The core's modules\n")
+    """The section "The core's modules" of docs/core.md, up to its first bold paragraph."""
+    text = (ROOT / "docs" / "core.md").read_text()
+    start = text.index("## The core's modules\n")
     return text[start : text.index("\n**", start)]
 
 
-@pytest.mark.parametrize("where", ["lib.rs", "README"])
+@pytest.mark.parametrize("where", ["lib.rs", "docs/core.md"])
 def test_the_crate_maps_name_every_rust_file_and_no_other(where: str) -> None:
     text = (CRATE / "lib.rs").read_text() if where == "lib.rs" else _core_modules_section()
     named = set(re.findall(r"`([\w/]+\.rs)`", text))

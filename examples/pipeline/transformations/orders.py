@@ -1,13 +1,13 @@
-"""The pipeline's definitions (README, "Declarative Pipelines"): logical stream ``orders``, Avro
-on whichever clusters the metadata lists, into streaming table ``orders``; the table, as JSON,
-into logical stream ``orders-json``, exactly once.
+"""The pipeline's definitions (docs/pipelines.md, "Declarative Pipelines"): logical stream
+``orders``, Avro on whichever clusters the metadata lists, into streaming table ``orders``; the
+table, as JSON, into logical stream ``orders-json``, exactly once.
 
 ``spark-pipelines run`` imports this file; every run reads what the stream holds when the run
 starts (Spark runs each streaming flow with ``Trigger.AvailableNow``) and continues from the
 checkpoints the engine keeps under the spec's ``storage``.
 """
 
-# --- README: pipeline ---
+# --- docs/pipelines.md: pipeline ---
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export SPARK_LOCAL_IP := 127.0.0.1
 # No PYSPARK_PYTHON here: local_spark_session() gives Spark's workers the Python that runs it.
 
-.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest test-pipeline
+.PHONY: setup test unit integration lint demo bench soak clean kafka-jars kafka-jars-lock test-active-active test-secure wheel wheel-x86_64 wheel-aarch64 wheel-check fuzz avro-java test-deploy fuzz-avro test-min test-matrix test-oldest test-pipeline docs
 
 # The compiled read core (native/, docs/core.md): built from source with the
 # machine's cargo and installed into .venv; NATIVE=0 skips it (the Python reader then reads).
@@ -72,8 +72,8 @@ wheel-check: $(STAMP)
 
 # With NATIVE=1 also the compiled core's Rust checks, in the shared CARGO_TARGET_DIR (warm: seconds).
 lint: $(SETUP)
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples tools
+	$(VENV)/bin/ruff format --check src tests benchmarks examples tools
 	$(VENV)/bin/mypy
 ifeq ($(NATIVE),1)
 	cd native && $(CARGO) fmt --check
@@ -251,6 +251,12 @@ bench: $(SETUP) kafka-jars
 # SOAK_ARGS="--broker tansu" on the embedded broker (then no jars are needed).
 soak: $(SETUP) $(if $(findstring tansu,$(SOAK_ARGS)),,kafka-jars)
 	$(PY) -m benchmarks.soak $(SOAK_ARGS)
+
+# The documentation site into build/site: README.md as its home page and the guides of docs/
+# (mkdocs.yml; tools/mkdocs_hooks.py fits their GitHub links to the site). --strict fails on any
+# warning, a link to a missing page or heading among them. Needs only .venv (no compiled core).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -205,3 +205,25 @@ def test_coming_from_kafka_metadata_validates_and_translates() -> None:
         "${file:/etc/kafka/secrets.properties:east.password}"
     )
     assert translation.properties["ssl.ca.location"] == "/etc/kafka/ca.pem"
+
+
+def test_the_site_nav_lists_every_docs_page() -> None:
+    """mkdocs.yml (make docs) has every docs/*.md page in its nav, and no page that is not
+    there; the README is the site's home page (index.md, added by tools/mkdocs_hooks.py)."""
+
+    class Loader(yaml.SafeLoader):
+        """mkdocs.yml's ``!!python/...`` tags read as plain nodes."""
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)
+
+    def pages(nav: Any) -> list[str]:
+        if isinstance(nav, str):
+            return [nav]
+        if isinstance(nav, dict):
+            return [p for value in nav.values() for p in pages(value)]
+        return [p for item in nav for p in pages(item)]
+
+    listed = pages(config["nav"])
+    assert "index.md" in listed and not (DOCS / "index.md").exists()
+    assert sorted(set(listed) - {"index.md"}) == sorted(p.name for p in DOCS.glob("*.md"))

@@ -255,7 +255,9 @@ soak: $(SETUP) $(if $(findstring tansu,$(SOAK_ARGS)),,kafka-jars)
 # The documentation site into build/site: README.md as its home page and the guides of docs/
 # (mkdocs.yml; tools/mkdocs_hooks.py fits their GitHub links to the site). --strict fails on any
 # warning, a link to a missing page or heading among them. Needs only .venv (no compiled core).
+# First the options tables are checked against the code (python -m tools.docs_options fixes).
 docs: $(STAMP)
+	$(PY) -m tools.docs_options --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:

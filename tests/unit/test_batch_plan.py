@@ -128,6 +128,23 @@ def test_a_start_after_the_end_names_partition_offsets_and_options(
     )
 
 
+def test_a_start_past_the_latest_offset_is_after_the_default_end(
+    path: Path, lister: _Lister
+) -> None:
+    with pytest.raises(OffsetsError) as info:
+        _plan(path, startingOffsets='{"east": {"orders": {"1": 9}}}')
+    assert str(info.value) == (
+        "The start of east/orders/1 (offset 9, from startingOffsets) is after its end (offset 5, "
+        "from endingOffsets). Fix the starting or ending options."
+    )
+
+
+def test_a_start_below_the_earliest_offset_is_planned_as_named(path: Path, lister: _Lister) -> None:
+    # the driver plans it as named; the executor decides on the records gone (failOnDataLoss)
+    tasks = _plan(path, startingOffsets='{"east": {"orders": {"0": 1}}}')
+    assert _ranges(tasks)[("east", "orders", 0)] == (1, 10)
+
+
 def test_an_empty_partition_or_an_empty_range_plans_no_task(path: Path, lister: _Lister) -> None:
     lister.topics["east"]["orders"] = {0: (10, 10), 1: (5, 5)}
     lister.topics["west"]["orders"] = {0: (3, 3)}

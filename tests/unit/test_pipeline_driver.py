@@ -274,3 +274,19 @@ def test_the_report_holds_the_latest_offset_and_the_status(path: Path, lister: _
         "planned": {"east": {"orders": 5}},  # each share floored: 8 * 6 // 13 + 5 * 6 // 13
     }
     assert end == _offset({"east": {"orders": {"0": 5, "1": 2}}})
+
+
+def test_a_partition_whose_offsets_went_back_is_read_again_from_its_earliest(
+    path: Path, lister: _Lister
+) -> None:
+    batches = _batches(path, lister, failOnDataLoss="false")
+    first = batches.latest(batches.initial(), ALL)
+    generation = batches.driver.generation
+    lister.topics["east"]["orders"][0] = (0, 3)  # recreated (no topic ids): 10 -> 3
+    second = batches.latest(first, ALL)
+    assert second == _offset({"east": {"orders": {"0": 3, "1": 5}}})
+    assert [loss.describe() for loss in batches.driver.recent_losses] == [
+        "east/orders/0: its latest offset went back (next offset to read 10, latest offset now 3)"
+    ]
+    assert batches.driver.generation == generation + 1  # pooled consumers are not reused
+    assert _ranges(batches.tasks(first, second)) == {("east", "orders", 0): (0, 3)}

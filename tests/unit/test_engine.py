@@ -51,23 +51,25 @@ def test_python_reader_reads_every_cluster_in_python(caplog: pytest.LogCaptureFi
 def test_auto_picks_the_fastest_engine_of_each_cluster_and_logs_the_rest_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clusters = {"east": PLAIN, "rack-west": RACK, "kerberos-west": KERBEROS}
+    # Cluster ids of this test alone: each line is logged once per process and cluster, and
+    # other tests of this process read clusters named east.
+    clusters = {"auto-east": PLAIN, "auto-rack-west": RACK, "auto-kerberos-west": KERBEROS}
     with caplog.at_level(logging.INFO):
         engines = read_engines("auto", clusters)
         assert read_engines("auto", clusters) == engines
     assert {c: e.name for c, e in engines.items()} == {
-        "east": "direct",
-        "rack-west": "librdkafka",
-        "kerberos-west": "python",
+        "auto-east": "direct",
+        "auto-rack-west": "librdkafka",
+        "auto-kerberos-west": "python",
     }
-    assert engines["east"].reason is None and engines["rack-west"].reason == FOLLOWER
+    assert engines["auto-east"].reason is None and engines["auto-rack-west"].reason == FOLLOWER
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reader=")]
     assert lines == [  # one per cluster, in id order, naming the reader and its path
-        "reader=auto: cluster 'east' is read with the compiled core's direct fetch path (its "
+        "reader=auto: cluster 'auto-east' is read with the compiled core's direct fetch path (its "
         "own Fetch requests)",
-        "reader=auto: cluster 'kerberos-west' is read with the Python reader: SASL GSSAPI "
+        "reader=auto: cluster 'auto-kerberos-west' is read with the Python reader: SASL GSSAPI "
         "(Kerberos) needs Cyrus SASL, which the compiled core does not link",
-        "reader=auto: cluster 'rack-west' is read with librdkafka's consumer, not the direct "
+        "reader=auto: cluster 'auto-rack-west' is read with librdkafka's consumer, not the direct "
         f"fetch path: {FOLLOWER}",
     ]
 

@@ -1,8 +1,9 @@
 """``make test-matrix``: the wheels in a new virtualenv per cell, on each PySpark minor PyPI serves
 from the lowest supported (its newest patch) with this Python, and on each other supported Python
-with the newest PySpark; in each, the integration smoke on Apache Kafka plus the tests of what
-differs between PySpark versions (:data:`TESTS`). A table of what each cell ran and printed
-goes to standard output and to ``build/matrix/results.md``.
+with the newest PySpark that installs on it (PySpark 4.3 needs Python 3.11); in each, the
+integration smoke on Apache Kafka plus the tests of what differs between PySpark versions
+(:data:`TESTS`). A table of what each cell ran and printed goes to standard output and to
+``build/matrix/results.md``.
 
 Run as ``python tests/matrix.py [--wheels DIR] [--oldest | CELL ...]``, a cell as ``3.11:4.0.5``;
 the wheels are ``dist/``'s (``make wheel``) unless ``--wheels`` names another folder (``make
@@ -43,10 +44,14 @@ TESTS = (
 )
 
 
-def spark_versions() -> list[str]:
-    """The newest patch of each PySpark minor on PyPI from the lowest supported."""
+def spark_versions(python: str | None = None) -> list[str]:
+    """The newest patch of each PySpark minor on PyPI from the lowest supported, of those that
+    install on ``python`` (a version such as ``3.10``; this Python by default): asked of that
+    interpreter's pip, which leaves out a release whose Requires-Python refuses it (PySpark
+    4.3 needs Python 3.11)."""
+    pip = [interpreter(python) if python else sys.executable, "-m", "pip"]
     index = subprocess.run(
-        [sys.executable, "-m", "pip", "index", "versions", "pyspark"],
+        [*pip, "index", "versions", "pyspark"],
         capture_output=True,
         text=True,
         check=True,
@@ -66,10 +71,11 @@ def spark_versions() -> list[str]:
 
 
 def cells() -> list[tuple[str, str]]:
-    """Every PySpark minor with this Python, then the newest PySpark with the other Pythons."""
+    """Every PySpark minor with this Python, then with each other Python the newest PySpark
+    that installs on it."""
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    sparks = spark_versions()
-    return [(here, s) for s in sparks] + [(p, sparks[-1]) for p in PYTHONS if p != here]
+    others = [(p, spark_versions(p)[-1]) for p in PYTHONS if p != here]
+    return [(here, s) for s in spark_versions()] + others
 
 
 def interpreter(version: str) -> str:
@@ -147,7 +153,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--wheels"]:
         wheels, argv = Path(argv[1]).resolve(), argv[2:]
     if argv == ["--oldest"]:
-        chosen = [(PYTHONS[0], spark_versions()[0])]
+        chosen = [(PYTHONS[0], spark_versions(PYTHONS[0])[0])]
     else:
         chosen = [(a.split(":", 1)[0], a.split(":", 1)[1]) for a in argv] if argv else cells()
     results = []

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.unit.test_reconcile import DISCOVERY_EARLIEST, _Lister
+from tests.unit.test_reconcile import DISCOVERY_EARLIEST, _Lister, orders_on_two_clusters
 
 from pyspark_dynamic_kafka.errors import DataLossError
 from pyspark_dynamic_kafka.source.config.options import parse_options
@@ -60,11 +60,8 @@ def path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def lister() -> _Lister:
-    """east/orders has partitions 0 (offsets 2..10) and 1 (0..5); west/orders partition 0 (0..7)."""
-    lister = _Lister()
-    lister.topics["east"] = {"orders": {0: (2, 10), 1: (0, 5)}}
-    lister.topics["west"] = {"orders": {0: (0, 7)}}
-    return lister
+    """:func:`~tests.unit.test_reconcile.orders_on_two_clusters`."""
+    return orders_on_two_clusters()
 
 
 def test_the_first_reconciliation_places_every_partition_and_logs_where_it_starts(

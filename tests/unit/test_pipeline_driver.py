@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.unit.test_reconcile import _Lister
+from tests.unit.test_reconcile import _Lister, orders_on_two_clusters
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.source.config.options import parse_options
@@ -66,11 +66,8 @@ def path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def lister() -> _Lister:
-    """east/orders partitions 0 (offsets 2..10) and 1 (0..5); west/orders partition 0 (0..7)."""
-    lister = _Lister()
-    lister.topics["east"] = {"orders": {0: (2, 10), 1: (0, 5)}}
-    lister.topics["west"] = {"orders": {0: (0, 7)}}
-    return lister
+    """:func:`~tests.unit.test_reconcile.orders_on_two_clusters`."""
+    return orders_on_two_clusters()
 
 
 def _batches(path: Path, lister: _Lister, **extra: str) -> MicroBatches:

@@ -83,6 +83,15 @@ class _Lister(OffsetLister):
         )
 
 
+def orders_on_two_clusters() -> _Lister:
+    """east/orders has partitions 0 (offsets 2..10) and 1 (0..5); west/orders partition 0
+    (0..7): the driver unit tests' estate."""
+    lister = _Lister()
+    lister.topics["east"] = {"orders": {0: (2, 10), 1: (0, 5)}}
+    lister.topics["west"] = {"orders": {0: (0, 7)}}
+    return lister
+
+
 def _cluster(*topics: str, starting: StartingPosition | None = None) -> ClusterSubscription:
     positions = tuple((t, starting) for t in sorted(topics)) if starting else ()
     return ClusterSubscription(

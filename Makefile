@@ -159,7 +159,8 @@ test-min: wheel kafka-jars
 # (tests/matrix.py): each PySpark minor PyPI serves from 4.0 (its newest patch) with this Python,
 # and with Python 3.10, 3.12 and 3.13 the newest PySpark that installs on each (4.3 needs 3.11); in
 # each the integration smoke on Apache Kafka, Avro, the batch and stream sink and
-# tests/integration/test_pyspark_versions.py. 10 to 18 min a cell on 2 cores; the table goes to build/matrix/results.md. MATRIX_CELLS="3.10:4.0.5 ..." picks.
+# tests/integration/test_pyspark_versions.py. 10 to 18 min a cell on 2 cores; the table goes to
+# build/matrix/results.md. MATRIX_CELLS="3.10:4.0.5 ..." picks.
 test-matrix: wheel kafka-jars
 	$(PY) tests/matrix.py $(MATRIX_CELLS)
 

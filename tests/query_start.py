@@ -47,6 +47,13 @@ def failed_initializing(query: Any, deadline: float = INITIALIZING_DEADLINE) -> 
     return error is not None and SLOW_WORKER in str(error)
 
 
+def failed_initializing_in(output: str) -> bool:
+    """Whether a process's ``output`` shows a streaming query that ended while initializing
+    because a Python worker connected back too late (Spark's message of that query's error),
+    for a process that does not install :func:`patient` (a user's script run whole)."""
+    return SLOW_WORKER in output and "Current State: INITIALIZING" in output
+
+
 def patient(start: Callable[..., Any]) -> Callable[..., Any]:
     """``DataStreamWriter.start`` that starts the query again after :func:`failed_initializing`."""
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, write_metadata
 from tests.integration.queries import memory_query
-from tests.query_start import ATTEMPTS, SLOW_WORKER
+from tests.query_start import ATTEMPTS, SLOW_WORKER, failed_initializing_in
 
 from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
@@ -101,8 +101,9 @@ def run_as_newcomer(
     because Spark's fixed 10 s for a new Python worker to connect back ran out on a loaded
     machine (tests/query_start.py, which the examples, being a user's scripts, do not install).
     """
-    for attempt in range(1, ATTEMPTS + 1):
-        done = subprocess.run(
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [sys.executable, *argv],
             env={**_newcomer_environment(tmp_path), **(env or {})},
             cwd=cwd,
@@ -110,12 +111,14 @@ def run_as_newcomer(
             text=True,
             timeout=DEADLINE * 3,
         )
-        output = done.stdout + done.stderr
-        late = SLOW_WORKER in output and "Current State: INITIALIZING" in output
-        if done.returncode == 0 or not late or attempt == ATTEMPTS:
-            return done
+
+    done = run()
+    for _ in range(ATTEMPTS - 1):
+        if done.returncode == 0 or not failed_initializing_in(done.stdout + done.stderr):
+            break
         print(f"{argv[0]}: a query failed initializing ({SLOW_WORKER}); running it again")
-    raise AssertionError("unreachable")
+        done = run()
+    return done
 
 
 @pytest.mark.smoke

@@ -156,16 +156,20 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
 
 
+def _outside_code(path: Path) -> str:
+    """A markdown file's text without its code blocks."""
+    return re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
+
+
 def _anchors(path: Path) -> set[str]:
     """The anchors of the headings of a markdown file (outside code blocks)."""
-    outside_code = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
-    return {_anchor(t) for t in re.findall(r"^#{1,6} (.+)$", outside_code, flags=re.MULTILINE)}
+    headings = re.findall(r"^#{1,6} (.+)$", _outside_code(path), flags=re.MULTILINE)
+    return {_anchor(t) for t in headings}
 
 
 def _links(path: Path) -> list[str]:
     """The targets of the markdown links of a file (outside code blocks), web links left out."""
-    outside_code = re.sub(r"```.*?```", "", path.read_text(), flags=re.DOTALL)
-    targets = re.findall(r"\]\(([^)\s]+)\)", outside_code)
+    targets = re.findall(r"\]\(([^)\s]+)\)", _outside_code(path))
     return [t for t in targets if not re.match(r"^[a-z]+:", t)]
 
 

@@ -76,3 +76,11 @@ def test_other_failures_and_failures_after_progress_are_the_tests_own() -> None:
 def test_a_query_still_initializing_at_the_deadline_is_returned() -> None:
     slow = StandIn(None, isActive=True, message="Initializing sources")
     assert not query_start.failed_initializing(slow, deadline=0.05)
+
+
+def test_a_scripts_output_shows_a_query_that_failed_initializing_only_with_its_state() -> None:
+    """What a whole run of a user's script printed (tests/integration/test_newcomer.py)."""
+    initializing = f"{LATE}\nCurrent Committed Offsets: {{}}\nCurrent State: INITIALIZING\n"
+    assert query_start.failed_initializing_in(initializing)
+    assert not query_start.failed_initializing_in(initializing.replace("INITIALIZING", "ACTIVE"))
+    assert not query_start.failed_initializing_in("Current State: INITIALIZING\nsome other error")

@@ -7,8 +7,8 @@ tests/unit/test_module_map.py):
   marked ``write: true``, else the stream's only cluster, else "ambiguous write route".
 - :mod:`~pyspark_dynamic_kafka.sink.config.options`: every sink option declared once,
   :class:`SinkOptions`.
-- :mod:`~pyspark_dynamic_kafka.sink.config.avro_format`: ``valueFormat=avro`` / ``keyFormat``
-  and their options, :class:`AvroFormat`.
+- :mod:`~pyspark_dynamic_kafka.sink.config.avro_format`: ``valueFormat=avro`` / ``keyFormat``:
+  how their options (:mod:`pyspark_dynamic_kafka.avro.options`) combine, :class:`AvroFormat`.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.task`: the driver -> executor contract,
   :class:`WriteTask` (route, producer properties) and :class:`WriteReport` (what a task wrote).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.produce`: one task's Arrow batches -> records,

@@ -1,5 +1,6 @@
-"""How the sink writes a key or value as Avro (``keyFormat`` / ``valueFormat=avro``): the options'
-specs and the rules that combine them into an :class:`AvroFormat`.
+"""How the sink writes a key or value as Avro (``keyFormat`` / ``valueFormat=avro``): the rules
+that combine its options (declared with the source's in
+:mod:`pyspark_dynamic_kafka.avro.options`) into an :class:`AvroFormat`.
 
 Either a writer schema is given (``valueSchema``, Avro JSON) and registered under its subject
 in the registry of the cluster each batch is routed to, as Confluent's serializers do with
@@ -11,67 +12,12 @@ default ``latest``) whose schema is looked up there. The subject defaults to ``<
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from pyspark_dynamic_kafka.avro.spark_types import checked_schema
+from pyspark_dynamic_kafka.avro.options import AVRO, BYTES, LATEST, Side, given_without_avro
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.optionspec import OptionSpec, ParsedOptions, choice, nonempty
+from pyspark_dynamic_kafka.optionspec import ParsedOptions
 
-__all__ = ["AVRO", "BYTES", "AvroFormat", "avro_format", "format_specs"]
-
-BYTES = "bytes"
-AVRO = "avro"
-LATEST = "latest"
-
-
-def subject_version(value: str) -> int | str:
-    """``latest`` or a version number (from 1)."""
-    text = value.strip()
-    if text.lower() == LATEST:
-        return LATEST
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError("must be 'latest' or a version number from 1")
-    return int(text)
-
-
-def format_specs(side: str) -> tuple[OptionSpec[Any], ...]:
-    """The four options of ``side`` (``key`` or ``value``)."""
-    column = f"the '{side}' column"
-    return (
-        OptionSpec(
-            f"{side}Format",
-            choice(BYTES, AVRO),
-            BYTES,
-            f"`bytes`: {column} is string or binary, written as it is; `avro`: {column} is a "
-            f"value of the Avro schema's Spark type (as from_avro gives it), written as Avro "
-            "in Confluent's wire format with the schema id of the registry of the cluster the "
-            f"batch is routed to (its metadata entry's schema.registry.url); needs {side}Schema "
-            f"or {side}Subject.",
-        ),
-        OptionSpec(
-            f"{side}Schema",
-            checked_schema,
-            None,
-            f"{side}Format=avro: the writer schema (Avro JSON), registered under {side}Subject "
-            "in the registry of the cluster each batch is routed to (an already registered "
-            "schema keeps its id).",
-        ),
-        OptionSpec(
-            f"{side}Subject",
-            nonempty,
-            None,
-            f"{side}Format=avro: the subject of the schema (default '<topic>-{side}'); without "
-            f"{side}Schema, its schema at {side}SubjectVersion is looked up in each route's "
-            "registry.",
-        ),
-        OptionSpec(
-            f"{side}SubjectVersion",
-            subject_version,
-            None,
-            f"{side}Format=avro with {side}Subject and no {side}Schema: the version used, a "
-            "number or 'latest' (default: latest, asked again at every batch).",
-        ),
-    )
+__all__ = ["AVRO", "BYTES", "LATEST", "AvroFormat", "avro_format"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +46,7 @@ class AvroFormat:
         return self.subject if self.subject is not None else f"{topic}-{self.side}"
 
 
-def avro_format(side: str, parsed: ParsedOptions) -> AvroFormat | None:
+def avro_format(side: Side, parsed: ParsedOptions) -> AvroFormat | None:
     """The Avro format of ``side`` the options give, or ``None`` when it is written as bytes.
 
     Raises
@@ -112,12 +58,12 @@ def avro_format(side: str, parsed: ParsedOptions) -> AvroFormat | None:
     keys = [f"{side}Schema", f"{side}Subject", f"{side}SubjectVersion"]
     schema, subject, version = (parsed[k] for k in keys)
     if parsed[f"{side}Format"] != AVRO:
-        for key in keys:
-            if key in parsed.given:
-                raise OptionsError(
-                    f"Option '{key}' is for {side}Format=avro, and {side}Format is "
-                    f"{parsed[f'{side}Format']}: set {side}Format=avro, or remove '{key}'."
-                )
+        key = given_without_avro(parsed, side)
+        if key is not None:
+            raise OptionsError(
+                f"Option '{key}' is for {side}Format=avro, and {side}Format is "
+                f"{parsed[f'{side}Format']}: set {side}Format=avro, or remove '{key}'."
+            )
         return None
     if schema is None and subject is None:
         raise OptionsError(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark_dynamic_kafka.avro.options import avro_options
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, check_client_options
 from pyspark_dynamic_kafka.kafka.engine import CHOICES
@@ -25,7 +26,7 @@ from pyspark_dynamic_kafka.optionspec import (
     split_prefixed,
     text,
 )
-from pyspark_dynamic_kafka.sink.config.avro_format import AvroFormat, avro_format, format_specs
+from pyspark_dynamic_kafka.sink.config.avro_format import AvroFormat, avro_format
 
 __all__ = [
     "AT_LEAST_ONCE",
@@ -187,8 +188,8 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "cluster and the reason.",
         attr="writer",
     ),
-    *format_specs("value"),
-    *format_specs("key"),
+    *avro_options("value", "write"),
+    *avro_options("key", "write"),
 )
 
 #: The declared sink options, parsed together.

@@ -16,11 +16,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from pyspark_dynamic_kafka.avro.options import LATEST
 from pyspark_dynamic_kafka.avro.spark_types import checked_schema
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
-from pyspark_dynamic_kafka.sink.config.avro_format import LATEST, AvroFormat
+from pyspark_dynamic_kafka.sink.config.avro_format import AvroFormat
 from pyspark_dynamic_kafka.sink.executor.task import AvroTarget, TopicSchema
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 

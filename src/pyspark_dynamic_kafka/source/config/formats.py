@@ -3,77 +3,39 @@ mode of an Avro column, and the same for keys.
 
 With ``avro`` the column is decoded to its reader schema's Spark types: given whole
 (``valueSchema``, Avro JSON) or named in the registry of the clusters read (``valueSubject``,
-with ``valueSubjectVersion``, else the latest version when the query first starts). ``valueMode``
-is ``FAILFAST`` (a record that cannot be decoded fails the query) or ``PERMISSIVE`` (its value is
-null and its bytes go to ``_corrupt_value``), as ``from_avro``'s ``mode``. These options are
-declared here and combined by :func:`column_formats` into one :class:`ColumnFormat` per column.
+with ``valueSubjectVersion``, a number; ``latest``, as without it, is the latest version when the
+query first starts). ``valueMode`` is ``FAILFAST`` (a record that cannot be decoded fails the
+query) or ``PERMISSIVE`` (its value is null and its bytes go to ``_corrupt_value``), as
+``from_avro``'s ``mode``. These options are declared with the sink's in
+:mod:`pyspark_dynamic_kafka.avro.options` and combined here by :func:`column_formats` into one
+:class:`ColumnFormat` per column.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pyspark_dynamic_kafka.avro.spark_types import checked_schema
+from pyspark_dynamic_kafka.avro.options import (
+    AVRO,
+    LATEST,
+    PERMISSIVE,
+    avro_options,
+    given_without_avro,
+)
+from pyspark_dynamic_kafka.avro.options import Side as Column
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.optionspec import OptionSpec, ParsedOptions, choice, integer, nonempty
+from pyspark_dynamic_kafka.optionspec import OptionSpec, ParsedOptions, nonempty
 
-__all__ = ["FORMAT_OPTIONS", "ColumnFormat", "column_formats"]
-
-Column = Literal["key", "value"]
-BYTES, AVRO = "bytes", "avro"
-FAILFAST, PERMISSIVE = "FAILFAST", "PERMISSIVE"
+__all__ = ["FORMAT_OPTIONS", "Column", "ColumnFormat", "column_formats"]
 
 
-def _mode(value: str) -> str:
-    return choice("failfast", "permissive")(value).upper()
-
-
-def _declared(column: Column) -> tuple[OptionSpec[Any], ...]:
-    return (
-        OptionSpec(
-            f"{column}Format",
-            choice(BYTES, AVRO),
-            BYTES,
-            f"`bytes` (the {column} column as binary) or `avro`: decoded to the reader schema's "
-            f"Spark types, with {column}SchemaId (Confluent's wire formats, the writer schema "
-            "from the record's cluster's registry).",
-        ),
-        OptionSpec(
-            f"{column}Schema",
-            checked_schema,
-            None,
-            f"With {column}Format=avro: the reader schema, Avro JSON. Or {column}Subject.",
-        ),
-        OptionSpec(
-            f"{column}Subject",
-            nonempty,
-            None,
-            f"With {column}Format=avro: the registry subject whose schema is the reader schema "
-            "(looked up on the registries of the clusters read, in cluster id order).",
-        ),
-        OptionSpec(
-            f"{column}SubjectVersion",
-            integer(1),
-            None,
-            f"The version of {column}Subject; default the latest when the query first starts "
-            "(recorded in the checkpoint).",
-        ),
-        OptionSpec(
-            f"{column}Mode",
-            _mode,
-            FAILFAST,
-            f"`FAILFAST` (a {column} that cannot be decoded fails the query, naming it) or "
-            f"`PERMISSIVE` (null {column}, its bytes in _corrupt_{column}).",
-        ),
-    )
-
-
-#: The format options of keys and values, declared once, and where a stream keeps the reader
+#: The format options of keys and values (the Avro family :mod:`~pyspark_dynamic_kafka.avro.
+#: options` declares for the source and the sink), and where a stream keeps the reader
 #: schemas its subjects named (``source/driver/schema_tracking.py``).
 FORMAT_OPTIONS: tuple[OptionSpec[Any], ...] = (
-    *_declared("key"),
-    *_declared("value"),
+    *avro_options("key", "read"),
+    *avro_options("value", "read"),
     OptionSpec(
         "schemaTrackingLocation",
         nonempty,
@@ -101,7 +63,8 @@ class ColumnFormat:
     subject:
         The registry subject of the reader schema, when named there.
     version:
-        The subject's version; ``None``: the latest when the query first starts.
+        The subject's version; ``None`` (no version, or ``latest``): the latest when the query
+        first starts.
     permissive:
         ``PERMISSIVE`` mode (else ``FAILFAST``).
     """
@@ -129,10 +92,10 @@ def _column(parsed: ParsedOptions, column: Column) -> ColumnFormat | None:
     fmt, schema, subject = (f"{column}{s}" for s in ("Format", "Schema", "Subject"))
     version, mode = f"{column}SubjectVersion", f"{column}Mode"
     if parsed[fmt] != AVRO:
-        given = [k for k in (schema, subject, version, mode) if k in parsed.given]
-        if given:
+        given = given_without_avro(parsed, column)
+        if given is not None:
             raise OptionsError(
-                f"Option '{given[0]}' ({parsed.given[given[0]]!r}) applies to Avro {column}s "
+                f"Option '{given}' ({parsed.given[given]!r}) applies to Avro {column}s "
                 f"only: set {fmt}=avro, or remove the option."
             )
         return None
@@ -147,6 +110,5 @@ def _column(parsed: ParsedOptions, column: Column) -> ColumnFormat | None:
             f"Option '{version}' ({parsed[version]}) is a version of '{subject}': set "
             f"{subject}, or remove the option."
         )
-    return ColumnFormat(
-        column, parsed[schema], parsed[subject], parsed[version], parsed[mode] == PERMISSIVE
-    )
+    pinned = None if parsed[version] == LATEST else parsed[version]  # latest: as no pin
+    return ColumnFormat(column, parsed[schema], parsed[subject], pinned, parsed[mode] == PERMISSIVE)

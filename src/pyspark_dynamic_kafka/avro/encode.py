@@ -8,6 +8,7 @@ time into microseconds, and a union of several types (a struct ``member0``, ``me
 with the written branch set) into that branch, named for fastavro. What needs no shaping
 (numbers, strings, bytes, enums as their symbol, fixed, dates, decimals, ``time-millis`` as
 milliseconds, a ``uuid`` as its text) goes as it is. A null value is no payload (a tombstone).
+The schema (as :func:`fastavro.parse_schema` gives it) is walked by :mod:`.walker`.
 
 Each payload is the magic byte ``0``, the schema's 4-byte big-endian id in the registry of the
 record's cluster (:func:`~.framing.id_prefix`), then the Avro body: what Confluent's
@@ -27,13 +28,14 @@ import fastavro
 from fastavro.validation import ValidationError, validate
 
 from pyspark_dynamic_kafka.avro.framing import id_prefix
+from pyspark_dynamic_kafka.avro.walker import NAMED as _NAMED
+from pyspark_dynamic_kafka.avro.walker import Member, SchemaWalk
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
 __all__ = ["AvroEncodeError", "Encoder"]
 
 Shaper = Callable[[Any], Any]
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_NAMED = ("record", "error", "enum", "fixed")
 _TIMESTAMPS = {
     "timestamp-millis": (1000, False),
     "timestamp-micros": (1, False),
@@ -60,10 +62,7 @@ class Encoder:
     def __init__(self, schema: str) -> None:
         self.schema = schema
         self._parsed = fastavro.parse_schema(json.loads(schema))
-        named: Mapping[str, Any] = (
-            self._parsed.get("__named_schemas", {}) if isinstance(self._parsed, dict) else {}
-        )
-        self._shape = _shaper(self._parsed, named)
+        self._shape = _Shaping().walk(self._parsed)
         self._buffer = io.BytesIO()
 
     def body(self, value: Any) -> bytes:
@@ -123,83 +122,79 @@ class Encoder:
         return f"the value does not fit its Avro schema: {exc or type(exc).__name__}"
 
 
-def _shaper(schema: Any, named: Mapping[str, Any]) -> Shaper:
-    """What turns a Spark value of ``schema`` (parsed) into what fastavro writes for it."""
-    if isinstance(schema, str):
-        return _shaper(named[schema], named) if schema in named else _same
-    if isinstance(schema, list):
-        return _union(schema, named)
-    kind, logical = schema["type"], schema.get("logicalType")
-    if isinstance(kind, list | dict):
-        return _shaper(kind, named)
-    if kind in ("record", "error"):
-        fields = [(f["name"], _shaper(f["type"], named)) for f in schema["fields"]]
+class _Shaping(SchemaWalk[Shaper]):
+    """What turns a Spark value of each node into what fastavro writes for it."""
+
+    def primitive(self, name: str, node: Mapping[str, Any] | None, path: str) -> Shaper:
+        logical = node.get("logicalType") if node is not None else None
+        if name == "long" and logical in _TIMESTAMPS:
+            unit, local = _TIMESTAMPS[logical]
+            return lambda v: _since_epoch(v, unit, local)
+        if name == "long" and logical == "time-micros":
+            return _micros_of_day
+        return _same
+
+    def record(
+        self, node: Mapping[str, Any], fields: Sequence[tuple[str, Shaper]], path: str
+    ) -> Shaper:
         if all(shape is _same for _, shape in fields):
             return _same
         return lambda v: {name: shape(v[name]) for name, shape in fields}
-    if kind == "array":
-        items = _shaper(schema["items"], named)
+
+    def enum(self, node: Mapping[str, Any], path: str) -> Shaper:
+        return _same
+
+    def fixed(self, node: Mapping[str, Any], path: str) -> Shaper:
+        return _same
+
+    def array(self, node: Mapping[str, Any], items: Shaper, path: str) -> Shaper:
         return _same if items is _same else lambda v: [items(x) for x in v]
-    if kind == "map":  # Arrow gives a map as its (key, value) pairs
-        values = _shaper(schema["values"], named)
+
+    def map(self, node: Mapping[str, Any], values: Shaper, path: str) -> Shaper:
+        # Arrow gives a map as its (key, value) pairs
         return lambda v: v if isinstance(v, dict) else {k: values(x) for k, x in v}
-    if kind == "long" and logical in _TIMESTAMPS:
-        unit, local = _TIMESTAMPS[logical]
-        return lambda v: _since_epoch(v, unit, local)
-    if kind == "long" and logical == "time-micros":
-        return _micros_of_day
-    return _same
+
+    def union(self, members: Sequence[Member[Shaper]], path: str) -> Shaper:
+        nullable = any(_branch_name(m.schema) == "null" for m in members)
+        rest = [m for m in members if _branch_name(m.schema) != "null"]
+        if not rest:
+            return lambda v: None
+        if len(rest) == 1:  # a nullable type: the column holds its value
+            only, name = rest[0].walked, _branch_name(rest[0].schema)
+            return lambda v: None if v is None else (name, only(v))
+        kinds = {m.kind for m in rest}
+        if len(rest) == 2 and kinds in ({"int", "long"}, {"float", "double"}):
+            return _same  # Spark's bigint or double: fastavro picks the branch the value fits
+        branches = [(f"member{i}", _branch_name(m.schema), m.walked) for i, m in enumerate(rest)]
+
+        def branch(v: Any) -> Any:
+            if v is None:
+                return None
+            for member, name, shape in branches:
+                value = v[member]
+                if value is not None:
+                    return name, shape(value)
+            if nullable:
+                return None
+            raise ValueError(
+                "a union's struct has no member set (member0, member1, ...), and the union has "
+                "no null branch"
+            )
+
+        return branch
 
 
-def _union(branches: list[Any], named: Mapping[str, Any]) -> Shaper:
-    nullable = any(_branch_name(b, named) == "null" for b in branches)
-    rest = [b for b in branches if _branch_name(b, named) != "null"]
-    if not rest:
-        return lambda v: None
-    if len(rest) == 1:  # a nullable type: the column holds its value
-        only, name = _shaper(rest[0], named), _branch_name(rest[0], named)
-        return lambda v: None if v is None else (name, only(v))
-    names = {_kind(b, named) for b in rest}
-    if len(rest) == 2 and names in ({"int", "long"}, {"float", "double"}):
-        return _same  # Spark's bigint or double: fastavro picks the branch the value fits
-    members = [
-        (f"member{i}", _branch_name(b, named), _shaper(b, named)) for i, b in enumerate(rest)
-    ]
-
-    def branch(v: Any) -> Any:
-        if v is None:
-            return None
-        for member, name, shape in members:
-            value = v[member]
-            if value is not None:
-                return name, shape(value)
-        if nullable:
-            return None
-        raise ValueError(
-            "a union's struct has no member set (member0, member1, ...), and the union has no "
-            "null branch"
-        )
-
-    return branch
-
-
-def _branch_name(schema: Any, named: Mapping[str, Any]) -> str:
-    """The name fastavro's tuple notation picks a union's branch by: a named type's full name,
-    else its type."""
+def _branch_name(schema: Any) -> str:
+    """The name fastavro's tuple notation picks a union's branch by (``schema`` as fastavro
+    parsed it, every name a full name): a named type's full name, else its type."""
     if isinstance(schema, str):
         return schema
     if isinstance(schema, dict):
         kind = schema["type"]
         if kind in _NAMED:
             return str(schema["name"])
-        return kind if isinstance(kind, str) else _branch_name(kind, named)
+        return kind if isinstance(kind, str) else _branch_name(kind)
     return "union"
-
-
-def _kind(schema: Any, named: Mapping[str, Any]) -> str:
-    if isinstance(schema, str):
-        return str(named[schema]["type"]) if schema in named else schema
-    return str(schema["type"]) if isinstance(schema, dict) else "union"
 
 
 def _same(value: Any) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.names import with_children
@@ -103,7 +103,7 @@ def _raw(schema: Any, value: Any, named: dict[str, Any]) -> Any:
     return value
 
 
-def logical_shaper(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
+def logical_shaper(schema: Mapping[str, Any]) -> Callable[[Any], Any] | None:
     """What turns a base value of ``schema`` (a type with a ``logicalType``) into what Arrow
     takes for its Spark type; None when the base value is that."""
     kind, logical = schema["type"], schema.get("logicalType")

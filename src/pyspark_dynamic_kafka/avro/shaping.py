@@ -5,18 +5,20 @@ unchanged where Arrow takes them (no copy), logical types from their base values
 types as a struct with the branch that was read set (``member0``, ``member1``, ...); a named
 type's value comes tagged with its name when the writer's type is a union of it, and a union
 only non-union writer types reach is marked with the branch Java reads (:mod:`.resolution`).
+An enum, array or map that carries a ``logicalType`` (which Avro ignores there) is handed over
+as fastavro gives it, its items or values unshaped. The schema is walked by :mod:`.walker`.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.logical import logical_shaper
-from pyspark_dynamic_kafka.avro.resolution import JAVA_UNION
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
+from pyspark_dynamic_kafka.avro.walker import Member, SchemaWalk
 
 __all__ = ["Shaper", "shaper", "tags_named"]
 
@@ -27,85 +29,96 @@ def shaper(schema: Any, untag: bool = False) -> Shaper:
     """What turns fastavro's value of ``schema`` (parsed JSON, read without logical types) into
     what Arrow takes for its Spark type; with ``untag``, named types' values may come tagged
     with their names (the writer's type is a union of them where the reader's is not)."""
-    return _shaper(schema, {}, untag)
+    return _Shaping(untag).walk(schema)
 
 
-def _shaper(schema: Any, named: dict[str, Any], untag: bool = False) -> Shaper:
-    """What turns fastavro's value of ``schema`` (parsed) into what Arrow takes for its type."""
-    if isinstance(schema, str):
-        return _shaper(named[schema], named, untag) if schema in named else _same
-    if isinstance(schema, list):
-        return _union(schema, named, untag)
-    if schema["type"] == JAVA_UNION:
-        return _java_union(schema["branches"], schema["branch"], named, untag)
-    kind, logical = schema["type"], schema.get("logicalType")
-    if kind in ("record", "error"):
-        named[_full_name(schema)] = schema
-        fields = [(f["name"], _shaper(f["type"], named, untag)) for f in schema["fields"]]
+class _Shaping(SchemaWalk[Shaper]):
+    """What turns fastavro's value of each node into what Arrow takes for its type."""
+
+    marks = True
+
+    def __init__(self, untag: bool) -> None:
+        super().__init__()
+        self.untag = untag
+
+    def _maybe_tagged(self, shape: Shaper) -> Shaper:
+        return _untagged(shape) if self.untag else shape
+
+    def primitive(self, name: str, node: Mapping[str, Any] | None, path: str) -> Shaper:
+        return (logical_shaper(node) if node is not None else None) or _same
+
+    def record(
+        self, node: Mapping[str, Any], fields: Sequence[tuple[str, Shaper]], path: str
+    ) -> Shaper:
         if all(shape is _same for _, shape in fields):
-            return _untagged(_same) if untag else _same  # fastavro's dict is Arrow's: no copy
-        record = lambda v: {name: shape(v[name]) for name, shape in fields}  # noqa: E731
-        return _untagged(record) if untag else record
-    if kind in ("enum", "fixed"):
-        named[_full_name(schema)] = schema
-    if logical is not None and isinstance(kind, str):
-        shape = logical_shaper(schema) or (_latin1 if kind == "fixed" else _same)
-        return _untagged(shape) if untag and kind == "fixed" else shape
-    if kind in ("enum", "fixed"):
-        shape = _latin1 if kind == "fixed" else _same
-        return _untagged(shape) if untag else shape
-    if kind == "array":
-        items = _shaper(schema["items"], named, untag)
-        return _same if items is _same else lambda v: [items(x) for x in v]
-    if kind == "map":  # Arrow takes a dict for a map
-        values = _shaper(schema["values"], named, untag)
-        return _same if values is _same else lambda v: {k: values(x) for k, x in v.items()}
-    return _shaper(kind, named, untag) if isinstance(kind, list | dict) else _same
+            return self._maybe_tagged(_same)  # fastavro's dict is Arrow's: no copy
+        return self._maybe_tagged(lambda v: {name: shape(v[name]) for name, shape in fields})
 
-
-def _union(branches: list[Any], named: dict[str, Any], untag: bool) -> Shaper:
-    rest = [b for b in branches if b != "null"]
-    if len(rest) == 1:  # a named type's value comes tagged with its name: untag it
-        only = _shaper(rest[0], named, untag)
-        if only is _same and _name(rest[0], named) is None:
+    def enum(self, node: Mapping[str, Any], path: str) -> Shaper:
+        if node.get("logicalType") is not None:  # handed over as it comes, tagged or not
             return _same
-        return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
-    kinds = {spark_number(b) for b in rest}
-    if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:
-        return lambda v: v
-    shapes = [(_kind(b, named), _name(b, named), _shaper(b, named, untag)) for b in rest]
+        return self._maybe_tagged(_same)
 
-    def member(v: Any) -> Any:
-        if v is None:
-            return None
-        name, value = v if isinstance(v, tuple) else (None, v)
-        for i, (kind, branch_name, shape) in enumerate(shapes):
-            # fastavro names a named type's value only when the writer's type is a union too
-            if (name is not None and name == branch_name) or (
-                name is None and _matches(kind, value)
-            ):
-                return _member(i, len(rest), shape(value))
-        if isinstance(value, str) and shapes[0][0] in ("bytes", "fixed"):
-            # A field's default, of the union's first branch: fastavro keeps its text, Java's
-            # bytes of it are ISO-8859-1's (a read value of a bytes or fixed is bytes).
-            return _member(0, len(rest), shapes[0][2](_latin1(value)))
-        raise TypeError(f"a value of type {type(value).__name__} matches no branch of its union")
+    def fixed(self, node: Mapping[str, Any], path: str) -> Shaper:
+        return self._maybe_tagged(logical_shaper(node) or _latin1)
 
-    return member
-
-
-def _java_union(branches: list[Any], branch: int, named: dict[str, Any], untag: bool) -> Shaper:
-    """A union that only non-union writer types reach (:attr:`.resolution.Resolution.shaping`):
-    every value goes to ``branch``, the one Java reads, whatever its Python type."""
-    rest = [b for b in branches if b != "null"]
-    if {spark_number(b) for b in rest} == {"float", "double"} and len(rest) == 2:
-        if _kind(branches[branch], named) != "float":  # Spark's double: no members
+    def array(self, node: Mapping[str, Any], items: Shaper, path: str) -> Shaper:
+        if items is _same or node.get("logicalType") is not None:  # items as they come
             return _same
-        return lambda v: None if v is None else _FLOAT.unpack(_FLOAT.pack(v))[0]
-    shapes = [_shaper(b, named, untag) for b in rest]
-    at = rest.index(branches[branch])
-    shape = _untagged(shapes[at])
-    return lambda v: None if v is None else _member(at, len(rest), shape(v))
+        return lambda v: [items(x) for x in v]
+
+    def map(self, node: Mapping[str, Any], values: Shaper, path: str) -> Shaper:
+        if values is _same or node.get("logicalType") is not None:  # values as they come
+            return _same
+        return lambda v: {k: values(x) for k, x in v.items()}  # Arrow takes a dict for a map
+
+    def union(self, members: Sequence[Member[Shaper]], path: str) -> Shaper:
+        rest = [m for m in members if m.schema != "null"]
+        if len(rest) == 1:  # a named type's value comes tagged with its name: untag it
+            only = rest[0].walked
+            if only is _same and rest[0].name is None:
+                return _same
+            return lambda v: None if v is None else only(v[1] if isinstance(v, tuple) else v)
+        kinds = {spark_number(m.schema) for m in rest}
+        if kinds in ({"int", "long"}, {"float", "double"}) and len(rest) == 2:
+            return lambda v: v
+        shapes = [(m.kind, m.name, m.walked) for m in rest]
+
+        def member(v: Any) -> Any:
+            if v is None:
+                return None
+            name, value = v if isinstance(v, tuple) else (None, v)
+            for i, (kind, branch_name, shape) in enumerate(shapes):
+                # fastavro names a named type's value only when the writer's type is a union too
+                if (name is not None and name == branch_name) or (
+                    name is None and _matches(kind, value)
+                ):
+                    return _member(i, len(rest), shape(value))
+            if isinstance(value, str) and shapes[0][0] in ("bytes", "fixed"):
+                # A field's default, of the union's first branch: fastavro keeps its text, Java's
+                # bytes of it are ISO-8859-1's (a read value of a bytes or fixed is bytes).
+                return _member(0, len(rest), shapes[0][2](_latin1(value)))
+            raise TypeError(
+                f"a value of type {type(value).__name__} matches no branch of its union"
+            )
+
+        return member
+
+    def marked_union(
+        self, node: Mapping[str, Any], members: Sequence[Member[Shaper]], path: str
+    ) -> Shaper:
+        """A union that only non-union writer types reach (:attr:`.resolution.Resolution.
+        shaping`): every value goes to its ``branch``, the one Java reads, whatever its Python
+        type."""
+        chosen = members[node["branch"]]
+        rest = [m for m in members if m.schema != "null"]
+        if {spark_number(m.schema) for m in rest} == {"float", "double"} and len(rest) == 2:
+            if chosen.kind != "float":  # Spark's double: no members
+                return _same
+            return lambda v: None if v is None else _FLOAT.unpack(_FLOAT.pack(v))[0]
+        at = [m.schema for m in rest].index(chosen.schema)
+        shape = _untagged(rest[at].walked)
+        return lambda v: None if v is None else _member(at, len(rest), shape(v))
 
 
 _FLOAT = struct.Struct("<f")  # Java's float, which an int or long read into one is rounded to
@@ -114,19 +127,6 @@ _FLOAT = struct.Struct("<f")  # Java's float, which an int or long read into one
 def _member(i: int, members: int, value: Any) -> dict[str, Any]:
     """A union's struct of ``members`` members with ``value`` in member ``i``."""
     return {f"member{j}": value if j == i else None for j in range(members)}
-
-
-def _kind(schema: Any, named: Mapping[str, Any]) -> str:
-    if isinstance(schema, str):
-        return str(named[schema]["type"]) if schema in named else schema
-    return str(schema["type"]) if isinstance(schema["type"], str) else "union"
-
-
-def _name(schema: Any, named: Mapping[str, Any]) -> str | None:
-    """The full name of a named type (what fastavro tags a union's value with), else None."""
-    if isinstance(schema, dict) and schema.get("type") in ("record", "error", "enum", "fixed"):
-        return _full_name(schema)
-    return schema if isinstance(schema, str) and schema in named else None
 
 
 _PYTHON = {
@@ -177,12 +177,6 @@ def tags_named(schema: Any) -> bool:
         inner += [f["type"] for f in schema.get("fields", [])]
         return any(isinstance(i, list | dict) and tags_named(i) for i in inner)
     return False
-
-
-def _full_name(schema: dict[str, Any]) -> str:
-    """A named type's full name (the reader is given with name and namespace apart)."""
-    name, space = str(schema["name"]), schema.get("namespace")
-    return f"{space}.{name}" if space and "." not in name else name
 
 
 def _same(value: Any) -> Any:

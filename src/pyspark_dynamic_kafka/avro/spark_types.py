@@ -17,14 +17,15 @@ nullable; one branch is that branch; none (``[]``, or ``["null"]``) an empty str
 with ``long`` is bigint and ``float`` with ``double`` is double; any other union is a struct of
 nullable ``member0``, ``member1``, ... in branch order. Nothing is nullable unless a union with
 ``null`` makes it so. A record that contains itself is refused (Spark refuses it too, unless
-told how deep to go). Named types may be referred to by name, with Avro's namespace rules.
+told how deep to go). Named types may be referred to by name, with Avro's namespace rules. The
+schema is walked by :mod:`.walker`, which the decoder's and the encoder's shaping share.
 Checked against spark-avro itself by ``tests/integration/test_avro_spark_types_oracle.py``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +49,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from pyspark_dynamic_kafka.errors import DynamicKafkaError
+from pyspark_dynamic_kafka.avro.walker import AvroSchemaError, Member, SchemaWalk
 
 try:  # PySpark 4.1+: spark-avro reads a time-micros as a time(6)
     from pyspark.sql.types import TimeType
@@ -87,12 +88,7 @@ _ON_LONG: Mapping[str, DataType] = {
 #: Logical types on long whose Spark type (``timestamp_ltz(9)``, ``timestamp_ntz(9)``) PySpark
 #: cannot represent, so no Python data source can produce it.
 _NANOS = ("timestamp-nanos", "local-timestamp-nanos")
-_NAMED = ("record", "error", "enum", "fixed")
 _MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType
-
-
-class AvroSchemaError(DynamicKafkaError):
-    """An Avro schema that is malformed or has no Spark type, naming where in it."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +108,7 @@ def spark_type(schema: object) -> SparkType:
         When the schema is malformed, refers to a name it does not define, or holds a record
         that contains itself; the message names the path in the schema.
     """
-    return _Converter().convert(schema, "", (), "$")
+    return _SparkTypes().walk(schema)
 
 
 def checked_schema(text: str) -> str:
@@ -142,125 +138,52 @@ def checked_schema(text: str) -> str:
     return text.strip()
 
 
-class _Converter:
-    def __init__(self) -> None:
-        self.named: dict[str, Any] = {}
+class _SparkTypes(SchemaWalk[SparkType]):
+    """The Spark type of each node of a schema."""
 
-    def convert(
-        self, schema: object, namespace: str, enclosing: tuple[str, ...], path: str
+    def primitive(self, name: str, node: Mapping[str, Any] | None, path: str) -> SparkType:
+        base = SparkType(_PRIMITIVES[name], name == "null")
+        return base if node is None else _logical(node, base, path)
+
+    def wrapped(self, node: Mapping[str, Any], inner: SparkType, path: str) -> SparkType:
+        return _logical(node, inner, path)
+
+    def enum(self, node: Mapping[str, Any], path: str) -> SparkType:
+        return SparkType(StringType(), False)
+
+    def fixed(self, node: Mapping[str, Any], path: str) -> SparkType:
+        return _logical(node, SparkType(BinaryType(), False), path)
+
+    def record(
+        self, node: Mapping[str, Any], fields: Sequence[tuple[str, SparkType]], path: str
     ) -> SparkType:
-        if isinstance(schema, str):
-            return self._name(schema, namespace, enclosing, path)
-        if isinstance(schema, list):
-            return self._union(schema, namespace, enclosing, path)
-        if not isinstance(schema, Mapping) or "type" not in schema:
-            raise AvroSchemaError(
-                f"Avro schema at {path}: expected a type name, a union (a list) or an object "
-                f"with 'type', got {schema!r:.80}"
-            )
-        kind = schema["type"]
-        if not isinstance(kind, str) or kind in _PRIMITIVES:
-            plain = self.convert(kind, namespace, enclosing, f"{path}.type")
-            return _logical(schema, plain, path)
-        if kind in _NAMED:
-            fullname = self._define(schema, namespace, path)
-            return self._named_type(schema, fullname, enclosing, path)
-        if kind == "array":
-            items = self.convert(schema.get("items"), namespace, enclosing, f"{path}.items")
-            return SparkType(ArrayType(items.data_type, items.nullable), False)
-        if kind == "map":
-            values = self.convert(schema.get("values"), namespace, enclosing, f"{path}.values")
-            return SparkType(MapType(StringType(), values.data_type, values.nullable), False)
-        return self._name(kind, namespace, enclosing, f"{path}.type")
-
-    def _name(self, name: str, namespace: str, enclosing: tuple[str, ...], path: str) -> SparkType:
-        if name in _PRIMITIVES:
-            return SparkType(_PRIMITIVES[name], name == "null")
-        fullname = name if "." in name or not namespace else f"{namespace}.{name}"
-        for candidate in (fullname, name):
-            if candidate in self.named:
-                return self._named_type(self.named[candidate], candidate, enclosing, path)
-        raise AvroSchemaError(f"Avro schema at {path}: unknown type {name!r}")
-
-    def _named_type(
-        self, schema: Mapping[str, Any], fullname: str, enclosing: tuple[str, ...], path: str
-    ) -> SparkType:
-        """A named type, where it is defined or used again by its name (a record inside itself
-        is refused by :meth:`_record`)."""
-        if schema["type"] == "enum":
-            return SparkType(StringType(), False)
-        if schema["type"] == "fixed":
-            return _logical(schema, SparkType(BinaryType(), False), path)
-        return self._record(schema, fullname, enclosing, path)
-
-    def _define(self, schema: Mapping[str, Any], namespace: str, path: str) -> str:
-        name = schema.get("name")
-        if not isinstance(name, str) or not name:
-            raise AvroSchemaError(f"Avro schema at {path}: a {schema['type']} needs a 'name'")
-        fullname = _fullname(schema, namespace)
-        self.named.setdefault(fullname, schema)
-        return fullname
-
-    def _record(
-        self,
-        schema: Mapping[str, Any],
-        fullname: str,
-        enclosing: tuple[str, ...],
-        path: str,
-    ) -> SparkType:
-        if fullname in enclosing:
-            raise AvroSchemaError(
-                f"Avro schema at {path}: record {fullname!r} contains itself; Spark has no "
-                "type for a recursive record"
-            )
-        fields = schema.get("fields")
-        if not isinstance(fields, list):
-            raise AvroSchemaError(f"Avro schema at {path}: record {fullname!r} needs 'fields'")
-        space = fullname.rpartition(".")[0]
-        inner = (*enclosing, fullname)
-        struct = []
-        for i, entry in enumerate(fields):
-            where = f"{path}.fields[{i}]"
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-                raise AvroSchemaError(f"Avro schema at {where}: a field needs a 'name'")
-            converted = self.convert(entry.get("type"), space, inner, f"{where}.type")
-            struct.append(StructField(entry["name"], converted.data_type, converted.nullable))
+        struct = [StructField(name, t.data_type, t.nullable) for name, t in fields]
         return SparkType(StructType(struct), False)
 
-    def _union(
-        self, branches: list[Any], namespace: str, enclosing: tuple[str, ...], path: str
-    ) -> SparkType:
-        rest = [(i, b) for i, b in enumerate(branches) if not _is_null(b)]
-        if len(rest) < len(branches):
-            if not rest:  # only null: an empty struct, as an empty union
-                return SparkType(StructType([]), True)
-            if len(rest) == 1:
-                only = self.convert(rest[0][1], namespace, enclosing, f"{path}[{rest[0][0]}]")
-                return SparkType(only.data_type, True)
-            chosen = self._union([b for _, b in rest], namespace, enclosing, path)
-            return SparkType(chosen.data_type, True)
-        types = [self.convert(b, namespace, enclosing, f"{path}[{i}]") for i, b in rest]
+    def array(self, node: Mapping[str, Any], items: SparkType, path: str) -> SparkType:
+        return SparkType(ArrayType(items.data_type, items.nullable), False)
+
+    def map(self, node: Mapping[str, Any], values: SparkType, path: str) -> SparkType:
+        return SparkType(MapType(StringType(), values.data_type, values.nullable), False)
+
+    def union(self, members: Sequence[Member[SparkType]], path: str) -> SparkType:
+        types = [m.walked for m in members if not _is_null(m.schema)]
+        nullable = len(types) < len(members)
+        if nullable and not types:  # only null: an empty struct, as an empty union
+            return SparkType(StructType([]), True)
         if len(types) == 1:
-            return types[0]
+            return SparkType(types[0].data_type, True) if nullable else types[0]
         pair = {type(t.data_type) for t in types}
         if len(types) == 2 and pair == {IntegerType, LongType}:
-            return SparkType(LongType(), False)
+            return SparkType(LongType(), nullable)
         if len(types) == 2 and pair == {FloatType, DoubleType}:
-            return SparkType(DoubleType(), False)
-        members = [StructField(f"member{i}", t.data_type, True) for i, t in enumerate(types)]
-        return SparkType(StructType(members), False)
+            return SparkType(DoubleType(), nullable)
+        fields = [StructField(f"member{i}", t.data_type, True) for i, t in enumerate(types)]
+        return SparkType(StructType(fields), nullable)
 
 
 def _is_null(branch: object) -> bool:
     return branch == "null" or (isinstance(branch, Mapping) and branch.get("type") == "null")
-
-
-def _fullname(schema: Mapping[str, Any], namespace: str) -> str:
-    name = str(schema["name"])
-    if "." in name:
-        return name
-    space = schema.get("namespace", namespace)
-    return f"{space}.{name}" if space else name
 
 
 def _logical(schema: Mapping[str, Any], base: SparkType, path: str) -> SparkType:

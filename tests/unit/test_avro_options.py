@@ -41,7 +41,7 @@ def test_a_subject_version_is_latest_or_a_number_from_one(value: str, parsed: ob
     assert subject_version(value) == parsed
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "x", "1.5", ""])
+@pytest.mark.parametrize("value", ["0", "-1", "x", "1.5", "", "²", "+3"])
 def test_a_subject_version_is_refused_alike_on_both_sides_naming_the_key(value: str) -> None:
     given = {"valueFormat": "avro", "valueSubject": "s", "valueSubjectVersion": value}
     with pytest.raises(OptionsError) as source:

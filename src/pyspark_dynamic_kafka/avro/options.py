@@ -57,7 +57,7 @@ def subject_version(value: str) -> int | str:
     text = value.strip()
     if text.lower() == LATEST:
         return LATEST
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise ValueError("must be 'latest' or a version number from 1")
     return int(text)
 

@@ -28,7 +28,7 @@ import fastavro
 from fastavro.validation import ValidationError, validate
 
 from pyspark_dynamic_kafka.avro.framing import id_prefix
-from pyspark_dynamic_kafka.avro.walker import NAMED as _NAMED
+from pyspark_dynamic_kafka.avro.names import NAMED
 from pyspark_dynamic_kafka.avro.walker import Member, SchemaWalk
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
@@ -191,7 +191,7 @@ def _branch_name(schema: Any) -> str:
         return schema
     if isinstance(schema, dict):
         kind = schema["type"]
-        if kind in _NAMED:
+        if kind in NAMED:
             return str(schema["name"])
         return kind if isinstance(kind, str) else _branch_name(kind)
     return "union"

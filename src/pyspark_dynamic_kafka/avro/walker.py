@@ -30,17 +30,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from pyspark_dynamic_kafka.avro.names import NAMED
 from pyspark_dynamic_kafka.avro.union_marks import JAVA_UNION
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 
-__all__ = ["NAMED", "PRIMITIVES", "AvroSchemaError", "Member", "SchemaWalk"]
+__all__ = ["PRIMITIVES", "AvroSchemaError", "Member", "SchemaWalk"]
 
 T = TypeVar("T")
 
 #: The primitive types' names.
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
-#: The named types.
-NAMED = ("record", "error", "enum", "fixed")
 
 Node = Mapping[str, Any]
 

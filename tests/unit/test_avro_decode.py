@@ -265,3 +265,49 @@ def test_a_value_arrow_does_not_take_fails_its_record_not_the_batch() -> None:
     failfast._shape = misshaped
     with pytest.raises(AvroDecodeError, match="orders/0 offset 1 cannot be decoded as Avro: its "):
         failfast.decode(payloads, where=lambda i: f"orders/0 offset {i}")
+
+
+#: A ``logicalType`` where Avro has none (on an enum, an array, a map), which Java ignores.
+IGNORED_LOGICAL = {
+    "type": "record",
+    "name": "R",
+    "fields": [
+        {
+            "name": "at",
+            "type": {
+                "type": "array",
+                "logicalType": "x",
+                "items": {"type": "long", "logicalType": "timestamp-millis"},
+            },
+        },
+        {"name": "by", "type": {"type": "map", "logicalType": "x", "values": ["int", "string"]}},
+        {
+            "name": "e",
+            "type": {"type": "enum", "name": "E", "symbols": ["A", "B"], "logicalType": "x"},
+        },
+    ],
+}
+
+
+def test_a_logical_type_where_avro_has_none_is_ignored() -> None:
+    writer = {
+        **IGNORED_LOGICAL,
+        "fields": [
+            *IGNORED_LOGICAL["fields"][:2],
+            {"name": "e", "type": ["null", {"type": "enum", "name": "E", "symbols": ["A", "B"]}]},
+        ],
+    }
+    body = io.BytesIO()
+    fastavro.schemaless_writer(
+        body, fastavro.parse_schema(writer), {"at": [1000], "by": {"k": 1, "j": "s"}, "e": "B"}
+    )
+    fetch = lambda ref: RegisteredSchema(json.dumps(writer))  # noqa: E731
+    decoded = Decoder(json.dumps(IGNORED_LOGICAL), fetch).decode([b"\0\0\0\0\7" + body.getvalue()])
+    at = datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=datetime.timezone.utc)
+    [value] = decoded.values.to_pylist()
+    assert value["at"] == [at]
+    assert dict(value["by"]) == {
+        "k": {"member0": 1, "member1": None},
+        "j": {"member0": None, "member1": "s"},
+    }
+    assert value["e"] == "B"

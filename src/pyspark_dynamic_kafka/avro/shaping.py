@@ -5,8 +5,8 @@ unchanged where Arrow takes them (no copy), logical types from their base values
 types as a struct with the branch that was read set (``member0``, ``member1``, ...); a named
 type's value comes tagged with its name when the writer's type is a union of it, and a union
 only non-union writer types reach is marked with the branch Java reads (:mod:`.resolution`).
-An enum, array or map that carries a ``logicalType`` (which Avro ignores there) is handed over
-as fastavro gives it, its items or values unshaped. The schema is walked by :mod:`.walker`.
+A ``logicalType`` on an enum, array or map is ignored, as Avro ignores it. The schema is walked
+by :mod:`.walker`.
 """
 
 from __future__ import annotations
@@ -55,20 +55,16 @@ class _Shaping(SchemaWalk[Shaper]):
         return self._maybe_tagged(lambda v: {name: shape(v[name]) for name, shape in fields})
 
     def enum(self, node: Mapping[str, Any], path: str) -> Shaper:
-        if node.get("logicalType") is not None:  # handed over as it comes, tagged or not
-            return _same
         return self._maybe_tagged(_same)
 
     def fixed(self, node: Mapping[str, Any], path: str) -> Shaper:
         return self._maybe_tagged(logical_shaper(node) or _latin1)
 
     def array(self, node: Mapping[str, Any], items: Shaper, path: str) -> Shaper:
-        if items is _same or node.get("logicalType") is not None:  # items as they come
-            return _same
-        return lambda v: [items(x) for x in v]
+        return _same if items is _same else lambda v: [items(x) for x in v]
 
     def map(self, node: Mapping[str, Any], values: Shaper, path: str) -> Shaper:
-        if values is _same or node.get("logicalType") is not None:  # values as they come
+        if values is _same:
             return _same
         return lambda v: {k: values(x) for k, x in v.items()}  # Arrow takes a dict for a map
 

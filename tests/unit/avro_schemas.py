@@ -1,0 +1,107 @@
+"""Test support: the Avro schemas the tests share, a record schema written in one line a field,
+and the writer-schema lookup the decoders are handed, through the real registry client.
+
+The logical types Spark reads are named once here (:data:`LOGICAL_TYPES`, the decimals apart:
+their precision and scale are each test's own); the orders schemas are the v1 and v2 many tests
+register (v2 adds a field with a default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
+from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
+
+__all__ = [
+    "DATE",
+    "LOCAL_TIMESTAMP_MICROS",
+    "LOCAL_TIMESTAMP_MILLIS",
+    "LOGICAL_TYPES",
+    "ORDER_V1",
+    "ORDER_V2",
+    "TIMESTAMP_MICROS",
+    "TIMESTAMP_MILLIS",
+    "TIME_MICROS",
+    "TIME_MILLIS",
+    "UUID",
+    "Field",
+    "record_schema",
+    "registry_fetch",
+]
+
+DATE = {"type": "int", "logicalType": "date"}
+TIME_MILLIS = {"type": "int", "logicalType": "time-millis"}
+TIME_MICROS = {"type": "long", "logicalType": "time-micros"}
+TIMESTAMP_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
+TIMESTAMP_MICROS = {"type": "long", "logicalType": "timestamp-micros"}
+LOCAL_TIMESTAMP_MILLIS = {"type": "long", "logicalType": "local-timestamp-millis"}
+LOCAL_TIMESTAMP_MICROS = {"type": "long", "logicalType": "local-timestamp-micros"}
+UUID = {"type": "string", "logicalType": "uuid"}
+#: Every logical type Spark reads, a decimal of precision 9 and scale 2 for the decimals.
+LOGICAL_TYPES = [
+    DATE,
+    TIME_MILLIS,
+    TIME_MICROS,
+    TIMESTAMP_MILLIS,
+    TIMESTAMP_MICROS,
+    LOCAL_TIMESTAMP_MILLIS,
+    LOCAL_TIMESTAMP_MICROS,
+    {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+    UUID,
+]
+
+#: A field of :func:`record_schema`: ``(name, type)``, or the whole field (a default, aliases...).
+Field = tuple[str, Any] | dict[str, Any]
+
+
+def record_schema(name: str, *fields: Field, **attributes: Any) -> dict[str, Any]:
+    """A record schema named ``name`` of ``fields`` (``attributes``: its namespace, aliases...).
+
+    Parameters
+    ----------
+    name:
+        The record's name.
+    fields:
+        Each field: a ``(name, type)`` pair, or the field's whole declaration.
+    attributes:
+        More attributes of the record.
+
+    Returns
+    -------
+    dict
+        The schema, as ``json.dumps`` writes it for a registry.
+    """
+    declared = [f if isinstance(f, dict) else {"name": f[0], "type": f[1]} for f in fields]
+    return {"type": "record", "name": name, "fields": declared, **attributes}
+
+
+ORDER_V1 = record_schema("Order", ("id", "long"), ("item", "string"))
+ORDER_V2 = record_schema("Order", *ORDER_V1["fields"], {"name": "qty", "type": "int", "default": 1})
+
+
+def registry_fetch(registry: LocalSchemaRegistry) -> Callable[[SchemaRef], RegisteredSchema]:
+    """The decoders' ``fetch``: a writer schema from ``registry``, by its id or its GUID, through
+    the registry client of a cluster named ``east``.
+
+    Parameters
+    ----------
+    registry:
+        The testing kit's registry.
+
+    Returns
+    -------
+    Callable
+        ``fetch(ref)``: the schema ``ref`` names.
+    """
+    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
+
+    def fetch(ref: SchemaRef) -> RegisteredSchema:
+        if ref.schema_id is not None:
+            return client.schema_by_id(ref.schema_id)
+        return client.schema_by_guid(str(ref.guid))
+
+    return fetch

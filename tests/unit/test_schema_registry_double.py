@@ -14,15 +14,11 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from tests.unit.avro_schemas import ORDER_V1, ORDER_V2
 
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
+V1, V2 = ORDER_V1, ORDER_V2
 VALUE = SerializationContext("orders", MessageField.VALUE)
 
 

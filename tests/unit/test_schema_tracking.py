@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.unit.avro_schemas import ORDER_V1, ORDER_V2
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
@@ -26,12 +27,7 @@ from pyspark_dynamic_kafka.source.executor.schema import spark_schema
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 BASE = {"metadataService": "file", "metadataService.path": "m.yaml", "streamIds": "orders"}
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
+V1, V2 = ORDER_V1, ORDER_V2
 KEY = {"type": "record", "name": "Key", "fields": [{"name": "k", "type": "string"}]}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.unit.avro_schemas import ORDER_V1, ORDER_V2
 
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -43,12 +44,7 @@ from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_sch
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 BASE = {"metadataService": "file", "metadataService.path": "m.yaml", "streamIds": "orders"}
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
+V1, V2 = ORDER_V1, ORDER_V2
 V1_DOC = {**V1, "doc": "the same columns as v1"}
 
 

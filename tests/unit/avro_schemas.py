@@ -1,9 +1,8 @@
 """Test support: the Avro schemas the tests share, a record schema written in one line a field,
 and the writer-schema lookup the decoders are handed, through the real registry client.
 
-The logical types Spark reads are named once here (:data:`LOGICAL_TYPES`, the decimals apart:
-their precision and scale are each test's own); the orders schemas are the v1 and v2 many tests
-register (v2 adds a field with a default).
+The logical types Spark reads are named once here (:class:`Logical`); the orders schemas are the
+v1 and v2 many tests register (v2 adds a field with a default).
 """
 
 from __future__ import annotations
@@ -17,42 +16,47 @@ from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 __all__ = [
-    "DATE",
-    "LOCAL_TIMESTAMP_MICROS",
-    "LOCAL_TIMESTAMP_MILLIS",
     "LOGICAL_TYPES",
+    "ORDERS_SOURCE",
     "ORDER_V1",
     "ORDER_V2",
-    "TIMESTAMP_MICROS",
-    "TIMESTAMP_MILLIS",
-    "TIME_MICROS",
-    "TIME_MILLIS",
-    "UUID",
     "Field",
+    "Logical",
     "record_schema",
     "registry_fetch",
 ]
 
-DATE = {"type": "int", "logicalType": "date"}
-TIME_MILLIS = {"type": "int", "logicalType": "time-millis"}
-TIME_MICROS = {"type": "long", "logicalType": "time-micros"}
-TIMESTAMP_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
-TIMESTAMP_MICROS = {"type": "long", "logicalType": "timestamp-micros"}
-LOCAL_TIMESTAMP_MILLIS = {"type": "long", "logicalType": "local-timestamp-millis"}
-LOCAL_TIMESTAMP_MICROS = {"type": "long", "logicalType": "local-timestamp-micros"}
-UUID = {"type": "string", "logicalType": "uuid"}
+
+class Logical:
+    """The logical types Spark reads, by name (the decimals apart: their precision and scale are
+    each test's own)."""
+
+    DATE = {"type": "int", "logicalType": "date"}
+    TIME_MILLIS = {"type": "int", "logicalType": "time-millis"}
+    TIME_MICROS = {"type": "long", "logicalType": "time-micros"}
+    TIMESTAMP_MILLIS = {"type": "long", "logicalType": "timestamp-millis"}
+    TIMESTAMP_MICROS = {"type": "long", "logicalType": "timestamp-micros"}
+    LOCAL_TIMESTAMP_MILLIS = {"type": "long", "logicalType": "local-timestamp-millis"}
+    LOCAL_TIMESTAMP_MICROS = {"type": "long", "logicalType": "local-timestamp-micros"}
+    UUID = {"type": "string", "logicalType": "uuid"}
+
+
 #: Every logical type Spark reads, a decimal of precision 9 and scale 2 for the decimals.
 LOGICAL_TYPES = [
-    DATE,
-    TIME_MILLIS,
-    TIME_MICROS,
-    TIMESTAMP_MILLIS,
-    TIMESTAMP_MICROS,
-    LOCAL_TIMESTAMP_MILLIS,
-    LOCAL_TIMESTAMP_MICROS,
+    Logical.DATE,
+    Logical.TIME_MILLIS,
+    Logical.TIME_MICROS,
+    Logical.TIMESTAMP_MILLIS,
+    Logical.TIMESTAMP_MICROS,
+    Logical.LOCAL_TIMESTAMP_MILLIS,
+    Logical.LOCAL_TIMESTAMP_MICROS,
     {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-    UUID,
+    Logical.UUID,
 ]
+
+#: The source options of stream ``orders`` in the metadata file ``m.yaml``, which the tests of
+#: the Avro options add to.
+ORDERS_SOURCE = {"metadataService": "file", "metadataService.path": "m.yaml", "streamIds": "orders"}
 
 #: A field of :func:`record_schema`: ``(name, type)``, or the whole field (a default, aliases...).
 Field = tuple[str, Any] | dict[str, Any]

@@ -19,16 +19,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from tests.unit.avro_schemas import (
-    DATE,
-    LOCAL_TIMESTAMP_MICROS,
-    ORDER_V1,
-    TIME_MILLIS,
-    TIMESTAMP_MILLIS,
-    UUID,
-    record_schema,
-    registry_fetch,
-)
+from tests.unit.avro_schemas import ORDER_V1, Logical, record_schema, registry_fetch
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
@@ -123,12 +114,12 @@ RICH = record_schema(
     ("blob", "bytes"),
     ("kind", {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}),
     ("hash", {"type": "fixed", "name": "Hash", "size": 2}),
-    ("day", DATE),
-    ("at", TIMESTAMP_MILLIS),
-    ("local", LOCAL_TIMESTAMP_MICROS),
-    ("clock", TIME_MILLIS),
+    ("day", Logical.DATE),
+    ("at", Logical.TIMESTAMP_MILLIS),
+    ("local", Logical.LOCAL_TIMESTAMP_MICROS),
+    ("clock", Logical.TIME_MILLIS),
     ("price", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
-    ("ref", UUID),
+    ("ref", Logical.UUID),
     ("tags", {"type": "array", "items": "string"}),
     ("counts", {"type": "map", "values": ["null", "long"]}),
     ("either", ["int", "string", "Kind"]),

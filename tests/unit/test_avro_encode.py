@@ -18,17 +18,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from tests.unit.avro_schemas import (
-    DATE,
-    LOCAL_TIMESTAMP_MICROS,
-    LOCAL_TIMESTAMP_MILLIS,
-    TIME_MICROS,
-    TIME_MILLIS,
-    TIMESTAMP_MICROS,
-    TIMESTAMP_MILLIS,
-    UUID,
-    record_schema,
-)
+from tests.unit.avro_schemas import Logical, record_schema
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.encode import AvroEncodeError, Encoder
@@ -51,13 +41,13 @@ RICH = record_schema(
     ("blob", "bytes"),
     ("kind", KIND),
     ("hash", {"type": "fixed", "name": "Hash", "size": 2}),
-    ("day", DATE),
-    ("at_ms", TIMESTAMP_MILLIS),
-    ("at_us", TIMESTAMP_MICROS),
-    ("local_ms", LOCAL_TIMESTAMP_MILLIS),
-    ("local_us", LOCAL_TIMESTAMP_MICROS),
-    ("clock_ms", TIME_MILLIS),
-    ("clock_us", TIME_MICROS),
+    ("day", Logical.DATE),
+    ("at_ms", Logical.TIMESTAMP_MILLIS),
+    ("at_us", Logical.TIMESTAMP_MICROS),
+    ("local_ms", Logical.LOCAL_TIMESTAMP_MILLIS),
+    ("local_us", Logical.LOCAL_TIMESTAMP_MICROS),
+    ("clock_ms", Logical.TIME_MILLIS),
+    ("clock_us", Logical.TIME_MICROS),
     ("price", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
     (
         "big",
@@ -70,7 +60,7 @@ RICH = record_schema(
             "scale": 3,
         },
     ),
-    ("ref", UUID),
+    ("ref", Logical.UUID),
     ("tags", {"type": "array", "items": "string"}),
     ("counts", {"type": "map", "values": ["null", "long"]}),
     ("ship", ["null", SHIP]),
@@ -79,7 +69,7 @@ RICH = record_schema(
     ("maybe", ["null", "long", "string"]),
     ("wide", ["int", "long"]),
     ("real", ["float", "double"]),
-    ("when", ["null", TIMESTAMP_MICROS]),
+    ("when", ["null", Logical.TIMESTAMP_MICROS]),
     ("nested", {"type": "array", "items": {"type": "map", "values": "Ship"}}),
     namespace="shop",
 )

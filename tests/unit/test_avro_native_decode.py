@@ -19,18 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.unit.avro_schemas import (
-    DATE,
-    LOCAL_TIMESTAMP_MICROS,
-    LOCAL_TIMESTAMP_MILLIS,
-    TIME_MICROS,
-    TIME_MILLIS,
-    TIMESTAMP_MICROS,
-    TIMESTAMP_MILLIS,
-    UUID,
-    record_schema,
-    registry_fetch,
-)
+from tests.unit.avro_schemas import Logical, record_schema, registry_fetch
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
@@ -61,13 +50,13 @@ BENCHMARK = record_schema(
 )
 LOGICAL = record_schema(
     "Logical",
-    ("ts_ms", TIMESTAMP_MILLIS),
-    ("ts_us", TIMESTAMP_MICROS),
-    ("local_ms", LOCAL_TIMESTAMP_MILLIS),
-    ("local_us", LOCAL_TIMESTAMP_MICROS),
-    ("day", DATE),
-    ("t_ms", TIME_MILLIS),
-    ("t_us", TIME_MICROS),
+    ("ts_ms", Logical.TIMESTAMP_MILLIS),
+    ("ts_us", Logical.TIMESTAMP_MICROS),
+    ("local_ms", Logical.LOCAL_TIMESTAMP_MILLIS),
+    ("local_us", Logical.LOCAL_TIMESTAMP_MICROS),
+    ("day", Logical.DATE),
+    ("t_ms", Logical.TIME_MILLIS),
+    ("t_us", Logical.TIME_MICROS),
     ("price", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}),
     (
         "fixed_price",
@@ -80,7 +69,7 @@ LOGICAL = record_schema(
             "scale": 2,
         },
     ),
-    ("id", UUID),
+    ("id", Logical.UUID),
 )
 NESTED = record_schema(
     "Outer",

@@ -20,6 +20,7 @@ __all__ = [
     "ORDERS_SOURCE",
     "ORDER_V1",
     "ORDER_V2",
+    "TIME_FIELDS",
     "Field",
     "Logical",
     "record_schema",
@@ -28,8 +29,7 @@ __all__ = [
 
 
 class Logical:
-    """The logical types Spark reads, by name (the decimals apart: their precision and scale are
-    each test's own)."""
+    """The logical types Spark reads, by name; a decimal of the precision and scale a test gives."""
 
     DATE = {"type": "int", "logicalType": "date"}
     TIME_MILLIS = {"type": "int", "logicalType": "time-millis"}
@@ -39,6 +39,17 @@ class Logical:
     LOCAL_TIMESTAMP_MILLIS = {"type": "long", "logicalType": "local-timestamp-millis"}
     LOCAL_TIMESTAMP_MICROS = {"type": "long", "logicalType": "local-timestamp-micros"}
     UUID = {"type": "string", "logicalType": "uuid"}
+
+    @staticmethod
+    def decimal(precision: int, scale: int, fixed: tuple[str, int] | None = None) -> dict[str, Any]:
+        """A decimal of ``precision`` digits, ``scale`` of them after the point: on bytes, or on
+        a fixed type of the name and size ``fixed`` gives."""
+        on = (
+            {"type": "bytes"}
+            if fixed is None
+            else {"type": "fixed", "name": fixed[0], "size": fixed[1]}
+        )
+        return {**on, "logicalType": "decimal", "precision": precision, "scale": scale}
 
 
 #: Every logical type Spark reads, a decimal of precision 9 and scale 2 for the decimals.
@@ -50,8 +61,18 @@ LOGICAL_TYPES = [
     Logical.TIMESTAMP_MICROS,
     Logical.LOCAL_TIMESTAMP_MILLIS,
     Logical.LOCAL_TIMESTAMP_MICROS,
-    {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+    Logical.decimal(9, 2),
     Logical.UUID,
+]
+#: A field of each date and time type, named as the tests of every type name them.
+TIME_FIELDS = [
+    ("day", Logical.DATE),
+    ("at_ms", Logical.TIMESTAMP_MILLIS),
+    ("at_us", Logical.TIMESTAMP_MICROS),
+    ("local_ms", Logical.LOCAL_TIMESTAMP_MILLIS),
+    ("local_us", Logical.LOCAL_TIMESTAMP_MICROS),
+    ("clock_ms", Logical.TIME_MILLIS),
+    ("clock_us", Logical.TIME_MICROS),
 ]
 
 #: The source options of stream ``orders`` in the metadata file ``m.yaml``, which the tests of

@@ -118,7 +118,7 @@ RICH = record_schema(
     ("at", Logical.TIMESTAMP_MILLIS),
     ("local", Logical.LOCAL_TIMESTAMP_MICROS),
     ("clock", Logical.TIME_MILLIS),
-    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
+    ("price", Logical.decimal(6, 2)),
     ("ref", Logical.UUID),
     ("tags", {"type": "array", "items": "string"}),
     ("counts", {"type": "map", "values": ["null", "long"]}),

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from tests.unit.avro_schemas import Logical, record_schema
+from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.encode import AvroEncodeError, Encoder
@@ -41,25 +41,9 @@ RICH = record_schema(
     ("blob", "bytes"),
     ("kind", KIND),
     ("hash", {"type": "fixed", "name": "Hash", "size": 2}),
-    ("day", Logical.DATE),
-    ("at_ms", Logical.TIMESTAMP_MILLIS),
-    ("at_us", Logical.TIMESTAMP_MICROS),
-    ("local_ms", Logical.LOCAL_TIMESTAMP_MILLIS),
-    ("local_us", Logical.LOCAL_TIMESTAMP_MICROS),
-    ("clock_ms", Logical.TIME_MILLIS),
-    ("clock_us", Logical.TIME_MICROS),
-    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
-    (
-        "big",
-        {
-            "type": "fixed",
-            "name": "Big",
-            "size": 9,
-            "logicalType": "decimal",
-            "precision": 20,
-            "scale": 3,
-        },
-    ),
+    *TIME_FIELDS,
+    ("price", Logical.decimal(6, 2)),
+    ("big", Logical.decimal(20, 3, fixed=("Big", 9))),
     ("ref", Logical.UUID),
     ("tags", {"type": "array", "items": "string"}),
     ("counts", {"type": "map", "values": ["null", "long"]}),

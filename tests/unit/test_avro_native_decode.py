@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.unit.avro_schemas import Logical, record_schema, registry_fetch
+from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema, registry_fetch
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
@@ -50,25 +50,9 @@ BENCHMARK = record_schema(
 )
 LOGICAL = record_schema(
     "Logical",
-    ("ts_ms", Logical.TIMESTAMP_MILLIS),
-    ("ts_us", Logical.TIMESTAMP_MICROS),
-    ("local_ms", Logical.LOCAL_TIMESTAMP_MILLIS),
-    ("local_us", Logical.LOCAL_TIMESTAMP_MICROS),
-    ("day", Logical.DATE),
-    ("t_ms", Logical.TIME_MILLIS),
-    ("t_us", Logical.TIME_MICROS),
-    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}),
-    (
-        "fixed_price",
-        {
-            "type": "fixed",
-            "name": "D",
-            "size": 8,
-            "logicalType": "decimal",
-            "precision": 10,
-            "scale": 2,
-        },
-    ),
+    *TIME_FIELDS,
+    ("price", Logical.decimal(12, 3)),
+    ("fixed_price", Logical.decimal(10, 2, fixed=("D", 8))),
     ("id", Logical.UUID),
 )
 NESTED = record_schema(

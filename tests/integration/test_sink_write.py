@@ -4,29 +4,29 @@ Every test runs with both writers (``writer=python`` and ``writer=native``)."""
 
 from __future__ import annotations
 
-import shutil
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.compiled_core import skip_without_core
 from tests.integration.helpers import EstateFactory, wait_until
 from tests.integration.sink_records import (
     Record,
+    drop_file,
     read_topic,
     sink_options,
     write_dead_route,
     write_routes,
 )
 
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 
 
 @pytest.fixture(params=["python", "native"])
 def writer(request: pytest.FixtureRequest) -> str:
     """Every test here runs with both writers: confluent-kafka and the compiled core."""
-    if request.param == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    skip_without_core(request.param)
     return str(request.param)
 
 
@@ -197,10 +197,7 @@ def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
     incoming.mkdir()
     staging.mkdir()
 
-    def drop(name: str, ids: range) -> None:
-        path = staging / name
-        path.write_text("".join(f"{i}\n" for i in ids))
-        shutil.move(path, incoming / name)  # whole files only: the file source lists the dir
+    drop = functools.partial(drop_file, incoming, staging)
 
     query = (
         spark.readStream.format("text")

@@ -19,18 +19,16 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.compiled_core import needs_avro_core
 from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema, registry_fetch
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
 from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(core(), "AvroDecoder"), reason="the compiled core with AvroDecoder is not installed"
-)
+pytestmark = needs_avro_core
 
 UTC = datetime.timezone.utc
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.unit.avro_schemas import ORDER_V1, ORDER_V2, ORDERS_SOURCE
@@ -35,6 +36,17 @@ def west() -> Iterator[LocalSchemaRegistry]:
         yield registry
 
 
+@pytest.fixture
+def location(tmp_path: Path) -> str:
+    """A test's ``schemaTrackingLocation``: a directory that does not exist yet."""
+    return str(tmp_path / "schemas")
+
+
+def _recorded(location: str) -> Any:
+    """The record of reader schemas at ``location``."""
+    return json.loads(Path(location, RECORD).read_text())
+
+
 def _registries(registry: LocalSchemaRegistry) -> dict[str, RegistryEndpoint | None]:
     return {"west": RegistryEndpoint((registry.url,))}
 
@@ -52,14 +64,13 @@ def _options(location: str, **extra: str) -> SourceOptions:
 
 
 def test_a_restart_takes_the_first_starts_schema_whatever_version_is_latest(
-    west: LocalSchemaRegistry, tmp_path: Path
+    west: LocalSchemaRegistry, location: str
 ) -> None:
-    location = str(tmp_path / "schemas")
     options = _options(location)
     west.register("orders-value", json.dumps(ORDER_V1))
     first = reader_schemas(options, _registries(west))
     track(options, first)
-    record = json.loads((tmp_path / "schemas" / RECORD).read_text())
+    record = _recorded(location)
     assert record == {
         "format": 1,
         "columns": {
@@ -79,7 +90,7 @@ def test_a_restart_takes_the_first_starts_schema_whatever_version_is_latest(
     check_declared(again.columns, declared, False)  # load()'s columns are v1's
     assert check_recorded(again, dict(first.named), _registries(west)) == again
     track(options, again)
-    assert json.loads((tmp_path / "schemas" / RECORD).read_text()) == record
+    assert _recorded(location) == record
 
     pinned = _options(location, valueSubjectVersion="1")
     assert reader_schemas(pinned, _registries(west)).named == first.named
@@ -92,15 +103,14 @@ def test_a_restart_takes_the_first_starts_schema_whatever_version_is_latest(
 
 
 def test_another_subject_or_pinned_version_than_recorded_is_refused_naming_the_record(
-    west: LocalSchemaRegistry, tmp_path: Path
+    west: LocalSchemaRegistry, location: str
 ) -> None:
-    location = str(tmp_path / "schemas")
     west.register("orders-value", json.dumps(ORDER_V1))
     west.register("orders-value", json.dumps(ORDER_V2))
     west.register("payments-value", json.dumps(ORDER_V1))
     options = _options(location, valueSubjectVersion="1")
     track(options, reader_schemas(options, _registries(west)))
-    record = str(tmp_path / "schemas" / RECORD)
+    record = str(Path(location, RECORD))
 
     other_version = _options(location, valueSubjectVersion="2")
     with pytest.raises(OptionsError) as refused:
@@ -117,9 +127,8 @@ def test_another_subject_or_pinned_version_than_recorded_is_refused_naming_the_r
 
 
 def test_a_column_named_later_is_added_beside_the_recorded_one(
-    west: LocalSchemaRegistry, tmp_path: Path
+    west: LocalSchemaRegistry, location: str
 ) -> None:
-    location = str(tmp_path / "schemas")
     west.register("orders-value", json.dumps(ORDER_V1))
     west.register("orders-key", json.dumps(KEY))
     options = _options(location)
@@ -128,7 +137,7 @@ def test_a_column_named_later_is_added_beside_the_recorded_one(
     both = _options(location, keyFormat="avro", keySubject="orders-key")
     resolved = reader_schemas(both, _registries(west))
     track(both, resolved)
-    columns = json.loads((tmp_path / "schemas" / RECORD).read_text())["columns"]
+    columns = _recorded(location)["columns"]
     assert {c: (v["subject"], v["version"]) for c, v in columns.items()} == {
         "key": ("orders-key", 1),
         "value": ("orders-value", 1),
@@ -158,14 +167,14 @@ def test_a_location_given_as_a_uri_and_a_record_that_is_not_one(
     )
 
 
-def test_nothing_is_recorded_for_a_reader_schema_given_whole(tmp_path: Path) -> None:
+def test_nothing_is_recorded_for_a_reader_schema_given_whole(location: str) -> None:
     options = parse_options(
         {
             **ORDERS_SOURCE,
             "valueFormat": "avro",
             "valueSchema": json.dumps(ORDER_V1),
-            "schemaTrackingLocation": str(tmp_path / "schemas"),
+            "schemaTrackingLocation": location,
         }
     )
     track(options, reader_schemas(options, None))
-    assert not (tmp_path / "schemas").exists()
+    assert not Path(location).exists()

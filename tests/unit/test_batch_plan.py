@@ -85,9 +85,8 @@ def test_by_default_every_partition_is_read_from_earliest_to_latest(
         ("west", "orders", 0): (0, 7),
     }
     assert len(tasks) == 1  # small ranges: one task
-    said = [r.getMessage() for r in caplog.records]
-    assert "Cluster 'east' has no topic(s) ['gone']" in said
-    assert "Batch read of 3 offset range(s) in 1 task(s)" in said
+    assert "Cluster 'east' has no topic(s) ['gone']" in caplog.messages
+    assert "Batch read of 3 offset range(s) in 1 task(s)" in caplog.messages
 
 
 def test_named_offsets_bound_the_ranges_and_an_end_past_the_latest_reads_up_to_it(

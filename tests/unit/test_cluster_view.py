@@ -68,9 +68,8 @@ def test_the_first_reconciliation_places_every_partition_and_logs_where_it_start
     assert state.entered == {E0: 2, E1: 0}
     assert state.latest == {E0: 10, E1: 5}
     assert state.losses == [] and view.generation == 0 and view.rewound == {}
-    said = [r.getMessage() for r in caplog.records]
-    assert "Partition east/orders/0 starts at offset 2" in said
-    assert "Partition east/orders/1 starts at offset 0" in said
+    assert "Partition east/orders/0 starts at offset 2" in caplog.messages
+    assert "Partition east/orders/1 starts at offset 0" in caplog.messages
 
 
 def test_a_target_that_is_not_entering_logs_no_starting_points(
@@ -234,8 +233,7 @@ def test_topic_ids_listed_are_kept_and_a_cluster_without_them_is_said_once(
         state = view.reconcile({}, DISCOVERY_EARLIEST)
         view.reconcile(state.offsets, DISCOVERY_EARLIEST)
     assert view.topic_ids == {("east", "orders"): "A"}
-    said = [r.getMessage() for r in caplog.records]
-    assert [m for m in said if "reports no topic id" in m] == [
+    assert [m for m in caplog.messages if "reports no topic id" in m] == [
         "Cluster 'west' reports no topic id for ['orders'] (brokers before Kafka 2.8): an offset "
         "that goes back is read again from the earliest offset, whether the topic was recreated "
         "or its log truncated."

@@ -1,8 +1,11 @@
-"""Test support: the Avro schemas the tests share, a record schema written in one line a field,
-and the writer-schema lookup the decoders are handed, through the real registry client.
+"""Test support: the Avro schemas the tests share, a record schema written in one line a field
+(:func:`record_schema`), and the writer-schema lookup the decoders are handed, through the real
+registry client (:func:`registry_fetch`).
 
-The logical types Spark reads are named once here (:class:`Logical`); the orders schemas are the
-v1 and v2 many tests register (v2 adds a field with a default).
+The logical types Spark reads are named once here (:class:`Logical`, with its decimals), and a
+field of each date and time type (:data:`TIME_FIELDS`); the orders schemas are the v1 and v2 many
+tests register (v2 adds a field with a default), read as stream ``orders`` with the source
+options :data:`ORDERS_SOURCE`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from benchmarks.avro_records import SCHEMA as BENCHMARK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.compiled_core import needs_avro_core
@@ -33,19 +34,6 @@ pytestmark = needs_avro_core
 UTC = datetime.timezone.utc
 
 
-BENCHMARK = record_schema(
-    "Event",
-    ("id", "long"),
-    ("name", "string"),
-    ("count", "int"),
-    ("score", "double"),
-    ("ok", "boolean"),
-    ("blob", "bytes"),
-    ("at", {"type": "long", "logicalType": "timestamp-millis"}),
-    ("note", ["null", "string"]),
-    ("tag", "string"),
-    ("seq", "long"),
-)
 LOGICAL = record_schema(
     "Logical",
     *TIME_FIELDS,

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from tests.compiled_core import skip_without_core
 from tests.integration.helpers import (
     READER_ENV_VAR,
     Estate,
@@ -25,6 +24,7 @@ from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataS
 from tests.integration.worker_python import make_worker_python
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import (
     SparkConnectServer,
     SparkStandalone,
@@ -159,7 +159,8 @@ def reader(request: pytest.FixtureRequest) -> str:
     only = os.environ.get(READER_ENV_VAR, "").strip()
     if only and only not in ("auto", name):
         pytest.skip(f"{READER_ENV_VAR}={only}")
-    skip_without_core(name)
+    if name == "native" and core() is None:
+        pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
     return name
 
 
@@ -172,7 +173,8 @@ def transact(request: pytest.FixtureRequest) -> Any:
     from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 
     if request.param == "native":
-        skip_without_core("native")
+        if core() is None:
+            pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
         return functools.partial(produce_transaction, opener=NativeTransaction)
     return produce_transaction
 

@@ -27,14 +27,14 @@ from typing import Any
 import fastavro
 import pytest
 import yaml
-from tests.compiled_core import needs_core
 from tests.local_wheels import build_local_wheels
 from tests.min_requirements import requirement_name
 from tests.unit.avro_schemas import ORDER_V1 as ORDER
 
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-pytestmark = needs_core
+pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 # Python 3.11's; the oldest supported Python (make test-oldest) collects this module too.
 tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 

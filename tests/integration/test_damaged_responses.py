@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.compiled_core import skip_without_core
 from tests.integration.damaging_proxy import DAMAGES, SILENCE, DamagingProxy
 from tests.integration.faults import fault_app
 from tests.integration.helpers import local_kafka_problem, source_options, write_metadata
@@ -202,7 +201,8 @@ def test_a_silent_connection_is_given_up_after_the_request_timeout_and_made_agai
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    skip_without_core("native")
+    if core() is None:
+        pytest.skip("the compiled core is not installed")
     east, proxy = proxied
     made = _fallbacks(monkeypatch)
     topic = "batch-silence-native"

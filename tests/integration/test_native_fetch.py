@@ -12,13 +12,12 @@ import threading
 from typing import Any
 
 import pytest
-from tests.compiled_core import needs_core
 from tests.integration.helpers import delete_records, requires_kafka
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.source.executor.native import core
 
-pytestmark = needs_core
+pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 
 
 def _read(cluster: Any, ranges: list[tuple[str, int, int, int]], **props: str) -> Any:

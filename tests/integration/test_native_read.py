@@ -22,17 +22,17 @@ import pytest
 from confluent_kafka import Producer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.compiled_core import needs_core
 from tests.integration.helpers import EstateFactory, requires_kafka, write_metadata
 from tests.integration.read_tasks import READERS, make_task, read_table
 
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
+from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 pytestmark = [
     pytest.mark.usefixtures("empty_consumer_pool"),
-    needs_core,
+    pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)"),
 ]
 
 

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from tests.compiled_core import needs_core
 from tests.integration.helpers import local_kafka_problem, wait_until
 
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
@@ -31,7 +30,7 @@ from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java, tooling_problem
 
-pytestmark = needs_core
+pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 
 _SELECTOR = Path(__file__).with_name("java") / "FollowerSelector.java"
 #: Both partitions led by broker 0, followed by broker 1: every record is read from broker 1.

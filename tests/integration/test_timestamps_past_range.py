@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyspark
 import pytest
 from benchmarks.peers.maven import spark_kafka_jars
-from tests.compiled_core import needs_core
 from tests.integration.helpers import requires_kafka, source_options, write_metadata
 from tests.integration.read_tasks import make_task, read_table
 
@@ -94,7 +93,7 @@ def _spark_reference(bootstrap: str) -> dict[str, Any]:
 # A second Spark (the reference's JVM) beside the suite's: 6.5 minutes on a loaded 2-core machine.
 @pytest.mark.timeout(1500)
 @requires_kafka("a broker taking a CreateTime in nanoseconds (message.timestamp.after.max.ms)")
-@needs_core
+@pytest.mark.skipif(core() is None, reason="the compiled core is not installed (NATIVE=0)")
 def test_a_nanosecond_create_time_fails_every_reader_as_it_fails_sparks_source(
     spark: Any, kafka_clusters: Any, tmp_path: Path
 ) -> None:

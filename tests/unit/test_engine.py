@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from tests.compiled_core import needs_core
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
@@ -18,6 +17,8 @@ from pyspark_dynamic_kafka.kafka.engine import Engine, core, read_engine, read_e
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_query_tasks
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange
+
+needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 
 PLAIN = {"bootstrap.servers": "127.0.0.1:9092"}
 KERBEROS = {**PLAIN, "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}

@@ -14,7 +14,6 @@ import logging
 import time
 
 import pytest
-from tests.compiled_core import needs_core
 
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
@@ -24,6 +23,8 @@ from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
 from pyspark_dynamic_kafka.source.executor.native import core, direct_consumer
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+
+needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 
 
 @needs_core

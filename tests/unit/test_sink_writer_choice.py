@@ -8,15 +8,16 @@ import logging
 
 import pyarrow as pa
 import pytest
-from tests.compiled_core import needs_core
 
 from pyspark_dynamic_kafka.errors import OptionsError, WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import Engine, write_engine
+from pyspark_dynamic_kafka.kafka.engine import Engine, core, write_engine
 from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
 from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
+
+needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 
 BASE = {"metadataService": "file", "metadataService.path": "/m.yaml", "streamId": "orders"}
 PLAIN = {"bootstrap.servers": "127.0.0.1:9"}

@@ -31,23 +31,21 @@ are printed, with the issue's targets (rows/s >= 2x, CPU per record <= 0.8x). Ru
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import platform
 import statistics
-import struct
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-import fastavro
 import pyspark
 from benchmarks import report
+from benchmarks.avro_records import FIELDS, SCHEMA, framed
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.peers.maven import spark_avro_jars, spark_avro_version
 from benchmarks.run import _attempt
@@ -60,27 +58,8 @@ from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "customer", "type": "string"},
-        {"name": "quantity", "type": "int"},
-        {"name": "price", "type": "double"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "token", "type": "bytes"},
-        {"name": "created", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {"name": "region", "type": "string"},
-        {"name": "sequence", "type": "long"},
-    ],
-}
-FIELDS = [f["name"] for f in SCHEMA["fields"]]
 TOPIC = "avro1x8"
 PARTITIONS = 8
-_REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south", "ap-east", "sa-east", "af-x"]
 #: ``(ours, peer)`` pairs, in the order they are printed.
 PAIRS: report.Pairs = [
     ("avro", "from_avro"),
@@ -98,33 +77,6 @@ DECODING = [("dynamic_kafka", "avro", "bytes"), ("from_avro", "from_avro", "kafk
 TARGETS: dict[str, report.Target] = {
     f"{ours}/{peer}": (2.0, 0.8) for ours, peer in PAIRS if ours.startswith("avro")
 }
-
-
-def _record(i: int) -> dict[str, Any]:
-    return {
-        "id": i,
-        "customer": f"customer-{i % 50_000:05d}",
-        "quantity": i % 1000,
-        "price": (i % 100_000) / 100,
-        "paid": i % 2 == 0,
-        "token": i.to_bytes(8, "big"),
-        "created": 1_700_000_000_000 + i * 37,
-        "note": None if i % 3 == 0 else f"note {i % 97}",
-        "region": _REGIONS[i % len(_REGIONS)],
-        "sequence": i * 7919 % (1 << 40),
-    }
-
-
-def framed(count: int, schema_id: int) -> Iterator[tuple[None, bytes]]:
-    """``count`` records in Confluent's wire format: 0, the 4-byte big-endian id, the body."""
-    parsed = fastavro.parse_schema(SCHEMA)
-    prefix = b"\0" + struct.pack(">I", schema_id)
-    buffer = io.BytesIO()
-    for i in range(count):
-        buffer.seek(0)
-        buffer.truncate()
-        fastavro.schemaless_writer(buffer, parsed, _record(i))
-        yield None, prefix + buffer.getvalue()
 
 
 def load(cluster: Any, registry: LocalSchemaRegistry, records: int) -> int:

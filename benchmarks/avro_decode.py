@@ -2,73 +2,34 @@
 straight into Arrow) against the Python decoder (``Decoder``, fastavro into Python objects, then
 Arrow), both through ``decode_arrow`` as the source's readers call it.
 
-The records are the 10-field schema of docs/benchmarks.md ("Avro decoding for the compiled
-core": long, string, int, double, boolean, bytes, timestamp-millis, a nullable string, string,
-long), written by fastavro with Confluent's framing (a zero byte and a 4-byte id), in batches of
-65,536 as a reader gives them; the writer schema is the reader schema, fetched once. CPU time of
-this process, one thread, median of the rounds. Run: ``python -m benchmarks.avro_decode
-[--records N] [--rounds R] [--batch N]``.
+The records are :mod:`benchmarks.avro`'s (:mod:`benchmarks.avro_records`: the 10-field schema of
+docs/benchmarks.md, "Avro values"), written by fastavro with Confluent's framing (a zero byte and
+a 4-byte id), in batches of 65,536 as a reader gives them; the writer schema is the reader
+schema, fetched once. CPU time of this process, one thread, median of the rounds. Run:
+``python -m benchmarks.avro_decode [--records N] [--rounds R] [--batch N]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import io
 import json
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-import fastavro
 import pyarrow as pa
+from benchmarks.avro_records import SCHEMA, framed
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
 from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
-SCHEMA = {
-    "type": "record",
-    "name": "Event",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "name", "type": "string"},
-        {"name": "count", "type": "int"},
-        {"name": "score", "type": "double"},
-        {"name": "ok", "type": "boolean"},
-        {"name": "blob", "type": "bytes"},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "note", "type": ["null", "string"]},
-        {"name": "tag", "type": "string"},
-        {"name": "seq", "type": "long"},
-    ],
-}
-_START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-
 
 def payloads(records: int) -> pa.Array:
-    """``records`` values of :data:`SCHEMA`, framed with schema id 1."""
-    parsed = fastavro.parse_schema(SCHEMA)
-    out = []
-    for i in range(records):
-        body = io.BytesIO()
-        value = {
-            "id": i * 7919,
-            "name": f"user-{i % 1000}",
-            "count": i % 100,
-            "score": i / 3,
-            "ok": i % 2 == 0,
-            "blob": (i % 251).to_bytes(1, "big") * 8,
-            "at": _START + datetime.timedelta(milliseconds=i),
-            "note": None if i % 3 else f"note {i}",
-            "tag": "abc",
-            "seq": i,
-        }
-        fastavro.schemaless_writer(body, parsed, value)
-        out.append(b"\0\0\0\0\1" + body.getvalue())
-    return pa.array(out, pa.binary())
+    """The first ``records`` records of :mod:`benchmarks.avro_records`, framed with schema id 1."""
+    return pa.array([value for _, value in framed(records, 1)], pa.binary())
 
 
 def _fetch(ref: SchemaRef) -> RegisteredSchema:

@@ -17,7 +17,6 @@ benchmarks.monitoring``); ``--records N``, ``--rounds R``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -26,6 +25,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from benchmarks import report
 from benchmarks.measure import spark_jvm
 from benchmarks.run import _records
 from benchmarks.spark_sides import Cluster, Run, dynamic_kafka, measure, write_metadata
@@ -78,10 +78,8 @@ def _variant(spark: Any, jvm: int, name: str, workdir: Path, total: int) -> tupl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser = report.parser(__doc__, 1_000_000)
+    parser.set_defaults(rounds=9)
     args = parser.parse_args()
     results: dict[str, list[tuple[Run, int]]] = {v: [] for v in VARIANTS}
     workdir = Path(tempfile.mkdtemp(prefix="dynamic-kafka-bench-monitoring-"))

@@ -79,20 +79,13 @@ with (
         .load()
         .select("cluster", "value.id", "value.amount", "valueSchemaId")
     )
-    query = (
-        orders.writeStream.format("parquet")
-        .option("path", str(work / "orders"))
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(processingTime="1 second")
-        .start()
-    )
+    # The decoded rows go to an in-memory table named "orders" (examples/first_job.py: Parquet).
+    query = orders.writeStream.format("memory").queryName("orders").start()
 
     def wait_for(count: int) -> None:
-        """Wait until the Parquet output holds ``count`` orders (at most 5 minutes)."""
+        """Wait until the table holds ``count`` orders (at most 5 minutes)."""
         deadline = time.monotonic() + 300
-        while (
-            query.lastProgress is None or spark.read.parquet(str(work / "orders")).count() < count
-        ):
+        while spark.table("orders").count() < count:
             if not query.isActive or time.monotonic() > deadline:
                 raise RuntimeError(f"no {count} orders yet: {query.exception()}")
             time.sleep(0.5)
@@ -107,7 +100,7 @@ with (
     wait_for(150)
 
     query.stop()
-    rows = spark.read.parquet(str(work / "orders")).collect()
+    rows = spark.table("orders").collect()
     ids = sorted({(r.cluster, r.valueSchemaId) for r in rows})
     exact = all(r.amount == r.id + 0.5 for r in rows)
     print(

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,20 +138,30 @@ def sink_options(meta: Path, **extra: str) -> dict[str, str]:
     }
 
 
+def drop_file(
+    incoming: Path, staging: Path, name: str, ids: Iterable[int], mtime: float | None = None
+) -> None:
+    """A text file ``name`` of ``ids``, one a line, written in ``staging`` and moved into
+    ``incoming`` in whole (the file source lists the directory); its modification time
+    ``mtime`` (seconds since the epoch) when given."""
+    path = staging / name
+    path.write_text("".join(f"{i}\n" for i in ids))
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    shutil.move(path, incoming / name)
+
+
 def drop_files(incoming: Path, staging: Path, sizes: list[int], first: int = 0) -> list[int]:
     """One text file per micro-batch with consecutive ids from ``first``; returns every id.
 
-    Files are moved in whole (the file source lists the directory). The file source takes them
-    in modification-time order, and files written in one millisecond tie (then its order is
-    arbitrary): each file's time is its first id in seconds past a fixed instant.
+    The file source takes the files in modification-time order, and files written in one
+    millisecond tie (then its order is arbitrary): each file's time is its first id in seconds
+    past a fixed instant.
     """
     ids: list[int] = []
     for size in sizes:
         batch = list(range(first + len(ids), first + len(ids) + size))
-        path = staging / f"f{batch[0]:06d}.txt"
-        path.write_text("".join(f"{i}\n" for i in batch))
-        os.utime(path, (_EPOCH_S + batch[0], _EPOCH_S + batch[0]))
-        shutil.move(path, incoming / path.name)
+        drop_file(incoming, staging, f"f{batch[0]:06d}.txt", batch, mtime=_EPOCH_S + batch[0])
         ids += batch
     return ids
 

@@ -26,6 +26,8 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.integration.helpers import source_options, wait_until, write_metadata
 from tests.integration.metadata_server import run_cli
+from tests.unit.avro_schemas import ORDER_V1 as V1
+from tests.unit.avro_schemas import ORDER_V2 as V2
 
 from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
@@ -33,12 +35,6 @@ from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
 SUBJECT = "orders-value"
 CONTEXT = SerializationContext("orders", MessageField.VALUE)
 
@@ -92,8 +88,24 @@ def setup(kafka_clusters: Any, registries: Mapping[str, Any]) -> dict[str, Any]:
     return dict(clusters)
 
 
-def extra(registries: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    return {name: {"schema.registry.url": r.url} for name, r in registries.items()}
+def orders_metadata(
+    tmp_path: Path,
+    clusters: Mapping[str, Any],
+    registries: Mapping[str, Any],
+    on: Sequence[str] = ("east",),
+) -> Path:
+    """The metadata file of stream ``orders`` (topic ``orders`` on the clusters ``on``), each
+    cluster naming its registry."""
+    meta = tmp_path / "streams.yaml"
+    routes = {"orders": [(name, ["orders"]) for name in on]}
+    entries = {name: {"schema.registry.url": r.url} for name, r in registries.items()}
+    write_metadata(meta, clusters, routes, entries)
+    return meta
+
+
+def avro_read(meta: Path, **options: str) -> dict[str, str]:
+    """The options of a read of stream ``orders`` through ``meta``, its values Avro."""
+    return source_options(meta, streamIds="orders", valueFormat="avro", **options)
 
 
 def decoded_rows(df: Any) -> list[Decoded]:
@@ -117,10 +129,8 @@ def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     # Keys too (registered after the values: the key schema is id 2 on east, W + 2 on west).
     on_east = put(clusters["east"], east_values, avro_keys(east, range(0, 4)))
     on_west = put(clusters["west"], west_values, avro_keys(west, range(4, 9)))
-    meta = tmp_path / "streams.yaml"
-    both = {"orders": [("east", ["orders"]), ("west", ["orders"])]}
-    write_metadata(meta, clusters, both, extra(registries))
-    options = source_options(meta, streamIds="orders", reader=engine, valueFormat="avro")
+    meta = orders_metadata(tmp_path, clusters, registries, on=("east", "west"))
+    options = avro_read(meta, reader=engine)
 
     # The subject's latest version on the first registry that holds it (east: v1) is the reader
     # schema: west's v2 records are resolved to it (qty dropped).
@@ -179,12 +189,9 @@ def test_a_stream_migrated_east_to_west_decodes_every_record_once_and_restarts_a
 ) -> None:
     clusters = setup(kafka_clusters, registries)
     east, west = registries["east"], registries["west"]
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]}, extra(registries))
-    options = source_options(
+    meta = orders_metadata(tmp_path, clusters, registries)
+    options = avro_read(
         meta,
-        streamIds="orders",
-        valueFormat="avro",
         valueSubject=SUBJECT,
         startingOffsets="earliest",
         metadataDiscoveryIntervalMs="0",
@@ -261,11 +268,8 @@ def test_records_that_cannot_be_decoded_fail_the_read_or_come_with_their_bytes(
         "truncated Avro": good[1][:-3],
     }
     offsets = put(clusters["east"], [good[0], *bad.values(), good[1]])
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]}, extra(registries))
-    options = source_options(
-        meta, streamIds="orders", valueFormat="avro", valueSchema=json.dumps(V1)
-    )
+    meta = orders_metadata(tmp_path, clusters, registries)
+    options = avro_read(meta, valueSchema=json.dumps(V1))
     reasons = {
         "an unknown schema id": "schema id 999",
         "no magic byte": "not a magic byte",
@@ -317,12 +321,9 @@ def test_a_permissive_stream_keeps_going_while_the_registry_is_down_and_picks_up
 ) -> None:
     clusters = setup(kafka_clusters, registries)
     east = registries["east"]
-    meta = tmp_path / "streams.yaml"
-    write_metadata(meta, clusters, {"orders": [("east", ["orders"])]}, extra(registries))
-    options = source_options(
+    meta = orders_metadata(tmp_path, clusters, registries)
+    options = avro_read(
         meta,
-        streamIds="orders",
-        valueFormat="avro",
         valueSchema=json.dumps(V1),
         valueMode="PERMISSIVE",
         startingOffsets="earliest",

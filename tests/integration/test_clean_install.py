@@ -29,6 +29,7 @@ import pytest
 import yaml
 from tests.local_wheels import build_local_wheels
 from tests.min_requirements import requirement_name
+from tests.unit.avro_schemas import ORDER_V1 as ORDER
 
 from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
@@ -38,11 +39,6 @@ pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not
 tomllib = pytest.importorskip("tomllib", reason="reads pyproject.toml with Python 3.11's tomllib")
 
 ROOT = Path(__file__).resolve().parents[2]
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
 
 #: Run in the new virtualenv: import every module of the package; the modules that failed, with
 #: the module that was missing.

@@ -39,6 +39,7 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.integration.helpers import DEADLINE, requires_kafka, wait_until
 from tests.integration.sink_records import read_topic
+from tests.unit.avro_schemas import ORDER_V1 as ORDER
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.spark_versions import ADMISSION_CONTROL, pyspark_version
@@ -50,11 +51,6 @@ from pyspark_dynamic_kafka.testing import (
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipeline"
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
 FIRST_IDS = {"east": 1, "west": 100}  # the first schema id each registry issues
 ORDERS = {"east": range(0, 300), "west": range(300, 600)}
 PER_TRIGGER = 50  # offsets per micro-batch of the source flow: six micro-batches per run

@@ -10,8 +10,8 @@ or whose registry is down, fails naming the cluster (and the registry's URL), no
 from __future__ import annotations
 
 import datetime
+import functools
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,13 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.integration.helpers import EstateFactory, requires_kafka, wait_until
-from tests.integration.sink_records import read_messages, sink_options, write_routes
+from tests.integration.sink_records import (
+    drop_file,
+    read_messages,
+    sink_options,
+    write_routes,
+)
+from tests.unit.avro_schemas import Logical, record_schema
 
 from pyspark_dynamic_kafka.cli import main
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -30,17 +36,14 @@ from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 pytestmark = requires_kafka("Kafka transactions (Tansu's are not what this test checks)")
 
 SECRET = "AVRO-SINK-SENTINEL-5be0"
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "item", "type": "string"},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-        {"name": "note", "type": ["null", "string"]},
-    ],
-}
+ORDER = record_schema(
+    "Order",
+    ("id", "long"),
+    ("item", "string"),
+    ("at", Logical.TIMESTAMP_MICROS),
+    ("note", ["null", "string"]),
+    namespace="shop",
+)
 VALUE_SQL = (
     "named_struct('id', CAST(value AS BIGINT), 'item', concat('item-', value), "
     "'at', timestamp_micros(CAST(value AS BIGINT) * 1000003), "
@@ -101,10 +104,7 @@ def test_an_avro_stream_follows_a_move_with_each_registrys_ids(
     incoming.mkdir()
     staging.mkdir()
 
-    def drop(name: str, ids: range) -> None:
-        path = staging / name
-        path.write_text("".join(f"{i}\n" for i in ids))
-        shutil.move(path, incoming / name)  # whole files only: the file source lists the dir
+    drop = functools.partial(drop_file, incoming, staging)
 
     def batches(count: int) -> bool:
         """At least ``count`` micro-batches with rows, or the query failed (then say why)."""

@@ -4,7 +4,7 @@ Every test runs with both writers (``writer=python`` and ``writer=native``)."""
 
 from __future__ import annotations
 
-import shutil
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 from tests.integration.helpers import EstateFactory, wait_until
 from tests.integration.sink_records import (
     Record,
+    drop_file,
     read_topic,
     sink_options,
     write_dead_route,
@@ -197,10 +198,7 @@ def test_streaming_write_follows_a_metadata_flip_between_micro_batches(
     incoming.mkdir()
     staging.mkdir()
 
-    def drop(name: str, ids: range) -> None:
-        path = staging / name
-        path.write_text("".join(f"{i}\n" for i in ids))
-        shutil.move(path, incoming / name)  # whole files only: the file source lists the dir
+    drop = functools.partial(drop_file, incoming, staging)
 
     query = (
         spark.readStream.format("text")

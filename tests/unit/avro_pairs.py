@@ -21,6 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 from tests.unit.avro_defaults import misfits
+from tests.unit.avro_schemas import LOGICAL_TYPES
 from tests.unit.avro_values import avro_values
 
 __all__ = ["Pair", "pairs"]
@@ -29,17 +30,6 @@ Pair = tuple[dict[str, Any], dict[str, Any], list[Any]]  # writer, reader, value
 _NAMES = ["a", "b", "c", "d", "e"]
 _SYMBOLS = ["A", "B", "C", "D", "E"]
 _PRIMITIVES = ["boolean", "int", "long", "float", "double", "string", "bytes"]
-_LOGICAL = [
-    {"type": "int", "logicalType": "date"},
-    {"type": "int", "logicalType": "time-millis"},
-    {"type": "long", "logicalType": "time-micros"},
-    {"type": "long", "logicalType": "timestamp-millis"},
-    {"type": "long", "logicalType": "timestamp-micros"},
-    {"type": "long", "logicalType": "local-timestamp-millis"},
-    {"type": "long", "logicalType": "local-timestamp-micros"},
-    {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-    {"type": "string", "logicalType": "uuid"},
-]
 _PROMOTIONS = {
     "int": ["long", "float", "double"],
     "long": ["float", "double"],
@@ -83,7 +73,7 @@ def _writer_type(draw: st.DrawFn, names: _Names, depth: int, defined: list[Any])
     if choice == "primitive":
         return draw(st.sampled_from(_PRIMITIVES))
     if choice == "logical":
-        return copy.deepcopy(draw(st.sampled_from(_LOGICAL)))
+        return copy.deepcopy(draw(st.sampled_from(LOGICAL_TYPES)))
     if choice == "by_name":
         return _name(draw(st.sampled_from(defined)))
     if choice == "array":
@@ -101,10 +91,7 @@ def _named(draw: st.DrawFn, kind: str, names: _Names, depth: int, defined: list[
     if draw(st.integers(0, 5)) == 0:  # a writer alias: resolution ignores it
         schema["aliases"] = [names.fresh("X")]
     if kind == "enum":
-        symbols = draw(st.lists(st.sampled_from(_SYMBOLS), min_size=1, max_size=4, unique=True))
-        schema["symbols"] = symbols
-        if draw(st.booleans()):
-            schema["default"] = draw(st.sampled_from(symbols))
+        schema.update(draw(_symbols(4)))
     elif kind == "fixed":
         schema["size"] = draw(st.integers(1, 4))
         if draw(st.integers(0, 4)) == 0:
@@ -121,6 +108,16 @@ def _named(draw: st.DrawFn, kind: str, names: _Names, depth: int, defined: list[
         schema["fields"] = fields
     defined.append(schema)
     return schema
+
+
+@st.composite
+def _symbols(draw: st.DrawFn, most: int) -> dict[str, Any]:
+    """An enum's symbols (``most`` at the most) and, half the time, a default among them."""
+    symbols = draw(st.lists(st.sampled_from(_SYMBOLS), min_size=1, max_size=most, unique=True))
+    declared: dict[str, Any] = {"symbols": symbols}
+    if draw(st.booleans()):
+        declared["default"] = draw(st.sampled_from(symbols))
+    return declared
 
 
 @st.composite
@@ -193,10 +190,7 @@ def _reader_of(draw: st.DrawFn, writer: Any, names: _Names, seen: dict[str, Any]
         reader["name"] = names.fresh("N")
     seen[writer["name"]] = reader
     if kind == "enum":
-        symbols = draw(st.lists(st.sampled_from(_SYMBOLS), min_size=1, max_size=5, unique=True))
-        reader["symbols"] = symbols
-        if draw(st.booleans()):
-            reader["default"] = draw(st.sampled_from(symbols))
+        reader.update(draw(_symbols(5)))
     elif kind == "fixed":
         reader.update({k: v for k, v in writer.items() if k not in ("name", "aliases")})
         if draw(st.integers(0, 6)) == 0:

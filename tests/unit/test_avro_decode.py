@@ -19,19 +19,15 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient, header_schema_id_serializer
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from tests.unit.avro_schemas import ORDER_V1, Logical, record_schema, registry_fetch
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
-from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
-from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
+from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
+V1 = ORDER_V1
 V2 = {
     **V1,
     "fields": [
@@ -49,23 +45,12 @@ def registry() -> Iterator[LocalSchemaRegistry]:
         yield started
 
 
-def _fetch(registry: LocalSchemaRegistry) -> Any:
-    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
-
-    def fetch(ref: SchemaRef) -> RegisteredSchema:
-        if ref.schema_id is not None:
-            return client.schema_by_id(ref.schema_id)
-        return client.schema_by_guid(str(ref.guid))
-
-    return fetch
-
-
 def test_writer_schemas_resolve_to_the_reader_schema(registry: LocalSchemaRegistry) -> None:
     serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V1))
     written = [serializer({"id": i, "item": f"i{i}"}, VALUE) for i in range(3)]
     v2 = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(V2))
     written.append(v2({"id": 9, "qty": 4, "note": "n"}, VALUE))
-    decoder = Decoder(json.dumps(V2), _fetch(registry))
+    decoder = Decoder(json.dumps(V2), registry_fetch(registry))
     decoded = decoder.decode([*written, None])
     assert decoded.values.to_pylist() == [
         {"id": 0, "qty": 1, "note": None},  # removed item, defaults for the added fields
@@ -110,7 +95,7 @@ def test_a_reserialized_record_is_read_with_its_last_schema_header(
         {"a": 8, "b": "prefixed"}, SerializationContext("u", field)
     )
     name = f"__{field}_schema_id"
-    decoder = Decoder(json.dumps(A_AND_B), _fetch(registry), key=field == MessageField.KEY)
+    decoder = Decoder(json.dumps(A_AND_B), registry_fetch(registry), key=field == MessageField.KEY)
     reserialized = decoder.decode([body], [headers])
     assert reserialized.values.to_pylist() == [{"a": 7, "b": "payload-b"}]
     assert reserialized.schema_ids.to_pylist() == [None]  # named by a GUID
@@ -122,37 +107,25 @@ def test_a_reserialized_record_is_read_with_its_last_schema_header(
 
 
 #: Every kind of Avro type, written and read with one schema.
-RICH = {
-    "type": "record",
-    "name": "Rich",
-    "namespace": "shop",
-    "fields": [
-        {"name": "flag", "type": "boolean"},
-        {"name": "f", "type": "float"},
-        {"name": "blob", "type": "bytes"},
-        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}},
-        {"name": "hash", "type": {"type": "fixed", "name": "Hash", "size": 2}},
-        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "local", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
-        {"name": "clock", "type": {"type": "int", "logicalType": "time-millis"}},
-        {
-            "name": "price",
-            "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
-        },
-        {"name": "ref", "type": {"type": "string", "logicalType": "uuid"}},
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-        {"name": "counts", "type": {"type": "map", "values": ["null", "long"]}},
-        {"name": "either", "type": ["int", "string", "Kind"]},
-        {
-            "name": "ship",
-            "type": [
-                "null",
-                {"type": "record", "name": "Addr", "fields": [{"name": "city", "type": "string"}]},
-            ],
-        },
-    ],
-}
+RICH = record_schema(
+    "Rich",
+    ("flag", "boolean"),
+    ("f", "float"),
+    ("blob", "bytes"),
+    ("kind", {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}),
+    ("hash", {"type": "fixed", "name": "Hash", "size": 2}),
+    ("day", Logical.DATE),
+    ("at", Logical.TIMESTAMP_MILLIS),
+    ("local", Logical.LOCAL_TIMESTAMP_MICROS),
+    ("clock", Logical.TIME_MILLIS),
+    ("price", Logical.decimal(6, 2)),
+    ("ref", Logical.UUID),
+    ("tags", {"type": "array", "items": "string"}),
+    ("counts", {"type": "map", "values": ["null", "long"]}),
+    ("either", ["int", "string", "Kind"]),
+    ("ship", ["null", record_schema("Addr", ("city", "string"))]),
+    namespace="shop",
+)
 
 
 def test_every_avro_type_is_shaped_as_spark_reads_it(registry: LocalSchemaRegistry) -> None:
@@ -181,7 +154,7 @@ def test_every_avro_type_is_shaped_as_spark_reads_it(registry: LocalSchemaRegist
     body = io.BytesIO()
     fastavro.schemaless_writer(body, parsed, {**base, "either": ("shop.Kind", "A")})
     payloads[2] = b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue()
-    rows = Decoder(json.dumps(RICH), _fetch(registry)).decode(payloads).values.to_pylist()
+    rows = Decoder(json.dumps(RICH), registry_fetch(registry)).decode(payloads).values.to_pylist()
     expected = {
         **base,
         "kind": "B",
@@ -211,11 +184,11 @@ def test_failfast_names_the_record_permissive_keeps_its_bytes(
     }
     where = "cluster east, orders/0 offset 7"
     for name, (payload, said) in bad.items():
-        failfast = Decoder(json.dumps(V1), _fetch(registry))
+        failfast = Decoder(json.dumps(V1), registry_fetch(registry))
         with pytest.raises((AvroDecodeError, SchemaRegistryError)) as failed:
             failfast.decode([good, payload], where=lambda i: where)
         assert str(failed.value).startswith(where) and said in str(failed.value), name
-    permissive = Decoder(json.dumps(V1), _fetch(registry), permissive=True)
+    permissive = Decoder(json.dumps(V1), registry_fetch(registry), permissive=True)
     payloads = [good, *(p for p, _ in bad.values())]
     decoded = permissive.decode(payloads)
     assert decoded.values.to_pylist() == [{"id": 1, "item": "pen"}, None, None, None]
@@ -229,10 +202,10 @@ def test_failfast_names_the_record_permissive_keeps_its_bytes(
         {"id": 2, "qty": 3, "note": None}, VALUE
     )
     with registry.down(), pytest.raises(SchemaRegistryError) as outage:
-        Decoder(json.dumps(V2), _fetch(registry)).decode([v2_bytes], where=lambda i: where)
+        Decoder(json.dumps(V2), registry_fetch(registry)).decode([v2_bytes], where=lambda i: where)
     assert str(outage.value).startswith(f"{where}: Cluster 'east': schema registry")
     assert "could not be reached for schema id 41" in str(outage.value)
-    reader = Decoder(json.dumps(V2), _fetch(registry), permissive=True)
+    reader = Decoder(json.dumps(V2), registry_fetch(registry), permissive=True)
     with registry.down():
         down = reader.decode([v2_bytes])
     assert down.values.to_pylist() == [None] and down.corrupt.to_pylist() == [v2_bytes]

@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.encode import AvroEncodeError, Encoder
@@ -28,56 +29,34 @@ from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 KIND = {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}
-SHIP = {"type": "record", "name": "Ship", "fields": [{"name": "city", "type": "string"}]}
-RICH = {
-    "type": "record",
-    "name": "Rich",
-    "namespace": "shop",
-    "fields": [
-        {"name": "flag", "type": "boolean"},
-        {"name": "i", "type": "int"},
-        {"name": "n", "type": "long"},
-        {"name": "f", "type": "float"},
-        {"name": "d", "type": "double"},
-        {"name": "s", "type": "string"},
-        {"name": "blob", "type": "bytes"},
-        {"name": "kind", "type": KIND},
-        {"name": "hash", "type": {"type": "fixed", "name": "Hash", "size": 2}},
-        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "at_ms", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "at_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-        {"name": "local_ms", "type": {"type": "long", "logicalType": "local-timestamp-millis"}},
-        {"name": "local_us", "type": {"type": "long", "logicalType": "local-timestamp-micros"}},
-        {"name": "clock_ms", "type": {"type": "int", "logicalType": "time-millis"}},
-        {"name": "clock_us", "type": {"type": "long", "logicalType": "time-micros"}},
-        {
-            "name": "price",
-            "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2},
-        },
-        {
-            "name": "big",
-            "type": {
-                "type": "fixed",
-                "name": "Big",
-                "size": 9,
-                "logicalType": "decimal",
-                "precision": 20,
-                "scale": 3,
-            },
-        },
-        {"name": "ref", "type": {"type": "string", "logicalType": "uuid"}},
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-        {"name": "counts", "type": {"type": "map", "values": ["null", "long"]}},
-        {"name": "ship", "type": ["null", SHIP]},
-        {"name": "again", "type": "Ship"},
-        {"name": "either", "type": ["int", "string", "Kind", "Ship"]},
-        {"name": "maybe", "type": ["null", "long", "string"]},
-        {"name": "wide", "type": ["int", "long"]},
-        {"name": "real", "type": ["float", "double"]},
-        {"name": "when", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
-        {"name": "nested", "type": {"type": "array", "items": {"type": "map", "values": "Ship"}}},
-    ],
-}
+SHIP = record_schema("Ship", ("city", "string"))
+RICH = record_schema(
+    "Rich",
+    ("flag", "boolean"),
+    ("i", "int"),
+    ("n", "long"),
+    ("f", "float"),
+    ("d", "double"),
+    ("s", "string"),
+    ("blob", "bytes"),
+    ("kind", KIND),
+    ("hash", {"type": "fixed", "name": "Hash", "size": 2}),
+    *TIME_FIELDS,
+    ("price", Logical.decimal(6, 2)),
+    ("big", Logical.decimal(20, 3, fixed=("Big", 9))),
+    ("ref", Logical.UUID),
+    ("tags", {"type": "array", "items": "string"}),
+    ("counts", {"type": "map", "values": ["null", "long"]}),
+    ("ship", ["null", SHIP]),
+    ("again", "Ship"),
+    ("either", ["int", "string", "Kind", "Ship"]),
+    ("maybe", ["null", "long", "string"]),
+    ("wide", ["int", "long"]),
+    ("real", ["float", "double"]),
+    ("when", ["null", Logical.TIMESTAMP_MICROS]),
+    ("nested", {"type": "array", "items": {"type": "map", "values": "Ship"}}),
+    namespace="shop",
+)
 VALUE = SerializationContext("orders", MessageField.VALUE)
 UTC = datetime.timezone.utc
 
@@ -224,11 +203,7 @@ def test_a_value_need_not_be_a_record(
     ],
 )
 def test_a_value_that_does_not_fit_names_the_row_and_the_field(value: Any, said: str) -> None:
-    schema = {
-        "type": "record",
-        "name": "Order",
-        "fields": [{"name": "id", "type": "long"}, {"name": "kind", "type": KIND}],
-    }
+    schema = record_schema("Order", ("id", "long"), ("kind", KIND))
     encoder = Encoder(json.dumps(schema))
     with pytest.raises(AvroEncodeError) as refused:
         encoder.encode([{"id": 1, "kind": "B"}, value], 3, lambda i: f"row {i} of topic 'orders'")

@@ -17,17 +17,16 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from benchmarks.avro_records import SCHEMA as BENCHMARK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema, registry_fetch
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
-from pyspark_dynamic_kafka.avro.framing import SchemaRef
 from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY
 from pyspark_dynamic_kafka.kafka.engine import core
-from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
-from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = pytest.mark.skipif(
@@ -37,78 +36,36 @@ pytestmark = pytest.mark.skipif(
 UTC = datetime.timezone.utc
 
 
-def _record(name: str, *fields: tuple[str, Any]) -> dict[str, Any]:
-    return {"type": "record", "name": name, "fields": [{"name": n, "type": t} for n, t in fields]}
-
-
-BENCHMARK = _record(
-    "Event",
-    ("id", "long"),
-    ("name", "string"),
-    ("count", "int"),
-    ("score", "double"),
-    ("ok", "boolean"),
-    ("blob", "bytes"),
-    ("at", {"type": "long", "logicalType": "timestamp-millis"}),
-    ("note", ["null", "string"]),
-    ("tag", "string"),
-    ("seq", "long"),
-)
-LOGICAL = _record(
+LOGICAL = record_schema(
     "Logical",
-    ("ts_ms", {"type": "long", "logicalType": "timestamp-millis"}),
-    ("ts_us", {"type": "long", "logicalType": "timestamp-micros"}),
-    ("local_ms", {"type": "long", "logicalType": "local-timestamp-millis"}),
-    ("local_us", {"type": "long", "logicalType": "local-timestamp-micros"}),
-    ("day", {"type": "int", "logicalType": "date"}),
-    ("t_ms", {"type": "int", "logicalType": "time-millis"}),
-    ("t_us", {"type": "long", "logicalType": "time-micros"}),
-    ("price", {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3}),
-    (
-        "fixed_price",
-        {
-            "type": "fixed",
-            "name": "D",
-            "size": 8,
-            "logicalType": "decimal",
-            "precision": 10,
-            "scale": 2,
-        },
-    ),
-    ("id", {"type": "string", "logicalType": "uuid"}),
+    *TIME_FIELDS,
+    ("price", Logical.decimal(12, 3)),
+    ("fixed_price", Logical.decimal(10, 2, fixed=("D", 8))),
+    ("id", Logical.UUID),
 )
-NESTED = {
-    "type": "record",
-    "name": "Outer",
-    "namespace": "shop",
-    "fields": [
-        {"name": "f", "type": "float"},
-        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}},
-        {"name": "raw", "type": {"type": "fixed", "name": "Raw", "size": 3}},
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-        {"name": "maybe", "type": {"type": "array", "items": ["null", "long"]}},
-        {"name": "attrs", "type": {"type": "map", "values": ["double", "null"]}},
-        {"name": "inner", "type": _record("Inner", ("k", "Kind"), ("n", ["null", "int"]))},
-        {"name": "again", "type": ["null", "Inner"]},
-        {"name": "deep", "type": {"type": "map", "values": {"type": "array", "items": "Raw"}}},
-    ],
-}
-UNIONS = {
-    "type": "record",
-    "name": "Unions",
-    "fields": [
-        {"name": "a", "type": ["int", "string"]},
-        {"name": "b", "type": ["null", "int", "string"]},
-        {"name": "c", "type": ["string", "null", {"type": "array", "items": "int"}]},
-        {"name": "d", "type": ["int", "long"]},
-        {"name": "e", "type": ["float", "null", "double"]},
-        {"name": "f", "type": [_record("A", ("x", "int")), _record("B", ("y", "string")), "A"][:2]},
-        {
-            "name": "g",
-            "type": {"type": "array", "items": ["null", _record("C", ("z", "B")), "boolean"]},
-        },
-    ],
-}
+NESTED = record_schema(
+    "Outer",
+    ("f", "float"),
+    ("kind", {"type": "enum", "name": "Kind", "symbols": ["A", "B", "C"]}),
+    ("raw", {"type": "fixed", "name": "Raw", "size": 3}),
+    ("tags", {"type": "array", "items": "string"}),
+    ("maybe", {"type": "array", "items": ["null", "long"]}),
+    ("attrs", {"type": "map", "values": ["double", "null"]}),
+    ("inner", record_schema("Inner", ("k", "Kind"), ("n", ["null", "int"]))),
+    ("again", ["null", "Inner"]),
+    ("deep", {"type": "map", "values": {"type": "array", "items": "Raw"}}),
+    namespace="shop",
+)
+UNIONS = record_schema(
+    "Unions",
+    ("a", ["int", "string"]),
+    ("b", ["null", "int", "string"]),
+    ("c", ["string", "null", {"type": "array", "items": "int"}]),
+    ("d", ["int", "long"]),
+    ("e", ["float", "null", "double"]),
+    ("f", [record_schema("A", ("x", "int")), record_schema("B", ("y", "string"))]),
+    ("g", {"type": "array", "items": ["null", record_schema("C", ("z", "B")), "boolean"]}),
+)
 PLAIN = ["string", "long", {"type": "map", "values": "int"}, ["null", "bytes"], ["long", "string"]]
 SCHEMAS = [BENCHMARK, LOGICAL, NESTED, UNIONS, *PLAIN]
 
@@ -117,17 +74,6 @@ SCHEMAS = [BENCHMARK, LOGICAL, NESTED, UNIONS, *PLAIN]
 def registry() -> Iterator[LocalSchemaRegistry]:
     with LocalSchemaRegistry(first_id=10) as started:
         yield started
-
-
-def _fetch(registry: LocalSchemaRegistry) -> Any:
-    client = RegistryClient(RegistryEndpoint((registry.url,)), "east", timeout_s=5)
-
-    def fetch(ref: SchemaRef) -> RegisteredSchema:
-        if ref.schema_id is not None:
-            return client.schema_by_id(ref.schema_id)
-        return client.schema_by_guid(str(ref.guid))
-
-    return fetch
 
 
 def _register(registry: LocalSchemaRegistry, schema: Any) -> tuple[int, bytes]:
@@ -157,7 +103,7 @@ def _both(
     if headers is not None:
         rows = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers]
         arrow_headers = pa.array(rows, header_type)
-    text, fetch = json.dumps(reader), _fetch(registry)
+    text, fetch = json.dumps(reader), registry_fetch(registry)
     python = Decoder(text, fetch, permissive, key)
     native = NativeDecoder(text, fetch, permissive, key)
     where = lambda i: f"record {i}"  # noqa: E731
@@ -230,8 +176,8 @@ def test_every_supported_type_decodes_as_the_python_decoder_does(
     check()
 
 
-V1 = _record("Order", ("id", "long"), ("item", "string"), ("n", "int"), ("f", "float"))
-V2 = _record(
+V1 = record_schema("Order", ("id", "long"), ("item", "string"), ("n", "int"), ("f", "float"))
+V2 = record_schema(
     "Order",
     ("id", "long"),
     ("qty", {"type": "int"}),
@@ -241,8 +187,10 @@ V2 = _record(
 )
 V2["fields"][1]["default"] = 1
 V2["fields"][2]["default"] = None
-SWAPPED = _record("Pair", ("s", "string"), ("b", "bytes"), ("i", "int"), ("l", "long"))
-SWAPPED_READER = _record("Pair", ("s", "bytes"), ("b", "string"), ("i", "float"), ("l", "float"))
+SWAPPED = record_schema("Pair", ("s", "string"), ("b", "bytes"), ("i", "int"), ("l", "long"))
+SWAPPED_READER = record_schema(
+    "Pair", ("s", "bytes"), ("b", "string"), ("i", "float"), ("l", "float")
+)
 
 
 @pytest.mark.parametrize("key", [False, True])
@@ -282,8 +230,8 @@ def test_writer_schemas_resolve_in_all_framings_and_change_mid_batch(
     assert expected.values.to_pylist() == [{"s": "é".encode(), "b": "x", "i": -3.0, "l": 2.0**40}]
 
 
-A_ONLY = _record("AB", ("a", "long"))
-A_AND_B = _record("AB", ("a", "long"), ("b", "string"))
+A_ONLY = record_schema("AB", ("a", "long"))
+A_AND_B = record_schema("AB", ("a", "long"), ("b", "string"))
 A_AND_B["fields"][1]["default"] = ""
 
 
@@ -351,7 +299,7 @@ def test_unions_and_enums_resolve_as_in_the_python_decoder(
 def _failures(registry: LocalSchemaRegistry) -> tuple[list[bytes | None], list[Any]]:
     v1_id, _ = _register(registry, V1)
     good = b"\0" + v1_id.to_bytes(4, "big") + _body(V1, {"id": 7, "item": "abc", "n": 1, "f": 2.0})
-    unresolvable, _ = _register(registry, _record("Order", ("id", "string")))
+    unresolvable, _ = _register(registry, record_schema("Order", ("id", "string")))
     payloads: list[bytes | None] = [
         good,
         good[:-3],  # truncated inside the float
@@ -382,7 +330,7 @@ def test_failfast_raises_the_python_decoders_error(
 ) -> None:
     payloads, _ = _failures(registry)
     values = pa.array(payloads[0:1] + payloads[first:], pa.binary())
-    fetch, text = _fetch(registry), json.dumps(V1)
+    fetch, text = registry_fetch(registry), json.dumps(V1)
     errors = []
     for decoder in (Decoder(text, fetch), NativeDecoder(text, fetch)):
         with pytest.raises(Exception) as raised:
@@ -400,29 +348,30 @@ def test_a_schema_the_core_cannot_give_falls_back_to_the_python_decoder(
     registry: LocalSchemaRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
     duration = {"type": "fixed", "name": "D", "size": 12, "logicalType": "duration"}
-    union = json.dumps(_record("U", ("v", duration)))
+    union = json.dumps(record_schema("U", ("v", duration)))
     with pytest.raises(ValueError, match="the reader schema U: arrow-avro reads it as Interval"):
-        NativeDecoder(union, _fetch(registry))
+        NativeDecoder(union, registry_fetch(registry))
     with caplog.at_level("INFO"):
-        assert type(make_decoder(union, _fetch(registry))) is Decoder
+        assert type(make_decoder(union, registry_fetch(registry))) is Decoder
     assert "the compiled core cannot" in caplog.text
-    assert type(make_decoder(json.dumps(V1), _fetch(registry))) is NativeDecoder
+    assert type(make_decoder(json.dumps(V1), registry_fetch(registry))) is NativeDecoder
 
 
 def test_a_union_naming_a_type_by_name_is_read_by_the_python_decoder(
     registry: LocalSchemaRegistry,
 ) -> None:
     kind = {"type": "enum", "name": "Kind", "symbols": ["P", "Q"]}
-    by_name = _record("W", ("k", kind), ("v", ["int", "Kind"]))
+    by_name = record_schema("W", ("k", kind), ("v", ["int", "Kind"]))
     with pytest.raises(ValueError, match=r'the union \["int","Kind"\] has the named type Kind'):
-        NativeDecoder(json.dumps(by_name), _fetch(registry))
-    reader = _record("W", ("v", ["int", kind]))  # Kind defined in the union: the core reads it
+        NativeDecoder(json.dumps(by_name), registry_fetch(registry))
+    # Kind defined in the union: the core reads it
+    reader = record_schema("W", ("v", ["int", kind]))
     writer_id, _ = _register(registry, by_name)
     payload = b"\0" + writer_id.to_bytes(4, "big") + _body(by_name, {"k": "P", "v": "Q"})
-    native = NativeDecoder(json.dumps(reader), _fetch(registry), permissive=True)
+    native = NativeDecoder(json.dumps(reader), registry_fetch(registry), permissive=True)
     decoded = native.decode_arrow(pa.array([payload]), None, str)
     assert native._python is not None  # handed over at the writer schema
-    python = Decoder(json.dumps(reader), _fetch(registry), permissive=True)
+    python = Decoder(json.dumps(reader), registry_fetch(registry), permissive=True)
     assert decoded.values.equals(python.decode_arrow(pa.array([payload]), None, str).values)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import types as T
+from tests.unit.avro_schemas import record_schema
 
 from pyspark_dynamic_kafka.avro.spark_types import (
     TIME_OF_DAY,
@@ -110,29 +111,23 @@ def test_a_union_with_null_is_nullable_and_the_rest_decides(
 
 
 #: A record with nested, optional and reused named types.
-ORDER: dict[str, Any] = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {
-            "name": "ship",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [
-                    {"name": "city", "type": "string"},
-                    {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A"]}},
-                ],
-            },
-        },
-        {"name": "bill", "type": ["null", "Address"]},
-        {"name": "bill_kind", "type": "shop.K"},
-        {"name": "tags", "type": {"type": "map", "values": "Address"}},
-    ],
-}
+ORDER = record_schema(
+    "Order",
+    ("id", "long"),
+    {"name": "note", "type": ["null", "string"], "default": None},
+    (
+        "ship",
+        record_schema(
+            "Address",
+            ("city", "string"),
+            ("kind", {"type": "enum", "name": "K", "symbols": ["A"]}),
+        ),
+    ),
+    ("bill", ["null", "Address"]),
+    ("bill_kind", "shop.K"),
+    ("tags", {"type": "map", "values": "Address"}),
+    namespace="shop",
+)
 
 
 def test_records_nest_and_named_types_are_used_again_by_name_in_their_namespace() -> None:

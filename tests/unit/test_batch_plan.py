@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from tests.unit.test_reconcile import _Lister
+from tests.unit.test_reconcile import _Lister, orders_on_two_clusters, write_orders
 
 from pyspark_dynamic_kafka.errors import KafkaClientError, OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
@@ -29,10 +28,6 @@ from pyspark_dynamic_kafka.source.driver.modes import NoArchive
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
-CLUSTERS = {
-    "east": {"bootstrap.servers": "127.0.0.1:1"},
-    "west": {"bootstrap.servers": "127.0.0.1:2"},
-}
 Ranges = dict[PartitionKey, tuple[int, int]]
 
 
@@ -41,21 +36,19 @@ def path(tmp_path: Path) -> Path:
     """The metadata file: stream ``orders`` on east (orders and the absent topic ``gone``) and
     west (orders)."""
     path = tmp_path / "streams.yaml"
-    entries = [
+    write_orders(
+        path,
         {"cluster": "east", "topics": ["orders", "gone"]},
         {"cluster": "west", "topics": ["orders"]},
-    ]
-    path.write_text(yaml.safe_dump({"clusters": CLUSTERS, "streams": {"orders": entries}}))
+    )
     return path
 
 
 @pytest.fixture
 def lister(monkeypatch: pytest.MonkeyPatch) -> _Lister:
-    """The lister the read plans with: east/orders partitions 0 (offsets 2..10) and 1 (0..5),
-    west/orders partition 0 (0..7)."""
-    lister = _Lister()
-    lister.topics["east"] = {"orders": {0: (2, 10), 1: (0, 5)}}
-    lister.topics["west"] = {"orders": {0: (0, 7)}}
+    """The lister the read plans with: :func:`~tests.unit.test_reconcile.orders_on_two_clusters`
+    (east/orders partitions 0, offsets 2..10, and 1, 0..5; west/orders partition 0, 0..7)."""
+    lister = orders_on_two_clusters()
     monkeypatch.setattr(batch_plan, "OffsetLister", lambda options: lister)
     return lister
 
@@ -92,9 +85,8 @@ def test_by_default_every_partition_is_read_from_earliest_to_latest(
         ("west", "orders", 0): (0, 7),
     }
     assert len(tasks) == 1  # small ranges: one task
-    said = [r.getMessage() for r in caplog.records]
-    assert "Cluster 'east' has no topic(s) ['gone']" in said
-    assert "Batch read of 3 offset range(s) in 1 task(s)" in said
+    assert "Cluster 'east' has no topic(s) ['gone']" in caplog.messages
+    assert "Batch read of 3 offset range(s) in 1 task(s)" in caplog.messages
 
 
 def test_named_offsets_bound_the_ranges_and_an_end_past_the_latest_reads_up_to_it(

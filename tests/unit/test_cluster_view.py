@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
-from tests.unit.test_reconcile import DISCOVERY_EARLIEST, _Lister, orders_on_two_clusters
+from tests.unit.test_reconcile import (
+    DISCOVERY_EARLIEST,
+    _Lister,
+    orders_on_two_clusters,
+    write_orders,
+)
 
 from pyspark_dynamic_kafka.errors import DataLossError
 from pyspark_dynamic_kafka.source.config.options import parse_options
@@ -28,15 +31,6 @@ from pyspark_dynamic_kafka.source.driver.start_policy import LATEST_RULE
 from pyspark_dynamic_kafka.source.driver.went_back import WENT_BACK
 
 E0, E1, W0 = ("east", "orders", 0), ("east", "orders", 1), ("west", "orders", 0)
-CLUSTERS = {
-    "east": {"bootstrap.servers": "127.0.0.1:1"},
-    "west": {"bootstrap.servers": "127.0.0.1:2"},
-}
-
-
-def _write(path: Path, *entries: dict[str, Any]) -> None:
-    """Stream ``orders`` read from ``entries`` (cluster and topics each)."""
-    path.write_text(yaml.safe_dump({"clusters": CLUSTERS, "streams": {"orders": list(entries)}}))
 
 
 def _view(path: Path, lister: _Lister, **extra: str) -> ClusterView:
@@ -54,7 +48,7 @@ def _view(path: Path, lister: _Lister, **extra: str) -> ClusterView:
 def path(tmp_path: Path) -> Path:
     """The metadata file: stream ``orders`` on east."""
     path = tmp_path / "streams.yaml"
-    _write(path, {"cluster": "east", "topics": ["orders"]})
+    write_orders(path, {"cluster": "east", "topics": ["orders"]})
     return path
 
 
@@ -74,9 +68,8 @@ def test_the_first_reconciliation_places_every_partition_and_logs_where_it_start
     assert state.entered == {E0: 2, E1: 0}
     assert state.latest == {E0: 10, E1: 5}
     assert state.losses == [] and view.generation == 0 and view.rewound == {}
-    said = [r.getMessage() for r in caplog.records]
-    assert "Partition east/orders/0 starts at offset 2" in said
-    assert "Partition east/orders/1 starts at offset 0" in said
+    assert "Partition east/orders/0 starts at offset 2" in caplog.messages
+    assert "Partition east/orders/1 starts at offset 0" in caplog.messages
 
 
 def test_a_target_that_is_not_entering_logs_no_starting_points(
@@ -94,7 +87,7 @@ def test_a_cluster_added_to_the_metadata_enters_and_its_absent_topic_is_warned_o
 ) -> None:
     view = _view(path, lister)
     first = view.reconcile({}, DISCOVERY_EARLIEST)
-    _write(
+    write_orders(
         path,
         {"cluster": "east", "topics": ["orders"]},
         {"cluster": "west", "topics": ["orders", "later"]},
@@ -115,7 +108,7 @@ def test_a_cluster_added_to_the_metadata_enters_and_its_absent_topic_is_warned_o
 def test_an_absent_topic_is_warned_of_again_after_it_existed(
     path: Path, lister: _Lister, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _write(path, {"cluster": "east", "topics": ["orders", "later"]})
+    write_orders(path, {"cluster": "east", "topics": ["orders", "later"]})
     view = _view(path, lister)
     with caplog.at_level(logging.WARNING, "pyspark_dynamic_kafka.source.driver.cluster_view"):
         view.reconcile({}, DISCOVERY_EARLIEST)
@@ -133,12 +126,12 @@ def test_an_absent_topic_is_warned_of_again_after_it_existed(
 def test_a_cluster_removed_from_the_metadata_leaves_without_data_loss(
     path: Path, lister: _Lister
 ) -> None:
-    _write(
+    write_orders(
         path, {"cluster": "east", "topics": ["orders"]}, {"cluster": "west", "topics": ["orders"]}
     )
     view = _view(path, lister)
     view.reconcile({}, DISCOVERY_EARLIEST)
-    _write(path, {"cluster": "west", "topics": ["orders"]})
+    write_orders(path, {"cluster": "west", "topics": ["orders"]})
     state = view.reconcile({E0: 4, E1: 3, W0: 1}, DISCOVERY_EARLIEST)
     assert state.offsets == {W0: 7}
     assert state.losses == [] and view.recent_losses == [] and view.generation == 0
@@ -160,14 +153,14 @@ def test_a_topic_removed_from_the_metadata_leaves_its_partitions(
     path: Path, lister: _Lister
 ) -> None:
     lister.topics["east"]["refunds"] = {0: (0, 3)}
-    _write(path, {"cluster": "east", "topics": ["orders", "refunds"]})
+    write_orders(path, {"cluster": "east", "topics": ["orders", "refunds"]})
     view = _view(path, lister)
     assert view.reconcile({}, DISCOVERY_EARLIEST).offsets == {
         E0: 2,
         E1: 0,
         ("east", "refunds", 0): 0,
     }
-    _write(path, {"cluster": "east", "topics": ["orders"]})
+    write_orders(path, {"cluster": "east", "topics": ["orders"]})
     state = view.reconcile({E0: 2, E1: 0, ("east", "refunds", 0): 1}, DISCOVERY_EARLIEST)
     assert state.offsets == {E0: 10, E1: 5}
     assert state.losses == []
@@ -178,12 +171,12 @@ def test_without_refresh_the_subscription_is_the_last_one_read(path: Path, liste
     now = [0.0]
     view.discovery = Discovery(view.options, clock=lambda: now[0])  # the test moves the clock
     assert sorted(view.subscription(refresh=False)) == ["east"]  # none yet: read once
-    _write(path, {"cluster": "west", "topics": ["orders"]})
+    write_orders(path, {"cluster": "west", "topics": ["orders"]})
     now[0] = 61.0
     assert sorted(view.subscription(refresh=False)) == ["east"]
     assert sorted(view.subscription()) == ["west"]  # the interval elapsed: read again
     now[0] = 62.0
-    _write(path, {"cluster": "east", "topics": ["orders"]})
+    write_orders(path, {"cluster": "east", "topics": ["orders"]})
     assert sorted(view.subscription()) == ["west"]  # within the interval: the snapshot
 
 
@@ -231,7 +224,7 @@ def test_only_the_last_eight_losses_are_kept_for_the_progress(path: Path, lister
 def test_topic_ids_listed_are_kept_and_a_cluster_without_them_is_said_once(
     path: Path, lister: _Lister, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _write(
+    write_orders(
         path, {"cluster": "east", "topics": ["orders"]}, {"cluster": "west", "topics": ["orders"]}
     )
     lister.ids["east"] = {"orders": "A"}
@@ -240,8 +233,7 @@ def test_topic_ids_listed_are_kept_and_a_cluster_without_them_is_said_once(
         state = view.reconcile({}, DISCOVERY_EARLIEST)
         view.reconcile(state.offsets, DISCOVERY_EARLIEST)
     assert view.topic_ids == {("east", "orders"): "A"}
-    said = [r.getMessage() for r in caplog.records]
-    assert [m for m in said if "reports no topic id" in m] == [
+    assert [m for m in caplog.messages if "reports no topic id" in m] == [
         "Cluster 'west' reports no topic id for ['orders'] (brokers before Kafka 2.8): an offset "
         "that goes back is read again from the earliest offset, whether the topic was recreated "
         "or its log truncated."

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from tests.unit.test_reconcile import _Lister, orders_on_two_clusters
+from tests.unit.test_reconcile import _Lister, orders_on_two_clusters, write_orders
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.source.config.options import parse_options
@@ -37,18 +36,10 @@ from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.group.selection import partition_selection
 from pyspark_dynamic_kafka.source.read_limits import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-CLUSTERS = {
-    "east": {"bootstrap.servers": "127.0.0.1:1"},
-    "west": {"bootstrap.servers": "127.0.0.1:2"},
-}
 EAST = {"cluster": "east", "topics": ["orders"]}
 WEST = {"cluster": "west", "topics": ["orders"]}
 NOW_MS = 1_700_000_000_000
 ALL = ReadAllAvailable()
-
-
-def _write(path: Path, *entries: dict[str, Any]) -> None:
-    path.write_text(yaml.safe_dump({"clusters": CLUSTERS, "streams": {"orders": list(entries)}}))
 
 
 def _offset(clusters: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -60,7 +51,7 @@ def _offset(clusters: dict[str, Any], **more: Any) -> dict[str, Any]:
 def path(tmp_path: Path) -> Path:
     """The metadata file: stream ``orders`` on east."""
     path = tmp_path / "streams.yaml"
-    _write(path, EAST)
+    write_orders(path, EAST)
     return path
 
 
@@ -163,7 +154,7 @@ def test_a_cluster_added_enters_at_its_start_and_is_read_from_the_next_micro_bat
 ) -> None:
     batches = _batches(path, lister)
     first = batches.latest(batches.initial(), ALL)
-    _write(path, EAST, WEST)
+    write_orders(path, EAST, WEST)
     second = batches.latest(first, ALL)
     assert second == _offset({"east": {"orders": {"0": 10, "1": 5}}, "west": {"orders": {"0": 0}}})
     assert batches.tasks(first, second) == []  # entering: nothing to read yet
@@ -174,18 +165,19 @@ def test_a_cluster_added_enters_at_its_start_and_is_read_from_the_next_micro_bat
 def test_a_cluster_removed_leaves_its_offsets_retained_and_unread(
     path: Path, lister: _Lister
 ) -> None:
-    _write(path, EAST, WEST)
+    write_orders(path, EAST, WEST)
     batches = _batches(path, lister, removedClusterRetentionMs="60000")
     first = batches.latest(batches.initial(), ALL)
     lister.topics["east"]["orders"][0] = (2, 12)  # east grows, then leaves the metadata
-    _write(path, WEST)
+    write_orders(path, WEST)
     second = batches.latest(first, ALL)
     assert second == _offset(
         {"west": {"orders": {"0": 7}}},
         retained={"east": {"orders": {"removedAtMs": NOW_MS, "offsets": {"0": 10, "1": 5}}}},
     )
     assert batches.tasks(first, second) == []
-    _write(path, EAST, WEST)  # back within removedClusterRetentionMs: resumes where it stopped
+    # back within removedClusterRetentionMs: resumes where it stopped
+    write_orders(path, EAST, WEST)
     third = batches.latest(second, ALL)
     assert third == _offset({"east": {"orders": {"0": 12, "1": 5}}, "west": {"orders": {"0": 7}}})
     assert _ranges(batches.tasks(second, third)) == {("east", "orders", 0): (10, 12)}
@@ -194,11 +186,11 @@ def test_a_cluster_removed_leaves_its_offsets_retained_and_unread(
 def test_the_pending_ranges_of_a_cluster_that_left_are_not_read(
     path: Path, lister: _Lister, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _write(path, EAST, WEST)
+    write_orders(path, EAST, WEST)
     batches = _batches(path, lister)
     start = batches.initial()
     end = batches.latest(start, ALL)
-    _write(path, WEST)
+    write_orders(path, WEST)
     batches.latest(end, ALL)  # the metadata the replayed micro-batch is planned with
     with caplog.at_level(logging.WARNING, "pyspark_dynamic_kafka.source.driver.pipeline"):
         tasks = batches.tasks(start, end)  # e.g. replayed after a restart

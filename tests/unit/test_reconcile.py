@@ -11,8 +11,11 @@ tested on real brokers in ``tests/integration/test_cluster_outage.py``.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from confluent_kafka import KafkaError, KafkaException
 from tests.unit.conftest import FakeAdmin
 
@@ -81,6 +84,20 @@ class _Lister(OffsetLister):
         return FakeAdmin(
             earliest=earliest.__getitem__, found=lambda tp, ms: stamps.get(tp, {}).get(ms, -1)
         )
+
+
+#: The clusters of the driver unit tests' metadata files (nobody listens there: the lister is a
+#: script, :func:`orders_on_two_clusters`).
+CLUSTERS = {
+    "east": {"bootstrap.servers": "127.0.0.1:1"},
+    "west": {"bootstrap.servers": "127.0.0.1:2"},
+}
+
+
+def write_orders(path: Path, *entries: dict[str, Any]) -> None:
+    """The metadata file ``path``: stream ``orders`` read from ``entries`` (cluster and topics
+    each) on :data:`CLUSTERS`."""
+    path.write_text(yaml.safe_dump({"clusters": CLUSTERS, "streams": {"orders": list(entries)}}))
 
 
 def orders_on_two_clusters() -> _Lister:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StringType, StructType
+from tests.unit.avro_schemas import ORDER_V1, ORDER_V2
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.encode import AvroEncodeError
@@ -31,11 +32,7 @@ from pyspark_dynamic_kafka.sink.writer import check_avro_columns, check_columns
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 BASE = {"metadataService": "file", "metadataService.path": "/m.yaml", "streamId": "orders"}
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
+ORDER = ORDER_V1
 SCHEMA = json.dumps(ORDER)
 PASSWORD = "SINK-REGISTRY-SENTINEL-93c1"
 
@@ -135,7 +132,7 @@ def test_ids_come_from_the_routed_clusters_registry_cached_and_follow_a_flip(
     assert west.register("orders-value", SCHEMA) == 2000  # registered there by the plan
 
     # A subject alone: its version on the routed registry (latest by default, or a number).
-    v2 = {**ORDER, "fields": [*ORDER["fields"], {"name": "qty", "type": "int", "default": 1}]}
+    v2 = ORDER_V2
     assert west.register("orders-value", json.dumps(v2)) == 2001
     keyed = _plan(
         service,

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.unit.avro_schemas import ORDER_V1, ORDER_V2, ORDERS_SOURCE
 
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
 from pyspark_dynamic_kafka.kafka.engine import core
@@ -42,14 +43,7 @@ from pyspark_dynamic_kafka.source.executor.schema import (
 from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_schema
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-BASE = {"metadataService": "file", "metadataService.path": "m.yaml", "streamIds": "orders"}
-V1 = {
-    "type": "record",
-    "name": "Order",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-}
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
-V1_DOC = {**V1, "doc": "the same columns as v1"}
+V1_DOC = {**ORDER_V1, "doc": "the same columns as v1"}
 
 
 @pytest.fixture
@@ -87,13 +81,18 @@ def test_format_options_are_refused_naming_the_key_and_the_fix(
     given: dict[str, str], message: str
 ) -> None:
     with pytest.raises(OptionsError, match=None) as refused:
-        parse_options({**BASE, **given})
+        parse_options({**ORDERS_SOURCE, **given})
     assert message in str(refused.value)
 
 
 def test_format_options_parse_case_insensitively_into_one_value_per_column() -> None:
     options = parse_options(
-        {**BASE, "valueformat": "AVRO", "valueSubject": "orders-value", "valueMode": "permissive"}
+        {
+            **ORDERS_SOURCE,
+            "valueformat": "AVRO",
+            "valueSubject": "orders-value",
+            "valueMode": "permissive",
+        }
     )
     assert options.key_format is None
     fmt = options.value_format
@@ -102,30 +101,41 @@ def test_format_options_parse_case_insensitively_into_one_value_per_column() -> 
         None,
         True,
     )
-    assert parse_options(BASE).value_format is None
+    assert parse_options(ORDERS_SOURCE).value_format is None
 
 
 def test_a_subject_resolves_on_the_first_registry_holding_it_in_cluster_id_order(
     registries: tuple[LocalSchemaRegistry, LocalSchemaRegistry],
 ) -> None:
     east, west = registries
-    west.register("orders-value", json.dumps(V1))
-    west.register("orders-value", json.dumps(V2))
-    options = parse_options({**BASE, "valueFormat": "avro", "valueSubject": "orders-value"})
+    west.register("orders-value", json.dumps(ORDER_V1))
+    west.register("orders-value", json.dumps(ORDER_V2))
+    options = parse_options(
+        {**ORDERS_SOURCE, "valueFormat": "avro", "valueSubject": "orders-value"}
+    )
     # east does not hold the subject: west's latest (v2) is the reader schema.
     resolved = reader_schemas(options, endpoints(east, west))
     assert resolved.columns is not None and resolved.columns.value is not None
-    assert json.loads(resolved.columns.value.reader_schema) == V2
-    assert resolved.named["value"] == NamedSchema("orders-value", 2, fingerprint(json.dumps(V2)))
-    east.register("orders-value", json.dumps(V1))
+    assert json.loads(resolved.columns.value.reader_schema) == ORDER_V2
+    assert resolved.named["value"] == NamedSchema(
+        "orders-value", 2, fingerprint(json.dumps(ORDER_V2))
+    )
+    east.register("orders-value", json.dumps(ORDER_V1))
     resolved = reader_schemas(options, endpoints(east, west))
     assert resolved.named["value"].version == 1  # east comes first now that it holds it
     pinned = parse_options(
-        {**BASE, "valueFormat": "avro", "valueSubject": "orders-value", "valueSubjectVersion": "1"}
+        {
+            **ORDERS_SOURCE,
+            "valueFormat": "avro",
+            "valueSubject": "orders-value",
+            "valueSubjectVersion": "1",
+        }
     )
     assert reader_schemas(pinned, endpoints(None, west)).named["value"].version == 1
 
-    missing = parse_options({**BASE, "valueFormat": "avro", "valueSubject": "payments-value"})
+    missing = parse_options(
+        {**ORDERS_SOURCE, "valueFormat": "avro", "valueSubject": "payments-value"}
+    )
     with pytest.raises(OptionsError, match="on none of the registries of the clusters read"):
         reader_schemas(missing, endpoints(east, west))
     with east.down(), west.down(), pytest.raises(SchemaRegistryError, match="could not be asked"):
@@ -136,12 +146,14 @@ def test_a_restart_decodes_with_the_recorded_schema_or_says_which_version_to_pin
     registries: tuple[LocalSchemaRegistry, LocalSchemaRegistry],
 ) -> None:
     east, west = registries
-    options = parse_options({**BASE, "valueFormat": "avro", "valueSubject": "orders-value"})
-    west.register("orders-value", json.dumps(V1))
+    options = parse_options(
+        {**ORDERS_SOURCE, "valueFormat": "avro", "valueSubject": "orders-value"}
+    )
+    west.register("orders-value", json.dumps(ORDER_V1))
     first = reader_schemas(options, endpoints(None, west))
     recorded = dict(first.named)
     # The same schema under another version number of another registry: decoded the same.
-    east.register("orders-value", json.dumps(V1))
+    east.register("orders-value", json.dumps(ORDER_V1))
     again = reader_schemas(options, endpoints(east, west))
     assert check_recorded(again, recorded, endpoints(east, west)).named == recorded
     # A new version with the same columns (a doc): the recorded version is decoded with.
@@ -149,9 +161,9 @@ def test_a_restart_decodes_with_the_recorded_schema_or_says_which_version_to_pin
     now = reader_schemas(options, endpoints(None, west))
     kept = check_recorded(now, recorded, endpoints(None, west))
     assert kept.columns is not None and kept.columns.value is not None
-    assert json.loads(kept.columns.value.reader_schema) == V1 and kept.named == recorded
+    assert json.loads(kept.columns.value.reader_schema) == ORDER_V1 and kept.named == recorded
     # A version with other columns: the restart fails naming the version to pin.
-    west.register("orders-value", json.dumps(V2))
+    west.register("orders-value", json.dumps(ORDER_V2))
     newest = reader_schemas(options, endpoints(None, west))
     with pytest.raises(OptionsError, match="Set valueSubjectVersion=1 to decode as before"):
         check_recorded(newest, recorded, endpoints(None, west))
@@ -175,7 +187,7 @@ def test_the_checkpoint_records_reader_schemas_beside_offsets_old_ones_stay_as_w
 
 def test_the_declared_columns_are_spark_and_arrow_alike_and_checked_against_the_resolved() -> None:
     avro = AvroColumns(
-        key=AvroColumn('"string"'), value=AvroColumn(json.dumps(V1), permissive=True)
+        key=AvroColumn('"string"'), value=AvroColumn(json.dumps(ORDER_V1), permissive=True)
     )
     schema = spark_schema(True, avro)
     assert schema.simpleString() == (
@@ -186,7 +198,7 @@ def test_the_declared_columns_are_spark_and_arrow_alike_and_checked_against_the_
     assert arrow_schema(True, avro) == spark_arrow_schema(schema)
     check_declared(avro, schema, True)
     with pytest.raises(OptionsError, match="a new version of the subject was registered"):
-        check_declared(AvroColumns(value=AvroColumn(json.dumps(V2))), spark_schema(), False)
+        check_declared(AvroColumns(value=AvroColumn(json.dumps(ORDER_V2))), spark_schema(), False)
     with pytest.raises(OptionsError, match=r"cluster\(s\) west names none: add 'schema.registry"):
         check_registries(avro, {"east": RegistryEndpoint(("http://r",)), "west": None})
 
@@ -214,13 +226,13 @@ def test_a_batch_is_decoded_with_the_registry_its_clusters_properties_name(
     if native and not hasattr(core(), "AvroDecoder"):
         pytest.skip("the compiled core with Avro decoding is not installed")
     east, west = registries
-    schema_id = west.register("orders-value", json.dumps(V1))
+    schema_id = west.register("orders-value", json.dumps(ORDER_V1))
     guid = west.answer("GET", f"/schemas/ids/{schema_id}", None)["guid"]
     body = _body({"id": 7, "item": "pen"})
     framed = b"\x00" + schema_id.to_bytes(4, "big") + body
     header = [{"key": "__value_schema_id", "value": b"\x01" + _uuid_bytes(guid)}]
     batch = _batch([framed, None, body], [None, None, header])
-    avro = AvroColumns(value=AvroColumn(json.dumps(V1), permissive=True))
+    avro = AvroColumns(value=AvroColumn(json.dumps(ORDER_V1), permissive=True))
     properties = {"bootstrap.servers": "x:9092", "schema.registry.url": west.url}
     out = decode_avro(batch, "east", properties, avro, native)
     assert out.schema == arrow_schema(False, avro)
@@ -245,7 +257,7 @@ def _body(record: dict[str, Any]) -> bytes:
     import fastavro
 
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, fastavro.parse_schema(V1), record)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(ORDER_V1), record)
     return out.getvalue()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.position import PartitionKey
@@ -84,8 +85,7 @@ def partition_map(
         )
     result: dict[PartitionKey, int] = {}
     for cluster, topics in document.items():
-        if not isinstance(cluster, str):
-            raise OffsetsError(f"{where}: cluster {shown(cluster)} must be a name (a string).")
+        _name(cluster, where, f"cluster {shown(cluster)}")
         if (
             isinstance(topics, Mapping)
             and topics
@@ -96,22 +96,13 @@ def partition_map(
                 "names each topic's cluster first: "
                 f"{_as_json({'<cluster id>': document})} (the cluster ids are the metadata's)."
             )
-        if not isinstance(topics, Mapping):
-            raise OffsetsError(
-                f"{where}: cluster {shown(cluster)} must map topics to partitions, got "
-                f"{shown(topics)}."
+        by_topic = _mapping(topics, where, f"cluster {shown(cluster)}", "topics to partitions")
+        for topic, partitions in by_topic.items():
+            _name(topic, where, f"topic {shown(topic)} of {cluster}")
+            by_partition = _mapping(
+                partitions, where, f"{cluster}/{topic}", f"partitions to {meaning}"
             )
-        for topic, partitions in topics.items():
-            if not isinstance(topic, str):
-                raise OffsetsError(
-                    f"{where}: topic {shown(topic)} of {cluster} must be a name (a string)."
-                )
-            if not isinstance(partitions, Mapping):
-                raise OffsetsError(
-                    f"{where}: {cluster}/{topic} must map partitions to {meaning}, got "
-                    f"{shown(partitions)}."
-                )
-            for partition, number in partitions.items():
+            for partition, number in by_partition.items():
                 try:
                     index = int(partition)
                 except (TypeError, ValueError):
@@ -140,3 +131,16 @@ def partition_map(
     if not result and not empty:
         raise OffsetsError(f"{where}: the JSON names no partition.")
     return result
+
+
+def _name(key: object, where: str, subject: str) -> None:
+    """Refuse ``key`` unless it is a name (a string); ``subject`` says which key it is."""
+    if not isinstance(key, str):
+        raise OffsetsError(f"{where}: {subject} must be a name (a string).")
+
+
+def _mapping(value: object, where: str, subject: str, maps: str) -> Mapping[Any, Any]:
+    """``value``, a JSON object; else refused: ``subject`` must map ``maps`` (what to what)."""
+    if not isinstance(value, Mapping):
+        raise OffsetsError(f"{where}: {subject} must map {maps}, got {shown(value)}.")
+    return value

@@ -23,8 +23,8 @@ from tests.integration.helpers import (
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 from tests.integration.worker_python import make_worker_python
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import (
     SparkConnectServer,
     SparkStandalone,

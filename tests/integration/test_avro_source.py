@@ -27,7 +27,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.integration.helpers import source_options, wait_until, write_metadata
 from tests.integration.metadata_server import run_cli
 
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 

@@ -30,7 +30,7 @@ import yaml
 from tests.local_wheels import build_local_wheels
 from tests.min_requirements import requirement_name
 
-from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")

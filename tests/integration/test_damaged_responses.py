@@ -49,10 +49,10 @@ from tests.integration.faults import fault_app
 from tests.integration.helpers import local_kafka_problem, source_options, write_metadata
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines import read_core as native
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor import native
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 

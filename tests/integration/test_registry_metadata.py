@@ -24,7 +24,7 @@ from tests.integration.queries import (
 )
 from tests.integration.sink_records import read_topic, sink_options
 
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 

@@ -23,7 +23,7 @@ from tests.integration.helpers import EstateFactory, requires_kafka, wait_until
 from tests.integration.sink_records import read_messages, sink_options, write_routes
 
 from pyspark_dynamic_kafka.cli import main
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 

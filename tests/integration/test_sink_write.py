@@ -18,7 +18,7 @@ from tests.integration.sink_records import (
     write_routes,
 )
 
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 
 

@@ -1,4 +1,4 @@
-"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.avro.native_decode`) against the
+"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.engines.decode_core`) against the
 Python decoder (:mod:`pyspark_dynamic_kafka.avro.decode`), the reference: the same batches
 (records written by fastavro, hypothesis-generated, for every type the core decodes) give the
 same Arrow arrays, schema ids, corrupt records and FAILFAST errors. Writer schemas come from the
@@ -23,9 +23,9 @@ from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
-from pyspark_dynamic_kafka.avro.native_decode import make_decoder
 from pyspark_dynamic_kafka.avro.resolution import JAVA_UNION, resolve
+from pyspark_dynamic_kafka.engines.decode_core import make_decoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 WRITER_ID = 3

@@ -11,9 +11,10 @@ import logging
 
 import pytest
 
+from pyspark_dynamic_kafka.engines.choice import Engine, read_engine, read_engines
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import Engine, core, read_engine, read_engines
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_query_tasks
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange

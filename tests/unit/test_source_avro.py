@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import (
     NamedSchema,

@@ -20,7 +20,7 @@ tests/unit/test_module_map.py):
   another query holds the ``sinkId``.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.native`: the same two with the compiled core's
   producer (Arrow columns straight to librdkafka), as the driver chose by the ``writer`` option
-  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
+  (:mod:`pyspark_dynamic_kafka.engines.choice`).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.avro_columns`: the ``value`` / ``key`` column
   written as Avro encoded (schema ids of the route's registry) before either producer runs.
 - :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the

@@ -37,9 +37,9 @@ Executor (``executor/``):
 - :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
 - :mod:`~pyspark_dynamic_kafka.source.executor.schema`: the source's Spark and Arrow schemas
   (what ``load()`` and the planner need of Arrow: no builders, no ``pyarrow.compute``).
-- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges,
+- :mod:`~pyspark_dynamic_kafka.engines.read_core`: the compiled core reads a task's ranges,
   with its direct fetch path or librdkafka's consumer as the driver planned
-  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
+  (:mod:`pyspark_dynamic_kafka.engines.choice`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
   collector (planning on the driver, reading on executors).
 - :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded after

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from tests.engine_roles import READERS, WRITERS
 from tests.integration.helpers import (
     READER_ENV_VAR,
     Estate,
@@ -150,7 +151,7 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
 # built from helpers.source_options() with option reader=<it>.
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=READERS)
 def reader(request: pytest.FixtureRequest) -> str:
     """The reader of an executor-level read-path test: ``"python"``, then ``"native"`` (the
     compiled core; skipped, with the reason, when it is not installed or when
@@ -164,7 +165,7 @@ def reader(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=WRITERS)
 def transact(request: pytest.FixtureRequest) -> Any:
     """One sink task's exactlyOnce write
     (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with either

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engine_roles import READERS
 from tests.integration.damaging_proxy import DAMAGES, SILENCE, DamagingProxy
 from tests.integration.faults import fault_app
 from tests.integration.helpers import local_kafka_problem, source_options, write_metadata
@@ -163,7 +164,7 @@ def test_an_executor_read_through_a_damaged_response_returns_every_record_once(
     assert took < CUT_BOUND_S
 
 
-@pytest.mark.parametrize("reader_option", ["python", "native"])
+@pytest.mark.parametrize("reader_option", READERS)
 def test_a_stream_through_damaged_responses_returns_every_record_once(
     proxied: tuple[Any, DamagingProxy], tmp_path: Path, reader_option: str
 ) -> None:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.engine_roles import NO_CORE
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
@@ -30,9 +31,7 @@ from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClie
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(core(), "AvroDecoder"), reason="the compiled core with AvroDecoder is not installed"
-)
+pytestmark = pytest.mark.skipif(core() is None, reason=NO_CORE)
 
 UTC = datetime.timezone.utc
 

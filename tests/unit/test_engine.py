@@ -1,5 +1,6 @@
 """The driver's one decision of the engine that reads a cluster (``direct``, ``librdkafka`` or
-``python``: kafka/engine.py), without a broker; the writer's: tests/unit/test_sink_writer_choice.py.
+``python``: engines/choice.py), without a broker; the writer's:
+tests/unit/test_sink_writer_choice.py.
 
 The compiled core is real here (installed by ``make setup``): it answers whether it can make a
 client of the properties and whether its direct fetch path serves them.

@@ -309,7 +309,7 @@ def _engine_comparisons(path: Path) -> Iterator[int]:
 
 def test_source_and_sink_do_not_branch_on_an_engine_name() -> None:
     """Which implementation serves a planned engine is ``engines/``' to say
-    (``implementations``, ``choice.compiled``): the source and the sink never compare a planned
+    (``implementations``, ``choice.on_core``): the source and the sink never compare a planned
     engine with an engine's name."""
     found = [
         f"{name}:{line}"

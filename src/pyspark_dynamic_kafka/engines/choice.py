@@ -48,9 +48,9 @@ __all__ = [
     "LIBRDKAFKA",
     "PYTHON",
     "Engine",
-    "compiled",
     "core_problem",
     "direct_problem",
+    "on_core",
     "read_engine",
     "read_engines",
     "report_handover",
@@ -91,7 +91,7 @@ class Engine:
     @property
     def compiled(self) -> bool:
         """Whether the compiled core serves the cluster."""
-        return compiled(self.name)
+        return on_core(self.name)
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def report_handover(cluster_id: str, reason: str, properties: Mapping[str, str])
     _once(("handover", cluster_id, reason), logging.WARNING, message, cluster_id, reason)
 
 
-def compiled(engine: str) -> bool:
+def on_core(engine: str) -> bool:
     """Whether the compiled core serves a cluster planned on ``engine`` (``direct`` or
     ``librdkafka``), not confluent-kafka (``python``)."""
     return engine != PYTHON

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
-from pyspark_dynamic_kafka.engines.choice import compiled
+from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.core import CoreMissingError
 from pyspark_dynamic_kafka.engines.roles import BatchProducer, ColumnDecoder, RangeReader
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
@@ -22,7 +22,7 @@ __all__ = ["CoreMissingError", "column_decoder", "core_producer", "range_reader"
 def range_reader(engine: str) -> RangeReader:
     """The range reader of a cluster planned on ``engine`` (``direct``, ``librdkafka`` or
     ``python``)."""
-    if compiled(engine):
+    if on_core(engine):
         from pyspark_dynamic_kafka.engines.read_core import CoreRangeReader
 
         return CoreRangeReader(engine)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from pyspark_dynamic_kafka.engines.choice import PYTHON, compiled
+from pyspark_dynamic_kafka.engines.choice import PYTHON, on_core
 from pyspark_dynamic_kafka.kafka.config import (
     FrozenProperties,
     client_properties,
@@ -128,7 +128,7 @@ class WriteTask:
     @property
     def native(self) -> bool:
         """Whether the compiled core produces."""
-        return compiled(self.engine)
+        return on_core(self.engine)
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own, with

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 
-from pyspark_dynamic_kafka.engines.choice import compiled
+from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.implementations import range_reader
 from pyspark_dynamic_kafka.engines.roles import ReadOptions
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
@@ -46,7 +46,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             try:
                 batches = reader.read(consumer, cluster_id, ranges, options, properties)
                 if settings.avro is not None:
-                    core = compiled(engine)
+                    core = on_core(engine)
                     batches = _decoded(batches, cluster_id, properties, settings.avro, core)
                 yield from batches
                 reusable = True

@@ -4,16 +4,20 @@ values that cross the seam.
 Each role has a Python implementation (confluent-kafka, fastavro) and a compiled one (the core),
 side by side in this package under matching names:
 
-========================  ===========================  ==========================
-role                      Python                       compiled core
-========================  ===========================  ==========================
-:class:`RangeReader`      :mod:`.read_python`          :mod:`.read_core`
-:class:`ColumnDecoder`    :mod:`.decode_python`        :mod:`.decode_core`
-:class:`BatchProducer`    (the sink's per-row          :mod:`.write_core`
-                          confluent-kafka writer)
-:class:`Transaction`      the sink's confluent-kafka   the sink's, on
-                          transaction                  :class:`~.write_core.CoreProducer`
-========================  ===========================  ==========================
+=====================  ======================================  ==============================
+role                   Python                                  compiled core
+=====================  ======================================  ==============================
+:class:`RangeReader`   :mod:`.read_python`                     :mod:`.read_core`
+:class:`ColumnDecoder` :mod:`.decode_python`                   :mod:`.decode_core`
+:class:`BatchProducer` none: the sink produces row by row      :mod:`.write_core`
+                       with confluent-kafka
+:class:`Transaction`   the sink's, on confluent-kafka's        the sink's, on the core's
+                       producer                                :class:`BatchProducer`
+=====================  ======================================  ==============================
+
+The sink's two :class:`Transaction` implementations stay with the sink
+(``sink/executor/transaction.py``, ``sink/executor/native.py``): they commit its progress
+markers, which are the sink's.
 
 Which engine serves a cluster is :mod:`.choice`'s decision; the implementation of a role for an
 engine is :mod:`.implementations`'. What crosses the seam is neutral: ranges as topic, partition,

@@ -101,3 +101,28 @@ def test_a_process_without_the_core_imports_and_plans_the_python_engines() -> No
         f"Engine(name='python', reason='{why}')",
         "PythonRangeReader",
     ]
+
+
+_PYTHON_READER = """
+import json, sys
+from pyspark_dynamic_kafka.source.executor import planned, read, task
+from pyspark_dynamic_kafka.engines.implementations import range_reader
+range_reader("python")
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_python_engines_path_loads_neither_the_core_nor_the_avro_modules() -> None:
+    """A query read with the Python reader, without Avro columns, never loads the compiled core,
+    and no query without Avro columns imports the decoders."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PYTHON_READER],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    loaded = set(json.loads(out.strip().splitlines()[-1]))
+    unwanted = ("pyspark_dynamic_kafka_core", "fastavro", "pyspark_dynamic_kafka.avro")
+    assert sorted(n for n in loaded if n.startswith(unwanted)) == []
+    assert "pyspark_dynamic_kafka.engines.read_python" in loaded

@@ -37,7 +37,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
@@ -218,6 +217,8 @@ def direct_problem(config: Mapping[str, str]) -> str | None:
 # within a process: the last 256 answers are kept
 @functools.lru_cache(maxsize=256)
 def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
+    from pyspark_dynamic_kafka.engines import core  # loads the compiled core where installed
+
     config = dict(items)
     if not core.INSTALLED:
         return core.NOT_INSTALLED
@@ -236,6 +237,8 @@ def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _direct(items: tuple[tuple[str, str], ...]) -> str | None:
+    from pyspark_dynamic_kafka.engines import core
+
     if not core.INSTALLED:
         return core.NOT_INSTALLED
     problem = core.direct_problem(items)

@@ -7,13 +7,16 @@ reader and writes with confluent-kafka. Its import is static and typed by its st
 objects). The engines' compiled implementations (:mod:`.read_core`, :mod:`.decode_core`,
 :mod:`.write_core`) reach it as :data:`compiled` after :func:`require`; the decision of which
 engine serves a cluster (:mod:`.choice`) asks it through :func:`config_problem` and
-:func:`direct_problem`.
+:func:`direct_problem`. Each of them imports this module when first used, so a process that
+only reads and writes with the Python engines never loads the core.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
+
+from pyspark_dynamic_kafka.engines.roles import CoreMissingError
 
 try:
     import pyspark_dynamic_kafka_core as compiled
@@ -35,10 +38,6 @@ __all__ = [
 
 #: Why the compiled core serves no cluster of this process.
 NOT_INSTALLED = "the compiled core (pyspark-dynamic-kafka-core) is not installed"
-
-
-class CoreMissingError(ImportError):
-    """The compiled core is not installed in this Python process."""
 
 
 def core() -> ModuleType | None:

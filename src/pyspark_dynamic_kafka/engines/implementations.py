@@ -9,12 +9,19 @@ imports the Python reader's Arrow builders.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from pyspark_dynamic_kafka.avro.framing import SchemaRef
 from pyspark_dynamic_kafka.engines.choice import on_core
-from pyspark_dynamic_kafka.engines.core import CoreMissingError
-from pyspark_dynamic_kafka.engines.roles import BatchProducer, ColumnDecoder, RangeReader
-from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+from pyspark_dynamic_kafka.engines.roles import (
+    BatchProducer,
+    ColumnDecoder,
+    CoreMissingError,
+    RangeReader,
+)
+
+if TYPE_CHECKING:  # the Avro and registry modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.framing import SchemaRef
+    from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 __all__ = ["CoreMissingError", "column_decoder", "core_producer", "range_reader"]
 

@@ -30,17 +30,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
 
-from pyspark_dynamic_kafka.avro.decode import Decoded
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory
+
+if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.decode import Decoded
 
 __all__ = [
     "BatchProducer",
     "ColumnDecoder",
     "ConsumerFactory",
+    "CoreMissingError",
     "ProduceFailure",
     "Range",
     "RangeReader",
@@ -209,6 +212,11 @@ class Transaction(Protocol[Report_co]):
 
     def close(self) -> None:
         """Release the producer."""
+
+
+class CoreMissingError(ImportError):
+    """The compiled core is not installed in this Python process (a compiled implementation
+    was asked for)."""
 
 
 class ProduceFailure(Exception):

@@ -5,10 +5,12 @@ plans every cluster on the Python engines and says why.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tests.engine_roles import NO_CORE
@@ -73,6 +75,7 @@ def test_the_core_decodes_a_planned_cluster_where_it_gives_the_readers_type() ->
 
 _WITHOUT_CORE = """
 import sys
+from pathlib import Path
 sys.modules["pyspark_dynamic_kafka_core"] = None  # import fails, as in a wheel without it
 import pyspark_dynamic_kafka
 from pyspark_dynamic_kafka.engines import core
@@ -126,3 +129,24 @@ def test_the_python_engines_path_loads_neither_the_core_nor_the_avro_modules() -
     unwanted = ("pyspark_dynamic_kafka_core", "fastavro", "pyspark_dynamic_kafka.avro")
     assert sorted(n for n in loaded if n.startswith(unwanted)) == []
     assert "pyspark_dynamic_kafka.engines.read_python" in loaded
+
+
+_STUB = Path(__file__).resolve().parents[2] / "native/python/pyspark_dynamic_kafka_core/_core.pyi"
+
+
+@pytest.mark.skipif(core.core() is None, reason=NO_CORE)
+def test_the_cores_stub_names_what_the_installed_core_exports() -> None:
+    """mypy types the core by its stub: each function, class and public method the core
+    exports is in it, and nothing else (the signatures are the pyo3 ones of native/src/py/)."""
+    module = core.core()
+    stub = ast.parse(_STUB.read_text())
+    functions = {n.name for n in stub.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in stub.body if isinstance(n, ast.ClassDef)}
+    exported = {n for n in dir(module) if not n.startswith("_")}
+    assert functions | set(classes) == exported
+    for name, node in classes.items():
+        declared = {
+            n.name for n in node.body if isinstance(n, ast.FunctionDef) and n.name[0] != "_"
+        }
+        methods = {m for m in vars(getattr(module, name)) if not m.startswith("_")}
+        assert declared == methods, name

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from pyspark_dynamic_kafka.source.archive.files import filesystem
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, make_plan
 from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
-from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
 
 PARTITIONS = 8
 SIZE = 100

@@ -23,7 +23,7 @@ from benchmarks.avro_records import SCHEMA, framed
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder
+from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 

@@ -46,9 +46,9 @@ def _child(
 ) -> None:
     """Read ``count`` records as one task with ``reader``; print RSS figures as JSON."""
     import pyspark_dynamic_kafka.datasource  # noqa: F401  (what a worker has imported)
+    from pyspark_dynamic_kafka.engines.choice import read_engine
     from pyspark_dynamic_kafka.frozen import FrozenMapping
     from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-    from pyspark_dynamic_kafka.kafka.engine import read_engine
     from pyspark_dynamic_kafka.source.executor.read import read_task
     from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
@@ -97,7 +97,7 @@ def main() -> None:
     if args.child:
         _child(args.child[0], args.child[1], args.partitions, counts[0], overrides)
         return
-    from pyspark_dynamic_kafka.source.executor.native import core
+    from pyspark_dynamic_kafka.engines.core import core
     from pyspark_dynamic_kafka.testing import start_clusters
 
     readers = tuple(args.readers) if core() is not None else ("python",)

@@ -39,9 +39,9 @@ from typing import Any
 import pyarrow as pa
 from benchmarks.python_cost import loaded_topic
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.native import core
 
 TOPIC = "nativecost"
 _TICKS = os.sysconf("SC_CLK_TCK")

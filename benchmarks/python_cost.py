@@ -29,9 +29,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from pyspark_dynamic_kafka.engines.read_python_batches import BatchBuilder
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.arrow import BatchBuilder
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.testing import start_clusters

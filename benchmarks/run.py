@@ -62,9 +62,9 @@ from benchmarks.spark_sides import (
     write_metadata,
 )
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_tasks
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS

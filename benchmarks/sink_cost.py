@@ -33,8 +33,8 @@ from benchmarks.measure import load_average
 from benchmarks.spark_sides import Run
 from confluent_kafka import Producer
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor import produce
 from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask

@@ -36,7 +36,7 @@ from benchmarks.run import CASES, load
 from benchmarks.spark_sides import Run, write_metadata
 from benchmarks.tree_side import PREFIX
 
-from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing import start_clusters
 
 ROOT = Path(__file__).resolve().parent.parent

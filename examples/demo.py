@@ -52,7 +52,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
-from pyspark_dynamic_kafka.kafka.engine import core, read_engine
+from pyspark_dynamic_kafka.engines.choice import read_engine
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.monitoring.report import render_report

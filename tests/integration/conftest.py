@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from tests.engine_roles import READERS, WRITERS
 from tests.integration.helpers import (
     READER_ENV_VAR,
     Estate,
@@ -23,8 +24,8 @@ from tests.integration.helpers import (
 from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataServer, token_file
 from tests.integration.worker_python import make_worker_python
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import (
     SparkConnectServer,
     SparkStandalone,
@@ -150,7 +151,7 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
 # built from helpers.source_options() with option reader=<it>.
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=READERS)
 def reader(request: pytest.FixtureRequest) -> str:
     """The reader of an executor-level read-path test: ``"python"``, then ``"native"`` (the
     compiled core; skipped, with the reason, when it is not installed or when
@@ -164,7 +165,7 @@ def reader(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=WRITERS)
 def transact(request: pytest.FixtureRequest) -> Any:
     """One sink task's exactlyOnce write
     (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with either

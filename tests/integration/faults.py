@@ -21,7 +21,7 @@ from typing import Any
 
 from tests.integration.helpers import DEADLINE, READER_ENV_VAR, wait_until
 
-from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing.procfs import cmdline, descendants, parent
 
 ROOT = Path(__file__).resolve().parents[2]

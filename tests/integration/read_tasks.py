@@ -3,7 +3,7 @@ test_native_read.py, test_native_security.py).
 
 A task is built the way the driver builds one (pickled and unpickled, as Spark ships it) and read
 through :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`: with ``reader="native"``
-the driver's decision (:func:`~pyspark_dynamic_kafka.kafka.engine.read_engine`) plans the
+the driver's decision (:func:`~pyspark_dynamic_kafka.engines.choice.read_engine`) plans the
 compiled core's direct fetch path or librdkafka's consumer for the cluster, as its client
 properties allow, in ``ReadSettings.engines``; with ``reader="python"`` the Python reader reads.
 """
@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyspark_dynamic_kafka.engines.choice import read_engine
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import read_engine
-from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
 from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_schema
 

@@ -43,9 +43,9 @@ from tests.unit.test_avro_resolution import NAMED_CASES
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.resolution import Resolution, resolve
 from pyspark_dynamic_kafka.avro.spark_types import AvroSchemaError, spark_type
+from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 PAIRS = int(os.environ.get("AVRO_JAVA_PAIRS", "2000"))

@@ -24,12 +24,12 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from tests.engine_roles import READERS, skip_without_core
 from tests.integration.helpers import source_options, wait_until, write_metadata
 from tests.integration.metadata_server import run_cli
 from tests.unit.avro_schemas import ORDER_V1 as V1
 from tests.unit.avro_schemas import ORDER_V2 as V2
 
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
@@ -116,12 +116,11 @@ def decoded_rows(df: Any) -> list[Decoded]:
     return sorted(tuple(r) for r in rows)
 
 
-@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("engine", READERS)
 def test_a_batch_read_decodes_each_record_with_its_clusters_registry(
     engine: str, spark: Any, kafka_clusters: Any, registries: Any, tmp_path: Path
 ) -> None:
-    if engine == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    skip_without_core(engine)
     clusters = setup(kafka_clusters, registries)
     east, west = registries["east"], registries["west"]
     east_values = encoded(east, V1, range(0, 4))

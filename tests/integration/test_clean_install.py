@@ -31,7 +31,7 @@ from tests.local_wheels import build_local_wheels
 from tests.min_requirements import requirement_name
 from tests.unit.avro_schemas import ORDER_V1 as ORDER
 
-from pyspark_dynamic_kafka.source.executor.native import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")

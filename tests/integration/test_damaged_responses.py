@@ -44,15 +44,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engine_roles import READERS
 from tests.integration.damaging_proxy import DAMAGES, SILENCE, DamagingProxy
 from tests.integration.faults import fault_app
 from tests.integration.helpers import local_kafka_problem, source_options, write_metadata
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines import read_core as native
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor import native
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
@@ -163,7 +164,7 @@ def test_an_executor_read_through_a_damaged_response_returns_every_record_once(
     assert took < CUT_BOUND_S
 
 
-@pytest.mark.parametrize("reader_option", ["python", "native"])
+@pytest.mark.parametrize("reader_option", READERS)
 def test_a_stream_through_damaged_responses_returns_every_record_once(
     proxied: tuple[Any, DamagingProxy], tmp_path: Path, reader_option: str
 ) -> None:

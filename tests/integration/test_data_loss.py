@@ -27,8 +27,8 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 from tests.integration import helpers, queries
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.helpers import EstateFactory, numbered, produce, wait_until
 from tests.integration.queries import memory_query
 
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.monitoring import attach
 
 Samples = dict[str, dict[tuple[str, ...], float]]

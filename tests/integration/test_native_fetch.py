@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from tests.integration.helpers import delete_records, requires_kafka
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.native import core
 
 pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 

@@ -2,7 +2,7 @@
 Spark: the SSL listener (the broker's certificate and host name verified), SASL_SSL with PLAIN
 and with SCRAM-SHA-256, and SASL_PLAINTEXT with SCRAM-SHA-256, each an exact record set. The
 compiled core reads every one of these clusters under ``reader=auto`` (checked through the
-driver's decision, :func:`~pyspark_dynamic_kafka.kafka.engine.read_engine`: ``direct``), with its
+driver's decision, :func:`~pyspark_dynamic_kafka.engines.choice.read_engine`: ``direct``), with its
 direct fetch path (its own TLS on librdkafka's OpenSSL, its own SASL PLAIN and SCRAM;
 checked through ``Reader.fallback()``), where a refused connection fails in seconds naming why.
 """
@@ -18,9 +18,10 @@ import pytest
 from tests.integration.helpers import secured_cluster, skip_without_local_kafka
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines.choice import read_engine
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import core, read_engine
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.testing import scram_client_properties, set_scram_password
 from pyspark_dynamic_kafka.testing.certificates import make_tls_store

@@ -25,7 +25,7 @@ from tests.integration.helpers import DEADLINE, numbered, on_tansu, produce, wri
 from tests.integration.queries import memory_query
 from tests.query_start import ATTEMPTS, SLOW_WORKER, failed_initializing_in
 
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import ENV_VAR
 

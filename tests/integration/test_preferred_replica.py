@@ -25,8 +25,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.helpers import local_kafka_problem, wait_until
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java, tooling_problem
 

@@ -37,14 +37,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.integration.helpers import EstateFactory, wait_until
 
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
+from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.engines.read_core import native_factory
 from pyspark_dynamic_kafka.kafka.pool import (
     ConsumerFactory,
     confluent_consumer,
     consumer_config,
     consumer_pool,
 )
-from pyspark_dynamic_kafka.source.executor.arrow import spark_schema
-from pyspark_dynamic_kafka.source.executor.native import core, native_factory
+from pyspark_dynamic_kafka.source.executor.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 RACKS = ["dc1", "dc2", "dc2"]

@@ -29,10 +29,10 @@ from tests.integration.helpers import (
 )
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines.read_core import native_factory
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
 from pyspark_dynamic_kafka.source.executor import read
-from pyspark_dynamic_kafka.source.executor.native import native_factory
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.engine_roles import READERS, skip_without_core
 from tests.integration.faults import leaks
 from tests.integration.helpers import numbered, produce, source_options
 from tests.integration.queries import (
@@ -24,19 +25,16 @@ from tests.integration.queries import (
 )
 from tests.integration.sink_records import read_topic, sink_options
 
-from pyspark_dynamic_kafka.kafka.engine import core
-
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 
 SECRET = "REGISTRY-SENTINEL-7d1e"
 
 
-@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("engine", READERS)
 def test_registry_keys_are_the_entrys_and_never_a_clients(
     engine: str, spark: Any, kafka_clusters: Any, tmp_path: Path
 ) -> None:
-    if engine == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    skip_without_core(engine)
     clusters = kafka_clusters("east", "west")
     for cluster in clusters.values():
         cluster.create_topic("orders", partitions=2)

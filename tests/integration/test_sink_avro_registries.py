@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from tests.engine_roles import WRITERS, skip_without_core
 from tests.integration.helpers import EstateFactory, requires_kafka, wait_until
 from tests.integration.sink_records import (
     drop_file,
@@ -29,7 +30,6 @@ from tests.integration.sink_records import (
 from tests.unit.avro_schemas import Logical, record_schema
 
 from pyspark_dynamic_kafka.cli import main
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.testing.apicurio import ApicurioRegistry
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
@@ -93,12 +93,11 @@ def _read(cluster: Any, registry: Any, user_info: str | None) -> list[Any]:
     return found
 
 
-@pytest.mark.parametrize("writer", ["python", "native"])
+@pytest.mark.parametrize("writer", WRITERS)
 def test_an_avro_stream_follows_a_move_with_each_registrys_ids(
     writer: str, spark: Any, estate: EstateFactory, tmp_path: Path
 ) -> None:
-    if writer == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    skip_without_core(writer)
     setup = estate("east", "west", partitions=2)
     incoming, staging = tmp_path / "in", tmp_path / "staging"
     incoming.mkdir()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.engine_roles import WRITERS, skip_without_core
 from tests.integration.helpers import EstateFactory, wait_until
 from tests.integration.sink_records import (
     Record,
@@ -19,15 +20,13 @@ from tests.integration.sink_records import (
     write_routes,
 )
 
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 
 
-@pytest.fixture(params=["python", "native"])
+@pytest.fixture(params=WRITERS)
 def writer(request: pytest.FixtureRequest) -> str:
     """Every test here runs with both writers: confluent-kafka and the compiled core."""
-    if request.param == "native" and core() is None:
-        pytest.skip("the compiled core is not installed (NATIVE=0)")
+    skip_without_core(request.param)
     return str(request.param)
 
 

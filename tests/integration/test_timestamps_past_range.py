@@ -26,10 +26,10 @@ from benchmarks.peers.maven import spark_kafka_jars
 from tests.integration.helpers import requires_kafka, source_options, write_metadata
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines.choice import read_engine
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import ReadError
-from pyspark_dynamic_kafka.kafka.engine import read_engine
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.source.executor.native import core
 from pyspark_dynamic_kafka.source.executor.read import read_task
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")

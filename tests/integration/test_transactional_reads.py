@@ -26,10 +26,10 @@ from tests.integration.raw_produce import produce_raw
 from tests.integration.read_tasks import make_task, read_table
 from tests.integration.transactional_log import java_reads, write_log
 
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
-from pyspark_dynamic_kafka.source.executor.native import core
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")
 

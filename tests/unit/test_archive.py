@@ -17,7 +17,7 @@ from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, 
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.modes import NoArchive
-from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
+from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
 
 
 def _write(path: Path, rows: list[tuple[str, int, int]], group: int = 1000, **drop: Any) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 
-from pyspark_dynamic_kafka.source.executor.arrow import ARROW_SCHEMA, BatchBuilder
+from pyspark_dynamic_kafka.engines.read_python_batches import BatchBuilder
+from pyspark_dynamic_kafka.source.executor.schema import ARROW_SCHEMA
 
 
 def _messages(partition: int, offsets: list[int]) -> list[Message]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 
+from pyspark_dynamic_kafka.engines.batches import EARLIEST_MS, LATEST_MS
+from pyspark_dynamic_kafka.engines.read_python_batches import BatchBuilder
 from pyspark_dynamic_kafka.errors import ReadError
-from pyspark_dynamic_kafka.source.executor.arrow import EARLIEST_MS, LATEST_MS, BatchBuilder
 
 CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP = 1, 2, 0
 

@@ -1,4 +1,4 @@
-"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.avro.native_decode`) against the
+"""The compiled core's Avro decoder (:mod:`pyspark_dynamic_kafka.engines.decode_core`) against the
 Python decoder (:mod:`pyspark_dynamic_kafka.avro.decode`), the reference: the same batches
 (records written by fastavro, hypothesis-generated, for every type the core decodes) give the
 same Arrow arrays, schema ids, corrupt records and FAILFAST errors. Writer schemas come from the
@@ -20,18 +20,17 @@ import pytest
 from benchmarks.avro_records import SCHEMA as BENCHMARK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.engine_roles import NO_CORE
 from tests.unit.avro_schemas import TIME_FIELDS, Logical, record_schema, registry_fetch
 from tests.unit.avro_values import avro_values
 
 from pyspark_dynamic_kafka.avro.decode import Decoded, Decoder
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY
-from pyspark_dynamic_kafka.kafka.engine import core
+from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder, make_decoder
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(core(), "AvroDecoder"), reason="the compiled core with AvroDecoder is not installed"
-)
+pytestmark = pytest.mark.skipif(core() is None, reason=NO_CORE)
 
 UTC = datetime.timezone.utc
 

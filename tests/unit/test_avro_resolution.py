@@ -16,10 +16,11 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from tests.engine_roles import DECODERS
 
 from pyspark_dynamic_kafka.avro.decode import AvroDecodeError, Decoder
-from pyspark_dynamic_kafka.avro.native_decode import make_decoder
 from pyspark_dynamic_kafka.avro.resolution import JAVA_UNION, resolve
+from pyspark_dynamic_kafka.engines.decode_core import make_decoder
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 WRITER_ID = 3
@@ -50,7 +51,7 @@ def decoded(writer: Any, reader: Any, values: list[Any], native: bool) -> list[A
     ]
 
 
-BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
+BOTH = DECODERS
 
 # Issue 41, finding 2: the two cases. Java: -1 (writer aliases are not applied), and a refusal.
 WRITER_ALIAS = (

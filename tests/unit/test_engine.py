@@ -1,5 +1,6 @@
 """The driver's one decision of the engine that reads a cluster (``direct``, ``librdkafka`` or
-``python``: kafka/engine.py), without a broker; the writer's: tests/unit/test_sink_writer_choice.py.
+``python``: engines/choice.py), without a broker; the writer's:
+tests/unit/test_sink_writer_choice.py.
 
 The compiled core is real here (installed by ``make setup``): it answers whether it can make a
 client of the properties and whether its direct fetch path serves them.
@@ -11,9 +12,10 @@ import logging
 
 import pytest
 
+from pyspark_dynamic_kafka.engines.choice import Engine, read_engine, read_engines
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import Engine, core, read_engine, read_engines
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.task_packing import pack_query_tasks
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange

@@ -41,7 +41,8 @@ import pickle
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 from pyspark_dynamic_kafka.source.batch import DynamicKafkaBatchReader
-from pyspark_dynamic_kafka.source.executor import native, planned, read, task
+from pyspark_dynamic_kafka.engines import read_core
+from pyspark_dynamic_kafka.source.executor import planned, read, task
 """
 
 
@@ -57,7 +58,7 @@ def test_the_executors_read_path_imports_no_driver_cli_server_yaml_or_pandas() -
         "pyspark_dynamic_kafka.source.driver",
         "pyspark_dynamic_kafka.source.group",
         "pyspark_dynamic_kafka.source.archive.hybrid",
-        "pyspark_dynamic_kafka.source.executor.arrow",
+        "pyspark_dynamic_kafka.engines.read_python_batches",
     )
     assert _present(loaded, unwanted) == []
     assert "pyspark_dynamic_kafka.source.executor.read" in loaded
@@ -90,7 +91,7 @@ def test_the_planner_imports_no_arrow_builders_parquet_pandas_or_sink() -> None:
         "pyarrow.parquet",
         "pyspark_dynamic_kafka.sink",
         "pyspark_dynamic_kafka.source.archive.hybrid",
-        "pyspark_dynamic_kafka.source.executor.arrow",
+        "pyspark_dynamic_kafka.engines.read_python_batches",
     )
     assert _present(loaded, unwanted) == []
     assert "pyspark_dynamic_kafka.source.driver.pipeline" in loaded
@@ -110,7 +111,7 @@ def test_load_and_the_sinks_planner_import_no_source_driver(method: str) -> None
         "pyarrow.compute",
         "pyarrow.parquet",
         "pyspark_dynamic_kafka.source.driver",
-        "pyspark_dynamic_kafka.source.executor.arrow",
+        "pyspark_dynamic_kafka.engines.read_python_batches",
     )
     assert _present(loaded, unwanted) == []
 

@@ -15,13 +15,14 @@ import time
 
 import pytest
 
+from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.engines.read_core import direct_consumer
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import ConsumerPool, consumer_pool
-from pyspark_dynamic_kafka.source.executor.arrow import arrow_schema
-from pyspark_dynamic_kafka.source.executor.native import core, direct_consumer
 from pyspark_dynamic_kafka.source.executor.read import read_task
+from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 
 needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")

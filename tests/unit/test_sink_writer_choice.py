@@ -9,9 +9,10 @@ import logging
 import pyarrow as pa
 import pytest
 
+from pyspark_dynamic_kafka.engines.choice import Engine, write_engine
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import OptionsError, WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import Engine, core, write_engine
 from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
 from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask

@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.engine_roles import DECODERS, skip_without_core
 from tests.unit.avro_schemas import ORDER_V1, ORDER_V2, ORDERS_SOURCE
 
 from pyspark_dynamic_kafka.errors import OptionsError, SchemaRegistryError
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 from pyspark_dynamic_kafka.source.checkpoint import (
     NamedSchema,
@@ -219,12 +219,11 @@ def _batch(values: list[bytes | None], headers: list[Any]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(True))
 
 
-@pytest.mark.parametrize("native", [False, True])
+@DECODERS
 def test_a_batch_is_decoded_with_the_registry_its_clusters_properties_name(
     native: bool, registries: tuple[LocalSchemaRegistry, LocalSchemaRegistry]
 ) -> None:
-    if native and not hasattr(core(), "AvroDecoder"):
-        pytest.skip("the compiled core with Avro decoding is not installed")
+    skip_without_core(native)
     east, west = registries
     schema_id = west.register("orders-value", json.dumps(ORDER_V1))
     guid = west.answer("GET", f"/schemas/ids/{schema_id}", None)["guid"]

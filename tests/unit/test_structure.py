@@ -29,6 +29,7 @@ LAYERS = {
     "kafka": 1,
     "registry": 1,
     "avro": 1,
+    "engines": 2,
     "metadata": 2,
     "source": 3,
     "sink": 3,
@@ -223,3 +224,97 @@ def test_test_modules_have_unique_basenames() -> None:
     for path in sorted(tests.rglob("test_*.py")):
         seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+#: The compiled core's distribution module, and the one module of the package that imports it.
+CORE = "pyspark_dynamic_kafka_core"
+BOUNDARY = f"{PACKAGE}.engines.core"
+#: What ``source/`` and ``sink/`` may import of ``engines/``: the decision, the roles and their
+#: implementations by engine, and the batches' schema; never an implementation itself.
+ENGINES_API = {f"{PACKAGE}.engines.{name}" for name in ("choice", "roles", "implementations")} | {
+    f"{PACKAGE}.engines.batches"
+}
+#: Engine names, which only ``engines/`` compares a planned engine with.
+ENGINE_NAMES = {"DIRECT", "LIBRDKAFKA", "PYTHON", "direct", "librdkafka"}
+
+
+def _names_the_core(node: ast.AST) -> bool:
+    """Whether ``node`` imports the compiled core, or names it as a string (``importlib``,
+    ``__import__``)."""
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == CORE for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == CORE and not node.level
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split(".")[0] == CORE and node.value.replace(".", "").isidentifier()
+    return False
+
+
+def test_only_the_boundary_imports_the_compiled_core() -> None:
+    importers = sorted(
+        name
+        for name, path in _modules().items()
+        if name != BOUNDARY
+        and any(_names_the_core(node) for node in ast.walk(ast.parse(path.read_text())))
+    )
+    assert importers == []
+
+
+def test_the_boundary_check_sees_static_lazy_and_string_imports() -> None:
+    for code in (
+        f"import {CORE}",
+        f"from {CORE} import Reader",
+        f"from {CORE}._core import Reader",
+        f"import importlib\nimportlib.import_module('{CORE}')",
+        f"__import__('{CORE}._core')",
+    ):
+        assert any(_names_the_core(node) for node in ast.walk(ast.parse(code))), code
+    docstring = f'"""The compiled core (module ``{CORE}``)."""'
+    assert not any(_names_the_core(node) for node in ast.walk(ast.parse(docstring)))
+
+
+def test_engines_import_nothing_from_source_or_sink() -> None:
+    assert (
+        _imports_where(
+            lambda name, target: _top(name) == "engines" and _top(target) in ("source", "sink")
+        )
+        == []
+    )
+
+
+def test_source_and_sink_reach_the_engines_through_their_api_only() -> None:
+    def around_the_api(name: str, target: str) -> bool:
+        return (
+            _top(name) in ("source", "sink")
+            and _top(target) == "engines"
+            and target not in ENGINES_API
+        )
+
+    assert _imports_where(around_the_api) == []
+
+
+def _engine_comparisons(path: Path) -> Iterator[int]:
+    """The lines of ``path`` comparing something with an engine's name."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in (node.left, *node.comparators):
+            if (
+                (isinstance(operand, ast.Name) and operand.id in ENGINE_NAMES)
+                or (isinstance(operand, ast.Attribute) and operand.attr in ENGINE_NAMES)
+                or (isinstance(operand, ast.Constant) and operand.value in ENGINE_NAMES)
+            ):
+                yield node.lineno
+
+
+def test_source_and_sink_do_not_branch_on_an_engine_name() -> None:
+    """Which implementation serves a planned engine is ``engines/``' to say
+    (``implementations``, ``choice.on_core``): the source and the sink never compare a planned
+    engine with an engine's name."""
+    found = [
+        f"{name}:{line}"
+        for name, path in _modules().items()
+        if _top(name) in ("source", "sink")
+        for line in _engine_comparisons(path)
+    ]
+    assert found == []

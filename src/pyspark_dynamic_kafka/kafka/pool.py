@@ -4,7 +4,7 @@ Spark reuses Python worker processes between tasks, so a module-level pool lets 
 micro-batches read with an already-connected consumer. A daemon thread closes consumers idle for
 longer than their timeout, so a cluster that left the metadata keeps no connection open even if
 the worker never runs another task. The pool holds confluent-kafka consumers and, through a
-factory of its own, the compiled core's (:mod:`~pyspark_dynamic_kafka.source.executor.native`):
+factory of its own, the compiled core's (:mod:`~pyspark_dynamic_kafka.engines.read_core`):
 the factory is part of a consumer's key, so one kind is never handed out for the other.
 A consumer is handed to one task at a time: it leaves the pool while a task reads with it.
 """

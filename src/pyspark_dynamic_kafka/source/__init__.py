@@ -33,13 +33,12 @@ Executor (``executor/``):
   :class:`ReadTask` (offset ranges, client properties, read settings).
 - :mod:`~pyspark_dynamic_kafka.source.executor.planned`: any task the source planned, read: the
   one dispatch Spark's readers call (Kafka ranges, or a phase task such as the archive's files).
-- :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges.
-- :mod:`~pyspark_dynamic_kafka.source.executor.arrow`: turns the records into Arrow batches.
+- :mod:`~pyspark_dynamic_kafka.source.executor.read`: reads one task's exact offset ranges,
+  each cluster with the range reader of the engine the driver planned for it
+  (:mod:`pyspark_dynamic_kafka.engines`: the Python reader and the compiled core's, which turn
+  the records into Arrow batches; the decision is :mod:`pyspark_dynamic_kafka.engines.choice`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.schema`: the source's Spark and Arrow schemas
   (what ``load()`` and the planner need of Arrow: no builders, no ``pyarrow.compute``).
-- :mod:`~pyspark_dynamic_kafka.source.executor.native`: the compiled core reads a task's ranges,
-  with its direct fetch path or librdkafka's consumer as the driver planned
-  (:mod:`pyspark_dynamic_kafka.kafka.engine`).
 - :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
   collector (planning on the driver, reading on executors).
 - :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded after

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_dynamic_kafka.avro.options import avro_options
+from pyspark_dynamic_kafka.engines.choice import CHOICES
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties, check_client_options
-from pyspark_dynamic_kafka.kafka.engine import CHOICES
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     OptionSet,

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from pyspark_dynamic_kafka.engines.choice import write_engine
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import merge_client_properties
-from pyspark_dynamic_kafka.kafka.engine import write_engine
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService

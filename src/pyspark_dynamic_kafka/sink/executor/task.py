@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from pyspark_dynamic_kafka.engines.choice import PYTHON, on_core
 from pyspark_dynamic_kafka.kafka.config import (
     FrozenProperties,
     client_properties,
     merge_client_properties,
 )
-from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
 __all__ = ["AvroTarget", "MarkerCluster", "TopicSchema", "WriteReport", "WriteTask"]
@@ -106,7 +106,7 @@ class WriteTask:
         headers (sink id, batch, Spark partition, sequence).
     engine:
         Who produces: ``librdkafka`` (the compiled core's producer) or ``python``
-        (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.kafka.engine`).
+        (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.engines.choice`).
     value_avro, key_avro:
         ``valueFormat=avro`` (``keyFormat``): each topic's writer schema and its id in the
         route's registry, resolved on the driver; ``None``: the column is written as it is.
@@ -128,7 +128,7 @@ class WriteTask:
     @property
     def native(self) -> bool:
         """Whether the compiled core produces."""
-        return self.engine != PYTHON
+        return on_core(self.engine)
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own, with

@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer, TopicPartition
 
+from pyspark_dynamic_kafka.engines.roles import Transaction
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import client_properties
 from pyspark_dynamic_kafka.sink.executor.markers import (
@@ -163,35 +163,13 @@ def _commit(
     producer.commit_transaction(_timeout_s(task))
 
 
-class Transaction(Protocol):
-    """One producer's side of a task's transaction (confluent-kafka's or the compiled core's),
-    its ``transactional.id`` initialised: older attempts are fenced. Each step fails with a
-    :class:`~pyspark_dynamic_kafka.errors.WriteError` naming the cluster."""
-
-    def begin(self) -> None:
-        """Begin the transaction."""
-
-    def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
-        """Send every row, flush, and check the deliveries."""
-        ...
-
-    def commit(self, batch_id: int, metadata: str) -> None:
-        """Send the progress marker of micro-batch ``batch_id`` (its offset metadata
-        ``metadata``) and commit, atomically."""
-
-    def abort(self) -> None:
-        """Abort the open transaction (its errors ignored: the broker aborts it on timeout)."""
-
-    def close(self) -> None:
-        """Release the producer."""
-
-
 #: Opens a :class:`Transaction` for a task's Spark partition, with a stamp for its records.
-Opener = Callable[[WriteTask, int, Stamp | None], Transaction]
+Opener = Callable[[WriteTask, int, Stamp | None], Transaction[WriteReport]]
 
 
 class _Confluent:
-    """:class:`Transaction` with confluent-kafka's producer."""
+    """:class:`~pyspark_dynamic_kafka.engines.roles.Transaction` with confluent-kafka's
+    producer."""
 
     def __init__(self, task: WriteTask, partition: int, stamp: Stamp | None) -> None:
         self.task, self.partition, self.stamp = task, partition, stamp

@@ -18,10 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyspark_dynamic_kafka.engines.batches import EARLIEST_MS, LATEST_MS
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
-from pyspark_dynamic_kafka.source.executor.arrow import EARLIEST_MS, LATEST_MS, arrow_schema
 from pyspark_dynamic_kafka.source.executor.planned import PhaseTask
+from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
 
 __all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
 

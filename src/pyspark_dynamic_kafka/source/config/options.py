@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pyspark_dynamic_kafka.engines.choice import CHOICES
 from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import CHOICES
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     Mode,

@@ -14,9 +14,9 @@ import heapq
 import uuid
 from collections.abc import Iterable, Mapping
 
+from pyspark_dynamic_kafka.engines.choice import read_engines
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import read_engines
 from pyspark_dynamic_kafka.position import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.went_back import TopicIds, range_begin
@@ -170,7 +170,7 @@ def read_paths(
     options: SourceOptions, properties: Mapping[str, Mapping[str, str]], group_id: str
 ) -> dict[str, str]:
     """Cluster -> the engine that reads it (``direct``, ``librdkafka`` or ``python``), decided
-    by :func:`~pyspark_dynamic_kafka.kafka.engine.read_engine` on the properties tasks carry.
+    by :func:`~pyspark_dynamic_kafka.engines.choice.read_engine` on the properties tasks carry.
 
     Raises
     ------

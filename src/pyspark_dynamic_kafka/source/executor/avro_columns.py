@@ -7,8 +7,8 @@ carries that cluster's client properties, whose ``schema.registry.*`` keys name 
 A decoder is kept per (registry, cluster, column, reader schema, mode, engine) for the life of
 the Python worker, so a writer schema is fetched and parsed once per worker. A cluster the driver
 planned for the compiled core is decoded by the core too
-(:func:`~pyspark_dynamic_kafka.avro.native_decode.make_decoder`: arrow-avro into Arrow, where it
-gives the reader schema's type); a cluster read by the Python reader, with fastavro
+(:func:`~pyspark_dynamic_kafka.engines.implementations.column_decoder`: arrow-avro into Arrow,
+where it gives the reader schema's type); a cluster read by the Python reader, with fastavro
 (:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
 
 The batch keeps its columns, with the decoded struct in place of the bytes, then
@@ -24,9 +24,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
-from pyspark_dynamic_kafka.avro.native_decode import NativeDecoder, make_decoder
+from pyspark_dynamic_kafka.engines.implementations import column_decoder
+from pyspark_dynamic_kafka.engines.roles import ColumnDecoder
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
@@ -34,7 +34,7 @@ from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns
 
 __all__ = ["decode_avro"]
 
-_DECODERS: dict[tuple[Any, ...], Decoder | NativeDecoder] = {}
+_DECODERS: dict[tuple[Any, ...], ColumnDecoder] = {}
 _LOCK = threading.Lock()
 
 
@@ -87,15 +87,19 @@ def decode_avro(
 
 def _decoder(
     endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn, native: bool
-) -> Decoder | NativeDecoder:
+) -> ColumnDecoder:
     key = (endpoint, cluster_id, name, column, native)
     with _LOCK:
         decoder = _DECODERS.get(key)
     if decoder is None:
         fetch = _fetcher(RegistryClient(endpoint, cluster_id))
-        make = make_decoder if native else Decoder
-        decoder = make(
-            column.reader_schema, fetch, column.permissive, name == "key", column.reader_name
+        decoder = column_decoder(
+            native,
+            column.reader_schema,
+            fetch,
+            column.permissive,
+            name == "key",
+            column.reader_name,
         )
         with _LOCK:
             decoder = _DECODERS.setdefault(key, decoder)

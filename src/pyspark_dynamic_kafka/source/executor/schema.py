@@ -4,7 +4,7 @@ with Avro keys or values (:class:`AvroColumns`) the decoded struct in place of t
 
 Its own module so that the processes that only declare or check the schema (``load()``, the
 planner) need neither ``pyarrow.compute`` nor the batch builders of
-:mod:`~pyspark_dynamic_kafka.source.executor.arrow`.
+:mod:`~pyspark_dynamic_kafka.engines.read_python_batches`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from pyspark_dynamic_kafka.engines.batches import HEADERS_TYPE, TIMESTAMP_TYPE, batch_schema
 
 __all__ = [
     "ARROW_SCHEMA",
@@ -52,24 +54,6 @@ _SPARK_HEADERS = StructField(
     ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
 )
 _SPARK_CLUSTER = StructField("cluster", StringType())
-
-#: The ``timestamp`` column's Arrow type (Spark's TimestampType).
-TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
-_ARROW_FIELDS = [
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", TIMESTAMP_TYPE),
-    pa.field("timestampType", pa.int32()),
-]
-#: Spark's ``headers`` as Arrow: a list of (key string, value binary) structs.
-HEADERS_TYPE = pa.list_(
-    pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-)
-_ARROW_HEADERS = pa.field("headers", HEADERS_TYPE)
-_ARROW_CLUSTER = pa.field("cluster", pa.string())
 
 
 @dataclass(frozen=True)
@@ -136,8 +120,7 @@ def arrow_schema(include_headers: bool = False, avro: AvroColumns | None = None)
     """The Arrow schema of the batches: equal to ``to_arrow_schema(spark_schema(...))``."""
     if avro is not None:
         return _avro_arrow_schema(include_headers, avro)
-    headers = [_ARROW_HEADERS] if include_headers else []
-    return pa.schema([*_ARROW_FIELDS, *headers, _ARROW_CLUSTER])
+    return batch_schema(include_headers)
 
 
 @functools.lru_cache(maxsize=64)

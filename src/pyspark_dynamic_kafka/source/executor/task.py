@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
+from pyspark_dynamic_kafka.engines.choice import PYTHON
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 
 __all__ = ["OffsetRange", "ReadSettings", "ReadTask"]
@@ -59,7 +59,7 @@ class ReadSettings:
         topic was deleted or recreated under the query.
     engines:
         Cluster -> the engine that reads it, ``direct``, ``librdkafka`` or ``python``: the
-        driver's decision (:mod:`~pyspark_dynamic_kafka.kafka.engine`); a cluster it does not
+        driver's decision (:mod:`~pyspark_dynamic_kafka.engines.choice`); a cluster it does not
         name is read with the Python reader.
     avro:
         The Avro key and value columns (``keyFormat``/``valueFormat=avro``), decoded after

@@ -23,16 +23,19 @@ only ``python`` could serve it.
 On an executor, a reader planned ``direct`` that handed its ranges to librdkafka (a broker
 error, a lost connection) is logged once per cluster and reason (:func:`report_handover`).
 Reasons never carry a secret (masked against the cluster's properties).
+
+Both kinds of reason are behind the one call (:func:`read_engine`, :func:`write_engine`): the
+Python rules of :func:`core_problem` (SASL GSSAPI and OAUTHBEARER with OIDC, which the core does
+not link) and the core's own answers (librdkafka's check of the properties, and the direct fetch
+path's, ``read/direct/config.rs``), asked through :mod:`.core`.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
 
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
@@ -44,9 +47,9 @@ __all__ = [
     "LIBRDKAFKA",
     "PYTHON",
     "Engine",
-    "core",
     "core_problem",
     "direct_problem",
+    "on_core",
     "read_engine",
     "read_engines",
     "report_handover",
@@ -87,7 +90,7 @@ class Engine:
     @property
     def compiled(self) -> bool:
         """Whether the compiled core serves the cluster."""
-        return self.name != PYTHON
+        return on_core(self.name)
 
 
 @dataclass(frozen=True)
@@ -191,12 +194,10 @@ def report_handover(cluster_id: str, reason: str, properties: Mapping[str, str])
     _once(("handover", cluster_id, reason), logging.WARNING, message, cluster_id, reason)
 
 
-def core() -> ModuleType | None:
-    """The compiled core's module, or ``None`` when it is not installed."""
-    try:
-        return importlib.import_module("pyspark_dynamic_kafka_core")
-    except ImportError:
-        return None
+def on_core(engine: str) -> bool:
+    """Whether the compiled core serves a cluster planned on ``engine`` (``direct`` or
+    ``librdkafka``), not confluent-kafka (``python``)."""
+    return engine != PYTHON
 
 
 def core_problem(config: Mapping[str, str]) -> str | None:
@@ -216,10 +217,11 @@ def direct_problem(config: Mapping[str, str]) -> str | None:
 # within a process: the last 256 answers are kept
 @functools.lru_cache(maxsize=256)
 def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
+    from pyspark_dynamic_kafka.engines import core  # loads the compiled core where installed
+
     config = dict(items)
-    module = core()
-    if module is None:
-        return "the compiled core (pyspark-dynamic-kafka-core) is not installed"
+    if not core.INSTALLED:
+        return core.NOT_INSTALLED
     protocol = config.get("security.protocol", "plaintext").lower()
     mechanism = config.get("sasl.mechanisms", config.get("sasl.mechanism", "GSSAPI")).upper()
     if protocol.startswith("sasl") and mechanism == "GSSAPI":
@@ -227,7 +229,7 @@ def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
     method = config.get("sasl.oauthbearer.method", "default").lower()
     if protocol.startswith("sasl") and mechanism == "OAUTHBEARER" and method == "oidc":
         return "SASL OAUTHBEARER with OIDC needs libcurl, which the compiled core does not link"
-    problem = module.config_problem(list(items))
+    problem = core.config_problem(items)
     if problem is not None:
         return f"librdkafka refused the client properties: {redact_secrets(problem, config)}"
     return None
@@ -235,8 +237,9 @@ def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _direct(items: tuple[tuple[str, str], ...]) -> str | None:
-    module = core()
-    if module is None:
-        return "the compiled core (pyspark-dynamic-kafka-core) is not installed"
-    problem = module.direct_problem(list(items))
+    from pyspark_dynamic_kafka.engines import core
+
+    if not core.INSTALLED:
+        return core.NOT_INSTALLED
+    problem = core.direct_problem(items)
     return None if problem is None else redact_secrets(problem, dict(items))

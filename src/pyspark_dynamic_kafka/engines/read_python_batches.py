@@ -1,4 +1,5 @@
-"""Arrow output: Spark's kafka-source columns plus ``cluster``, built column-wise.
+"""The Python reader's Arrow output: Spark's kafka-source columns plus ``cluster``
+(:mod:`.batches`), built column-wise from confluent-kafka's messages.
 
 Records arrive in *runs*: consecutive records of one (topic, partition). The per-record columns
 (key, value, timestamp, and headers when asked for) are gathered with one C-level call per
@@ -10,8 +11,7 @@ vectorised add, saving two per-record conversions (figures: docs/benchmarks.md, 
 faster").
 
 The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
-``cluster``: the schemas are :mod:`~pyspark_dynamic_kafka.source.executor.schema`'s (importable
-from here too).
+``cluster``: the schema is :func:`~.batches.batch_schema`.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Message
 
-from pyspark_dynamic_kafka.errors import ReadError
-from pyspark_dynamic_kafka.source.executor.schema import (
-    ARROW_SCHEMA,
+from pyspark_dynamic_kafka.engines.batches import (
+    EARLIEST_MS,
     HEADERS_TYPE,
-    SPARK_SCHEMA,
+    LATEST_MS,
     TIMESTAMP_TYPE,
-    arrow_schema,
-    spark_schema,
+    batch_schema,
+    past_range,
 )
+from pyspark_dynamic_kafka.errors import ReadError
 
-__all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spark_schema"]
+__all__ = ["BatchBuilder"]
 
 
 #: librdkafka's "timestamp not available" type; Spark's ids are librdkafka's minus one
@@ -40,22 +40,6 @@ __all__ = ["ARROW_SCHEMA", "SPARK_SCHEMA", "BatchBuilder", "arrow_schema", "spar
 _NO_TIMESTAMP = 0
 #: ``Message.timestamp()`` pairs, converted in one pass (faster than one pass per field).
 _STAMP = pa.struct([pa.field("type", pa.int32()), pa.field("ms", pa.int64())])
-#: The latest and earliest record timestamps (ms) Spark's timestamp type holds (µs in a signed
-#: 64-bit integer): Spark's kafka source multiplies exactly and fails the task on the others.
-LATEST_MS = (2**63 - 1) // 1000
-EARLIEST_MS = -LATEST_MS
-
-
-def past_range(cluster_id: str, topic: str, partition: int, offset: int, ms: int) -> str:
-    """The message of a read failing on a record whose timestamp is past Spark's range (the
-    compiled core's, word for word)."""
-    return (
-        f"Reading from cluster '{cluster_id}' failed: the record of {topic}/{partition} at "
-        f"offset {offset} has a timestamp of {ms} ms, past Spark's timestamp range "
-        f"({EARLIEST_MS} to {LATEST_MS} ms): was it written in nanoseconds or microseconds? "
-        "Spark's own kafka source fails on it too. Fix the producer; to read on, start from a "
-        "later offset"
-    )
 
 
 class BatchBuilder:
@@ -82,7 +66,7 @@ class BatchBuilder:
         self.include_headers = include_headers
         self.max_rows = max_rows
         self.max_bytes = max_bytes
-        self._schema = arrow_schema(include_headers)
+        self._schema = batch_schema(include_headers)
         self._cluster = pa.scalar(cluster_id, pa.string())
         self._reset()
 

@@ -1,6 +1,6 @@
-"""Avro keys or values decoded by the compiled core (``pyspark_dynamic_kafka_core.AvroDecoder``,
-arrow-avro straight into Arrow, no Python object per record), giving what the Python decoder
-(:mod:`.decode`) gives: the same Arrow type, values, schema ids and failures.
+"""The compiled core's column decoder: Avro keys or values decoded by the core's ``AvroDecoder``
+(arrow-avro straight into Arrow, no Python object per record), giving what the Python decoder
+(:mod:`.decode_python`) gives: the same Arrow type, values, schema ids and failures.
 
 The core holds the writer schemas and never does I/O: a batch whose records name schemas it does
 not hold yet is answered with those instead of decoded (one framing pass either way), and
@@ -22,15 +22,15 @@ the years 1 to 9999, a time of day of a day or more) fail their record in both. 
 damaged records other than truncated ones are each library's own words.
 
 Writer schemas are resolved to the reader schema as Apache Avro Java resolves them
-(:mod:`.resolution`: the writer renamed as Java pairs it, reader aliases only). A writer schema
-the Python decoder serves instead, from that batch on: one Java finds an error in (Java, like
-the Python decoder, fails only the records whose values reach it, where arrow-avro would fail
-them all or read a nullable field the writer lacks as null), one arrow-avro cannot resolve, one
-with enum symbols to map, one with a type promoted into a union's branch of a logical type (an
-``int`` into a ``timestamp-millis``, ``bytes`` into a ``uuid``: arrow-avro 60.1 fails such
-records), one that refers by name to a named type inside a union's branch, or to a record the
-reader defines otherwise (arrow-avro 60.1 fails such records, or reads past the record's
-bytes), and one lacking a reader field whose default arrow-avro 60.1 reads otherwise than Java
+(:mod:`~pyspark_dynamic_kafka.avro.resolution`: the writer renamed as Java pairs it, reader aliases
+only). A writer schema the Python decoder serves instead, from that batch on: one Java finds an
+error in (Java, like the Python decoder, fails only the records whose values reach it, where
+arrow-avro would fail them all or read a nullable field the writer lacks as null), one arrow-avro
+cannot resolve, one with enum symbols to map, one with a type promoted into a union's branch of a
+logical type (an ``int`` into a ``timestamp-millis``, ``bytes`` into a ``uuid``: arrow-avro 60.1
+fails such records), one that refers by name to a named type inside a union's branch, or to a record
+the reader defines otherwise (arrow-avro 60.1 fails such records, or reads past the record's bytes),
+and one lacking a reader field whose default arrow-avro 60.1 reads otherwise than Java
 (:func:`_check_defaults`).
 """
 
@@ -51,8 +51,8 @@ from pyspark_dynamic_kafka.avro.logical import without_logical
 from pyspark_dynamic_kafka.avro.names import qualified, with_children
 from pyspark_dynamic_kafka.avro.resolution import plain_reader, resolve
 from pyspark_dynamic_kafka.avro.spark_types import TIME_OF_DAY, spark_type
+from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.errors import SchemaRegistryError
-from pyspark_dynamic_kafka.kafka.engine import core
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 from pyspark_dynamic_kafka.spark_versions import arrow_type
 
@@ -67,9 +67,9 @@ UUID = "uuid"
 class NativeDecoder:
     """Decodes one cluster's keys or values into the reader schema's column, in the core.
 
-    Parameters are :class:`~.decode.Decoder`'s. Raises ``ValueError`` (saying which type) when
-    the core cannot give the reader schema's Spark type, and ``ImportError`` when the core is
-    not installed.
+    Parameters are :class:`~pyspark_dynamic_kafka.avro.decode.Decoder`'s. Raises ``ValueError``
+    (saying which type) when the core cannot give the reader schema's Spark type, and
+    :class:`~.core.CoreMissingError` (an ``ImportError``) when the core is not installed.
     """
 
     reader_schema: str
@@ -77,19 +77,17 @@ class NativeDecoder:
     permissive: bool = False
     key: bool = False
     reader_name: str | None = None
-    _core: Any = field(init=False, repr=False)
+    _core: core.compiled.AvroDecoder = field(init=False, repr=False)
     _python: Decoder | None = field(default=None, init=False, repr=False)
     _fallback: Decoder | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        module = core()
-        if module is None or not hasattr(module, "AvroDecoder"):
-            raise ImportError("the compiled core with AvroDecoder is not installed")
+        core.require()
         parsed = json.loads(self.reader_schema)
         self._parsed_reader = parsed
         self.arrow_type = arrow_type(spark_type(parsed).data_type)
         reader = json.dumps(_for_the_core(plain_reader(parsed)))
-        self._core = module.AvroDecoder(reader, self.key, self.arrow_type)
+        self._core = core.compiled.AvroDecoder(reader, self.key, self.arrow_type)
 
     def decode_arrow(
         self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
@@ -108,7 +106,7 @@ class NativeDecoder:
             return self._python.decode_arrow(values, headers, where)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
-        registry_errors: dict[Any, Exception] = {}
+        registry_errors: dict[int | str, Exception] = {}
         result = self._core.decode(values, headers, ask=True)
         if isinstance(result, list):  # schemas the core holds no writer schema for
             try:
@@ -138,10 +136,10 @@ class NativeDecoder:
             )
         return self._fallback
 
-    def _fetch(self, missing: list[int | str]) -> dict[Any, Exception]:
+    def _fetch(self, missing: list[int | str]) -> dict[int | str, Exception]:
         """Fetch the writer schemas the core said it lacks and hand them over (or why not): the
         registry errors of those that could not be fetched, by reference."""
-        errors: dict[Any, Exception] = {}
+        errors: dict[int | str, Exception] = {}
         for named in missing:
             ref = _ref(named)
             try:

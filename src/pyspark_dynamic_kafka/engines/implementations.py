@@ -1,0 +1,76 @@
+"""The implementation of each role (:mod:`.roles`) for the engine the driver planned
+(:mod:`.choice`): what the source and the sink ask for, so that they never branch on an engine.
+
+The implementations' modules are imported when first asked for: a process that reads with the
+Python reader never imports the compiled core's reader, and one that reads with the core never
+imports the Python reader's Arrow builders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from pyspark_dynamic_kafka.engines.choice import on_core
+from pyspark_dynamic_kafka.engines.roles import (
+    BatchProducer,
+    ColumnDecoder,
+    CoreMissingError,
+    RangeReader,
+)
+
+if TYPE_CHECKING:  # the Avro and registry modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.framing import SchemaRef
+    from pyspark_dynamic_kafka.registry.client import RegisteredSchema
+
+__all__ = ["CoreMissingError", "column_decoder", "core_producer", "range_reader"]
+
+
+def range_reader(engine: str) -> RangeReader:
+    """The range reader of a cluster planned on ``engine`` (``direct``, ``librdkafka`` or
+    ``python``)."""
+    if on_core(engine):
+        from pyspark_dynamic_kafka.engines.read_core import CoreRangeReader
+
+        return CoreRangeReader(engine)
+    from pyspark_dynamic_kafka.engines.read_python import PythonRangeReader
+
+    return PythonRangeReader()
+
+
+def column_decoder(
+    core: bool,
+    reader_schema: str,
+    fetch: Callable[[SchemaRef], RegisteredSchema],
+    permissive: bool = False,
+    key: bool = False,
+    reader_name: str | None = None,
+) -> ColumnDecoder:
+    """The Avro decoder of a column (parameters as
+    :class:`~pyspark_dynamic_kafka.avro.decode.Decoder`'s): with ``core`` (the cluster is read
+    by the compiled core), the core's where it is installed and gives the reader schema's type
+    (:func:`~.decode_core.make_decoder`), else the Python decoder."""
+    if core:
+        from pyspark_dynamic_kafka.engines.decode_core import make_decoder
+
+        return make_decoder(reader_schema, fetch, permissive, key, reader_name)
+    from pyspark_dynamic_kafka.engines.decode_python import python_decoder
+
+    return python_decoder(reader_schema, fetch, permissive, key, reader_name)
+
+
+def core_producer(config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> BatchProducer:
+    """The compiled core's producer of one cluster (the sink's writer for a cluster planned on
+    ``librdkafka``), given the full producer configuration and the dedupe stamp (sink id,
+    batch, Spark partition) or ``None``.
+
+    Raises
+    ------
+    CoreMissingError
+        The compiled core is not installed.
+    ProduceFailure
+        librdkafka refused the configuration.
+    """
+    from pyspark_dynamic_kafka.engines.write_core import CoreProducer
+
+    return CoreProducer(config, stamp)

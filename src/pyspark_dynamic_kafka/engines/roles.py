@@ -1,0 +1,230 @@
+"""The hot-path roles an engine plays, one :class:`~typing.Protocol` each, and the engine-neutral
+values that cross the seam.
+
+Each role has a Python implementation (confluent-kafka, fastavro) and a compiled one (the core),
+side by side in this package under matching names:
+
+=====================  ======================================  ==============================
+role                   Python                                  compiled core
+=====================  ======================================  ==============================
+:class:`RangeReader`   :mod:`.read_python`                     :mod:`.read_core`
+:class:`ColumnDecoder` :mod:`.decode_python`                   :mod:`.decode_core`
+:class:`BatchProducer` none: the sink produces row by row      :mod:`.write_core`
+                       with confluent-kafka
+:class:`Transaction`   the sink's, on confluent-kafka's        the sink's, on the core's
+                       producer                                :class:`BatchProducer`
+=====================  ======================================  ==============================
+
+The sink's two :class:`Transaction` implementations stay with the sink
+(``sink/executor/transaction.py``, ``sink/executor/native.py``): they commit its progress
+markers, which are the sink's.
+
+Which engine serves a cluster is :mod:`.choice`'s decision; the implementation of a role for an
+engine is :mod:`.implementations`'. What crosses the seam is neutral: ranges as topic, partition,
+start and end (:class:`Range`, which the source's offset ranges are), Arrow batches and arrays,
+plain dataclasses (:class:`ReadOptions`), so this package imports nothing from the source or the
+sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import pyarrow as pa
+
+from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory
+
+if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.decode import Decoded
+
+__all__ = [
+    "BatchProducer",
+    "ColumnDecoder",
+    "ConsumerFactory",
+    "CoreMissingError",
+    "ProduceFailure",
+    "Range",
+    "RangeReader",
+    "ReadOptions",
+    "Transaction",
+]
+
+#: What a task's writing reports (the sink's ``WriteReport``).
+Report_co = TypeVar("Report_co", covariant=True)
+
+
+class Range(Protocol):
+    """An exact offset range of one partition: ``[start, end)``."""
+
+    @property
+    def topic(self) -> str:
+        """The topic."""
+        ...
+
+    @property
+    def partition(self) -> int:
+        """The partition."""
+        ...
+
+    @property
+    def start(self) -> int:
+        """The first offset read."""
+        ...
+
+    @property
+    def end(self) -> int:
+        """The offset after the last one read."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a range reader reads, as the task carries it.
+
+    Attributes
+    ----------
+    poll_timeout_ms
+        No progress for this long fails the read ("stuck").
+    include_headers
+        Whether the batches have a ``headers`` column.
+    fail_on_data_loss
+        Whether records of a range that are gone fail the read (else a warning).
+    """
+
+    poll_timeout_ms: int
+    include_headers: bool
+    fail_on_data_loss: bool
+
+
+class RangeReader(Protocol):
+    """Reads exact offset ranges of one cluster into Arrow batches of the source's schema, with
+    a consumer of its :attr:`factory` lent by the consumer pool
+    (:mod:`~pyspark_dynamic_kafka.kafka.pool`)."""
+
+    @property
+    def factory(self) -> ConsumerFactory:
+        """The pool's factory of this reader's consumers."""
+        ...
+
+    def read(
+        self,
+        consumer: Any,
+        cluster_id: str,
+        ranges: Sequence[Range],
+        options: ReadOptions,
+        properties: Mapping[str, str],
+    ) -> Iterator[pa.RecordBatch]:
+        """Read ``ranges`` (of ``cluster_id``, whose merged client ``properties`` mask secrets
+        in what is logged) with ``consumer``, which is unassigned when reading ends.
+
+        Raises
+        ------
+        DataLossError
+            Records of a range are gone and ``fail_on_data_loss`` is on.
+        ReadError
+            No progress within the poll timeout, or the cluster answered with an error.
+        """
+        ...
+
+
+class ColumnDecoder(Protocol):
+    """Decodes one cluster's Avro keys or values (Confluent's wire formats) into the reader
+    schema's Arrow column."""
+
+    def decode_arrow(
+        self, values: pa.Array, headers: pa.Array | None, where: Callable[[int], str]
+    ) -> Decoded:
+        """Decode a batch's ``value`` (or ``key``) column with its ``headers`` column (or
+        ``None``); ``where(i)`` names record ``i`` in a ``FAILFAST`` error."""
+        ...
+
+
+class BatchProducer(Protocol):
+    """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
+    ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
+    Each step fails with :class:`ProduceFailure`."""
+
+    def send(
+        self,
+        batch: pa.RecordBatch,
+        topic: str | None = None,
+        topics: Sequence[tuple[str | None, str]] = (),
+    ) -> None:
+        """Hand every row of ``batch`` to the producer: to ``topic`` when given, else to the
+        topic ``topics`` maps the row's ``topic`` value to; stops early once a delivery
+        failed."""
+
+    def failed(self) -> bool:
+        """Whether a delivery report failed."""
+        ...
+
+    def flush(self, timeout_ms: int) -> int:
+        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        ...
+
+    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
+        """Records and key+value bytes per topic acknowledged so far, and the first failure as
+        (topic, reason) or ``None``."""
+        ...
+
+    def init_transactions(self, timeout_ms: int) -> None:
+        """Fence older producers of the configured ``transactional.id``."""
+
+    def begin_transaction(self) -> None:
+        """Begin a transaction."""
+
+    def send_offset(
+        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
+    ) -> None:
+        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
+        ``group`` inside the open transaction."""
+
+    def commit_transaction(self, timeout_ms: int) -> None:
+        """Commit the open transaction."""
+
+    def abort_transaction(self, timeout_ms: int) -> None:
+        """Abort the open transaction."""
+
+    def close(self) -> None:
+        """Release the producer (records not yet acknowledged are dropped)."""
+
+
+class Transaction(Protocol[Report_co]):
+    """One producer's side of a task's transaction (confluent-kafka's or the compiled core's),
+    its ``transactional.id`` initialised: older attempts are fenced. Each step fails with a
+    :class:`~pyspark_dynamic_kafka.errors.WriteError` naming the cluster."""
+
+    def begin(self) -> None:
+        """Begin the transaction."""
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> Report_co:
+        """Send every row, flush, and check the deliveries."""
+        ...
+
+    def commit(self, batch_id: int, metadata: str) -> None:
+        """Send the progress marker of micro-batch ``batch_id`` (its offset metadata
+        ``metadata``) and commit, atomically."""
+
+    def abort(self) -> None:
+        """Abort the open transaction (its errors ignored: the broker aborts it on timeout)."""
+
+    def close(self) -> None:
+        """Release the producer."""
+
+
+class CoreMissingError(ImportError):
+    """The compiled core is not installed in this Python process (a compiled implementation
+    was asked for)."""
+
+
+class ProduceFailure(Exception):
+    """A producer's failure, engine-neutral: the topic (``None`` for the whole producer) and
+    librdkafka's reason, for the sink to word as its
+    :class:`~pyspark_dynamic_kafka.errors.WriteError`."""
+
+    def __init__(self, topic: str | None, reason: str) -> None:
+        super().__init__(topic, reason)
+        self.topic = topic
+        self.reason = reason

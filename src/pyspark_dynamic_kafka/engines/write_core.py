@@ -1,0 +1,116 @@
+"""The compiled core's producer: the sink's Arrow batches handed to librdkafka by the core's
+``Producer`` (the sink's columns read straight from the batches, the dedupe headers stamped and
+the delivery reports counted in Rust: no Python object per record), and exactlyOnce's
+transactions.
+
+:class:`CoreProducer` is the core's ``Producer`` with the core's exception turned into the
+engine-neutral :class:`~.roles.ProduceFailure`; the sink (its ``native`` writer) builds its
+atLeastOnce writes and its :class:`~.roles.Transaction` on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from pyspark_dynamic_kafka.engines import core
+from pyspark_dynamic_kafka.engines.roles import ProduceFailure
+
+__all__ = ["CoreProducer"]
+
+
+@contextlib.contextmanager
+def _failing() -> Iterator[None]:
+    try:
+        yield
+    except core.compiled.WriteFailure as exc:
+        topic, reason = exc.args
+        raise ProduceFailure(topic, reason) from None
+
+
+class CoreProducer:
+    """The compiled core's producer of one cluster.
+
+    Parameters
+    ----------
+    config
+        The full librdkafka producer configuration.
+    stamp
+        The dedupe stamp (sink id, batch, Spark partition) whose headers every record carries,
+        or ``None``.
+
+    Raises
+    ------
+    CoreMissingError
+        The compiled core is not installed.
+    ProduceFailure
+        librdkafka refused the configuration (no topic).
+    """
+
+    def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
+        core.require()
+        with _failing():
+            self._producer = core.compiled.Producer(sorted(config.items()), stamp)
+
+    def send(
+        self,
+        batch: pa.RecordBatch,
+        topic: str | None = None,
+        topics: Sequence[tuple[str | None, str]] = (),
+    ) -> None:
+        """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
+        ``topics`` maps the row's ``topic`` value to; stops early once a delivery failed."""
+        with _failing():
+            self._producer.send(batch, topic, topics)
+
+    def failed(self) -> bool:
+        """Whether a delivery report failed."""
+        with _failing():
+            return self._producer.failed()
+
+    def flush(self, timeout_ms: int) -> int:
+        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        with _failing():
+            return self._producer.flush(timeout_ms)
+
+    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
+        """Records and key+value bytes per topic acknowledged so far, and the first failure as
+        (topic, reason) or ``None``."""
+        with _failing():
+            return self._producer.deliveries()
+
+    def init_transactions(self, timeout_ms: int) -> None:
+        """Fence older producers of the configured ``transactional.id``, ending their
+        transaction."""
+        with _failing():
+            self._producer.init_transactions(timeout_ms)
+
+    def begin_transaction(self) -> None:
+        """Begin a transaction."""
+        with _failing():
+            self._producer.begin_transaction()
+
+    def send_offset(
+        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
+    ) -> None:
+        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
+        ``group`` inside the open transaction."""
+        topic, partition, offset = place
+        with _failing():
+            self._producer.send_offset(group, topic, partition, offset, metadata, timeout_ms)
+
+    def commit_transaction(self, timeout_ms: int) -> None:
+        """Commit the open transaction."""
+        with _failing():
+            self._producer.commit_transaction(timeout_ms)
+
+    def abort_transaction(self, timeout_ms: int) -> None:
+        """Abort the open transaction."""
+        with _failing():
+            self._producer.abort_transaction(timeout_ms)
+
+    def close(self) -> None:
+        """Destroy the producer without waiting (records not yet acknowledged are dropped)."""
+        self._producer.close()

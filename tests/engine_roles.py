@@ -1,0 +1,36 @@
+"""Each engine role's implementations, listed once: the parity tests (the same records, the same
+results, with either engine) parametrise over these.
+
+The roles are ``pyspark_dynamic_kafka.engines.roles``': the range reader, the Avro column decoder
+and the producer (its transaction). Each has a Python implementation and one in the compiled
+core; a test of the core's is skipped, saying why, where the core is not installed
+(``make setup NATIVE=0``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pyspark_dynamic_kafka.engines.core import core
+
+#: The values of the options ``reader`` and ``writer`` that pick each implementation: the Python
+#: one (confluent-kafka), then the compiled core's.
+OPTION_VALUES = ("python", "native")
+
+#: The range reader's implementations, as the ``reader`` option names them.
+READERS = OPTION_VALUES
+#: The producer's implementations, as the ``writer`` option names them.
+WRITERS = OPTION_VALUES
+#: The Avro column decoder's implementations: whether the compiled core decodes (the Python
+#: decoder, then the core's), with their ids.
+DECODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
+
+#: Why a test of the compiled core's implementation is skipped.
+NO_CORE = "the compiled core is not installed (NATIVE=0)"
+
+
+def skip_without_core(implementation: str | bool) -> None:
+    """Skip the test when ``implementation`` is the compiled core's (``"native"``, or ``True``
+    for a decoder) and the core is not installed."""
+    if implementation in ("native", True) and core() is None:
+        pytest.skip(NO_CORE)

@@ -48,6 +48,8 @@ SOURCE_LAYERS = {
     "read_limits": 0,
     "checkpoint": 0,
     "contract": 0,
+    "schema": 0,
+    "gcpause": 0,
     "config": 1,
     "executor": 2,
     "driver": 3,

@@ -10,7 +10,7 @@ vectorised add, saving two per-record conversions (figures: docs/benchmarks.md, 
 faster").
 
 The columns are Spark's, in Spark's order (``headers`` only with ``includeHeaders``), then
-``cluster``: the schemas are :mod:`~pyspark_dynamic_kafka.source.executor.schema`'s (importable
+``cluster``: the schemas are :mod:`~pyspark_dynamic_kafka.source.schema`'s (importable
 from here too).
 """
 
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from confluent_kafka import Message
 
 from pyspark_dynamic_kafka.errors import ReadError
-from pyspark_dynamic_kafka.source.executor.schema import (
+from pyspark_dynamic_kafka.source.schema import (
     ARROW_SCHEMA,
     HEADERS_TYPE,
     SPARK_SCHEMA,

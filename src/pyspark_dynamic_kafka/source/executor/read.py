@@ -29,10 +29,10 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.engine import PYTHON
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
-from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.executor.native import native_factory, read_native
-from pyspark_dynamic_kafka.source.executor.schema import AvroColumns
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.gcpause import cyclic_gc_paused
+from pyspark_dynamic_kafka.source.schema import AvroColumns
 
 __all__ = ["read_task"]
 

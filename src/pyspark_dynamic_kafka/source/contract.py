@@ -1,5 +1,5 @@
 """What the source writes and the driver's monitoring listener reads: the one contract between
-them (as :mod:`pyspark_dynamic_kafka.metadata.contract` is for the HTTP metadata service).
+them (as :mod:`pyspark_dynamic_kafka.metadata.http_api.wire` is for the HTTP metadata service).
 
 **The status.** A Python data source cannot fill ``sources[].metrics`` of a progress report, but
 what ``reportLatestOffset`` returns shows in every report as ``sources[].latestOffset``: the

@@ -24,7 +24,7 @@ LAYERS = {
     "events": 0,
     "frozen": 0,
     "logs": 0,
-    "position": 0,
+    "offset_spec": 0,
     "optionspec": 1,
     "kafka": 1,
     "registry": 1,

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.position import Position, PositionKind
+from pyspark_dynamic_kafka.offset_spec import Position, PositionKind
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 
 __all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
 
 
 class StartingPosition(Position):
-    """A metadata entry's ``startingOffsets``: a :class:`~pyspark_dynamic_kafka.position.Position`
+    """A metadata entry's ``startingOffsets``: a :class:`~pyspark_dynamic_kafka.offset_spec.Position`
     of kind earliest, latest or timestamp.
 
     It is where a stream's topics on one cluster start when the query first reads that cluster;

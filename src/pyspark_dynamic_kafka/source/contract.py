@@ -36,7 +36,7 @@ from typing import Any, TypedDict
 
 from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import decode
 
 __all__ = [

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 
 __all__ = [
     "EARLIEST",

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
-from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
+from pyspark_dynamic_kafka.offset_spec import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, encode
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import ArchiveError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
 from pyspark_dynamic_kafka.source.archive.survey import FileSurvey, survey_files
 from pyspark_dynamic_kafka.source.executor.archive import (

@@ -47,9 +47,10 @@ Maven, ``scram``, the SASL users of a cluster started with ``scram=True``, and `
 clients of its TLS listeners, after it), ``cluster_registry`` (the registry of broker kinds,
 :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a local SparkSession), ``procfs``
 (processes through Linux ``/proc``: parents, children, command lines; how tests and benchmarks
-find Spark's JVM and Python workers) and Spark's own processes from the pyspark wheel: ``spark_process`` (launching, watching, stopping), ``standalone``
-(:func:`start_spark_standalone`: a master and workers, each a JVM of its own) and ``connect``
-(:func:`start_spark_connect`: a Spark Connect server for remote clients).
+find Spark's JVM and Python workers) and Spark's own processes from the pyspark wheel:
+``spark_process`` (launching, watching, stopping), ``standalone`` (:func:`start_spark_standalone`:
+a master and workers, each a JVM of its own) and ``connect`` (:func:`start_spark_connect`: a
+Spark Connect server for remote clients).
 
 Examples
 --------

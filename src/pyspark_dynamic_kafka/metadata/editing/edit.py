@@ -307,7 +307,8 @@ def move_in_file(
 ) -> FileMove:
     """Move a stream from cluster ``source`` to ``target`` in a metadata file, keeping the rest
     of the file as it is (comments and formatting; see
-    :mod:`~pyspark_dynamic_kafka.metadata.editing.text_edit`), under the file's edit lock and atomically.
+    :mod:`~pyspark_dynamic_kafka.metadata.editing.text_edit`), under the file's edit lock and
+    atomically.
     With ``writes_only`` only the stream's write marker moves.
 
     Where the text cannot be edited in place, the whole document is written (comments lost):

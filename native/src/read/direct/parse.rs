@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use super::{Direct, Stop};
 use crate::into_arrow::{BatchBuilder, Record};
-use crate::protocol::error::Problem;
 use crate::protocol::batch_frame;
+use crate::protocol::error::Problem;
 use crate::protocol::records::{self, BatchHead};
 use crate::read::ClusterReader;
 

@@ -8,7 +8,7 @@ cyclic GC paused as a task does. CPU per record of each pass (median of ``--roun
 
 * ``parquet``: pyarrow's ``iter_batches`` of the columns the output needs, batches dropped: the
   Parquet decoding every reader of these files pays;
-* ``read_archive``: the source's executor path (``source/archive/read.py``) into batches of the
+* ``read_archive``: the source's executor path (``source/executor/archive.py``) into batches of the
   output schema: decoding plus conforming (casts, directory columns);
 * ``ipc``: ``read_archive`` plus writing its batches as an Arrow IPC stream to a null sink, which
   is what a Python worker does with them before the JVM takes over.
@@ -32,10 +32,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyspark_dynamic_kafka.source.archive.files import filesystem
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, make_plan
-from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
-from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
+from pyspark_dynamic_kafka.source.executor.archive import (
+    ArchiveRead,
+    ArchiveTask,
+    filesystem,
+    read_archive,
+)
+from pyspark_dynamic_kafka.source.schema import arrow_schema
 
 PARTITIONS = 8
 SIZE = 100

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from pyspark_dynamic_kafka.source.executor.schema import ARROW_SCHEMA, SPARK_SCHEMA
+from pyspark_dynamic_kafka.source.schema import ARROW_SCHEMA, SPARK_SCHEMA
 
 BATCH_ROWS = 65536
 

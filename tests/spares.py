@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster, cluster_class
-from pyspark_dynamic_kafka.testing.cluster import stop_all
+from pyspark_dynamic_kafka.testing.broker_kind import stop_all
 from pyspark_dynamic_kafka.testing.errors import check_names
 
 __all__ = ["ClusterSpares"]

@@ -1,5 +1,5 @@
 //! Arrow output: Spark's kafka-source columns plus `cluster`, exactly the Python reader's schema
-//! (`pyspark_dynamic_kafka.source.arrow.arrow_schema`): key, value, topic, partition, offset,
+//! (`pyspark_dynamic_kafka.source.schema.arrow_schema`): key, value, topic, partition, offset,
 //! timestamp (µs, UTC), timestampType, then `headers` when asked for, then `cluster`; every
 //! field nullable.
 

@@ -18,7 +18,7 @@
 //! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks;
 //! - `protocol/metadata.rs`: Metadata: which broker leads each partition, where brokers listen;
 //! - `protocol/fetch.rs`: the Fetch request and its response;
-//! - `protocol/framing.rs`: where a record batch ends in a response (its length bounded first), and its CRC-32C;
+//! - `protocol/batch_frame.rs`: where a record batch ends in a response (its length bounded first), and its CRC-32C;
 //! - `protocol/records.rs`: record batches (magic 2), their records and control records;
 //! - `protocol/sasl.rs`: SaslHandshake and SaslAuthenticate;
 //! - `protocol/aborted.rs`: read_committed's filter of aborted transactions (the Java consumer's rules);

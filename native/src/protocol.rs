@@ -5,7 +5,7 @@
 //! - [`api_versions`]: ApiVersions, which versions a broker speaks;
 //! - [`metadata`]: which broker leads each partition, and where brokers listen;
 //! - [`fetch`]: the Fetch request and its response;
-//! - [`framing`]: where a record batch ends in a response, and its CRC-32C;
+//! - [`batch_frame`]: where a record batch ends in a response, and its CRC-32C;
 //! - [`records`]: record batches (magic 2) and their records and control records;
 //! - [`aborted`]: read_committed's filter of aborted transactions;
 //! - [`sasl`]: SaslHandshake and SaslAuthenticate;
@@ -15,10 +15,10 @@
 
 pub mod aborted;
 pub mod api_versions;
+pub mod batch_frame;
 pub mod compression;
 pub mod error;
 pub mod fetch;
-pub mod framing;
 #[cfg(test)]
 mod fuzz;
 pub mod metadata;

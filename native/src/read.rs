@@ -1,6 +1,6 @@
 //! Read exact offset ranges of one cluster into Arrow record batches.
 //!
-//! The same semantics as the Python reader (`pyspark_dynamic_kafka.source.read`): reading stops
+//! The same semantics as the Python reader (`pyspark_dynamic_kafka.source.executor.read`): reading stops
 //! at each range's end even when more data exists, and does not hang when a range's last offsets
 //! never arrive as records (transaction markers, compaction gaps, aborted records under
 //! read_committed): a partition is done when a record at or past its end arrives, when the

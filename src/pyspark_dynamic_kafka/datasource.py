@@ -45,7 +45,7 @@ class DynamicKafkaDataSource(DataSource):  # type: ignore[misc]
     def schema(self) -> StructType:
         """Spark's kafka-source columns (``headers`` with ``includeHeaders``) plus ``cluster``."""
         from pyspark_dynamic_kafka.source.config.options import parse_options
-        from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+        from pyspark_dynamic_kafka.source.schema import spark_schema
 
         options = parse_options(self.options, mode="any")
         if options.key_format is None and options.value_format is None:
@@ -108,7 +108,7 @@ def _check_append(overwrite: bool) -> None:
 
 
 def _check_schema(schema: StructType, options: SourceOptions) -> None:
-    from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+    from pyspark_dynamic_kafka.source.schema import spark_schema
 
     formats = [f for f in (options.key_format, options.value_format) if f is not None]
     if any(f.subject is not None for f in formats):

@@ -54,7 +54,7 @@ from pyspark_dynamic_kafka.engines import read_core as native
 from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 
 pytestmark = pytest.mark.usefixtures("empty_consumer_pool")

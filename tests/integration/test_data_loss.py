@@ -30,7 +30,7 @@ from tests.integration import helpers, queries
 from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 
 #: The readers a task can use: the compiled core only where it is installed (make setup NATIVE=1).
 READERS = ["python", *(["native"] if core() is not None else [])]

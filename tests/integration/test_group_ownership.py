@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.integration.helpers import EstateFactory, on_tansu, produce, wait_until
 
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister

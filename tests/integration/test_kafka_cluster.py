@@ -19,7 +19,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from tests.integration.helpers import local_kafka_problem
 
 from pyspark_dynamic_kafka.testing import ClusterStartError, KafkaTestingError
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import RACK_AWARE_SELECTOR
 from pyspark_dynamic_kafka.testing.kafka_jars import tooling_problem
 

@@ -16,7 +16,7 @@ from tests.integration.helpers import DEADLINE, EstateFactory, numbered, wait_un
 from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 
 PARTITIONS = 3
 

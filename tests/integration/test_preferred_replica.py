@@ -27,7 +27,7 @@ from tests.integration.helpers import local_kafka_problem, wait_until
 
 from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.pool import consumer_config
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java, tooling_problem
 
 pytestmark = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")

@@ -45,7 +45,7 @@ from pyspark_dynamic_kafka.kafka.pool import (
     consumer_config,
     consumer_pool,
 )
-from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
 RACKS = ["dc1", "dc2", "dc2"]

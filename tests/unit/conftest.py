@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.source.config.options import Mode, parse_options
 
 BASE = {"metadataservice": "file", "metadataservice.path": "/tmp/x.yaml", "streamids": "orders"}

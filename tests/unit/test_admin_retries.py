@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark_dynamic_kafka.errors import KafkaClientError, MetadataError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.metadata import SingleClusterMetadataService
-from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.source.group.admin_offsets import group_offsets
 
 LATEST, EARLIEST = PositionKind.LATEST, PositionKind.EARLIEST

@@ -13,11 +13,11 @@ import pytest
 from pyspark_dynamic_kafka.errors import ArchiveError, OffsetsError, OptionsError
 from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
 from pyspark_dynamic_kafka.source.archive.plan import check_same_plan, make_plan
-from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask, read_archive
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.modes import NoArchive
-from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
+from pyspark_dynamic_kafka.source.executor.archive import ArchiveRead, ArchiveTask, read_archive
+from pyspark_dynamic_kafka.source.schema import arrow_schema
 
 
 def _write(path: Path, rows: list[tuple[str, int, int]], group: int = 1000, **drop: Any) -> None:

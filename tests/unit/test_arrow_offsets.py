@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Message
 
 from pyspark_dynamic_kafka.engines.read_python_batches import BatchBuilder
-from pyspark_dynamic_kafka.source.executor.schema import ARROW_SCHEMA
+from pyspark_dynamic_kafka.source.schema import ARROW_SCHEMA
 
 
 def _messages(partition: int, offsets: list[int]) -> list[Message]:

@@ -20,7 +20,7 @@ import pytest
 from tests.unit.test_reconcile import _Lister, orders_on_two_clusters, write_orders
 
 from pyspark_dynamic_kafka.errors import KafkaClientError, OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver import batch_plan
 from pyspark_dynamic_kafka.source.driver.batch_plan import plan_batch_read

@@ -30,16 +30,16 @@ from tests.unit.fuzz_support import (
 
 from pyspark_dynamic_kafka.errors import MetadataError, MetadataValidationError
 from pyspark_dynamic_kafka.metadata import parse_metadata_document
-from pyspark_dynamic_kafka.metadata.contract import (
+from pyspark_dynamic_kafka.metadata.editing.edit import put_cluster, replace_stream
+from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
+from pyspark_dynamic_kafka.metadata.http_api.transport import HttpRequest, HttpResponse
+from pyspark_dynamic_kafka.metadata.http_api.wire import (
     cluster_body,
     compute_etag,
     parse_cluster_status,
     stream_body,
     streams_body,
 )
-from pyspark_dynamic_kafka.metadata.edit import put_cluster, replace_stream
-from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
-from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
 
 URL = "http://127.0.0.1:1"
 

@@ -16,9 +16,9 @@ from pyspark_dynamic_kafka.metadata import (
     parse_metadata_document,
     write_metadata_file,
 )
-from pyspark_dynamic_kafka.metadata.contract import error_text, parse_cluster_status
 from pyspark_dynamic_kafka.metadata.http import HttpMetadataService
-from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
+from pyspark_dynamic_kafka.metadata.http_api.transport import HttpRequest, HttpResponse
+from pyspark_dynamic_kafka.metadata.http_api.wire import error_text, parse_cluster_status
 from pyspark_dynamic_kafka.server.app import create_app
 from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.config.options import parse_options

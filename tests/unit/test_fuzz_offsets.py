@@ -16,7 +16,7 @@ from tests.unit.fuzz_documents import corrupt
 from tests.unit.fuzz_support import deep_nesting, integers, json_values, mutated, short_text
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
+from pyspark_dynamic_kafka.offset_spec import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.checkpoint import SourceOffset, decode, encode
 from pyspark_dynamic_kafka.source.config.position_options import (
     parse_offsets_spec,

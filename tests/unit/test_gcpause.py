@@ -1,5 +1,5 @@
 """The garbage collector pause around a micro-batch's planning and a task's reading
-(source/executor/gcpause.py)."""
+(source/gcpause.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyspark_dynamic_kafka.source.executor.gcpause import cyclic_gc_paused
+from pyspark_dynamic_kafka.source.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
 

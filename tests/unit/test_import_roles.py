@@ -64,6 +64,20 @@ def test_the_executors_read_path_imports_no_driver_cli_server_yaml_or_pandas() -
     assert "pyspark_dynamic_kafka.source.executor.read" in loaded
 
 
+def test_the_archives_executor_side_imports_no_driver_metadata_or_yaml() -> None:
+    loaded = _loaded("from pyspark_dynamic_kafka.source.executor import archive")
+    unwanted = (
+        *_NEVER,
+        "yaml",
+        "pyspark_dynamic_kafka.metadata",
+        "pyspark_dynamic_kafka.sink",
+        "pyspark_dynamic_kafka.source.driver",
+        "pyspark_dynamic_kafka.source.group",
+        "pyspark_dynamic_kafka.source.archive",
+    )
+    assert _present(loaded, unwanted) == []
+
+
 #: What the source's planner process runs: the data source builds the stream reader, whose first
 #: driver call builds its pipeline (the driver's modules); nothing connects before offsets.
 _PLANNER = """

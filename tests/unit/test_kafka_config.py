@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pyspark_dynamic_kafka.testing import KafkaTestingError
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.certificates import TlsStore
 from pyspark_dynamic_kafka.testing.errors import free_ports, log_tail
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import (
     PLAIN_PASSWORD,
     PLAIN_USER,

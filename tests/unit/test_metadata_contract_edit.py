@@ -16,7 +16,18 @@ from pyspark_dynamic_kafka.errors import (
     MetadataNotFoundError,
     MetadataValidationError,
 )
-from pyspark_dynamic_kafka.metadata.contract import (
+from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metadata_document
+from pyspark_dynamic_kafka.metadata.editing.edit import (
+    edit_metadata_file,
+    move_stream,
+    moved_entries,
+    put_cluster,
+    remove_cluster,
+    remove_stream,
+    replace_stream,
+)
+from pyspark_dynamic_kafka.metadata.file import load_metadata_file
+from pyspark_dynamic_kafka.metadata.http_api.wire import (
     cluster_body,
     clusters_body,
     compute_etag,
@@ -28,17 +39,6 @@ from pyspark_dynamic_kafka.metadata.contract import (
     stream_path,
     streams_body,
 )
-from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metadata_document
-from pyspark_dynamic_kafka.metadata.edit import (
-    edit_metadata_file,
-    move_stream,
-    moved_entries,
-    put_cluster,
-    remove_cluster,
-    remove_stream,
-    replace_stream,
-)
-from pyspark_dynamic_kafka.metadata.file import load_metadata_file
 
 DOCUMENT: dict[str, Any] = {
     "clusters": {**ORDERS_DOCUMENT["clusters"], "south": {"bootstrap.servers": "127.0.0.1:3"}},

@@ -29,10 +29,10 @@ from tests.unit.conftest import DOCUMENT as ORDERS_DOCUMENT
 from tests.unit.conftest import SECRET
 
 from pyspark_dynamic_kafka import errors
-from pyspark_dynamic_kafka.metadata.edit import moved_entries
+from pyspark_dynamic_kafka.metadata.editing.edit import moved_entries
 from pyspark_dynamic_kafka.metadata.factory import create_metadata_service
 from pyspark_dynamic_kafka.metadata.http import STATUS_REUSE_SECONDS, HttpMetadataService
-from pyspark_dynamic_kafka.metadata.http_transport import HttpRequest, HttpResponse
+from pyspark_dynamic_kafka.metadata.http_api.transport import HttpRequest, HttpResponse
 from pyspark_dynamic_kafka.server.app import create_app
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery

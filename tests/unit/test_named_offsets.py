@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import EARLIEST_POSITION, PositionSpec
+from pyspark_dynamic_kafka.offset_spec import EARLIEST_POSITION, PositionSpec
 from pyspark_dynamic_kafka.source.driver.named_offsets import check_named_partitions
 
 READ = [("east", "orders", 0), ("east", "orders", 1), ("east", "orders", 2), ("west", "pay", 5)]

@@ -8,7 +8,7 @@ import pytest
 from tests.unit.conftest import BASE, rejection
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
-from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, Position
+from pyspark_dynamic_kafka.offset_spec import EARLIEST_POSITION, LATEST_POSITION, Position
 from pyspark_dynamic_kafka.source.config.formats import FORMAT_OPTIONS
 from pyspark_dynamic_kafka.source.config.options import OPTIONS, SourceOptions, parse_options
 from pyspark_dynamic_kafka.source.config.validation import ENDING_KEYS, STARTING_KEYS

@@ -6,7 +6,7 @@ import pytest
 from tests.unit.conftest import BASE, rejection
 
 from pyspark_dynamic_kafka.errors import OffsetsError, OptionsError
-from pyspark_dynamic_kafka.position import (
+from pyspark_dynamic_kafka.offset_spec import (
     EARLIEST_POSITION,
     LATEST_POSITION,
     Position,

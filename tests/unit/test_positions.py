@@ -14,7 +14,7 @@ from tests.unit.conftest import BASE, FakeAdmin
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
-from pyspark_dynamic_kafka.position import (
+from pyspark_dynamic_kafka.offset_spec import (
     EARLIEST_POSITION,
     LATEST_POSITION,
     NoMatch,

@@ -28,7 +28,12 @@ from pyspark_dynamic_kafka.errors import (
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.metadata.model import StartingPosition
-from pyspark_dynamic_kafka.position import EARLIEST_POSITION, LATEST_POSITION, NoMatch, PositionSpec
+from pyspark_dynamic_kafka.offset_spec import (
+    EARLIEST_POSITION,
+    LATEST_POSITION,
+    NoMatch,
+    PositionSpec,
+)
 from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.config.position_options import parse_timestamp
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription

@@ -24,7 +24,7 @@ from pyspark_dynamic_kafka.source.driver.reader_schemas import (
     track,
 )
 from pyspark_dynamic_kafka.source.driver.schema_tracking import RECORD
-from pyspark_dynamic_kafka.source.executor.schema import spark_schema
+from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 
 KEY = {"type": "record", "name": "Key", "fields": [{"name": "k", "type": "string"}]}

@@ -33,7 +33,7 @@ from pyspark_dynamic_kafka.source.driver.reader_schemas import (
     reader_schemas,
 )
 from pyspark_dynamic_kafka.source.executor.avro_columns import decode_avro
-from pyspark_dynamic_kafka.source.executor.schema import (
+from pyspark_dynamic_kafka.source.schema import (
     HEADERS_TYPE,
     AvroColumn,
     AvroColumns,

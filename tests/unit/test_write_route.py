@@ -18,7 +18,7 @@ from pyspark_dynamic_kafka.metadata.document import (
     parse_metadata_document,
     validate_metadata_document,
 )
-from pyspark_dynamic_kafka.metadata.edit import move_stream
+from pyspark_dynamic_kafka.metadata.editing.edit import move_stream
 from pyspark_dynamic_kafka.metadata.model import ClusterMetadata, KafkaStream
 from pyspark_dynamic_kafka.server.app import create_app
 from pyspark_dynamic_kafka.sink.route import WriteRoute, resolve_write_route

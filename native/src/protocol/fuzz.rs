@@ -13,8 +13,8 @@ mod responses;
 use proptest::prelude::*;
 
 use super::aborted::Aborted;
+use super::batch_frame::{crc, frame};
 use super::compression::decompress;
-use super::framing::{crc, frame};
 use super::records::{head, payload, records, HEAD_LEN, TRANSACTIONAL};
 use super::sample::{batch, batch_of, marker, Item};
 

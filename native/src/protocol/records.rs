@@ -7,7 +7,7 @@
 //! does not read (an older message format, an unknown codec, a batch decompressing past the
 //! size bound) is [`Problem::Unsupported`]. Either way the reader hands the partition to
 //! librdkafka from the batch's first offset. Where a batch ends, and whether its bytes are the
-//! ones it was written with, is [`super::framing`]'s.
+//! ones it was written with, is [`super::batch_frame`]'s.
 
 use std::borrow::Cow;
 
@@ -60,7 +60,7 @@ impl BatchHead {
     }
 }
 
-/// The head of a whole batch, as [`super::framing::frame`] delimits it in a response.
+/// The head of a whole batch, as [`super::batch_frame::frame`] delimits it in a response.
 pub fn head(batch: &[u8]) -> Result<BatchHead, Problem> {
     if batch.len() < HEAD_LEN {
         return Err(Problem::Malformed("a batch is shorter than its header"));

@@ -23,7 +23,7 @@ from pyspark_dynamic_kafka.cli.render import render_report, render_streams
 from pyspark_dynamic_kafka.errors import DynamicKafkaError
 from pyspark_dynamic_kafka.kafka.java_properties import translate
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file, validate_metadata_file
-from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS
+from pyspark_dynamic_kafka.metadata.http_api.client import DEFAULT_TIMEOUT_MS
 
 __all__ = ["main"]
 

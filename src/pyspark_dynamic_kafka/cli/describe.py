@@ -15,7 +15,7 @@ from typing import Any
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
-from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.source.group.admin_offsets import committed_offsets, group_owners
 
 __all__ = [

@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import MetadataNotFoundError, OptionsError
-from pyspark_dynamic_kafka.metadata.edit import move_in_file, moved_entries
+from pyspark_dynamic_kafka.metadata.editing.edit import move_in_file, moved_entries
+from pyspark_dynamic_kafka.metadata.editing.write_marker import flipped_entries
 from pyspark_dynamic_kafka.metadata.file import FileMetadataService
 from pyspark_dynamic_kafka.metadata.http import DEFAULT_TIMEOUT_MS, HttpMetadataService
+from pyspark_dynamic_kafka.metadata.http_api.tokens import load_token
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 from pyspark_dynamic_kafka.metadata.service import KafkaMetadataService
-from pyspark_dynamic_kafka.metadata.tokens import load_token
-from pyspark_dynamic_kafka.metadata.write_marker import flipped_entries
 
 __all__ = ["TOKEN_ENV", "MetadataLocation", "Move", "select_streams"]
 

@@ -2,7 +2,7 @@
 
 The Python reader (:mod:`.read_python_batches`) and the compiled core (its ``arrow_schema``,
 the same schema) build exactly these; the source's schema with Avro columns
-(:mod:`~pyspark_dynamic_kafka.source.executor.schema`) starts from them.
+(:mod:`~pyspark_dynamic_kafka.source.schema`) starts from them.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka import refusals
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
-from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
 

@@ -1,4 +1,7 @@
-"""Kafka metadata: the stream model and the services that resolve stream ids.
+"""Kafka metadata: the stream model and the services that resolve stream ids (the read model),
+with the editing ``move`` does and the HTTP API in subpackages of their own.
+
+The read model:
 
 - :mod:`~pyspark_dynamic_kafka.metadata.model`: :class:`KafkaStream`, :class:`ClusterMetadata`.
 - :mod:`~pyspark_dynamic_kafka.metadata.service`: the :class:`KafkaMetadataService` protocol.
@@ -8,21 +11,21 @@
 - :mod:`~pyspark_dynamic_kafka.metadata.file`: :class:`FileMetadataService` and file I/O.
 - :mod:`~pyspark_dynamic_kafka.metadata.memory`: :class:`InMemoryMetadataService`.
 - :mod:`~pyspark_dynamic_kafka.metadata.single_cluster`: :class:`SingleClusterMetadataService`.
-- :mod:`~pyspark_dynamic_kafka.metadata.http`: :class:`HttpMetadataService` (the HTTP contract,
-  :mod:`~pyspark_dynamic_kafka.metadata.contract`, over
-  :mod:`~pyspark_dynamic_kafka.metadata.http_client` and
-  :mod:`~pyspark_dynamic_kafka.metadata.http_transport`).
-- :mod:`~pyspark_dynamic_kafka.metadata.edit`: edits shared by the command line and the server.
+- :mod:`~pyspark_dynamic_kafka.metadata.http`: :class:`HttpMetadataService`, over the HTTP API
+  of :mod:`~pyspark_dynamic_kafka.metadata.http_api` (its wire format, client, transport and
+  tokens).
 - :mod:`~pyspark_dynamic_kafka.metadata.factory`: :func:`create_metadata_service`.
 
-Every name in the ``__all__`` of those modules (except the entries, the field checks and the
-HTTP plumbing: contract, client, transport, tokens) is importable from this package too; each is
-defined in one module only.
+Editing (:mod:`~pyspark_dynamic_kafka.metadata.editing`): the edits shared by the command line
+and the server, a file's text edited keeping its comments, the ``write: true`` marker.
+
+Every name in the ``__all__`` of those modules (except the entries, the field checks, the HTTP
+API's modules and the editing's text and marker helpers) is importable from this package too;
+each is defined in one module only.
 """
 
 from pyspark_dynamic_kafka.metadata import (
     document,
-    edit,
     factory,
     file,
     http,
@@ -32,7 +35,8 @@ from pyspark_dynamic_kafka.metadata import (
     single_cluster,
 )
 from pyspark_dynamic_kafka.metadata.document import *  # noqa: F403
-from pyspark_dynamic_kafka.metadata.edit import *  # noqa: F403
+from pyspark_dynamic_kafka.metadata.editing import edit
+from pyspark_dynamic_kafka.metadata.editing.edit import *  # noqa: F403
 from pyspark_dynamic_kafka.metadata.factory import *  # noqa: F403
 from pyspark_dynamic_kafka.metadata.file import *  # noqa: F403
 from pyspark_dynamic_kafka.metadata.http import *  # noqa: F403

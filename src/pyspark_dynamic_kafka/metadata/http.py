@@ -21,10 +21,10 @@ from typing import Any
 
 from pyspark_dynamic_kafka import optionspec
 from pyspark_dynamic_kafka.errors import MetadataConflictError, MetadataValidationError
-from pyspark_dynamic_kafka.metadata import contract
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, parse_metadata_document
-from pyspark_dynamic_kafka.metadata.http_client import DEFAULT_TIMEOUT_MS, MetadataHttpClient
-from pyspark_dynamic_kafka.metadata.http_transport import Transport
+from pyspark_dynamic_kafka.metadata.http_api import wire
+from pyspark_dynamic_kafka.metadata.http_api.client import DEFAULT_TIMEOUT_MS, MetadataHttpClient
+from pyspark_dynamic_kafka.metadata.http_api.transport import Transport
 from pyspark_dynamic_kafka.metadata.model import KafkaStream
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "OPTIONS", "STATUS_REUSE_SECONDS", "HttpMetadataService"]
@@ -136,7 +136,7 @@ class HttpMetadataService:
     # ------------------------------------------------------------------ reads
     def _streams(self, stream_ids: list[str] | None) -> ParsedMetadata:
         query = [("id", sid) for sid in stream_ids or []]
-        parsed = self._client.get_cached(contract.STREAMS_PATH, parse_metadata_document, query)
+        parsed = self._client.get_cached(wire.STREAMS_PATH, parse_metadata_document, query)
         self._recent = (self._clock(), frozenset(parsed.clusters), stream_ids is None)
         return parsed
 
@@ -171,8 +171,8 @@ class HttpMetadataService:
             if complete:
                 return False
         return self._client.get_cached(
-            contract.cluster_path(cluster_id),
-            lambda body, source: contract.parse_cluster_status(body, cluster_id, source),
+            wire.cluster_path(cluster_id),
+            lambda body, source: wire.parse_cluster_status(body, cluster_id, source),
         )
 
     def close(self) -> None:
@@ -191,7 +191,7 @@ class HttpMetadataService:
         MetadataNotFoundError
             When the service does not know the stream.
         """
-        path = contract.stream_path(stream_id)
+        path = wire.stream_path(stream_id)
         response = self._client.request("GET", path)
         if response.status != 200:
             raise self._client.fail("GET", path, response)
@@ -217,7 +217,7 @@ class HttpMetadataService:
         MetadataAccessError
             When the token is missing or not allowed to write.
         """
-        path = contract.stream_path(stream_id)
+        path = wire.stream_path(stream_id)
         headers = {"If-Match": if_match} if if_match else {}
         response = self._client.request("PUT", path, body=entries, headers=headers)
         if response.status not in (200, 201):

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pyspark_dynamic_kafka.errors import MetadataValidationError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.position import Position, PositionKind
+from pyspark_dynamic_kafka.offset_spec import Position, PositionKind
 from pyspark_dynamic_kafka.registry.endpoint import RegistryEndpoint
 
 __all__ = ["ClusterMetadata", "KafkaStream", "StartingPosition"]
 
 
 class StartingPosition(Position):
-    """A metadata entry's ``startingOffsets``: a :class:`~pyspark_dynamic_kafka.position.Position`
-    of kind earliest, latest or timestamp.
+    """A metadata entry's ``startingOffsets``: a
+    :class:`~pyspark_dynamic_kafka.offset_spec.Position` of kind earliest, latest or timestamp.
 
     It is where a stream's topics on one cluster start when the query first reads that cluster;
     :mod:`pyspark_dynamic_kafka.source.driver.start_policy` says how it ranks among the query's

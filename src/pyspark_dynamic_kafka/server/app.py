@@ -38,7 +38,15 @@ from pyspark_dynamic_kafka.errors import (
     MetadataUnavailableError,
     MetadataValidationError,
 )
-from pyspark_dynamic_kafka.metadata.contract import (
+from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, unique_json_object
+from pyspark_dynamic_kafka.metadata.editing.edit import (
+    Edit,
+    put_cluster,
+    remove_cluster,
+    remove_stream,
+    replace_stream,
+)
+from pyspark_dynamic_kafka.metadata.http_api.wire import (
     CLUSTERS_PATH,
     HEALTH_PATH,
     STREAMS_PATH,
@@ -49,14 +57,6 @@ from pyspark_dynamic_kafka.metadata.contract import (
     etag_matches,
     stream_body,
     streams_body,
-)
-from pyspark_dynamic_kafka.metadata.document import ParsedMetadata, unique_json_object
-from pyspark_dynamic_kafka.metadata.edit import (
-    Edit,
-    put_cluster,
-    remove_cluster,
-    remove_stream,
-    replace_stream,
 )
 from pyspark_dynamic_kafka.server.auth import Authorizer
 from pyspark_dynamic_kafka.server.store import MetadataStore, Precondition, guarded_edit

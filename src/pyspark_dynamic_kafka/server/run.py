@@ -14,7 +14,7 @@ from uvicorn.config import LOGGING_CONFIG
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.kafka.config import is_secret_key
 from pyspark_dynamic_kafka.metadata.file import load_metadata_file
-from pyspark_dynamic_kafka.metadata.tokens import load_token
+from pyspark_dynamic_kafka.metadata.http_api.tokens import load_token
 from pyspark_dynamic_kafka.server.app import create_app
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "serve"]

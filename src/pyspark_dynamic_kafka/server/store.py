@@ -13,10 +13,10 @@ from pyspark_dynamic_kafka.errors import (
     MetadataError,
     MetadataUnavailableError,
 )
-from pyspark_dynamic_kafka.metadata.contract import compute_etag, etag_matches
 from pyspark_dynamic_kafka.metadata.document import ParsedMetadata
-from pyspark_dynamic_kafka.metadata.edit import Edit, edit_metadata_file
+from pyspark_dynamic_kafka.metadata.editing.edit import Edit, edit_metadata_file
 from pyspark_dynamic_kafka.metadata.file import FileMetadataService
+from pyspark_dynamic_kafka.metadata.http_api.wire import compute_etag, etag_matches
 
 __all__ = ["MetadataStore", "Precondition", "guarded_edit"]
 

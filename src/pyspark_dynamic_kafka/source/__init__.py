@@ -11,6 +11,11 @@ Values shared by everything:
   with the one ``encode``/``decode`` of the offset JSON.
 - :mod:`~pyspark_dynamic_kafka.source.contract`: the status and handoff files the source writes
   and the monitoring listener reads.
+- :mod:`~pyspark_dynamic_kafka.source.schema`: the source's Spark and Arrow schemas, for
+  ``load()``, the driver and executors (what they need of Arrow: no builders, no
+  ``pyarrow.compute``).
+- :mod:`~pyspark_dynamic_kafka.source.gcpause`: the one pause of the cyclic garbage collector
+  (planning on the driver, reading on executors).
 
 Options (``config/``, parsed once on the driver; no Kafka call):
 
@@ -27,7 +32,7 @@ Options (``config/``, parsed once on the driver; no Kafka call):
 - :mod:`~pyspark_dynamic_kafka.source.config.parsed`: :class:`SourceOptions`, the parsed options,
   and :class:`AssignmentMode`.
 
-Executor (``executor/``):
+Executor (``executor/``: what runs on executors only):
 
 - :mod:`~pyspark_dynamic_kafka.source.executor.task`: the driver -> executor contract,
   :class:`ReadTask` (offset ranges, client properties, read settings).
@@ -37,12 +42,10 @@ Executor (``executor/``):
   each cluster with the range reader of the engine the driver planned for it
   (:mod:`pyspark_dynamic_kafka.engines`: the Python reader and the compiled core's, which turn
   the records into Arrow batches; the decision is :mod:`pyspark_dynamic_kafka.engines.choice`).
-- :mod:`~pyspark_dynamic_kafka.source.executor.schema`: the source's Spark and Arrow schemas
-  (what ``load()`` and the planner need of Arrow: no builders, no ``pyarrow.compute``).
-- :mod:`~pyspark_dynamic_kafka.source.executor.gcpause`: the one pause of the cyclic garbage
-  collector (planning on the driver, reading on executors).
 - :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded after
   reading, with the registry of the cluster each batch came from.
+- :mod:`~pyspark_dynamic_kafka.source.executor.archive`: a hybrid read's archive task, its
+  Parquet files read as the source's rows (planned by ``archive/``).
 
 Driver, at each micro-batch or once for a batch read (``driver/``):
 
@@ -96,11 +99,11 @@ Consumer groups (``group/``: ``assignment=group`` and ``commitOffsetsToKafka``):
 - :mod:`~pyspark_dynamic_kafka.source.group.selection`: the two partition selections
   (``assignment=all``, ``assignment=group``).
 
-Hybrid reads (``archive/``, ``archive.path``):
+Hybrid reads, planned on the driver (``archive/``, ``archive.path``; the executor's side is
+``executor/archive``):
 
 - :mod:`~pyspark_dynamic_kafka.source.archive.files`: listing the archive's Parquet files.
 - :mod:`~pyspark_dynamic_kafka.source.archive.survey`: what each file holds (from its footer).
-- :mod:`~pyspark_dynamic_kafka.source.archive.read`: reading archive files as the source's rows.
 - :mod:`~pyspark_dynamic_kafka.source.archive.plan`: the read order, switch offsets and tasks.
 - :mod:`~pyspark_dynamic_kafka.source.archive.hybrid`: the archive phase of a stream and of a
   batch read.

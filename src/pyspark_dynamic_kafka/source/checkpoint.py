@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.partition_json import (
     EARLIEST,
     OFFSET_MEANING,

@@ -1,5 +1,5 @@
 """What the source writes and the driver's monitoring listener reads: the one contract between
-them (as :mod:`pyspark_dynamic_kafka.metadata.contract` is for the HTTP metadata service).
+them (as :mod:`pyspark_dynamic_kafka.metadata.http_api.wire` is for the HTTP metadata service).
 
 **The status.** A Python data source cannot fill ``sources[].metrics`` of a progress report, but
 what ``reportLatestOffset`` returns shows in every report as ``sources[].latestOffset``: the
@@ -36,7 +36,7 @@ from typing import Any, TypedDict
 
 from pyspark_dynamic_kafka.atomic_file import replace_text
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import decode
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 
 __all__ = [
     "EARLIEST",

@@ -31,26 +31,26 @@ cluster's name then keyword options; it implements :attr:`~BaseKafkaCluster.boot
 exited process) and :meth:`~BaseKafkaCluster.stop`; it may override
 :meth:`~KafkaClients._start_failure` to append its logs and set
 :attr:`~KafkaClients.default_replication_factor`. Then register it under a name in
-:data:`BROKER_KINDS` (``testing/clusters.py``): ``start_clusters(names, broker="<name>",
+:data:`BROKER_KINDS` (``testing/cluster_registry.py``): ``start_clusters(names, broker="<name>",
 **options)`` starts it, and ``DYNAMIC_KAFKA_TEST_BROKER=<name>`` makes :func:`open_clusters` (the
 test suite) use it.
 
 Modules, each importing only those before it: ``errors`` (the errors, and the deadlines, log
 tails, free ports, types and environment variables they are raised about), ``producing``
-(records through a confluent-kafka producer), ``tcp`` (TCP checks), ``clients``, ``cluster``
+(records through a confluent-kafka producer), ``tcp`` (TCP checks), ``clients``, ``broker_kind``
 (:class:`BaseKafkaCluster`, what every kind of test cluster does), ``local``, ``external`` and
-``kafka_cluster`` (the kinds; the latter with
+``apache_kafka`` (the kinds; the latter with
 ``certificates`` (the TLS key store of ``tls=True``), ``kafka_config``, ``maven_central`` (jars
 over HTTPS, checked against a lock list), ``kafka_jars`` and ``kafka_process`` before it and
 ``kafka_cds``, its class archive, ``kafka_lock``, which regenerates the jars' lock list with
 Maven, ``scram``, the SASL users of a cluster started with ``scram=True``, and ``tls``, the
-clients of its TLS listeners, after it),
-``clusters`` (the registry, :func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a
-local SparkSession), ``procfs`` (processes through Linux ``/proc``: parents, children, command
-lines; how tests and benchmarks find Spark's JVM and Python workers) and Spark's own processes
-from the pyspark wheel: ``spark_process`` (launching, watching, stopping), ``standalone``
-(:func:`start_spark_standalone`: a master and workers, each a JVM of its own) and ``connect``
-(:func:`start_spark_connect`: a Spark Connect server for remote clients).
+clients of its TLS listeners, after it), ``cluster_registry`` (the registry of broker kinds,
+:func:`start_clusters`, :func:`open_clusters`), plus ``spark`` (a local SparkSession), ``procfs``
+(processes through Linux ``/proc``: parents, children, command lines; how tests and benchmarks
+find Spark's JVM and Python workers) and Spark's own processes from the pyspark wheel:
+``spark_process`` (launching, watching, stopping), ``standalone`` (:func:`start_spark_standalone`:
+a master and workers, each a JVM of its own) and ``connect`` (:func:`start_spark_connect`: a
+Spark Connect server for remote clients).
 
 Examples
 --------
@@ -83,9 +83,10 @@ Tansu quirks that the helpers hide (checked with Tansu 0.6.0 and confluent-kafka
 * CreatePartitions is not supported; a topic keeps the partition count it was created with.
 """
 
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.broker_kind import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.clients import KafkaClients
-from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster
-from pyspark_dynamic_kafka.testing.clusters import (
+from pyspark_dynamic_kafka.testing.cluster_registry import (
     BROKER_KINDS,
     DEFAULT_BROKER,
     cluster_class,
@@ -109,7 +110,6 @@ from pyspark_dynamic_kafka.testing.external import (
     clusters_from_env,
     parse_brokers_env,
 )
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 from pyspark_dynamic_kafka.testing.schema_registry import LocalSchemaRegistry
 from pyspark_dynamic_kafka.testing.scram import (

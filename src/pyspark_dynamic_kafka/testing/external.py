@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 import pyspark_dynamic_kafka.testing.errors as errors
-from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster
+from pyspark_dynamic_kafka.testing.broker_kind import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.errors import ENV_VAR, BrokersEnvError, ConfigValue
 from pyspark_dynamic_kafka.testing.producing import ONE_PER_BATCH
 

@@ -4,7 +4,7 @@ A broker JVM loads thousands of classes from the Kafka jars. Mapped from an arch
 one-broker cluster is ready in about 2 s rather than 3.5 s on a small machine, which adds up
 over a test suite that starts fresh clusters for every test. The archive fits one JVM build and
 one set of jars (see :func:`~.kafka_jars.class_archive` for its name); an
-:class:`~.kafka_cluster.ApacheKafkaCluster` uses it when it exists and starts without it
+:class:`~.apache_kafka.ApacheKafkaCluster` uses it when it exists and starts without it
 otherwise.
 
 ``make kafka-jars`` runs ``python -m pyspark_dynamic_kafka.testing.kafka_cds``, which fetches
@@ -19,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.errors import KafkaTestingError
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import DEFAULT_JVM_OPTIONS
 from pyspark_dynamic_kafka.testing.kafka_jars import (
     class_archive,

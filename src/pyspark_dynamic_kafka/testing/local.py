@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
+from pyspark_dynamic_kafka.testing.broker_kind import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.errors import (
     ENV_VAR,
     ClusterStartError,

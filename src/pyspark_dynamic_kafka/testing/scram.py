@@ -30,8 +30,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     UserScramCredentialUpsertion,
 )
 
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.errors import KafkaTestingError, seconds_left, wait_for
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import SCRAM_MECHANISM
 
 __all__ = ["scram_client_properties", "scram_refusal", "set_scram_password"]

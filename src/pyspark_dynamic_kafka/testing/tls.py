@@ -12,9 +12,9 @@ users :mod:`~.scram` manages), with the certificate of :mod:`~.certificates`.
 
 from __future__ import annotations
 
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.certificates import TlsStore
 from pyspark_dynamic_kafka.testing.errors import KafkaTestingError
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.kafka_config import PLAIN_PASSWORD, PLAIN_USER
 
 __all__ = [

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use super::{Direct, Stop};
 use crate::into_arrow::{BatchBuilder, Record};
+use crate::protocol::batch_frame;
 use crate::protocol::error::Problem;
-use crate::protocol::framing;
 use crate::protocol::records::{self, BatchHead};
 use crate::read::ClusterReader;
 
@@ -42,7 +42,7 @@ impl ClusterReader {
         };
         let rest = &body[part.records.clone()];
         let max = config.max_response;
-        let (size, damage) = match framing::frame(rest, max) {
+        let (size, damage) = match batch_frame::frame(rest, max) {
             Ok(Some(size)) => (size, None),
             Ok(None) => {
                 parts.pop_front();
@@ -54,7 +54,7 @@ impl ClusterReader {
         let batch = &rest[..size];
         let damage = damage.or_else(|| {
             let stored = u32::from_be_bytes([batch[17], batch[18], batch[19], batch[20]]);
-            let computed = framing::crc(batch);
+            let computed = batch_frame::crc(batch);
             (config.check_crcs && stored != computed).then_some(Damage::Crc { stored, computed })
         });
         if let Some(damage) = damage {

@@ -1,10 +1,8 @@
-"""Hybrid reads (``archive.path``): a Parquet archive of this source's own columns first, then
-Kafka from where the archive ends, per partition.
+"""Hybrid reads (``archive.path``), planned on the driver: a Parquet archive of this source's own
+columns first, then Kafka from where the archive ends, per partition.
 
-Driver:
-
-- :mod:`~pyspark_dynamic_kafka.source.archive.files`: the filesystem of ``archive.path`` and its
-  data files (directories, globs, ``key=value`` directories).
+- :mod:`~pyspark_dynamic_kafka.source.archive.files`: the data files of ``archive.path``
+  (directories, globs, ``key=value`` directories).
 - :mod:`~pyspark_dynamic_kafka.source.archive.survey`: rows and per-partition offset spans of
   each file, from Parquet footers.
 - :mod:`~pyspark_dynamic_kafka.source.archive.plan`: read order, switch offsets, micro-batches
@@ -13,10 +11,9 @@ Driver:
   (the phase in the checkpointed offset is :mod:`~pyspark_dynamic_kafka.source.checkpoint`'s),
   through :func:`archive_phase` here, which imports it (and Parquet) only for ``archive.path``.
 
-Executor:
-
-- :mod:`~pyspark_dynamic_kafka.source.archive.read`: a task's files as Arrow batches of the
-  output schema.
+The executor's side, a task's files read as Arrow batches of the output schema, is
+:mod:`~pyspark_dynamic_kafka.source.executor.archive`, below the driver: it imports none of
+these modules.
 """
 
 from __future__ import annotations

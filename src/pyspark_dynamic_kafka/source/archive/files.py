@@ -1,4 +1,6 @@
-"""Archive files: the filesystem that serves ``archive.path`` and the Parquet files it holds.
+"""Archive files, listed on the driver: the Parquet files ``archive.path`` holds (each an
+:class:`~pyspark_dynamic_kafka.source.executor.archive.ArchiveFile`, served by the filesystem of
+:func:`~pyspark_dynamic_kafka.source.executor.archive.filesystem`, which executors resolve too).
 
 ``archive.path`` is a directory, a file or a glob (``*``, ``?``, ``[...]`` in any path segment),
 with or without a scheme, served as :mod:`pyspark_dynamic_kafka.filesystems` serves a location.
@@ -16,11 +18,11 @@ from urllib.parse import unquote
 
 import pyarrow.fs as pafs
 
-from pyspark_dynamic_kafka import filesystems
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.filesystems import location_uri
+from pyspark_dynamic_kafka.source.executor.archive import ArchiveFile, filesystem
 
-__all__ = ["ArchiveFile", "Location", "filesystem", "list_files", "parse_location"]
+__all__ = ["Location", "list_files", "parse_location"]
 
 _GLOB = frozenset("*?[")
 #: Spark's directory value for a null partition column.
@@ -46,31 +48,6 @@ class Location:
     pattern: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ArchiveFile:
-    """One Parquet file of the archive.
-
-    Attributes
-    ----------
-    path:
-        Its path in the filesystem of the archive's base.
-    relative:
-        Its path below the base (what identifies it in a checkpoint).
-    size:
-        Bytes.
-    mtime_ms:
-        Modification time, epoch milliseconds (0 when the filesystem has none).
-    values:
-        Column values of its ``key=value`` directories (``None``: Spark's null directory).
-    """
-
-    path: str
-    relative: str
-    size: int
-    mtime_ms: int
-    values: tuple[tuple[str, str | None], ...] = ()
-
-
 def parse_location(option: str) -> Location:
     """Split ``archive.path`` into its listable base and glob segments."""
     scheme, sep, rest = location_uri(option).partition("://")
@@ -82,17 +59,6 @@ def parse_location(option: str) -> Location:
     base = f"{scheme}://{base_path}" if scheme else base_path
     pattern = tuple(s for s in segments[first_glob:] if s)
     return Location(option, base, pattern)
-
-
-def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem serving ``base`` and the path of ``base`` in it (cached per process).
-
-    Raises
-    ------
-    ArchiveError
-        When neither pyarrow nor fsspec serves its scheme.
-    """
-    return filesystems.filesystem(base, "archive.path", ArchiveError)
 
 
 def _hidden(segment: str) -> bool:

@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import ArchiveError, KafkaClientError
-from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
+from pyspark_dynamic_kafka.offset_spec import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.archive.plan import ArchivePlan, check_same_plan, make_plan
-from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
 from pyspark_dynamic_kafka.source.checkpoint import Cursor, Retained, SourceOffset, encode
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, archive_rule
+from pyspark_dynamic_kafka.source.executor.archive import ArchiveRead, ArchiveTask
 from pyspark_dynamic_kafka.source.read_limits import (
     ReadAllAvailable,
     ReadLimit,

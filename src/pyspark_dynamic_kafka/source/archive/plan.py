@@ -23,15 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import ArchiveError
-from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.archive.files import (
-    ArchiveFile,
-    filesystem,
-    list_files,
-    parse_location,
-)
-from pyspark_dynamic_kafka.source.archive.read import ArchiveRead, ArchiveTask
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
+from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
 from pyspark_dynamic_kafka.source.archive.survey import FileSurvey, survey_files
+from pyspark_dynamic_kafka.source.executor.archive import (
+    ArchiveFile,
+    ArchiveRead,
+    ArchiveTask,
+    filesystem,
+)
 
 __all__ = ["ArchivePlan", "check_same_plan", "make_plan", "read_order"]
 

@@ -22,8 +22,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from pyspark_dynamic_kafka.errors import ArchiveError
-from pyspark_dynamic_kafka.position import PartitionKey
-from pyspark_dynamic_kafka.source.archive.files import ArchiveFile
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
+from pyspark_dynamic_kafka.source.executor.archive import ArchiveFile
 
 __all__ = ["KEY_COLUMNS", "FileSurvey", "Span", "survey_files"]
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from pyspark_dynamic_kafka.engines.choice import CHOICES
 from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
+from pyspark_dynamic_kafka.engines.choice import CHOICES
+from pyspark_dynamic_kafka.offset_spec import NoMatch, PositionKind
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,
     Mode,
@@ -31,7 +33,6 @@ from pyspark_dynamic_kafka.optionspec import (
     split_prefixed,
     text,
 )
-from pyspark_dynamic_kafka.position import NoMatch, PositionKind
 from pyspark_dynamic_kafka.source.config.archive_options import ARCHIVE_OPTIONS
 from pyspark_dynamic_kafka.source.config.formats import FORMAT_OPTIONS, column_formats
 from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions

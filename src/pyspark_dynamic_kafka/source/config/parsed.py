@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.position import NoMatch, PositionKind, PositionSpec
+from pyspark_dynamic_kafka.offset_spec import NoMatch, PositionKind, PositionSpec
 from pyspark_dynamic_kafka.source.config.formats import ColumnFormat
 
 __all__ = ["AssignmentMode", "SourceOptions"]

@@ -1,6 +1,6 @@
 """The position options' parsers: ``startingOffsets``, ``startingOffsetsByTimestamp``,
 ``startingTimestamp`` (and the ``ending*`` ones of a batch read) into
-:class:`~pyspark_dynamic_kafka.position.PositionSpec` values.
+:class:`~pyspark_dynamic_kafka.offset_spec.PositionSpec` values.
 
 Each option is parsed by its declared parser (:func:`parse_offsets_spec`,
 :func:`parse_timestamps_spec`, :func:`parse_timestamp`), and :func:`position_spec` picks the
@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.optionspec import did_you_mean
-from pyspark_dynamic_kafka.position import (
+from pyspark_dynamic_kafka.offset_spec import (
     EARLIEST_POSITION,
     LATEST_POSITION,
     Position,
     PositionKind,
     PositionSpec,
 )
+from pyspark_dynamic_kafka.optionspec import did_you_mean
 from pyspark_dynamic_kafka.source.partition_json import (
     EARLIEST,
     LATEST,

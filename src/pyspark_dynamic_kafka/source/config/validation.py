@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.errors import OptionsError
+from pyspark_dynamic_kafka.offset_spec import PositionSpec
 from pyspark_dynamic_kafka.optionspec import Mode, ParsedOptions
-from pyspark_dynamic_kafka.position import PositionSpec
 from pyspark_dynamic_kafka.source.config import position_options
 from pyspark_dynamic_kafka.source.config.spark_kafka import check_client_keys
 

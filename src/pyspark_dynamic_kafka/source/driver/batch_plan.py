@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister

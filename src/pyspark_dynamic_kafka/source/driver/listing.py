@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pyspark_dynamic_kafka.errors import ClusterUnreachableError, KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin, TopicListing
-from pyspark_dynamic_kafka.position import PositionKind
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from pyspark_dynamic_kafka.errors import OffsetsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import Retained, SourceOffset
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription

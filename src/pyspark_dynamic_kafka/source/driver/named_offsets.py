@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pyspark_dynamic_kafka.errors import OffsetsError
+from pyspark_dynamic_kafka.offset_spec import PartitionKey, PositionSpec
 from pyspark_dynamic_kafka.optionspec import did_you_mean
-from pyspark_dynamic_kafka.position import PartitionKey, PositionSpec
 
 __all__ = ["check_named_partitions"]
 

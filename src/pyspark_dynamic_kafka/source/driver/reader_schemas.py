@@ -36,7 +36,7 @@ from pyspark_dynamic_kafka.source.config.formats import Column, ColumnFormat
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Discovery, Subscription
 from pyspark_dynamic_kafka.source.driver.schema_tracking import SchemaTracking, TrackedSchema
-from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, spark_schema
+from pyspark_dynamic_kafka.source.schema import AvroColumn, AvroColumns, spark_schema
 
 __all__ = [
     "ReaderSchemas",

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError
-from pyspark_dynamic_kafka.position import PartitionKey, PositionKind
+from pyspark_dynamic_kafka.offset_spec import PartitionKey, PositionKind
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription, Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import PositionRule, resolve_positions

@@ -19,8 +19,8 @@ applies (change where a new cluster, topic or partition starts here, and only he
 
 A stream's start uses all of them; a partition that appears while a stream runs skips 4 and 6
 (the options applied at the start only) unless a group newly assigns it. The vocabulary
-(:class:`~pyspark_dynamic_kafka.position.Position`, ``NoMatch``, ``PositionSpec``) is in
-:mod:`pyspark_dynamic_kafka.position`; the options are parsed by
+(:class:`~pyspark_dynamic_kafka.offset_spec.Position`, ``NoMatch``, ``PositionSpec``) is in
+:mod:`pyspark_dynamic_kafka.offset_spec`; the options are parsed by
 :mod:`~pyspark_dynamic_kafka.source.config.position_options`.
 
 **The policy.** :class:`StartPolicy` composes the seven steps for a stream: the stream pipeline
@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 
 from pyspark_dynamic_kafka.errors import OffsetsError
 from pyspark_dynamic_kafka.kafka.admin import NO_OFFSET
-from pyspark_dynamic_kafka.position import (
+from pyspark_dynamic_kafka.offset_spec import (
     EARLIEST_POSITION,
     LATEST_POSITION,
     NoMatch,

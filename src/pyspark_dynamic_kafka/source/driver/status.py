@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY, Status
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.reconcile import Loss

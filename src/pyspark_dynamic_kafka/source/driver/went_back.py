@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 
 __all__ = ["RECREATED", "TRUNCATED", "WENT_BACK", "TopicIds", "range_begin", "went_back"]
 

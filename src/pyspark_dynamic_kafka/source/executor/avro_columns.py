@@ -13,7 +13,7 @@ where it gives the reader schema's type); a cluster read by the Python reader, w
 
 The batch keeps its columns, with the decoded struct in place of the bytes, then
 ``keySchemaId``/``valueSchemaId`` and, in ``PERMISSIVE`` mode, ``_corrupt_key``/
-``_corrupt_value`` (:mod:`~pyspark_dynamic_kafka.source.executor.schema`).
+``_corrupt_value`` (:mod:`~pyspark_dynamic_kafka.source.schema`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pyspark_dynamic_kafka.engines.roles import ColumnDecoder
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClient
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
-from pyspark_dynamic_kafka.source.executor.schema import AvroColumn, AvroColumns, arrow_schema
+from pyspark_dynamic_kafka.source.schema import AvroColumn, AvroColumns, arrow_schema
 
 __all__ = ["decode_avro"]
 

@@ -4,7 +4,7 @@ The one dispatch Spark's readers (:mod:`~pyspark_dynamic_kafka.source.stream`,
 :mod:`~pyspark_dynamic_kafka.source.batch`) call: a Kafka task (:class:`ReadTask`) is read by
 :func:`~pyspark_dynamic_kafka.source.executor.read.read_task`, cluster by cluster with the
 engine the driver planned; a task of a phase before Kafka (the archive's files,
-:class:`~pyspark_dynamic_kafka.source.archive.read.ArchiveTask`) is a :class:`PhaseTask` and
+:class:`~pyspark_dynamic_kafka.source.executor.archive.ArchiveTask`) is a :class:`PhaseTask` and
 reads itself.
 """
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import decode
 from pyspark_dynamic_kafka.source.group.handoff import HandoffInbox
 

@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.driver.listing import OffsetLister
 from pyspark_dynamic_kafka.source.driver.start_policy import StartPolicy

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.discovery import Subscription
 from pyspark_dynamic_kafka.source.group.committer import AdminSource, OffsetCommitter

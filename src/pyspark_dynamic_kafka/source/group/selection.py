@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark_dynamic_kafka.errors import OptionsError
-from pyspark_dynamic_kafka.position import PartitionKey
+from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import AssignmentMode, SourceOptions
 from pyspark_dynamic_kafka.source.contract import STATUS_KEY
 from pyspark_dynamic_kafka.source.driver.cluster_view import ClusterView

@@ -1,4 +1,5 @@
-"""The HTTP metadata contract, version 1: paths, bodies and ETags shared by client and server.
+"""The HTTP metadata contract on the wire, version 1: paths, bodies and ETags shared by client
+and server.
 
 The full contract is ``docs/metadata-service-openapi.yaml``. In short:
 

@@ -22,6 +22,8 @@ from pyspark_dynamic_kafka.metadata.document import (
     dump_metadata_document,
     parse_metadata_document,
 )
+from pyspark_dynamic_kafka.metadata.editing.text_edit import replace_entries
+from pyspark_dynamic_kafka.metadata.editing.write_marker import flipped_entries
 from pyspark_dynamic_kafka.metadata.file import (
     load_metadata_file,
     metadata_file_format,
@@ -30,8 +32,6 @@ from pyspark_dynamic_kafka.metadata.file import (
     write_metadata_file,
     write_metadata_text,
 )
-from pyspark_dynamic_kafka.metadata.text_edit import replace_entries
-from pyspark_dynamic_kafka.metadata.write_marker import flipped_entries
 
 try:  # POSIX; elsewhere edits of one file are not serialized between processes
     import fcntl
@@ -220,7 +220,7 @@ def move_stream(
 ) -> ParsedMetadata:
     """Move a stream's topics from cluster ``source`` to cluster ``target`` in one edit; with
     ``writes_only``, only its write marker (both clusters stay listed, see
-    :func:`~pyspark_dynamic_kafka.metadata.write_marker.flipped_entries`).
+    :func:`~pyspark_dynamic_kafka.metadata.editing.write_marker.flipped_entries`).
 
     Raises
     ------
@@ -307,7 +307,8 @@ def move_in_file(
 ) -> FileMove:
     """Move a stream from cluster ``source`` to ``target`` in a metadata file, keeping the rest
     of the file as it is (comments and formatting; see
-    :mod:`~pyspark_dynamic_kafka.metadata.text_edit`), under the file's edit lock and atomically.
+    :mod:`~pyspark_dynamic_kafka.metadata.editing.text_edit`), under the file's edit lock and
+    atomically.
     With ``writes_only`` only the stream's write marker moves.
 
     Where the text cannot be edited in place, the whole document is written (comments lost):

@@ -16,10 +16,10 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
-from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
+from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
+from pyspark_dynamic_kafka.testing.broker_kind import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.errors import BROKER_ENV_VAR, check_names
 from pyspark_dynamic_kafka.testing.external import clusters_from_env
-from pyspark_dynamic_kafka.testing.kafka_cluster import ApacheKafkaCluster
 from pyspark_dynamic_kafka.testing.local import LocalKafkaCluster
 
 __all__ = ["BROKER_KINDS", "DEFAULT_BROKER", "cluster_class", "open_clusters", "start_clusters"]

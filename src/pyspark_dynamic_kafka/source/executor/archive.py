@@ -1,4 +1,7 @@
-"""Executor side of the archive phase: Parquet files straight into the source's Arrow schema.
+"""Executor side of the archive phase (``archive.path``): Parquet files straight into the
+source's Arrow schema. What a task carries (:class:`ArchiveTask`: :class:`ArchiveFile` values and
+:class:`ArchiveRead`) is planned by :mod:`~pyspark_dynamic_kafka.source.archive`; nothing here
+imports the driver's modules.
 
 Each file is read with pyarrow in record batches (only the columns the output needs), in the
 order the task lists its files. Every output column comes from the file when it has it (cast to
@@ -16,17 +19,54 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from pyspark_dynamic_kafka import filesystems
 from pyspark_dynamic_kafka.engines.batches import EARLIEST_MS, LATEST_MS
 from pyspark_dynamic_kafka.errors import ArchiveError
-from pyspark_dynamic_kafka.source.archive.files import ArchiveFile, filesystem
 from pyspark_dynamic_kafka.source.executor.planned import PhaseTask
-from pyspark_dynamic_kafka.source.executor.schema import arrow_schema
+from pyspark_dynamic_kafka.source.schema import arrow_schema
 
-__all__ = ["ArchiveRead", "ArchiveTask", "read_archive"]
+__all__ = ["ArchiveFile", "ArchiveRead", "ArchiveTask", "filesystem", "read_archive"]
 
 _BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class ArchiveFile:
+    """One Parquet file of the archive.
+
+    Attributes
+    ----------
+    path:
+        Its path in the filesystem of the archive's base.
+    relative:
+        Its path below the base (what identifies it in a checkpoint).
+    size:
+        Bytes.
+    mtime_ms:
+        Modification time, epoch milliseconds (0 when the filesystem has none).
+    values:
+        Column values of its ``key=value`` directories (``None``: Spark's null directory).
+    """
+
+    path: str
+    relative: str
+    size: int
+    mtime_ms: int
+    values: tuple[tuple[str, str | None], ...] = ()
+
+
+def filesystem(base: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem serving ``base`` and the path of ``base`` in it (cached per process).
+
+    Raises
+    ------
+    ArchiveError
+        When neither pyarrow nor fsspec serves its scheme.
+    """
+    return filesystems.filesystem(base, "archive.path", ArchiveError)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
+from pyspark_dynamic_kafka.testing.broker_kind import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.certificates import TlsStore, make_tls_store
-from pyspark_dynamic_kafka.testing.cluster import BaseKafkaCluster, stop_all
 from pyspark_dynamic_kafka.testing.errors import (
     LISTENER_ENV_VAR,
     ClusterStartError,

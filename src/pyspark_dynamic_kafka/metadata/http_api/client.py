@@ -1,7 +1,7 @@
 """HTTP client of the metadata contract: authentication, TLS, timeouts, errors, ETag cache.
 
 Built on the standard library (``ssl``; requests go through a
-:data:`~pyspark_dynamic_kafka.metadata.http_transport.Transport`). TLS certificates
+:data:`~pyspark_dynamic_kafka.metadata.http_api.transport.Transport`). TLS certificates
 are always verified (``ca_file`` adds a private CA). Redirects are not followed, so the bearer
 token is only ever sent to the configured origin. The token never appears in a log record, an
 error message or a ``repr``.
@@ -31,14 +31,14 @@ from pyspark_dynamic_kafka.errors import (
     OptionsError,
 )
 from pyspark_dynamic_kafka.kafka.config import redact
-from pyspark_dynamic_kafka.metadata.contract import JSON_MEDIA_TYPE, error_text
-from pyspark_dynamic_kafka.metadata.http_transport import (
+from pyspark_dynamic_kafka.metadata.http_api.tokens import check_token
+from pyspark_dynamic_kafka.metadata.http_api.transport import (
     HttpRequest,
     HttpResponse,
     Transport,
     urllib_transport,
 )
-from pyspark_dynamic_kafka.metadata.tokens import check_token
+from pyspark_dynamic_kafka.metadata.http_api.wire import JSON_MEDIA_TYPE, error_text
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "MetadataHttpClient"]
 

@@ -1,4 +1,6 @@
-"""The position vocabulary: where a partition starts or ends, before it is resolved to an offset.
+"""Offset specs, the position vocabulary: where a partition starts or ends, before it is resolved
+to an offset (not a consumer's position while it reads, which is the compiled core's
+``read/position.rs``).
 
 A :class:`Position` is one of four kinds (:class:`PositionKind`): the partition's earliest or
 latest offset, a given offset, or the first offset whose record's timestamp is at or after a given

@@ -20,8 +20,8 @@ from pyspark_dynamic_kafka.engines.choice import read_engine
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.spark_versions import arrow_schema as spark_arrow_schema
 
 #: The two readers of a task.

@@ -27,8 +27,8 @@ from tests.integration.read_tasks import READERS, make_task, read_table
 
 from pyspark_dynamic_kafka.datasource import DynamicKafkaDataSource
 from pyspark_dynamic_kafka.engines.core import core
-from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
+from pyspark_dynamic_kafka.source.schema import spark_schema
 
 pytestmark = [
     pytest.mark.usefixtures("empty_consumer_pool"),

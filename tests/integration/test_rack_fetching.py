@@ -45,8 +45,8 @@ from pyspark_dynamic_kafka.kafka.pool import (
     consumer_config,
     consumer_pool,
 )
-from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
+from pyspark_dynamic_kafka.source.schema import spark_schema
 
 RACKS = ["dc1", "dc2", "dc2"]
 #: Replicas of each partition, leader first: two leaders in dc1 (broker 0), two in dc2 (1, 2).

@@ -22,8 +22,8 @@ from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.kafka.pool import ConsumerPool, consumer_pool
 from pyspark_dynamic_kafka.source.executor.read import read_task
-from pyspark_dynamic_kafka.source.schema import arrow_schema
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
+from pyspark_dynamic_kafka.source.schema import arrow_schema
 
 needs_core = pytest.mark.skipif(core() is None, reason="the compiled core is not installed")
 

@@ -19,8 +19,8 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from pyspark_dynamic_kafka.engines.read_python import _RangeReader
 from pyspark_dynamic_kafka.engines.read_python_batches import BatchBuilder
 from pyspark_dynamic_kafka.errors import DataLossError
-from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings
+from pyspark_dynamic_kafka.source.schema import spark_schema
 from pyspark_dynamic_kafka.spark_versions import arrow_schema
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from pyspark_dynamic_kafka.engines.choice import CHOICES
 from pyspark_dynamic_kafka.kafka.config import DEFAULT_GROUP_ID_PREFIX, FrozenProperties
-from pyspark_dynamic_kafka.engines.choice import CHOICES
 from pyspark_dynamic_kafka.offset_spec import NoMatch, PositionKind
 from pyspark_dynamic_kafka.optionspec import (
     METADATA_SERVICE,

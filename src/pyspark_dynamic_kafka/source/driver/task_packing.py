@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from pyspark_dynamic_kafka.engines.choice import read_engines
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.engines.choice import read_engines
 from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.config.parsed import SourceOptions
 from pyspark_dynamic_kafka.source.driver.went_back import TopicIds, range_begin

@@ -17,7 +17,6 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_dynamic_kafka.engines.choice import PYTHON
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.engines.choice import PYTHON
 from pyspark_dynamic_kafka.source.schema import AvroColumns
 
 __all__ = ["OffsetRange", "ReadSettings", "ReadTask"]

@@ -40,7 +40,7 @@ $(CORE_STAMP): $(STAMP) $(CORE_SOURCES)
 # Installable wheels (no Rust needed to install them) into dist/: the package's pure-Python wheel
 # and the compiled core's, abi3 (CPython 3.10+) for manylinux2014 (glibc 2.17+), one per
 # WHEEL_ARCHS (docs/core.md). zig (ziglang, in .venv) compiles and links for
-# glibc 2.17, so this machine builds both; Rust needs both targets (rustup target add).
+# glibc 2.17, so this machine builds both; Rust needs both targets (added with rustup when missing).
 WHEEL_ARCHS := x86_64 aarch64
 wheel: $(STAMP)
 	rm -rf dist
@@ -56,8 +56,10 @@ wheel: $(STAMP)
 # (built beside the static one the core links), which names a symbol this build leaves out.
 ZIG = $(shell $(PY) -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__) + "/zig")')
 $(addprefix wheel-,$(WHEEL_ARCHS)): wheel-%: $(STAMP)
-	@test -d "$$(rustc --print target-libdir --target $*-unknown-linux-gnu)" || { echo "error: Rust's \
-	target $*-unknown-linux-gnu is not installed (rustup target add $*-unknown-linux-gnu)"; exit 1; }
+	@test -d "$$(rustc --print target-libdir --target $*-unknown-linux-gnu)" || \
+		{ command -v rustup >/dev/null 2>&1 && rustup target add $*-unknown-linux-gnu; } || \
+		{ echo "error: Rust's target $*-unknown-linux-gnu is not installed and rustup could not \
+	add it (rustup target add $*-unknown-linux-gnu)"; exit 1; }
 	CC="$(CURDIR)/native/zig-cc cc" CXX="$(CURDIR)/native/zig-cc c++" \
 		ZIG="$(ZIG)" ZIG_TARGET=$*-linux-gnu.2.17 CARGO_ZIGBUILD_ZIG_PATH="$(ZIG)" \
 		LDFLAGS=-Wl,--undefined-version \

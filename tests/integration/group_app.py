@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import query_start
+from tests.integration.query_app import report_progress
 
 from pyspark_dynamic_kafka.monitoring import attach
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
@@ -73,12 +74,7 @@ def main() -> None:
         .trigger(processingTime="1 second")
         .start()
     )
-    print("STARTED", flush=True)
-    committed = False
-    while not _stop and not query.awaitTermination(0.2):
-        if not committed and any(p["numInputRows"] > 0 for p in query.recentProgress):
-            committed = True
-            print("COMMITTED", flush=True)
+    report_progress(query, lambda: _stop)
     handoff = _handoff(query)
     print(f"HANDOFF {handoff}", flush=True)
     query.stop()

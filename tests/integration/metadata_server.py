@@ -10,6 +10,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.integration.helpers import DEADLINE, wait_until
@@ -60,6 +61,7 @@ def token_file(path: Path, token: str) -> Path:
     return path
 
 
+@dataclass
 class MetadataServer:
     """``python -m pyspark_dynamic_kafka serve`` on a fixed loopback port, logging to a file.
 
@@ -73,19 +75,12 @@ class MetadataServer:
         The write and read tokens' files, if any.
     """
 
-    def __init__(
-        self,
-        metadata: Path,
-        log: Path,
-        token_file: Path | None = None,
-        read_token_file: Path | None = None,
-    ) -> None:
-        self.metadata = metadata
-        self.log = log
-        self.token_file = token_file
-        self.read_token_file = read_token_file
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
+    metadata: Path
+    log: Path
+    token_file: Path | None = None
+    read_token_file: Path | None = None
+    port: int = field(default_factory=free_port, init=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from tests import query_start
@@ -28,6 +29,18 @@ from pyspark_dynamic_kafka.testing import local_spark_session
 
 def _read_records(query: Any) -> bool:
     return any(p["numInputRows"] > 0 for p in query.recentProgress)
+
+
+def report_progress(query: Any, stopping: Callable[[], bool] = lambda: False) -> None:
+    """Print ``STARTED``, then ``COMMITTED`` once a micro-batch that read records is committed;
+    return once the query has ended (raising if it failed) or ``stopping()`` is true."""
+    print("STARTED", flush=True)
+    committed = False
+    # awaitTermination(timeout) returns True once the query ended (and raises if it failed).
+    while not stopping() and not query.awaitTermination(0.2):
+        if not committed and _read_records(query):
+            committed = True
+            print("COMMITTED", flush=True)
 
 
 def parquet_query(
@@ -74,15 +87,7 @@ def main() -> None:
     if mode == "drain":
         writer.trigger(availableNow=True).start().awaitTermination()
     else:
-        query = writer.trigger(processingTime="300 milliseconds").start()
-        print("STARTED", flush=True)
-        # awaitTermination(timeout) returns True once the query ended (and raises if it failed).
-        while not _read_records(query):
-            if query.awaitTermination(0.2):
-                break
-        else:
-            print("COMMITTED", flush=True)
-        query.awaitTermination()
+        report_progress(writer.trigger(processingTime="300 milliseconds").start())
     spark.stop()
 
 

@@ -89,14 +89,19 @@ print(type(range_reader("python")).__name__)
 """
 
 
-def test_a_process_without_the_core_imports_and_plans_the_python_engines() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_CORE],
+def _run_python(script: str) -> str:
+    """What ``script``, run by this interpreter in a fresh process, prints."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
-    ).stdout.splitlines()
+    ).stdout
+
+
+def test_a_process_without_the_core_imports_and_plans_the_python_engines() -> None:
+    out = _run_python(_WITHOUT_CORE).splitlines()
     why = core.NOT_INSTALLED
     assert out == [
         "False None",
@@ -118,13 +123,7 @@ print(json.dumps(sorted(sys.modules)))
 def test_the_python_engines_path_loads_neither_the_core_nor_the_avro_modules() -> None:
     """A query read with the Python reader, without Avro columns, never loads the compiled core,
     and no query without Avro columns imports the decoders."""
-    out = subprocess.run(
-        [sys.executable, "-c", _PYTHON_READER],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = _run_python(_PYTHON_READER)
     loaded = set(json.loads(out.strip().splitlines()[-1]))
     unwanted = ("pyspark_dynamic_kafka_core", "fastavro", "pyspark_dynamic_kafka.avro")
     assert sorted(n for n in loaded if n.startswith(unwanted)) == []

@@ -98,15 +98,7 @@ class CoreRangeReader:
     ) -> Iterator[pa.RecordBatch]:
         """Read one cluster's ranges with a consumer of :attr:`factory`. The consumer is lent
         to the core's reader while it reads and is unassigned when it is given back (also when
-        reading fails or stops early).
-
-        Raises
-        ------
-        DataLossError
-            Records of a range are gone and ``fail_on_data_loss`` is on.
-        ReadError
-            No progress within the poll timeout, or the cluster answered with an error.
-        """
+        reading fails or stops early); raises as :meth:`.roles.RangeReader.read` says."""
         if not core.INSTALLED:  # the consumer came from the core
             raise ReadError(f"Cluster '{cluster_id}': the compiled core is gone")
         reader = core.compiled.Reader(

@@ -58,15 +58,8 @@ class PythonRangeReader:
         options: ReadOptions,
         properties: Mapping[str, str],
     ) -> Iterator[pa.RecordBatch]:
-        """Read ``ranges`` with a confluent-kafka ``consumer`` (unassigned when reading ends).
-
-        Raises
-        ------
-        DataLossError
-            Records of a range are gone and ``fail_on_data_loss`` is on.
-        ReadError
-            No progress within the poll timeout, or the cluster answered with an error.
-        """
+        """Read ``ranges`` with a confluent-kafka ``consumer`` (unassigned when reading ends);
+        raises as :meth:`.roles.RangeReader.read` says."""
         return _read_cluster(consumer, cluster_id, ranges, options)
 
 

@@ -29,10 +29,10 @@ from tests.integration.helpers import (
 )
 from tests.integration.read_tasks import make_task, read_table
 
+from pyspark_dynamic_kafka.engines import read_python
 from pyspark_dynamic_kafka.engines.read_core import native_factory
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer, consumer_pool
-from pyspark_dynamic_kafka.source.executor import read
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 
@@ -246,7 +246,7 @@ def test_a_range_ends_when_its_end_is_known_not_after_a_wait(
     # they are transaction markers) would fail here; each range must end from what the consumer
     # reports (its last record, a record past it, partition EOF). The compiled core's wait is
     # its own (not patched): there the cases check the same ends, each read within 120 s.
-    monkeypatch.setattr(read, "_WAIT_S", 3600.0)
+    monkeypatch.setattr(read_python, "_WAIT_S", 3600.0)
     east = kafka_clusters("east")["east"]
     east.create_topic("tx", partitions=1)
     transactions(east, "tx", [(numbered("a", 5), True), (numbered("b", 3), True)])

@@ -26,6 +26,7 @@ decoder's resolution marked with the branch Java reads) goes to
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -72,7 +73,7 @@ class Member(Generic[T]):
     walked: T
 
 
-class SchemaWalk(Generic[T]):
+class SchemaWalk(ABC, Generic[T]):
     """A walk over one Avro schema; subclasses say what each kind of node gives."""
 
     #: Whether :data:`.union_marks.JAVA_UNION` objects are marked unions (else a type's name).
@@ -93,42 +94,43 @@ class SchemaWalk(Generic[T]):
 
     # --- what each kind of node gives: a use's own ---------------------------------------------
 
+    @abstractmethod
     def primitive(self, name: str, node: Node | None, path: str) -> T:
         """A primitive type ``name``, written as its name (``node`` is ``None``) or as an object
         (which may hold a ``logicalType``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def record(self, node: Node, fields: Sequence[tuple[str, T]], path: str) -> T:
         """A record (or error), with each field's name and what its type gave, in order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def enum(self, node: Node, path: str) -> T:
         """An enum."""
-        raise NotImplementedError
 
+    @abstractmethod
     def fixed(self, node: Node, path: str) -> T:
         """A fixed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def array(self, node: Node, items: T, path: str) -> T:
         """An array, with what its items' type gave."""
-        raise NotImplementedError
 
+    @abstractmethod
     def map(self, node: Node, values: T, path: str) -> T:
         """A map, with what its values' type gave."""
-        raise NotImplementedError
 
+    @abstractmethod
     def union(self, members: Sequence[Member[T]], path: str) -> T:
         """A union, with its branches in order (``null`` ones too)."""
-        raise NotImplementedError
 
     def wrapped(self, node: Node, inner: T, path: str) -> T:
         """An object whose ``type`` is a union or an object: by default what that type gave."""
         return inner
 
     def marked_union(self, node: Node, members: Sequence[Member[T]], path: str) -> T:
-        """A union marked with the branch Java reads (only with :attr:`marks`)."""
-        raise NotImplementedError
+        """A union marked with the branch Java reads: walked only when :attr:`marks` is set, and
+        a walk that sets it defines this."""
+        raise TypeError(f"{type(self).__name__} sets marks but does not define marked_union")
 
     # --- the walk ------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 //! `AvroDecoder`: Avro keys or values into a pyarrow array of the reader schema's Spark type
-//! ([`crate::avro`]); the registry's I/O stays with the caller.
+//! ([`crate::avro`]); the registry's I/O stays with the caller. A [`super::reader::Reader`]
+//! given decoders decodes each batch it reads with them before the batch reaches Python.
 
 use std::sync::Mutex;
 
@@ -48,12 +49,54 @@ fn array(data: PyArrowType<ArrayData>) -> ArrayRef {
 /// Parameters: the reader schema (Avro JSON), whether keys are decoded (their schema header is
 /// `__key_schema_id`), and the pyarrow type to give (Spark's type of the reader schema). Raises
 /// ValueError, saying which type, when it cannot give that type: the Python decoder reads then.
-#[pyclass(module = "pyspark_dynamic_kafka_core._core")]
+/// Frozen: a `Reader` reaches it without the GIL, through its lock.
+#[pyclass(module = "pyspark_dynamic_kafka_core._core", frozen)]
 pub struct AvroDecoder {
     inner: Mutex<avro::AvroDecoder>,
 }
 
 type Failures<'py> = Vec<(usize, Option<Bound<'py, PyAny>>, String)>;
+
+/// What [`AvroDecoder::decode_or_missing`] says of a batch: decoded, or the schemas it lacks.
+pub type Asked = Result<avro::Decoded, Vec<SchemaRef>>;
+
+impl AvroDecoder {
+    /// A column decoded (the GIL need not be held): `decode(values, headers, ask=True)`'s
+    /// work, before it is made Python's ([`asked_to_python`]).
+    pub fn decode_or_missing(
+        &self,
+        values: &ArrayRef,
+        headers: Option<&ArrayRef>,
+    ) -> Result<Asked, String> {
+        relock(&self.inner).decode_or_missing(values, headers)
+    }
+}
+
+/// `decode`'s answer in Python: a list of the missing schemas (ids as int, GUIDs as text), or
+/// (values, schema ids, failures as (row, schema or None, reason)).
+pub fn asked_to_python(py: Python<'_>, asked: Asked) -> PyResult<Bound<'_, PyAny>> {
+    let decoded = match asked {
+        Ok(decoded) => decoded,
+        Err(missing) => {
+            let named = missing
+                .into_iter()
+                .map(|schema| named(py, schema))
+                .collect::<PyResult<Vec<_>>>()?;
+            return Ok(PyList::new(py, named)?.into_any());
+        }
+    };
+    let failures: Failures<'_> = decoded
+        .failures
+        .into_iter()
+        .map(|f| {
+            let schema = f.schema.map(|s| named(py, s)).transpose()?;
+            Ok((f.row, schema, f.reason))
+        })
+        .collect::<PyResult<_>>()?;
+    let values = decoded.values.to_data().to_pyarrow(py)?;
+    let ids = decoded.schema_ids.to_data().to_pyarrow(py)?;
+    Ok((values, ids, failures).into_pyobject(py)?.into_any())
+}
 
 #[pymethods]
 impl AvroDecoder {
@@ -96,34 +139,15 @@ impl AvroDecoder {
         let (values, headers) = (array(values), headers.map(array));
         let decoded = py
             .detach(|| {
-                let mut decoder = relock(&self.inner);
                 if ask {
-                    decoder.decode_or_missing(&values, headers.as_ref())
+                    self.decode_or_missing(&values, headers.as_ref())
                 } else {
-                    decoder.decode(&values, headers.as_ref()).map(Ok)
+                    relock(&self.inner)
+                        .decode(&values, headers.as_ref())
+                        .map(Ok)
                 }
             })
             .map_err(PyValueError::new_err)?;
-        let decoded = match decoded {
-            Ok(decoded) => decoded,
-            Err(missing) => {
-                let named = missing
-                    .into_iter()
-                    .map(|schema| named(py, schema))
-                    .collect::<PyResult<Vec<_>>>()?;
-                return Ok(PyList::new(py, named)?.into_any());
-            }
-        };
-        let failures: Failures<'py> = decoded
-            .failures
-            .into_iter()
-            .map(|f| {
-                let schema = f.schema.map(|s| named(py, s)).transpose()?;
-                Ok((f.row, schema, f.reason))
-            })
-            .collect::<PyResult<_>>()?;
-        let values = decoded.values.to_data().to_pyarrow(py)?;
-        let ids = decoded.schema_ids.to_data().to_pyarrow(py)?;
-        Ok((values, ids, failures).into_pyobject(py)?.into_any())
+        asked_to_python(py, decoded)
     }
 }

@@ -56,7 +56,11 @@ from pyspark_dynamic_kafka.errors import SchemaRegistryError
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 from pyspark_dynamic_kafka.spark_versions import arrow_type
 
-__all__ = ["NativeDecoder", "make_decoder"]
+__all__ = ["Answer", "NativeDecoder", "make_decoder"]
+
+#: What the core's decoder answers when asked (``ask=True``): (values, schema ids, failures as
+#: (row, schema or None, reason)), or the schemas it lacks.
+Answer = tuple[pa.Array, pa.Array, list[tuple[int, int | str | None, str]]] | list[int | str]
 
 _log = logging.getLogger(__name__)
 _NOT_UTF8 = "non UTF-8 data"  # arrow's refusal of a string's bytes
@@ -106,8 +110,30 @@ class NativeDecoder:
             return self._python.decode_arrow(values, headers, where)
         if values.type != pa.binary():
             values = values.cast(pa.binary())
+        return self.finish(values, headers, where, self._core.decode(values, headers, ask=True))
+
+    @property
+    def core_decoder(self) -> core.compiled.AvroDecoder | None:
+        """The core's decoder while it decodes this column, for the core's reader to decode each
+        batch's column with as it reads (:meth:`finish` then takes its answer); ``None`` once
+        the Python decoder decodes this column's batches."""
+        return self._core if self._python is None else None
+
+    def finish(
+        self,
+        values: pa.Array,
+        headers: pa.Array | None,
+        where: Callable[[int], str],
+        result: Answer,
+    ) -> Decoded:
+        """:meth:`decode_arrow`, given ``result``: what the core's decoder answered for this
+        batch's ``values`` (binary) and ``headers`` when asked with ``ask=True``, by
+        :meth:`decode_arrow` itself or by the core's reader as it read the batch. Schemas it
+        lacks are fetched and handed over and the batch decoded again; raises as
+        :meth:`decode_arrow`."""
+        if self._python is not None:
+            return self._python.decode_arrow(values, headers, where)
         registry_errors: dict[int | str, Exception] = {}
-        result = self._core.decode(values, headers, ask=True)
         if isinstance(result, list):  # schemas the core holds no writer schema for
             try:
                 registry_errors = self._fetch(result)

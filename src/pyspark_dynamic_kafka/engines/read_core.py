@@ -9,21 +9,35 @@ connection) is logged once per cluster and reason (:func:`~.choice.report_handov
 request the direct path sent again on a new connection (its first one broke, or went unanswered
 past the request timeout) is one INFO line, as the Java consumer logs a disconnection after
 ``request.timeout.ms``.
+
+A read with Avro columns (:meth:`CoreRangeReader.read_decoded`) hands the core's reader the
+core's decoder of each column the core decodes (:class:`~.decode_core.NativeDecoder`'s, holding
+the reader schema and the writer schemas by id): the reader decodes each batch's columns in Rust
+as it assembles the batch, before the batch reaches Python, and the column's decoder takes the
+answer (:meth:`~.decode_core.NativeDecoder.finish`): its failures, its fallbacks to the Python
+decoder, or the writer schemas the core lacks, which it fetches, hands over and decodes that
+batch's column with again. A column whose decoder is the Python one is decoded after the read
+(:mod:`.columns`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.choice import DIRECT, report_handover
-from pyspark_dynamic_kafka.engines.roles import Range, ReadOptions
+from pyspark_dynamic_kafka.engines.roles import ColumnDecoder, Range, ReadOptions
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, ReadError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory, consumer_config
+
+if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.decode import Decoded
+    from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder
 
 __all__ = ["CoreRangeReader", "direct_consumer", "librdkafka_consumer", "native_factory"]
 
@@ -99,8 +113,56 @@ class CoreRangeReader:
         """Read one cluster's ranges with a consumer of :attr:`factory`. The consumer is lent
         to the core's reader while it reads and is unassigned when it is given back (also when
         reading fails or stops early); raises as :meth:`.roles.RangeReader.read` says."""
+        for batch, _ in self._read(consumer, cluster_id, ranges, options, properties, {}):
+            yield batch
+
+    def read_decoded(
+        self,
+        consumer: core.compiled.Consumer,
+        cluster_id: str,
+        ranges: Sequence[Range],
+        options: ReadOptions,
+        properties: Mapping[str, str],
+        decoders: Mapping[str, ColumnDecoder],
+        where: Callable[[pa.RecordBatch], Callable[[int], str]],
+    ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
+        """:meth:`read`, the core decoding each batch's Avro columns as it reads them where the
+        column's decoder is the core's; raises as :meth:`.roles.RangeReader.read_decoded`
+        says."""
+        from pyspark_dynamic_kafka.engines.columns import decode_column
+        from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder
+
+        natives = {n: d for n, d in decoders.items() if isinstance(d, NativeDecoder)}
+        read = self._read(consumer, cluster_id, ranges, options, properties, natives)
+        for batch, reader in read:
+            answers = reader.take_decoded()
+            named = where(batch)
+            decoded: dict[str, Decoded] = {}
+            for name, decoder in decoders.items():  # in their order: key first
+                native = natives.get(name)
+                if native is None or name not in answers:
+                    decoded[name] = decode_column(batch, name, decoder, named)
+                    continue
+                headers = batch.column("headers")
+                decoded[name] = native.finish(batch.column(name), headers, named, answers[name])
+                if native.core_decoder is None:  # the Python decoder's from now on
+                    reader.stop_decoding(name)
+            yield batch, decoded
+
+    def _read(
+        self,
+        consumer: core.compiled.Consumer,
+        cluster_id: str,
+        ranges: Sequence[Range],
+        options: ReadOptions,
+        properties: Mapping[str, str],
+        natives: Mapping[str, NativeDecoder],
+    ) -> Iterator[tuple[pa.RecordBatch, core.compiled.Reader]]:
+        """Each batch, with the core's reader, which decoded the batch's column of each of
+        ``natives`` that the core decodes (:meth:`~core.compiled.Reader.take_decoded`)."""
         if not core.INSTALLED:  # the consumer came from the core
             raise ReadError(f"Cluster '{cluster_id}': the compiled core is gone")
+        on_core = [(n, d.core_decoder) for n, d in natives.items()]
         reader = core.compiled.Reader(
             cluster_id,
             consumer,
@@ -108,9 +170,11 @@ class CoreRangeReader:
             options.poll_timeout_ms,
             options.include_headers,
             options.fail_on_data_loss,
+            decoders=[(name, decoder) for name, decoder in on_core if decoder is not None],
         )
         try:
-            yield from _batches(reader)
+            for batch in _batches(reader):
+                yield batch, reader
         finally:
             reader.close()
             for reconnect in reader.reconnects():

@@ -18,15 +18,18 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from pyspark_dynamic_kafka.engines.roles import Range, ReadOptions
+from pyspark_dynamic_kafka.engines.roles import ColumnDecoder, Range, ReadOptions
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory, confluent_consumer
+
+if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
+    from pyspark_dynamic_kafka.avro.decode import Decoded
 
 __all__ = ["PythonRangeReader"]
 
@@ -61,6 +64,23 @@ class PythonRangeReader:
         """Read ``ranges`` with a confluent-kafka ``consumer`` (unassigned when reading ends);
         raises as :meth:`.roles.RangeReader.read` says."""
         return _read_cluster(consumer, cluster_id, ranges, options)
+
+    def read_decoded(
+        self,
+        consumer: Any,
+        cluster_id: str,
+        ranges: Sequence[Range],
+        options: ReadOptions,
+        properties: Mapping[str, str],
+        decoders: Mapping[str, ColumnDecoder],
+        where: Callable[[pa.RecordBatch], Callable[[int], str]],
+    ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
+        """:meth:`read`, each batch's Avro columns then decoded by ``decoders``; raises as
+        :meth:`.roles.RangeReader.read_decoded` says."""
+        from pyspark_dynamic_kafka.engines.columns import decode_columns
+
+        for batch in _read_cluster(consumer, cluster_id, ranges, options):
+            yield batch, decode_columns(batch, decoders, where(batch))
 
 
 def _read_cluster(

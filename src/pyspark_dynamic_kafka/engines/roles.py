@@ -128,6 +128,30 @@ class RangeReader(Protocol):
         """
         ...
 
+    def read_decoded(
+        self,
+        consumer: Any,
+        cluster_id: str,
+        ranges: Sequence[Range],
+        options: ReadOptions,
+        properties: Mapping[str, str],
+        decoders: Mapping[str, ColumnDecoder],
+        where: Callable[[pa.RecordBatch], Callable[[int], str]],
+    ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
+        """:meth:`read`, each batch with its Avro columns decoded: ``decoders`` by column name
+        (``key``, ``value``; the batches have ``headers``), each column's
+        :class:`ColumnDecoder` (or the core, as it reads, with the core's); ``where(batch)(i)``
+        names record ``i`` of ``batch`` in a ``FAILFAST`` error.
+
+        Raises
+        ------
+        AvroDecodeError
+            ``FAILFAST``: a record cannot be decoded.
+        SchemaRegistryError
+            ``FAILFAST``: a record's schema could not be fetched.
+        """
+        ...
+
 
 class ColumnDecoder(Protocol):
     """Decodes one cluster's Avro keys or values (Confluent's wire formats) into the reader

@@ -42,8 +42,9 @@ Executor (``executor/``: what runs on executors only):
   each cluster with the range reader of the engine the driver planned for it
   (:mod:`pyspark_dynamic_kafka.engines`: the Python reader and the compiled core's, which turn
   the records into Arrow batches; the decision is :mod:`pyspark_dynamic_kafka.engines.choice`).
-- :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded after
-  reading, with the registry of the cluster each batch came from.
+- :mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`: Avro keys and values decoded as
+  they are read (by the compiled core inside its read, where it decodes them), with the
+  registry of the cluster each batch came from.
 - :mod:`~pyspark_dynamic_kafka.source.executor.archive`: a hybrid read's archive task, its
   Parquet files read as the source's rows (planned by ``archive/``).
 

@@ -8,19 +8,21 @@ A decoder is kept per (registry, cluster, column, reader schema, mode, engine) f
 the Python worker, so a writer schema is fetched and parsed once per worker. A cluster the driver
 planned for the compiled core is decoded by the core too
 (:func:`~pyspark_dynamic_kafka.engines.implementations.column_decoder`: arrow-avro into Arrow,
-where it gives the reader schema's type); a cluster read by the Python reader, with fastavro
-(:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
+where it gives the reader schema's type), inside the core's read: the range reader is handed
+the decoders (:func:`column_decoders`;
+:meth:`~pyspark_dynamic_kafka.engines.roles.RangeReader.read_decoded`); a cluster read by the
+Python reader, with fastavro (:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
 
 The batch keeps its columns, with the decoded struct in place of the bytes, then
 ``keySchemaId``/``valueSchemaId`` and, in ``PERMISSIVE`` mode, ``_corrupt_key``/
-``_corrupt_value`` (:mod:`~pyspark_dynamic_kafka.source.schema`).
+``_corrupt_value`` (:mod:`~pyspark_dynamic_kafka.source.schema`; :func:`assemble`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -32,7 +34,10 @@ from pyspark_dynamic_kafka.registry.client import RegisteredSchema, RegistryClie
 from pyspark_dynamic_kafka.registry.endpoint import URL, RegistryEndpoint
 from pyspark_dynamic_kafka.source.schema import AvroColumn, AvroColumns, arrow_schema
 
-__all__ = ["decode_avro"]
+if TYPE_CHECKING:
+    from pyspark_dynamic_kafka.avro.decode import Decoded
+
+__all__ = ["assemble", "column_decoders", "decode_avro", "record_names"]
 
 _DECODERS: dict[tuple[Any, ...], ColumnDecoder] = {}
 _LOCK = threading.Lock()
@@ -59,30 +64,62 @@ def decode_avro(
     ReadError
         The cluster's metadata names no registry.
     """
-    endpoint = RegistryEndpoint.of(properties)
-    if endpoint is None:
+    decoders = column_decoders(cluster_id, properties, avro, native)
+    if decoders is None:
         raise ReadError(
             f"Cluster '{cluster_id}' is read with Avro columns but its metadata names no schema "
             f"registry: add '{URL}' to its entry."
         )
     where = _where(batch, cluster_id)
     headers = batch.column("headers")
+    decoded = {
+        name: decoder.decode_arrow(batch.column(name), headers, where)
+        for name, decoder in decoders.items()
+    }
+    return assemble(batch, decoded, avro)
+
+
+def column_decoders(
+    cluster_id: str, properties: Mapping[str, str], avro: AvroColumns, native: bool = False
+) -> dict[str, ColumnDecoder] | None:
+    """The decoder of each Avro column of ``avro`` (key first) for batches read from
+    ``cluster_id``, kept for the life of the Python worker, or ``None`` when the cluster's
+    metadata names no registry."""
+    endpoint = RegistryEndpoint.of(properties)
+    if endpoint is None:
+        return None
+    return {
+        name: _decoder(endpoint, cluster_id, name, column, native)
+        for name, column in avro.decoded()
+    }
+
+
+def assemble(
+    batch: pa.RecordBatch, decoded: Mapping[str, Decoded], avro: AvroColumns
+) -> pa.RecordBatch:
+    """``batch`` with each Avro column's ``decoded`` struct in place of its bytes, then
+    ``keySchemaId``/``valueSchemaId`` and, in ``PERMISSIVE`` mode, ``_corrupt_key``/
+    ``_corrupt_value``; ``headers`` only when the rows keep them."""
     columns = dict(zip(batch.schema.names, batch.columns, strict=True))
     extra: dict[str, pa.Array] = {}
     corrupt: dict[str, pa.Array] = {}
     for name, column in avro.decoded():
-        decoder = _decoder(endpoint, cluster_id, name, column, native)
-        decoded = decoder.decode_arrow(columns[name], headers, where)
-        columns[name] = decoded.values
-        extra[f"{name}SchemaId"] = decoded.schema_ids
+        columns[name] = decoded[name].values
+        extra[f"{name}SchemaId"] = decoded[name].schema_ids
         if column.permissive:
-            corrupt[f"_corrupt_{name}"] = decoded.corrupt
+            corrupt[f"_corrupt_{name}"] = decoded[name].corrupt
     if not avro.include_headers:
         del columns["headers"]
     return pa.RecordBatch.from_arrays(
         [*columns.values(), *extra.values(), *corrupt.values()],
         schema=arrow_schema(avro.include_headers, avro),
     )
+
+
+def record_names(cluster_id: str) -> Callable[[pa.RecordBatch], Callable[[int], str]]:
+    """Names record ``i`` of a batch read from ``cluster_id`` in a message:
+    ``record_names(cluster_id)(batch)(i)``."""
+    return lambda batch: _where(batch, cluster_id)
 
 
 def _decoder(

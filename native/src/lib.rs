@@ -9,7 +9,7 @@
 //! - `lib.rs`: this map and the Python module's registration;
 //! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write` and `avro`;
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
-//! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches;
+//! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/errors.rs`: the exceptions raised to Python;

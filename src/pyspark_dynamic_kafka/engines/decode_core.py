@@ -6,8 +6,11 @@ The core holds the writer schemas and never does I/O: a batch whose records name
 not hold yet is answered with those instead of decoded (one framing pass either way), and
 :class:`NativeDecoder` fetches them from the cluster's registry
 (:mod:`~pyspark_dynamic_kafka.registry.client`, cached process-wide), hands them over and decodes
-the batch again; a schema that could not be fetched fails the records naming it in this batch and is
-asked for again in the next (a registry's return is picked up). A reader schema of a type the core
+the batch again. On a cluster the core reads, the core's reader asks first, as it reads each
+batch (:mod:`.read_core`: :attr:`NativeDecoder.core_decoder` is handed to it), and
+:meth:`NativeDecoder.finish` takes its answer; :meth:`NativeDecoder.decode_arrow` asks itself.
+A schema that could not be fetched fails the records naming it in this batch and is asked for
+again in the next (a registry's return is picked up). A reader schema of a type the core
 cannot give as Spark's (an Avro ``duration``, a union of several types with a named type
 referred to by its name, which arrow-avro 60.1 resolves to the wrong branch) makes
 :func:`make_decoder` choose the Python decoder, with a log line naming the type; a writer schema

@@ -62,8 +62,9 @@ class ReadSettings:
         driver's decision (:mod:`~pyspark_dynamic_kafka.engines.choice`); a cluster it does not
         name is read with the Python reader.
     avro:
-        The Avro key and value columns (``keyFormat``/``valueFormat=avro``), decoded after
-        reading (:mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`); the readers then
+        The Avro key and value columns (``keyFormat``/``valueFormat=avro``), decoded as the
+        range reader reads them (:mod:`~pyspark_dynamic_kafka.source.executor.avro_columns`;
+        the compiled core's, inside its read); the readers then
         read headers (``include_headers``) whether the rows keep them or not.
     """
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from tests.integration.helpers import DEADLINE, EstateFactory, requires_kafka, wait_until
 from tests.integration.sink_records import (
     Record,
@@ -45,7 +45,7 @@ from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.sink.executor.markers import committed_markers
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
-from pyspark_dynamic_kafka.sink.executor.transaction import open_transaction
+from pyspark_dynamic_kafka.sink.executor.transaction import transaction_properties
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing.procfs import descendants
 
@@ -282,7 +282,10 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
 ) -> None:
     setup = estate("east", partitions=1)
     task = _task(setup["east"])
-    zombie = open_transaction(task, 0)
+    # A confluent-kafka producer with the task's transactional.id, initialised (either
+    # writer's attempt fences it the same way).
+    zombie = Producer(transaction_properties(task, 0))
+    zombie.init_transactions(task.flush_timeout_ms / 1000.0)
     zombie.begin_transaction()
     for value in ("z0", "z1", "z2"):
         zombie.produce("orders", value=value)

@@ -9,15 +9,14 @@ role                   Python                                  compiled core
 =====================  ======================================  ==============================
 :class:`RangeReader`   :mod:`.read_python`                     :mod:`.read_core`
 :class:`ColumnDecoder` :mod:`.decode_python`                   :mod:`.decode_core`
-:class:`BatchProducer` none: the sink produces row by row      :mod:`.write_core`
-                       with confluent-kafka
-:class:`Transaction`   the sink's, on confluent-kafka's        the sink's, on the core's
-                       producer                                :class:`BatchProducer`
+:class:`BatchProducer` :mod:`.write_python`                    :mod:`.write_core`
+:class:`Transaction`   the sink's one, over either             the sink's one, over either
+                       :class:`BatchProducer`                  :class:`BatchProducer`
 =====================  ======================================  ==============================
 
-The sink's two :class:`Transaction` implementations stay with the sink
-(``sink/executor/transaction.py``, ``sink/executor/native.py``): they commit its progress
-markers, which are the sink's.
+The sink's one :class:`Transaction` stays with the sink (``sink/executor/transaction.py``): it
+commits the sink's progress markers, with whichever :class:`BatchProducer` the cluster's engine
+gives.
 
 Which engine serves a cluster is :mod:`.choice`'s decision; the implementation of a role for an
 engine is :mod:`.implementations`'. What crosses the seam is neutral: ranges as topic, partition,
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
+from confluent_kafka import Consumer
 
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory
 
@@ -40,16 +40,32 @@ if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
     from pyspark_dynamic_kafka.avro.decode import Decoded
 
 __all__ = [
+    "STAMP_HEADERS",
     "BatchProducer",
     "ColumnDecoder",
     "ConsumerFactory",
     "CoreMissingError",
+    "GroupLender",
     "ProduceFailure",
     "Range",
     "RangeReader",
     "ReadOptions",
     "Transaction",
 ]
+
+#: The dedupe headers' keys, in the order a record carries them (after its own headers): the
+#: sink's stamp (sink id, batch, Spark partition) and the record's sequence in its task, each as
+#: decimal or plain text, UTF-8 (both producers stamp them; the core names them in ``write.rs``).
+STAMP_HEADERS = (
+    "dynamic_kafka.sink",
+    "dynamic_kafka.batch",
+    "dynamic_kafka.partition",
+    "dynamic_kafka.sequence",
+)
+
+#: Makes the consumer of a group (by name) that lends the group's metadata to a transaction's
+#: offset commit (confluent-kafka's producer needs one; the producer closes it).
+GroupLender = Callable[[str], Consumer]
 
 #: What a task's writing reports (the sink's ``WriteReport``).
 Report_co = TypeVar("Report_co", covariant=True)
@@ -144,7 +160,9 @@ class ColumnDecoder(Protocol):
 class BatchProducer(Protocol):
     """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
     ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
-    Each step fails with :class:`ProduceFailure`."""
+    Each step fails with :class:`ProduceFailure`, but confluent-kafka's
+    :meth:`begin_transaction`, which raises its ``KafkaException`` as it is (as the sink's
+    confluent-kafka transaction always did)."""
 
     def send(
         self,

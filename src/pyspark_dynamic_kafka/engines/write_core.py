@@ -3,9 +3,10 @@
 the delivery reports counted in Rust: no Python object per record), and exactlyOnce's
 transactions.
 
-:class:`CoreProducer` is the core's ``Producer`` with the core's exception turned into the
-engine-neutral :class:`~.roles.ProduceFailure`; the sink (its ``native`` writer) builds its
-atLeastOnce writes and its :class:`~.roles.Transaction` on it.
+:class:`CoreProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
+``librdkafka``: the core's ``Producer`` with the core's exception turned into the
+engine-neutral :class:`~.roles.ProduceFailure` (:mod:`.write_python`'s ``PythonProducer`` is
+confluent-kafka's). The sink writes, both guarantees, through the one path over either.
 """
 
 from __future__ import annotations

@@ -160,9 +160,10 @@ class ColumnDecoder(Protocol):
 class BatchProducer(Protocol):
     """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
     ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
-    Each step fails with :class:`ProduceFailure`, but confluent-kafka's
-    :meth:`begin_transaction`, which raises its ``KafkaException`` as it is (as the sink's
-    confluent-kafka transaction always did)."""
+    Each step fails with :class:`ProduceFailure`, but for two errors confluent-kafka's producer
+    raises as the sink's confluent-kafka path always did: :meth:`begin_transaction`'s
+    ``KafkaException`` as it is, and a batch without a ``value`` column as a
+    :class:`~pyspark_dynamic_kafka.errors.WriteError` saying so."""
 
     def send(
         self,

@@ -5,10 +5,12 @@ exactlyOnce's transactions.
 :class:`PythonProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on ``python``
 (:mod:`.write_core`'s ``CoreProducer`` is the compiled core's). Its failures are the
 engine-neutral :class:`~.roles.ProduceFailure`, its reason confluent-kafka's text (the
-``KafkaException``'s or the failed delivery's ``KafkaError``'s), with two exceptions kept from
-the sink's confluent-kafka path: :meth:`PythonProducer.begin_transaction` lets a
-``KafkaException`` through as it is, and a ``SystemError`` that confluent-kafka raised for
-anything but a Kafka failure (a callback's own bug) is raised as it is.
+``KafkaException``'s or the failed delivery's ``KafkaError``'s), with three exceptions kept
+from the sink's confluent-kafka path: :meth:`PythonProducer.begin_transaction` lets a
+``KafkaException`` through as it is, a batch without a ``value`` column is a
+:class:`~pyspark_dynamic_kafka.errors.WriteError` saying so, and a ``SystemError`` that
+confluent-kafka raised for anything but a Kafka failure (a callback's own bug) is raised as it
+is.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from pyspark_dynamic_kafka.engines.roles import STAMP_HEADERS, GroupLender, ProduceFailure
+from pyspark_dynamic_kafka.errors import WriteError
 
 __all__ = ["Deliveries", "PythonProducer"]
 
@@ -128,8 +131,8 @@ class PythonProducer:
         """``(topic, produce keyword arguments)`` of each row, numbered on from the rows sent
         before."""
         values = _column(batch, "value")
-        if values is None:
-            raise ProduceFailure(None, _NO_VALUE)
+        if values is None:  # the sink's Python path's own error, not one naming the cluster
+            raise WriteError(_NO_VALUE)
         count = len(values)
         keys = _column(batch, "key") or [None] * count
         if topic is not None:

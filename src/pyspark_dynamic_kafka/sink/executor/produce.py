@@ -53,7 +53,6 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 _FLUSH_MARGIN_MS = 10_000
-_NO_VALUE = "The rows have no 'value' column: it is required (binary or string)."
 
 
 @dataclass(frozen=True)
@@ -150,12 +149,11 @@ def send_all(
     WriteRouteError
         When a row's ``topic`` is outside the route (nothing of that Arrow batch is sent).
     WriteError
-        When a batch has no ``value`` column, or a record cannot be sent or is not acknowledged
-        within the flush timeout; the message names the cluster and the topic, never a secret.
+        When a record cannot be sent or is not acknowledged within the flush timeout (the
+        message names the cluster and the topic, never a secret), or a batch has no ``value``
+        column.
     """
     for batch in batches:
-        if batch.schema.get_field_index("value") < 0:
-            raise WriteError(_NO_VALUE)
         where = _topics(task, batch)
         with producing(task, "Cannot produce to"):
             producer.send(batch, **where)

@@ -51,6 +51,7 @@ __all__ = [
     "RangeReader",
     "ReadOptions",
     "Transaction",
+    "stamp_headers",
 ]
 
 #: The dedupe headers' keys, in the order a record carries them (after its own headers): the
@@ -62,6 +63,15 @@ STAMP_HEADERS = (
     "dynamic_kafka.partition",
     "dynamic_kafka.sequence",
 )
+
+
+def stamp_headers(stamp: tuple[str, str, int], sequence: int) -> list[tuple[str, bytes]]:
+    """The dedupe headers of the ``sequence``-th record (from 0) of a task whose stamp is
+    ``stamp`` (sink id, batch, Spark partition)."""
+    sink, batch, partition = stamp
+    values = (sink, batch, str(partition), str(sequence))
+    return [(k, v.encode()) for k, v in zip(STAMP_HEADERS, values, strict=True)]
+
 
 #: Makes the consumer of a group (by name) that lends the group's metadata to a transaction's
 #: offset commit (confluent-kafka's producer needs one; the producer closes it).

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from pyspark_dynamic_kafka.engines.roles import STAMP_HEADERS, GroupLender, ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import GroupLender, ProduceFailure, stamp_headers
 from pyspark_dynamic_kafka.errors import WriteError
 
 __all__ = ["Deliveries", "PythonProducer"]
@@ -149,9 +149,7 @@ class PythonProducer:
                 kwargs["partition"] = partitions[i]
             own = [(h["key"], h["value"]) for h in headers[i] or ()]
             if self._stamp is not None:
-                sink, stamped, partition = self._stamp
-                texts = (sink, stamped, str(partition), str(self._sequence + i))
-                own += [(k, v.encode()) for k, v in zip(STAMP_HEADERS, texts, strict=True)]
+                own += stamp_headers(self._stamp, self._sequence + i)
             if own:
                 kwargs["headers"] = own
             rows.append((targets[i], kwargs))

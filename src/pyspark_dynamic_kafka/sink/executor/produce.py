@@ -35,6 +35,7 @@ from pyspark_dynamic_kafka.engines.roles import (
     BatchProducer,
     GroupLender,
     ProduceFailure,
+    stamp_headers,
 )
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
@@ -67,8 +68,7 @@ class Stamp:
 
     def headers(self, sequence: int) -> list[tuple[str, bytes]]:
         """The dedupe headers of the task's ``sequence``-th row (from 0)."""
-        values = (self.sink_id, self.batch, str(self.partition), str(sequence))
-        return [(k, v.encode()) for k, v in zip(STAMP_HEADERS, values, strict=True)]
+        return stamp_headers((self.sink_id, self.batch, self.partition), sequence)
 
 
 def failure(task: WriteTask, what: str, topic: str | None, cause: object) -> WriteError:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
     from pyspark_dynamic_kafka.avro.decode import Decoded
 
 __all__ = [
+    "FLUSH_MARGIN_MS",
     "STAMP_HEADERS",
     "BatchProducer",
     "ColumnDecoder",
@@ -76,6 +77,11 @@ def stamp_headers(stamp: tuple[str, str, int], sequence: int) -> list[tuple[str,
 #: Makes the consumer of a group (by name) that lends the group's metadata to a transaction's
 #: offset commit (confluent-kafka's producer needs one; the producer closes it).
 GroupLender = Callable[[str], Consumer]
+
+#: How long a producer's flush waits beyond its timeout: records fail, each naming its topic,
+#: when their ``message.timeout.ms`` ends, before the flush gives up, which it does only when
+#: librdkafka itself hangs.
+FLUSH_MARGIN_MS = 10_000
 
 #: What a task's writing reports (the sink's ``WriteReport``).
 Report_co = TypeVar("Report_co", covariant=True)
@@ -190,7 +196,8 @@ class BatchProducer(Protocol):
         ...
 
     def flush(self, timeout_ms: int) -> int:
-        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        """Wait for the acknowledgements up to ``timeout_ms`` (the records'
+        ``message.timeout.ms``) and :data:`FLUSH_MARGIN_MS` more: the records still waiting."""
         ...
 
     def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:

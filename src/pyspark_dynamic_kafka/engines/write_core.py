@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
-from pyspark_dynamic_kafka.engines.roles import ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure
 
 __all__ = ["CoreProducer"]
 
@@ -72,9 +72,10 @@ class CoreProducer:
             return self._producer.failed()
 
     def flush(self, timeout_ms: int) -> int:
-        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        """Wait for the acknowledgements up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
         with _failing():
-            return self._producer.flush(timeout_ms)
+            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
 
     def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
         """Records and key+value bytes per topic acknowledged so far, and the first failure as

@@ -22,7 +22,12 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from pyspark_dynamic_kafka.engines.roles import GroupLender, ProduceFailure, stamp_headers
+from pyspark_dynamic_kafka.engines.roles import (
+    FLUSH_MARGIN_MS,
+    GroupLender,
+    ProduceFailure,
+    stamp_headers,
+)
 from pyspark_dynamic_kafka.errors import WriteError
 
 __all__ = ["Deliveries", "PythonProducer"]
@@ -183,9 +188,10 @@ class PythonProducer:
         return self._deliveries.error is not None
 
     def flush(self, timeout_ms: int) -> int:
-        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        """Wait for the acknowledgements up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
         with _producing(None):
-            left: int = self._producer.flush(timeout_ms / 1000.0)
+            left: int = self._producer.flush(timeout_ms / 1000.0 + FLUSH_MARGIN_MS / 1000)
         return left
 
     def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:

@@ -53,7 +53,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-_FLUSH_MARGIN_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -121,22 +120,25 @@ def producing(task: WriteTask, what: str) -> Iterator[None]:
 
 
 def _topics(task: WriteTask, batch: pa.RecordBatch) -> dict[str, Any]:
-    """Where the batch's rows go, as a producer's ``send`` takes it; every ``topic`` value is
-    checked first (in the order of a set of them), so a row outside the route fails the batch
-    before any record is sent."""
+    """Where the batch's rows go, as a producer's ``send`` takes it (the ``topic`` column's
+    values in the order they first appear); every ``topic`` value is checked first, in the
+    order of a set of them, so a row outside the route fails the batch before any record is
+    sent. A batch without rows has no row without a topic."""
     route = task.route
     if task.topic is not None:
         return {"topic": route.topic_of(task.topic)}
     index = batch.schema.get_field_index("topic")
     if index < 0:
-        return {"topic": route.topic_of(None)} if batch.num_rows else {"topics": ()}
+        if not batch.num_rows and route.default_topic is None:
+            return {"topics": ()}
+        return {"topic": route.topic_of(None)}
     import pyarrow.compute as pc  # on executors only: the sink's planner needs none
 
     # The distinct values in the order they first appear: a set of them iterates as a set of
     # the whole column does.
     given = pc.unique(batch.column(index)).to_pylist()
     known = {t: route.topic_of(t) for t in set(given)}
-    return {"topics": list(known.items())}
+    return {"topics": [(t, known[t]) for t in given]}
 
 
 def send_all(
@@ -160,9 +162,9 @@ def send_all(
             if producer.failed():
                 break
     # message.timeout.ms is the flush timeout: records fail (naming their topic) before the
-    # flush gives up, which it does only when librdkafka itself hangs.
+    # flush gives up (its margin, the producer's), which it does only when librdkafka hangs.
     with producing(task, "Cannot produce to"):
-        left = producer.flush(task.flush_timeout_ms + _FLUSH_MARGIN_MS)
+        left = producer.flush(task.flush_timeout_ms)
         rows, sizes, error = producer.deliveries()
     topic, reason = (None, None) if error is None else error
     check_flushed(task, left, topic, reason)

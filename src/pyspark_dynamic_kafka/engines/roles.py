@@ -56,27 +56,29 @@ Report_co = TypeVar("Report_co", covariant=True)
 
 
 class Range(Protocol):
-    """An exact offset range of one partition: ``[start, end)``."""
+    """An exact offset range of one partition: ``[start, end)``, its attributes read-only, so that
+    a frozen dataclass (the source's offset ranges) is one.
+
+    Attributes
+    ----------
+    topic
+        The topic.
+    partition
+        The partition.
+    start
+        The first offset read.
+    end
+        The offset after the last one read.
+    """
 
     @property
-    def topic(self) -> str:
-        """The topic."""
-        ...
-
+    def topic(self) -> str: ...
     @property
-    def partition(self) -> int:
-        """The partition."""
-        ...
-
+    def partition(self) -> int: ...
     @property
-    def start(self) -> int:
-        """The first offset read."""
-        ...
-
+    def start(self) -> int: ...
     @property
-    def end(self) -> int:
-        """The offset after the last one read."""
-        ...
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,15 @@ __all__ = [
     "Range",
     "RangeReader",
     "ReadOptions",
+    "TopicRoutes",
     "Transaction",
 ]
 
 #: What a task's writing reports (the sink's ``WriteReport``).
 Report_co = TypeVar("Report_co", covariant=True)
+#: Where a batch's rows go by their ``topic`` value: each value (``None`` for null) with the
+#: topic its rows are produced to.
+TopicRoutes = Sequence[tuple[str | None, str]]
 
 
 class Range(Protocol):
@@ -149,13 +153,10 @@ class BatchProducer(Protocol):
     Each step fails with :class:`ProduceFailure`."""
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to the producer: to ``topic`` when given, else to the
-        topic ``topics`` maps the row's ``topic`` value to; stops early once a delivery
+        topic ``topics`` routes the row's ``topic`` value to; stops early once a delivery
         failed."""
 
     def failed(self) -> bool:

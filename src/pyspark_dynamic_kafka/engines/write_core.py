@@ -11,12 +11,12 @@ atLeastOnce writes and its :class:`~.roles.Transaction` on it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
-from pyspark_dynamic_kafka.engines.roles import ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import ProduceFailure, TopicRoutes
 
 __all__ = ["CoreProducer"]
 
@@ -55,13 +55,10 @@ class CoreProducer:
             self._producer = core.compiled.Producer(sorted(config.items()), stamp)
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
-        ``topics`` maps the row's ``topic`` value to; stops early once a delivery failed."""
+        ``topics`` routes the row's ``topic`` value to; stops early once a delivery failed."""
         with _failing():
             self._producer.send(batch, topic, topics)
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyspark_dynamic_kafka.engines.implementations import CoreMissingError, core_producer
-from pyspark_dynamic_kafka.engines.roles import BatchProducer, ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import BatchProducer, ProduceFailure, TopicRoutes
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.sink.executor.markers import progress_group
 from pyspark_dynamic_kafka.sink.executor.produce import Stamp, check_flushed, failure
@@ -58,17 +57,18 @@ def _producing(task: WriteTask, what: str) -> Iterator[None]:
         raise failure(task, what, exc.topic, exc.reason) from None
 
 
-def _topics(task: WriteTask, batch: pa.RecordBatch) -> dict[str, Any]:
-    """Where the batch's rows go, as the core's ``send`` takes it; every ``topic`` value is
-    checked first, so a row outside the route fails the batch before any record is sent."""
+def _topics(task: WriteTask, batch: pa.RecordBatch) -> tuple[str | None, TopicRoutes]:
+    """Where the batch's rows go, as the producer's ``send`` takes it (``topic``, ``topics``);
+    every ``topic`` value is checked first, so a row outside the route fails the batch before
+    any record is sent."""
     route = task.route
     if task.topic is not None:
-        return {"topic": route.topic_of(task.topic)}
+        return route.topic_of(task.topic), ()
     index = batch.schema.get_field_index("topic")
     if index < 0:
-        return {"topic": route.topic_of(None)}
+        return route.topic_of(None), ()
     given = pc.unique(batch.column(index)).to_pylist()
-    return {"topics": [(t, route.topic_of(t)) for t in given]}
+    return None, [(t, route.topic_of(t)) for t in given]
 
 
 def _send_all(
@@ -76,9 +76,9 @@ def _send_all(
 ) -> WriteReport:
     """Produce every batch's rows with the core's ``producer``, flush, check the deliveries."""
     for batch in batches:
-        where = _topics(task, batch)
+        topic, topics = _topics(task, batch)
         with _producing(task, "Cannot produce to"):
-            producer.send(batch, **where)
+            producer.send(batch, topic, topics)
             if producer.failed():
                 break
     with _producing(task, "Cannot produce to"):

@@ -55,9 +55,9 @@ def column_decoder(
         from pyspark_dynamic_kafka.engines.decode_core import make_decoder
 
         return make_decoder(reader_schema, fetch, permissive, key, reader_name)
-    from pyspark_dynamic_kafka.engines.decode_python import python_decoder
+    from pyspark_dynamic_kafka.engines.decode_python import Decoder
 
-    return python_decoder(reader_schema, fetch, permissive, key, reader_name)
+    return Decoder(reader_schema, fetch, permissive, key, reader_name)
 
 
 def batch_producer(

@@ -51,6 +51,7 @@ __all__ = [
     "Range",
     "RangeReader",
     "ReadOptions",
+    "TopicRoutes",
     "Transaction",
     "stamp_headers",
 ]
@@ -85,30 +86,35 @@ FLUSH_MARGIN_MS = 10_000
 
 #: What a task's writing reports (the sink's ``WriteReport``).
 Report_co = TypeVar("Report_co", covariant=True)
+#: Where a batch's rows go by their ``topic`` value: each value (``None`` for null) with the
+#: topic its rows are produced to.
+TopicRoutes = Sequence[tuple[str | None, str]]
 
 
 class Range(Protocol):
-    """An exact offset range of one partition: ``[start, end)``."""
+    """An exact offset range of one partition: ``[start, end)``, its attributes read-only, so that
+    a frozen dataclass (the source's offset ranges) is one.
+
+    Attributes
+    ----------
+    topic
+        The topic.
+    partition
+        The partition.
+    start
+        The first offset read.
+    end
+        The offset after the last one read.
+    """
 
     @property
-    def topic(self) -> str:
-        """The topic."""
-        ...
-
+    def topic(self) -> str: ...
     @property
-    def partition(self) -> int:
-        """The partition."""
-        ...
-
+    def partition(self) -> int: ...
     @property
-    def start(self) -> int:
-        """The first offset read."""
-        ...
-
+    def start(self) -> int: ...
     @property
-    def end(self) -> int:
-        """The offset after the last one read."""
-        ...
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -182,13 +188,10 @@ class BatchProducer(Protocol):
     :class:`~pyspark_dynamic_kafka.errors.WriteError` saying so."""
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to the producer: to ``topic`` when given, else to the
-        topic ``topics`` maps the row's ``topic`` value to; stops early once a delivery
+        topic ``topics`` routes the row's ``topic`` value to; stops early once a delivery
         failed."""
 
     def failed(self) -> bool:

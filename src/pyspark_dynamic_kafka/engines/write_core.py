@@ -12,12 +12,12 @@ confluent-kafka's). The sink writes, both guarantees, through the one path over 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
-from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
 __all__ = ["CoreProducer"]
 
@@ -56,13 +56,10 @@ class CoreProducer:
             self._producer = core.compiled.Producer(sorted(config.items()), stamp)
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
-        ``topics`` maps the row's ``topic`` value to; stops early once a delivery failed."""
+        ``topics`` routes the row's ``topic`` value to; stops early once a delivery failed."""
         with _failing():
             self._producer.send(batch, topic, topics)
 

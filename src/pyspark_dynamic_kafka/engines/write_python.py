@@ -16,7 +16,7 @@ is.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from pyspark_dynamic_kafka.engines.roles import (
     FLUSH_MARGIN_MS,
     GroupLender,
     ProduceFailure,
+    TopicRoutes,
     stamp_headers,
 )
 from pyspark_dynamic_kafka.errors import WriteError
@@ -131,7 +132,7 @@ class PythonProducer:
         self._transactional = False
 
     def _rows(
-        self, batch: pa.RecordBatch, topic: str | None, topics: Sequence[tuple[str | None, str]]
+        self, batch: pa.RecordBatch, topic: str | None, topics: TopicRoutes
     ) -> list[tuple[str, dict[str, Any]]]:
         """``(topic, produce keyword arguments)`` of each row, numbered on from the rows sent
         before."""
@@ -162,10 +163,7 @@ class PythonProducer:
         return rows
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
         ``topics`` maps the row's ``topic`` value to; stops early once a delivery failed."""

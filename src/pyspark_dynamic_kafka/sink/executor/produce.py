@@ -25,7 +25,6 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
@@ -35,6 +34,7 @@ from pyspark_dynamic_kafka.engines.roles import (
     BatchProducer,
     GroupLender,
     ProduceFailure,
+    TopicRoutes,
     stamp_headers,
 )
 from pyspark_dynamic_kafka.errors import WriteError
@@ -119,26 +119,26 @@ def producing(task: WriteTask, what: str) -> Iterator[None]:
         raise failure(task, what, exc.topic, exc.reason) from None
 
 
-def _topics(task: WriteTask, batch: pa.RecordBatch) -> dict[str, Any]:
-    """Where the batch's rows go, as a producer's ``send`` takes it (the ``topic`` column's
-    values in the order they first appear); every ``topic`` value is checked first, in the
-    order of a set of them, so a row outside the route fails the batch before any record is
-    sent. A batch without rows has no row without a topic."""
+def _topics(task: WriteTask, batch: pa.RecordBatch) -> tuple[str | None, TopicRoutes]:
+    """Where the batch's rows go, as a producer's ``send`` takes them (``topic``, ``topics``:
+    the ``topic`` column's values in the order they first appear); every ``topic`` value is
+    checked first, in the order of a set of them, so a row outside the route fails the batch
+    before any record is sent. A batch without rows has no row without a topic."""
     route = task.route
     if task.topic is not None:
-        return {"topic": route.topic_of(task.topic)}
+        return route.topic_of(task.topic), ()
     index = batch.schema.get_field_index("topic")
     if index < 0:
         if not batch.num_rows and route.default_topic is None:
-            return {"topics": ()}
-        return {"topic": route.topic_of(None)}
+            return None, ()
+        return route.topic_of(None), ()
     import pyarrow.compute as pc  # on executors only: the sink's planner needs none
 
     # The distinct values in the order they first appear: a set of them iterates as a set of
     # the whole column does.
     given = pc.unique(batch.column(index)).to_pylist()
     known = {t: route.topic_of(t) for t in set(given)}
-    return {"topics": [(t, known[t]) for t in given]}
+    return None, [(t, known[t]) for t in given]
 
 
 def send_all(
@@ -156,9 +156,9 @@ def send_all(
         column.
     """
     for batch in batches:
-        where = _topics(task, batch)
+        topic, topics = _topics(task, batch)
         with producing(task, "Cannot produce to"):
-            producer.send(batch, **where)
+            producer.send(batch, topic, topics)
             if producer.failed():
                 break
     # message.timeout.ms is the flush timeout: records fail (naming their topic) before the

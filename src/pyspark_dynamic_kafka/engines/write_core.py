@@ -32,15 +32,9 @@ def _failing() -> Iterator[None]:
 
 
 class CoreProducer:
-    """The compiled core's producer of one cluster.
-
-    Parameters
-    ----------
-    config
-        The full librdkafka producer configuration.
-    stamp
-        The dedupe stamp (sink id, batch, Spark partition) whose headers every record carries,
-        or ``None``.
+    """The compiled core's producer of one cluster, from the parameters
+    :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
+    the stamp's headers). It commits a transaction's offsets by the group's name.
 
     Raises
     ------

@@ -94,18 +94,10 @@ def _transacting() -> Iterator[None]:
 
 
 class PythonProducer:
-    """confluent-kafka's producer of one cluster.
-
-    Parameters
-    ----------
-    config
-        The full librdkafka producer configuration.
-    stamp
-        The dedupe stamp (sink id, batch, Spark partition) whose headers every record carries,
-        or ``None``.
-    lender
-        exactlyOnce: makes the consumer that lends a group's metadata to
-        :meth:`commit_transaction`'s offset commit (``None``: no offsets are committed).
+    """confluent-kafka's producer of one cluster, from the parameters
+    :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
+    the stamp's headers). ``lender`` (exactlyOnce) makes the consumer that lends a group's
+    metadata to :meth:`commit_transaction`'s offset commit; without it no offsets are committed.
 
     Raises
     ------

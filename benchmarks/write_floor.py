@@ -1,8 +1,8 @@
 """The write floor: what handing rows to any Python sink costs, beside ours and Spark's sink.
 
-One Apache Kafka cluster, the rows of :mod:`benchmarks.sink` (default 1,000,000: ``key`` the id
-as a string, ``value`` ``--size`` bytes, as Parquet in 2 files: 2 tasks on ``local[2]``), one
-warm SparkSession; every side is a new ``writeStream`` on the Parquet directory with
+One Apache Kafka cluster (its broker on the JVM's defaults, ``SERVING_JVM_OPTIONS``), the rows
+of :mod:`benchmarks.sink` (default 1,000,000: ``key`` the id as a string, ``value`` ``--size``
+bytes, as Parquet in 2 files: 2 tasks on ``local[2]``), one warm SparkSession; every side is a new ``writeStream`` on the Parquet directory with
 ``trigger(availableNow=True)``:
 
 * ``noop``: Spark's ``noop`` sink: reading the Parquet into rows, nothing written;
@@ -40,6 +40,7 @@ from benchmarks.sink import Writes, prepare
 from benchmarks.spark_sides import Run, _window, bench_setup
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 
 OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
 SIDES = ["noop", "floor", "kafka", *OURS]
@@ -165,7 +166,7 @@ def main() -> None:
     bench, jars = bench_setup(floor_module)
     workdir = bench / "write_floor"
     workdir.mkdir(exist_ok=True)
-    with start_clusters(["w"], broker="kafka") as started:
+    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
         conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
         spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")

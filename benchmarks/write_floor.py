@@ -2,8 +2,8 @@
 
 One Apache Kafka cluster (its broker on the JVM's defaults, ``SERVING_JVM_OPTIONS``), the rows
 of :mod:`benchmarks.sink` (default 1,000,000: ``key`` the id as a string, ``value`` ``--size``
-bytes, as Parquet in 2 files: 2 tasks on ``local[2]``), one warm SparkSession; every side is a new ``writeStream`` on the Parquet directory with
-``trigger(availableNow=True)``:
+bytes, as Parquet in 2 files: 2 tasks on ``local[2]``), one warm SparkSession; every side is a
+new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``:
 
 * ``noop``: Spark's ``noop`` sink: reading the Parquet into rows, nothing written;
 * ``floor``: ``bench_write_floor`` (:mod:`benchmarks.floor`), a ``DataSourceStreamArrowWriter``

@@ -1,6 +1,7 @@
 """The write floor benchmark's pure parts (benchmarks/write_floor.py, benchmarks/measure.py,
-benchmarks/floor.py): thread groups, the split's arithmetic, the floor's count. The benchmark
-itself runs with ``python -m benchmarks.write_floor``, not here."""
+benchmarks/floor.py, benchmarks/write_profile.py): thread groups, the split's arithmetic, the
+floor's count, perf samples by code. The benchmarks run with ``python -m benchmarks.write_floor``
+and ``python -m benchmarks.write_profile``, not here."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from benchmarks.floor import Counted, FloorStreamWriter, floor_rows
 from benchmarks.measure import thread_group
 from benchmarks.spark_sides import Run
 from benchmarks.write_floor import GROUPS, above, split, split_lines
+from benchmarks.write_profile import code_of, split_by_code, tally
 
 
 def test_threads_are_grouped_by_process_kind_and_name() -> None:
@@ -59,3 +61,34 @@ def test_the_floor_counts_every_row_it_is_handed(tmp_path: Path) -> None:
     writer.commit([message, None, Counted(6, 1)], 0)
     writer.commit([Counted(1, 1)], 1)
     assert floor_rows(tmp_path / "counts") == 11
+
+
+def test_perf_samples_are_counted_by_thread_group_and_code() -> None:
+    core = "/venv/site-packages/pyspark_dynamic_kafka_core/_core.abi3.so"
+    assert code_of(core, "rd_kafka_msg_new") == "librdkafka"
+    assert code_of(core, "pyspark_dynamic_kafka_core::write::Producer::send") == "core"
+    assert code_of("/usr/lib/libpython3.11.so.1.0", "_PyEval_EvalFrameDefault") == "Python"
+    assert code_of("/venv/site-packages/pyarrow/libarrow.so.2100", "arrow::ipc::x") == "Arrow"
+    assert code_of("/usr/lib/x86_64-linux-gnu/libc.so.6", "__memmove_avx_unaligned") == "libc"
+    assert code_of("[kernel.kallsyms]", "tcp_sendmsg") == "kernel"
+    script = "\n".join(
+        [
+            f"          python  700/700       7f01 rd_kafka_produceva ({core})",
+            f"          python  700/700       7f02 core::send::h1 ({core})",
+            f"     rdk:broker1  700/705       7f03 rd_kafka_transport_io_serve ({core})",
+            "     rdk:broker1  700/705       7f04 tcp_sendmsg ([kernel.kallsyms])",
+            "          python  999/999       7f05 gc_collect_main (/usr/lib/libpython3.11.so.1.0)",
+            "         swapper     0/0         7f06 [unknown] ([kernel.kallsyms])",
+        ]
+    )
+    counts = tally(script, {700})
+    assert counts == {
+        ("Python main", "librdkafka"): 1,
+        ("Python main", "core"): 1,
+        ("Python rdk", "librdkafka"): 1,
+        ("Python rdk", "kernel"): 1,
+    }
+    window = Run(1_000_000, 1.0, {"Python main": 1.0, "Python rdk": 0.5})
+    table = split_by_code(window, counts)
+    assert table["Python main"]["librdkafka"] == 0.5 and table["Python main"]["core"] == 0.5
+    assert table["Python rdk"]["kernel"] == 0.25 and table["Python rdk"]["Python"] == 0.0

@@ -29,6 +29,7 @@ __all__ = [
     "children_map",
     "cmdline",
     "descendants",
+    "is_planner",
     "load_average",
     "parent",
     "process_cpu",
@@ -137,15 +138,19 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def thread_group(kind: str, name: str, main: bool) -> str:
+def thread_group(kind: str, name: str, main: bool, planner: bool = False) -> str:
     """The CPU group of one thread of a Spark process tree: ``kind`` is the process's (``JVM`` or
     ``Python``), ``name`` the thread's (``/proc/.../comm``: 15 characters at most), ``main``
-    whether it is the process's first thread. JVM: its task threads (``Executor task launch
+    whether it is the process's first thread, ``planner`` whether the process is one of the
+    driver's Python planners (:func:`is_planner`). JVM: its task threads (``Executor task launch
     worker``: operators, rows to Arrow, Spark's Kafka sink's ``send``), the Kafka producer's
     network threads, the garbage collector (and safepoints), the JIT compilers, the rest. Python:
-    the worker's main thread (the writer's Python and whatever it calls on that thread) and
-    librdkafka's threads (``rdk:*``); any other thread counts as ``Python other``."""
+    the planners (creating the data source and the writer, committing), then a worker's main thread
+    (the writer's Python and whatever it calls on that thread) and librdkafka's threads (``rdk:*``);
+    any other thread counts as ``Python other``."""
     if kind == "Python":
+        if planner:
+            return "Python planner"
         if main:
             return "Python main"
         return "Python rdk" if name.startswith("rdk:") else "Python other"
@@ -158,6 +163,12 @@ def thread_group(kind: str, name: str, main: bool) -> str:
     if "CompilerThre" in name:
         return "JVM JIT"
     return "JVM other"
+
+
+def is_planner(command: bytes) -> bool:
+    """Whether a Python process's command line is one of the driver's planners (``pyspark.daemon
+    pyspark.sql.worker.<module>`` and the processes it forks), not an executor's worker."""
+    return b"pyspark.sql.worker." in command
 
 
 def _threads(pid: int) -> list[tuple[int, str, float]]:
@@ -189,6 +200,7 @@ class ThreadSampler(CpuSampler):
         super().__init__(roots, interval)
         #: {label: {pid: (kind, process CPU, {tid: (group, CPU)})}}
         self._threads: dict[str, dict[int, tuple[str, float, dict[int, tuple[str, float]]]]] = {}
+        self._planners: dict[int, bool] = {}
 
     def _sample(self) -> None:
         children = children_map()
@@ -201,8 +213,11 @@ class ThreadSampler(CpuSampler):
                     continue
                 kind, cpu = found
                 threads = seen[pid][2] if pid in seen else {}
+                if pid not in self._planners:
+                    self._planners[pid] = kind == "Python" and is_planner(cmdline(pid))
                 for tid, name, spent in _threads(pid):
-                    threads[tid] = (thread_group(kind, name, tid == pid), spent)
+                    group = thread_group(kind, name, tid == pid, self._planners[pid])
+                    threads[tid] = (group, spent)
                 seen[pid] = (kind, cpu, threads)
             total: dict[str, float] = {}
             for kind, cpu, threads in seen.values():

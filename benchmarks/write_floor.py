@@ -17,8 +17,9 @@ Each side is priced twice: the whole query as a user times it (``start()`` to th
 ``awaitTermination()``) and its ``addBatch`` window (the Spark job that reads and writes the rows),
 with the CPU of the Spark process tree (JVM and Python workers) over each, split by thread
 (:class:`~benchmarks.measure.ThreadSampler`: the JVM's task, Kafka producer, GC and JIT threads;
-a Python worker's main thread and librdkafka's ``rdk:`` threads). Every write is checked (the
-topic's end offsets, as :mod:`benchmarks.sink`; the floor's own count). A warm-up round, then
+the driver's Python planners; a Python worker's main thread and librdkafka's ``rdk:`` threads).
+Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the floor's own
+count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
 ``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
 then the window's split per record (medians per thread group) and each of ours above the floor.
 ``python -m benchmarks.write_floor``; ``--records N --size B --rounds R``.
@@ -30,13 +31,14 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchmarks import floor as floor_module
 from benchmarks import report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
-from benchmarks.sink import Writes, prepare
+from benchmarks.sink import WRITERS, Writes, prepare
 from benchmarks.spark_sides import Run, _window, bench_setup
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
@@ -60,6 +62,7 @@ GROUPS = [
     "JVM GC",
     "JVM JIT",
     "JVM other",
+    "Python planner",
     "Python main",
     "Python rdk",
     "Python other",
@@ -89,18 +92,49 @@ def drain(jvm: int, start: Callable[[], Any], total: int, timeout: float = 900.0
 
 
 class FloorWrites(Writes):
-    """:class:`benchmarks.sink.Writes`'s streaming sides, each drained whole, plus the floors."""
+    """:class:`benchmarks.sink.Writes`'s streaming sides, each drained whole, plus the floors.
+
+    Each Python side is first primed (unmeasured) by the same sink writing ``tiny``'s 2 rows in 2
+    tasks: Spark stops a Python worker idle for 60 s (not configurable) and a new one spends about
+    0.5 s of CPU importing, which would land on whichever side found its pool cold. Priming prices
+    every side warm, as a query that runs often finds it; a first query pays the start-ups too.
+    """
+
+    def __init__(self, *args: Any, tiny: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tiny = tiny
+        #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
+        self.scratch: tuple[str, Path] | None = None
+
+    def _start(self, rows: Path, fmt: str, options: dict[str, str], checkpoint: str) -> Any:
+        frame = self.spark.readStream.schema(self.schema).parquet(str(rows))
+        writer = frame.writeStream.format(fmt).options(**options)
+        writer = writer.option("checkpointLocation", checkpoint)
+        return writer.trigger(availableNow=True).start()
+
+    def _prime(self, name: str) -> None:
+        """Run ``name``'s sink on the 2 tiny rows (nothing for the JVM's own sinks)."""
+        run = uuid.uuid4().hex[:12]
+        checkpoint = str(self.workdir / f"p{run}.checkpoint")
+        if name == "floor":
+            options = {"counts": str(self.workdir / f"p{run}.counts")}
+            query = self._start(self.tiny, "bench_write_floor", options, checkpoint)
+        elif name in WRITERS:
+            self.scratch = self.scratch or self._topic()
+            options = self._options(name, *self.scratch)
+            if "sinkId" in options:
+                options["sinkId"] = f"p{run}"
+            query = self._start(self.tiny, "dynamic_kafka", options, checkpoint)
+        else:
+            return
+        if not query.awaitTermination(300) or query.exception() is not None:
+            raise SystemExit(f"priming {name} failed: {query.exception()}")
 
     def _drain(self, fmt: str, options: dict[str, str], checkpoint: str) -> Drained:
-        def start() -> Any:
-            frame = self.spark.readStream.schema(self.schema).parquet(str(self.rows))
-            writer = frame.writeStream.format(fmt).options(**options)
-            writer = writer.option("checkpointLocation", checkpoint)
-            return writer.trigger(availableNow=True).start()
-
-        return drain(self.jvm, start, self.total)
+        return drain(self.jvm, lambda: self._start(self.rows, fmt, options, checkpoint), self.total)
 
     def side(self, name: str) -> Drained:
+        self._prime(name)
         run = uuid.uuid4().hex[:12]
         if name in ("noop", "floor"):
             counts = self.workdir / f"f{run}.counts"
@@ -149,13 +183,13 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for name, row in table.items():
         lines.append(f"| {name} | " + " | ".join(f"{row.get(g, 0.0):.2f}" for g in head[1:]) + " |")
-    lines += ["", "| above | JVM | Python main | Python rdk | Python other | total |"]
-    lines.append("|" + " --- |" * 6)
+    kinds = ["JVM", "Python planner", "Python main", "Python rdk", "Python other", "total"]
+    lines += ["", "| above | " + " | ".join(kinds) + " |", "|" + " --- |" * 7]
     bases = [("floor", "noop"), *[(s, "floor") for s in table if s not in ("noop", "floor")]]
     for side, base in bases:
         if side in table and base in table:
             d = above(table, side, base)
-            cells = [d["JVM"], d["Python main"], d["Python rdk"], d["Python other"], d["total"]]
+            cells = [d[k] for k in kinds]
             lines.append(f"| {side} / {base} | " + " | ".join(f"{v:+.2f}" for v in cells) + " |")
     return lines
 
@@ -171,9 +205,10 @@ def main() -> None:
         spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(WriteFloorSink)
-        rows = workdir / "rows.parquet"
+        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
         prepare(spark, rows, args.records, args.size)
-        writes = FloorWrites(spark, started["w"], rows, args.records, workdir)
+        prepare(spark, tiny, 2, args.size)
+        writes = FloorWrites(spark, started["w"], rows, args.records, workdir, tiny=tiny)
         wholes: list[dict[str, Run]] = []
         windows: list[dict[str, Run]] = []
         for rnd in range(args.rounds + 1):

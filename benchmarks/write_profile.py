@@ -25,7 +25,14 @@ from pathlib import Path
 
 from benchmarks import floor as floor_module
 from benchmarks.floor import WriteFloorSink
-from benchmarks.measure import children_map, descendants, process_cpu, thread_group
+from benchmarks.measure import (
+    children_map,
+    cmdline,
+    descendants,
+    is_planner,
+    process_cpu,
+    thread_group,
+)
 from benchmarks.sink import prepare
 from benchmarks.spark_sides import Run, bench_setup
 from benchmarks.write_floor import FloorWrites
@@ -54,9 +61,9 @@ def code_of(dso: str, sym: str) -> str:
     return "other"
 
 
-def tally(script: str, pids: set[int]) -> Counter[tuple[str, str]]:
-    """``perf script -F comm,pid,tid,ip,sym,dso`` lines of ``pids`` counted by (thread group,
-    code class)."""
+def tally(script: str, pids: dict[int, bool]) -> Counter[tuple[str, str]]:
+    """``perf script -F comm,pid,tid,ip,sym,dso`` lines of ``pids`` (``{pid: is a planner}``)
+    counted by (thread group, code class)."""
     counts: Counter[tuple[str, str]] = Counter()
     for line in script.splitlines():
         head, _, rest = line.partition("/")
@@ -67,7 +74,8 @@ def tally(script: str, pids: set[int]) -> Counter[tuple[str, str]]:
         fields = rest.split(None, 2)
         tid = int(fields[0])
         sym, _, dso = fields[2].rpartition(" (") if len(fields) > 2 else ("", "", "")
-        counts[(thread_group("Python", comm, tid == pid), code_of(dso.rstrip(")"), sym))] += 1
+        group = thread_group("Python", comm, tid == pid, pids[pid])
+        counts[(group, code_of(dso.rstrip(")"), sym))] += 1
     return counts
 
 
@@ -82,9 +90,10 @@ def split_by_code(window: Run, counts: Counter[tuple[str, str]]) -> dict[str, di
     return table
 
 
-def _python_pids(jvm: int) -> set[int]:
+def _python_pids(jvm: int) -> dict[int, bool]:
     tree = [jvm, *descendants(jvm, children_map())]
-    return {pid for pid in tree if (found := process_cpu(pid)) and found[0] == "Python"}
+    python = [pid for pid in tree if (found := process_cpu(pid)) and found[0] == "Python"]
+    return {pid: is_planner(cmdline(pid)) for pid in python}
 
 
 def profiled(writes: FloorWrites, side: str, data: Path) -> tuple[Run, Counter[tuple[str, str]]]:
@@ -124,9 +133,10 @@ def main() -> None:
         spark = local_spark_session("dynamic-kafka-write-profile", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(WriteFloorSink)
-        rows = workdir / "rows.parquet"
+        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
         prepare(spark, rows, args.records, args.size)
-        writes = FloorWrites(spark, started["w"], rows, args.records, workdir)
+        prepare(spark, tiny, 2, args.size)
+        writes = FloorWrites(spark, started["w"], rows, args.records, workdir, tiny=tiny)
         for side in args.sides:  # warm-up
             writes.side(side)
         with tempfile.TemporaryDirectory() as tmp:

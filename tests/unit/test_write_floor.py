@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from benchmarks.floor import Counted, FloorStreamWriter, floor_rows
-from benchmarks.measure import thread_group
+from benchmarks.measure import is_planner, thread_group
 from benchmarks.spark_sides import Run
 from benchmarks.write_floor import GROUPS, above, split, split_lines
 from benchmarks.write_profile import code_of, split_by_code, tally
@@ -26,6 +26,9 @@ def test_threads_are_grouped_by_process_kind_and_name() -> None:
     assert thread_group("JVM", "G1 Conc#0", False) == "JVM GC"
     assert thread_group("JVM", "C2 CompilerThre", False) == "JVM JIT"
     assert thread_group("JVM", "java", True) == "JVM other"
+    assert thread_group("Python", "python3", True, planner=True) == "Python planner"
+    assert is_planner(b"python\0-m\0pyspark.daemon\0pyspark.sql.worker.create_data_source\0")
+    assert not is_planner(b"python\0-m\0pyspark.daemon\0pyspark.worker\0")
     assert {thread_group("JVM", "x", False), thread_group("Python", "x", False)} <= set(GROUPS)
 
 
@@ -49,7 +52,7 @@ def test_the_split_is_the_median_per_group_and_the_difference_above_a_base() -> 
     assert round(diff["total"], 6) == 0.4
     lines = split_lines(table)
     assert lines[0].startswith("| side | JVM task |")
-    assert "| native / floor | -0.10 | +0.50 | +0.00 | +0.00 | +0.40 |" in lines
+    assert "| native / floor | -0.10 | +0.00 | +0.50 | +0.00 | +0.00 | +0.40 |" in lines
 
 
 def test_the_floor_counts_every_row_it_is_handed(tmp_path: Path) -> None:
@@ -81,7 +84,7 @@ def test_perf_samples_are_counted_by_thread_group_and_code() -> None:
             "         swapper     0/0         7f06 [unknown] ([kernel.kallsyms])",
         ]
     )
-    counts = tally(script, {700})
+    counts = tally(script, {700: False})
     assert counts == {
         ("Python main", "librdkafka"): 1,
         ("Python main", "core"): 1,

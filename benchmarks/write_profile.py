@@ -61,9 +61,11 @@ def code_of(dso: str, sym: str) -> str:
     return "other"
 
 
-def tally(script: str, pids: dict[int, bool]) -> Counter[tuple[str, str]]:
+def tally(
+    script: str, pids: dict[int, bool], symbols: Counter[tuple[str, str, str]] | None = None
+) -> Counter[tuple[str, str]]:
     """``perf script -F comm,pid,tid,ip,sym,dso`` lines of ``pids`` (``{pid: is a planner}``)
-    counted by (thread group, code class)."""
+    counted by (thread group, code class); by (group, code, symbol) into ``symbols`` too."""
     counts: Counter[tuple[str, str]] = Counter()
     for line in script.splitlines():
         head, _, rest = line.partition("/")
@@ -75,7 +77,10 @@ def tally(script: str, pids: dict[int, bool]) -> Counter[tuple[str, str]]:
         tid = int(fields[0])
         sym, _, dso = fields[2].rpartition(" (") if len(fields) > 2 else ("", "", "")
         group = thread_group("Python", comm, tid == pid, pids[pid])
-        counts[(group, code_of(dso.rstrip(")"), sym))] += 1
+        code = code_of(dso.rstrip(")"), sym)
+        counts[(group, code)] += 1
+        if symbols is not None:
+            symbols[(group, code, sym)] += 1
     return counts
 
 
@@ -96,8 +101,11 @@ def _python_pids(jvm: int) -> dict[int, bool]:
     return {pid: is_planner(cmdline(pid)) for pid in python}
 
 
-def profiled(writes: FloorWrites, side: str, data: Path) -> tuple[Run, Counter[tuple[str, str]]]:
-    """One run of ``side`` under ``perf record``: its ``addBatch`` window and its samples."""
+def profiled(
+    writes: FloorWrites, side: str, data: Path, symbols: Counter[tuple[str, str, str]]
+) -> tuple[Run, Counter[tuple[str, str]]]:
+    """One run of ``side`` under ``perf record``: its ``addBatch`` window and its samples (by
+    symbol into ``symbols``)."""
     perf = subprocess.Popen(
         ["perf", "record", "-a", "-F", "999", "-q", "-o", str(data)],
         stdout=subprocess.DEVNULL,
@@ -116,7 +124,7 @@ def profiled(writes: FloorWrites, side: str, data: Path) -> tuple[Run, Counter[t
         text=True,
         check=True,
     ).stdout
-    return window, tally(script, pids)
+    return window, tally(script, pids, symbols)
 
 
 def main() -> None:
@@ -124,6 +132,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--sides", nargs="+", default=["floor", "native", "exactly_once_native"])
+    parser.add_argument("--top", type=int, default=12, help="symbols listed per side")
     args = parser.parse_args()
     bench, jars = bench_setup(floor_module)
     workdir = bench / "write_profile"
@@ -142,7 +151,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for side in args.sides:
                 load = os.getloadavg()[0]
-                window, counts = profiled(writes, side, Path(tmp) / f"{side}.data")
+                symbols: Counter[tuple[str, str, str]] = Counter()
+                window, counts = profiled(writes, side, Path(tmp) / f"{side}.data", symbols)
                 print(f"\n{side}: addBatch window, load {load:.1f}; µs per record by code")
                 print(f"| thread | {' | '.join(CODES)} | samples |")
                 print("|" + " --- |" * (len(CODES) + 2))
@@ -150,6 +160,10 @@ def main() -> None:
                     n = sum(v for (g, _), v in counts.items() if g == group)
                     cells = " | ".join(f"{row[c]:.2f}" for c in CODES)
                     print(f"| {group} | {cells} | {n} |", flush=True)
+                total = sum(symbols.values())
+                print(f"top symbols of {side} (share of its Python processes' samples):")
+                for (group, code, sym), n in symbols.most_common(args.top):
+                    print(f"  {n / total:6.1%} {group:14} {code:10} {sym[:70]}")
         spark.stop()
 
 

@@ -11,7 +11,9 @@ new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``
   the least any Python sink pays;
 * ``kafka``: Spark's ``format("kafka")`` sink (at-least-once);
 * ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` / ``writer=python``;
-* ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``.
+* ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``;
+* ``native_gc_paused`` (only when ``--sides`` names it): ``native`` with the cyclic garbage
+  collector paused for each task (:mod:`benchmarks.gc_paused`), a change of the sink priced first.
 
 Each side is priced twice: the whole query as a user times it (``start()`` to the end of
 ``awaitTermination()``) and its ``addBatch`` window (the Spark job that reads and writes the rows),
@@ -22,7 +24,7 @@ Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the 
 count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
 ``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
 then the window's split per record (medians per thread group) and each of ours above the floor.
-``python -m benchmarks.write_floor``; ``--records N --size B --rounds R``.
+``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ...``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import floor as floor_module
-from benchmarks import report
+from benchmarks import gc_paused, report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
 from benchmarks.sink import WRITERS, Writes, prepare
@@ -48,8 +50,12 @@ OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
 SIDES = ["noop", "floor", "kafka", *OURS]
 PAIRS: report.Pairs = [
     ("floor", "kafka"),
-    *[(ours, peer) for ours in OURS for peer in ("kafka", "floor")],
+    *[(ours, peer) for ours in [*OURS, "native_gc_paused"] for peer in ("kafka", "floor")],
+    ("native_gc_paused", "native"),
 ]
+#: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
+#: whose options it takes.
+VARIANTS = {"native_gc_paused": ("bench_dynamic_kafka_gc_paused", "native")}
 #: Issue 44's targets against Spark's sink (rows/s at least, CPU at most).
 TARGETS: dict[str, report.Target] = {
     "native/kafka": (2.0, 0.6),
@@ -119,12 +125,13 @@ class FloorWrites(Writes):
         if name == "floor":
             options = {"counts": str(self.workdir / f"p{run}.counts")}
             query = self._start(self.tiny, "bench_write_floor", options, checkpoint)
-        elif name in WRITERS:
+        elif name in WRITERS or name in VARIANTS:
             self.scratch = self.scratch or self._topic()
-            options = self._options(name, *self.scratch)
+            fmt, like = VARIANTS.get(name, ("dynamic_kafka", name))
+            options = self._options(like, *self.scratch)
             if "sinkId" in options:
                 options["sinkId"] = f"p{run}"
-            query = self._start(self.tiny, "dynamic_kafka", options, checkpoint)
+            query = self._start(self.tiny, fmt, options, checkpoint)
         else:
             return
         if not query.awaitTermination(300) or query.exception() is not None:
@@ -145,8 +152,8 @@ class FloorWrites(Writes):
                 raise SystemExit(f"the write floor received {got} rows, expected {self.total}")
             return drained
         topic, metadata = self._topic()
-        fmt = "kafka" if name == "kafka" else "dynamic_kafka"
-        options = self._options(name, topic, metadata)
+        fmt, like = VARIANTS.get(name, ("kafka" if name == "kafka" else "dynamic_kafka", name))
+        options = self._options(like, topic, metadata)
         drained = self._drain(fmt, options, str(self.workdir / f"{topic}.checkpoint"))
         self._check(name, topic)
         return drained
@@ -196,8 +203,10 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
 
 def main() -> None:
     parser = report.parser(__doc__, 1_000_000)
+    parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
     args = parser.parse_args()
-    bench, jars = bench_setup(floor_module)
+    sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
+    bench, jars = bench_setup(floor_module, gc_paused)
     workdir = bench / "write_floor"
     workdir.mkdir(exist_ok=True)
     with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
@@ -205,6 +214,7 @@ def main() -> None:
         spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(WriteFloorSink)
+        spark.dataSource.register(gc_paused.GcPausedDynamicKafka)
         rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
         prepare(spark, rows, args.records, args.size)
         prepare(spark, tiny, 2, args.size)
@@ -212,21 +222,21 @@ def main() -> None:
         wholes: list[dict[str, Run]] = []
         windows: list[dict[str, Run]] = []
         for rnd in range(args.rounds + 1):
-            names = SIDES if rnd % 2 else list(reversed(SIDES))
+            names = sides if rnd % 2 else list(reversed(sides))
             load = load_average()
             drained = {name: writes.side(name) for name in names}
-            whole = {name: drained[name][0] for name in SIDES}
-            window = {name: drained[name][1] for name in SIDES}
+            whole = {name: drained[name][0] for name in sides}
+            window = {name: drained[name][1] for name in sides}
             if rnd:
                 wholes.append(whole)
                 windows.append(window)
-            report.print_round("whole query", rnd, load, whole, PAIRS)
-            report.print_round("addBatch window", rnd, load, window, PAIRS)
+            report.print_round("whole query", rnd, load, whole, pairs)
+            report.print_round("addBatch window", rnd, load, window, pairs)
         spark.stop()
     print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
     for what, results in (("whole query", wholes), ("addBatch window", windows)):
         print(f"\n{what}:")
-        print("\n".join(report.pair_summary(results, PAIRS, TARGETS)))
+        print("\n".join(report.pair_summary(results, pairs, TARGETS)))
         print(f"\n{what}, µs per record by thread group (medians):")
         print("\n".join(split_lines(split(results))))
 

@@ -12,8 +12,9 @@ new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``
 * ``kafka``: Spark's ``format("kafka")`` sink (at-least-once);
 * ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` / ``writer=python``;
 * ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``;
-* ``native_gc_paused`` (only when ``--sides`` names it): ``native`` with the cyclic garbage
-  collector paused for each task (:mod:`benchmarks.gc_paused`), a change of the sink priced first.
+* ``native_gc_paused``, ``native_gc_frozen`` (only when ``--sides`` names them): ``native`` with
+  the cyclic garbage collector paused for each task, or frozen after it
+  (:mod:`benchmarks.gc_variants`).
 
 Each side is priced twice: the whole query as a user times it (``start()`` to the end of
 ``awaitTermination()``) and its ``addBatch`` window (the Spark job that reads and writes the rows),
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import floor as floor_module
-from benchmarks import gc_paused, report
+from benchmarks import gc_variants, report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
 from benchmarks.sink import WRITERS, Writes, prepare
@@ -52,10 +53,14 @@ PAIRS: report.Pairs = [
     ("floor", "kafka"),
     *[(ours, peer) for ours in [*OURS, "native_gc_paused"] for peer in ("kafka", "floor")],
     ("native_gc_paused", "native"),
+    ("native_gc_frozen", "native"),
 ]
 #: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
 #: whose options it takes.
-VARIANTS = {"native_gc_paused": ("bench_dynamic_kafka_gc_paused", "native")}
+VARIANTS = {
+    "native_gc_paused": ("bench_dynamic_kafka_gc_paused", "native"),
+    "native_gc_frozen": ("bench_dynamic_kafka_gc_frozen", "native"),
+}
 #: Issue 44's targets against Spark's sink (rows/s at least, CPU at most).
 TARGETS: dict[str, report.Target] = {
     "native/kafka": (2.0, 0.6),
@@ -206,7 +211,7 @@ def main() -> None:
     parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
-    bench, jars = bench_setup(floor_module, gc_paused)
+    bench, jars = bench_setup(floor_module, gc_variants)
     workdir = bench / "write_floor"
     workdir.mkdir(exist_ok=True)
     with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
@@ -214,7 +219,8 @@ def main() -> None:
         spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(WriteFloorSink)
-        spark.dataSource.register(gc_paused.GcPausedDynamicKafka)
+        for variant in gc_variants.FORMATS:
+            spark.dataSource.register(variant)
         rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
         prepare(spark, rows, args.records, args.size)
         prepare(spark, tiny, 2, args.size)

@@ -146,7 +146,8 @@ class FloorStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
         """Add the micro-batch's rows to the ``counts`` file (JSON lines, one a micro-batch)."""
         done = [m for m in messages if m is not None]  # Counted, maybe pickled by value
         rows = sum(getattr(m, "rows", 0) for m in done)
-        line = {"batch": batchId, "rows": rows, "tasks": len(done)}
+        batches = sum(getattr(m, "batches", 0) for m in done)
+        line = {"batch": batchId, "rows": rows, "batches": batches, "tasks": len(done)}
         with Path(self.counts).open("a") as out:
             out.write(json.dumps(line) + "\n")
 

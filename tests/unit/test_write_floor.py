@@ -5,6 +5,7 @@ and ``python -m benchmarks.write_profile``, not here."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -64,6 +65,8 @@ def test_the_floor_counts_every_row_it_is_handed(tmp_path: Path) -> None:
     writer.commit([message, None, Counted(6, 1)], 0)
     writer.commit([Counted(1, 1)], 1)
     assert floor_rows(tmp_path / "counts") == 11
+    first = json.loads((tmp_path / "counts").read_text().splitlines()[0])
+    assert first == {"batch": 0, "rows": 10, "batches": 3, "tasks": 2}
 
 
 def test_perf_samples_are_counted_by_thread_group_and_code() -> None:

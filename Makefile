@@ -231,6 +231,8 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # benchmarks/trees.py: this tree against BENCH_OLD_REV (the tree before the source/ redesign),
 # each in a Spark session of its own, same data, interleaved rounds; benchmarks/sink.py: the
 # sink's writes (atLeastOnce, exactlyOnce, df.write) beside Spark's format("kafka") sink;
+# benchmarks/write_floor.py: the write floor (a trivial Python stream writer that drops Spark's
+# Arrow batches) beside noop, Spark's sink and ours, whole queries and addBatch, CPU by thread;
 # benchmarks/avro.py: Avro values (valueFormat=avro, ids from a registry) beside format("kafka") +
 # from_avro (spark-avro from Maven Central, benchmarks/peers/spark-avro/).
 BENCH_OLD_REV ?= dc7d380
@@ -246,6 +248,7 @@ bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.trees --rev $(BENCH_OLD_REV)
 	$(PY) -m benchmarks.sink
+	$(PY) -m benchmarks.write_floor
 	$(PY) -m benchmarks.avro
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every

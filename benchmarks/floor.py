@@ -1,20 +1,38 @@
-"""The floor of Spark's Python Data Source API: a stream source that yields prebuilt Arrow batches.
+"""The floors of Spark's Python Data Source API: a stream source that yields prebuilt Arrow batches,
+and a stream sink that takes Spark's Arrow batches and drops them.
 
 ``bench_floor`` has ``dynamic_kafka``'s exact schema and emits ``rows`` rows in ``tasks`` tasks,
 in batches of 65,536 rows (the source's batch size) with 100-byte values, built once per Python
 worker and yielded again and again: no Kafka, no per-record Python work. What Spark spends to
 move those rows (Python worker to JVM over Arrow, then into rows for the sink) is the least any
 Python source pays; whatever ``dynamic_kafka`` spends beyond it is the reading itself.
+
+``bench_write_floor`` is the write side's twin: a ``DataSourceStreamArrowWriter`` (the base class
+of ``dynamic_kafka``'s stream writer on PySpark 4.1+) whose tasks take the same Arrow batches the
+sink takes and only count their rows (so every batch is received and looked at), and whose commit
+writes the micro-batch's count to the file its option ``counts`` names, for the benchmark to check.
+What Spark spends to hand those rows to a Python worker (rows to Arrow in the JVM, the socket, the
+batches in the worker) is the least any Python sink pays (:mod:`benchmarks.write_floor`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
 
 from pyspark_dynamic_kafka.source.schema import ARROW_SCHEMA, SPARK_SCHEMA
 
@@ -103,3 +121,50 @@ class FloorSource(BenchSource):
     @classmethod
     def name(cls) -> str:
         return "bench_floor"
+
+
+@dataclass(frozen=True)
+class Counted(WriterCommitMessage):  # type: ignore[misc]
+    """What one write-floor task received."""
+
+    rows: int
+    batches: int
+
+
+class FloorStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+    def __init__(self, counts: str) -> None:
+        self.counts = counts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> Counted:
+        rows = batches = 0
+        for batch in iterator:
+            rows += batch.num_rows
+            batches += 1
+        return Counted(rows, batches)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Add the micro-batch's rows to the ``counts`` file (JSON lines, one a micro-batch)."""
+        done = [m for m in messages if m is not None]  # Counted, maybe pickled by value
+        rows = sum(getattr(m, "rows", 0) for m in done)
+        batches = sum(getattr(m, "batches", 0) for m in done)
+        line = {"batch": batchId, "rows": rows, "batches": batches, "tasks": len(done)}
+        with Path(self.counts).open("a") as out:
+            out.write(json.dumps(line) + "\n")
+
+
+class WriteFloorSink(DataSource):  # type: ignore[misc]
+    """``writeStream.format("bench_write_floor").option("counts", <file>)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bench_write_floor"
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> DataSourceStreamWriter:
+        return FloorStreamWriter(self.options["counts"])
+
+
+def floor_rows(counts: Path) -> int:
+    """The rows the write floor's commits counted in ``counts`` (0: none yet)."""
+    if not counts.exists():
+        return 0
+    return sum(int(json.loads(line)["rows"]) for line in counts.read_text().splitlines() if line)

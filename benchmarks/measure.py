@@ -25,13 +25,16 @@ from pyspark_dynamic_kafka.testing.procfs import (
 
 __all__ = [
     "CpuSampler",
+    "ThreadSampler",
     "children_map",
     "cmdline",
     "descendants",
+    "is_planner",
     "load_average",
     "parent",
     "process_cpu",
     "spark_jvm",
+    "thread_group",
 ]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -133,3 +136,112 @@ class CpuSampler:
 
 def load_average() -> float:
     return os.getloadavg()[0]
+
+
+def thread_group(kind: str, name: str, main: bool, planner: bool = False) -> str:
+    """The CPU group of one thread of a Spark process tree: ``kind`` is the process's (``JVM`` or
+    ``Python``), ``name`` the thread's (``/proc/.../comm``: 15 characters at most), ``main``
+    whether it is the process's first thread, ``planner`` whether the process is one of the
+    driver's Python planners (:func:`is_planner`). JVM: its task threads (``Executor task launch
+    worker``: operators, rows to Arrow, Spark's Kafka sink's ``send``), the Kafka producer's
+    network threads, the garbage collector (and safepoints), the JIT compilers, the rest. Python:
+    the planners (creating the data source and the writer, committing), then a worker's main thread
+    (the writer's Python and whatever it calls on that thread) and librdkafka's threads (``rdk:*``);
+    any other thread counts as ``Python other``."""
+    if kind == "Python":
+        if planner:
+            return "Python planner"
+        if main:
+            return "Python main"
+        return "Python rdk" if name.startswith("rdk:") else "Python other"
+    if name.startswith("Executor task"):
+        return "JVM task"
+    if name.startswith("kafka-producer"):
+        return "JVM kafka"
+    if name.startswith(("GC Thread", "G1 ", "VM Thread", "VM Periodic")):
+        return "JVM GC"
+    if "CompilerThre" in name:
+        return "JVM JIT"
+    return "JVM other"
+
+
+def is_planner(command: bytes) -> bool:
+    """Whether a Python process's command line is one of the driver's planners (``pyspark.daemon
+    pyspark.sql.worker.<module>`` and the processes it forks), not an executor's worker."""
+    return b"pyspark.sql.worker." in command
+
+
+def _threads(pid: int) -> list[tuple[int, str, float]]:
+    """(tid, name, CPU seconds) of every live thread of ``pid``."""
+    found = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        found.append((int(tid), name, (int(fields[11]) + int(fields[12])) / _TICKS))
+    return found
+
+
+class ThreadSampler(CpuSampler):
+    """A :class:`CpuSampler` whose kinds are :func:`thread_group`'s groups: each process's CPU
+    split by its threads. A thread that ended keeps its last reading in its group; what a process
+    spent that no thread reading holds (a thread's last moments) goes to its kind's ``other``
+    group, so the groups always sum to the process's CPU."""
+
+    def __init__(self, roots: dict[str, int], interval: float = 0.05) -> None:
+        super().__init__(roots, interval)
+        #: {label: {pid: (kind, process CPU, {tid: (group, CPU)})}}
+        self._threads: dict[str, dict[int, tuple[str, float, dict[int, tuple[str, float]]]]] = {}
+        self._planners: dict[int, bool] = {}
+
+    def _sample(self) -> None:
+        children = children_map()
+        now = time.time()
+        totals = {}
+        for label, root in self.roots.items():
+            seen = self._threads.setdefault(label, {})
+            for pid in [root, *descendants(root, children)]:
+                if (found := process_cpu(pid)) is None:
+                    continue
+                kind, cpu = found
+                threads = seen[pid][2] if pid in seen else {}
+                if pid not in self._planners:
+                    self._planners[pid] = kind == "Python" and is_planner(cmdline(pid))
+                for tid, name, spent in _threads(pid):
+                    group = thread_group(kind, name, tid == pid, self._planners[pid])
+                    threads[tid] = (group, spent)
+                seen[pid] = (kind, cpu, threads)
+            total: dict[str, float] = {}
+            for kind, cpu, threads in seen.values():
+                for group, spent in threads.values():
+                    total[group] = total.get(group, 0.0) + spent
+                residual = cpu - sum(spent for _, spent in threads.values())
+                total[f"{kind} other"] = total.get(f"{kind} other", 0.0) + residual
+            totals[label] = total
+        self.samples.append(totals)
+        self.times.append(now)
+
+    def at(self, label: str, when: float) -> dict[str, float]:
+        """As :meth:`CpuSampler.at`; a group missing from a sample reads 0 there."""
+        i = bisect.bisect_left(self.times, when)
+        if i == 0 or i >= len(self.times):
+            return dict(self.samples[0 if i == 0 else -1][label])
+        t0, t1 = self.times[i - 1], self.times[i]
+        share = (when - t0) / (t1 - t0) if t1 > t0 else 1.0
+        before, after = self.samples[i - 1][label], self.samples[i][label]
+        return {
+            g: before.get(g, 0.0) + (after.get(g, 0.0) - before.get(g, 0.0)) * share
+            for g in sorted(set(before) | set(after))
+        }
+
+    def between(self, label: str, start: float, end: float) -> dict[str, float]:
+        first, last = self.at(label, start), self.at(label, end)
+        return {g: last.get(g, 0.0) - first.get(g, 0.0) for g in sorted(set(first) | set(last))}

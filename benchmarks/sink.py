@@ -144,7 +144,7 @@ class Writes:
         return sides
 
 
-def _prepare(spark: Any, path: Path, records: int, size: int) -> None:
+def prepare(spark: Any, path: Path, records: int, size: int) -> None:
     """``records`` rows (``key`` the id, ``value`` ``size`` bytes) as Parquet in TASKS files."""
     filler = "x" * max(size - 12, 0)
     value = f"CAST(concat(lpad(CAST(id AS STRING), 12, '0'), '{filler}') AS BINARY) AS value"
@@ -165,7 +165,7 @@ def main() -> None:
         )
         spark.sparkContext.setLogLevel("ERROR")
         rows = workdir / "rows.parquet"
-        _prepare(spark, rows, args.records, args.size)
+        prepare(spark, rows, args.records, args.size)
         sides = Writes(spark, started["w"], rows, args.records, workdir).sides()
         results: list[dict[str, Run]] = []
         for rnd in range(args.rounds + 1):

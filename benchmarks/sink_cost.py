@@ -5,14 +5,16 @@ a string, ``value`` 100 bytes, batches of 10,000 rows as Spark hands them) to a 
 partitions on one Apache Kafka broker, five ways:
 
 * ``product``: :func:`pyspark_dynamic_kafka.sink.executor.produce.produce_batches` (atLeastOnce);
-* ``rows``: only its row loop (``_rows``: columns to Python, one keyword dict a row), nothing sent;
+* ``rows``: only its row loop (confluent-kafka's producer's ``_rows``: columns to Python, one
+  keyword dict a row), nothing sent;
 * ``bare``: ``to_pylist`` of the columns and one ``Producer.produce(topic, value, key)`` a row,
   same producer properties, no delivery callback, then ``flush``;
 * ``counted``: ``bare`` with a delivery callback that only counts;
-* ``deliveries``: ``bare`` with the product's delivery callback (:class:`Deliveries`);
+* ``deliveries``: ``bare`` with the product's delivery callback
+  (:class:`~pyspark_dynamic_kafka.engines.write_python.Deliveries`);
 * ``keywords``: ``deliveries`` with ``value`` and ``key`` passed as a keyword dict, as the product;
-* ``native``: :func:`pyspark_dynamic_kafka.sink.executor.native.produce_native` (the compiled
-  core's producer, ``writer=native``), when the core is installed.
+* ``native``: ``product`` with the task planned on ``librdkafka`` (the compiled core's producer,
+  ``writer=native``), when the core is installed.
 
 The window is the loop plus the flush; CPU is this process's ``getrusage`` (librdkafka's threads
 included). Rounds interleaved, order reversed every other round, after a warm-up round; ratios of
@@ -25,6 +27,7 @@ import resource
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -33,10 +36,10 @@ from benchmarks.measure import load_average
 from benchmarks.spark_sides import Run
 from confluent_kafka import Producer
 
+from pyspark_dynamic_kafka.engines import write_python
 from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.sink.executor import produce
-from pyspark_dynamic_kafka.sink.executor.native import produce_native
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing import start_clusters
@@ -94,9 +97,14 @@ def _bare(
 
 
 def _rows(task: WriteTask, batches: list[pa.RecordBatch]) -> None:
-    for batch in batches:
-        for _ in produce._rows(task, batch):
-            pass
+    producer = write_python.PythonProducer(task.producer_properties(), None)
+    topic = next(iter(task.route.topics))
+    try:
+        for batch in batches:
+            for _ in producer._rows(batch, topic, ()):
+                pass
+    finally:
+        producer.close()
 
 
 def _counter() -> Callable[[Any, Any], None]:
@@ -113,11 +121,15 @@ WAYS: dict[str, Callable[[WriteTask, list[pa.RecordBatch]], object]] = {
     "rows": _rows,
     "bare": lambda task, batches: _bare(task, batches, None),
     "counted": lambda task, batches: _bare(task, batches, _counter()),
-    "deliveries": lambda task, batches: _bare(task, batches, produce.Deliveries()),
-    "keywords": lambda task, batches: _bare(task, batches, produce.Deliveries(), keywords=True),
+    "deliveries": lambda task, batches: _bare(task, batches, write_python.Deliveries()),
+    "keywords": lambda task, batches: _bare(
+        task, batches, write_python.Deliveries(), keywords=True
+    ),
 }
 if core() is not None:
-    WAYS["native"] = produce_native
+    WAYS["native"] = lambda task, batches: produce.produce_batches(
+        replace(task, engine="librdkafka"), batches
+    )
 else:  # no compiled core: its pairs are left out
     PAIRS = [pair for pair in PAIRS if "native" not in pair]
 

@@ -21,6 +21,9 @@ OPTION_VALUES = ("python", "native")
 READERS = OPTION_VALUES
 #: The producer's implementations, as the ``writer`` option names them.
 WRITERS = OPTION_VALUES
+#: The engine each ``writer`` plans a cluster on, whose producer
+#: ``engines.implementations.batch_producer`` gives: confluent-kafka's, then the compiled core's.
+PRODUCERS = {"python": "python", "native": "librdkafka"}
 #: The Avro column decoder's implementations: whether the compiled core decodes (the Python
 #: decoder, then the core's), with their ids.
 DECODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])

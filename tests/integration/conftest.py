@@ -3,7 +3,7 @@ standalone Spark cluster and a Spark Connect server."""
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import os
 import sys
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from tests.engine_roles import READERS, WRITERS
+from tests.engine_roles import PRODUCERS, READERS, WRITERS
 from tests.integration.helpers import (
     READER_ENV_VAR,
     Estate,
@@ -169,15 +169,18 @@ def reader(request: pytest.FixtureRequest) -> str:
 def transact(request: pytest.FixtureRequest) -> Any:
     """One sink task's exactlyOnce write
     (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with either
-    writer: confluent-kafka's, then the compiled core's (skipped when it is not installed)."""
-    from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
+    writer's producer (the task planned on its engine): confluent-kafka's, then the compiled
+    core's (skipped when it is not installed)."""
     from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 
-    if request.param == "native":
-        if core() is None:
-            pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
-        return functools.partial(produce_transaction, opener=NativeTransaction)
-    return produce_transaction
+    if request.param == "native" and core() is None:
+        pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
+    engine = PRODUCERS[request.param]
+
+    def transact(task: Any, *args: Any, **kwargs: Any) -> Any:
+        return produce_transaction(dataclasses.replace(task, engine=engine), *args, **kwargs)
+
+    return transact
 
 
 # -- Apache Kafka clusters of the run's own, with several brokers (broker faults, racks) ----------

@@ -8,7 +8,8 @@ dedupe headers, and dropping the copies that share a stamp gives the exact set.
 
 The concurrent-attempt test drives two attempts of one Spark partition of one micro-batch, in
 the sink's own task code, with the interleaving fixed by the test; the zombie test shows an
-older attempt's producer cannot commit once a newer attempt started. Real Spark speculation
+older attempt's producer cannot commit once a newer attempt started; they, and a cluster down,
+run with either writer's producer (``tests/engine_roles.py``). Real Spark speculation
 needs a cluster (a local master never starts the speculation thread, and a speculative copy only
 runs on a host without an attempt of the task): test_sink_speculation.py runs it on a standalone
 cluster with two hosts.
@@ -27,7 +28,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from tests.engine_roles import WRITERS, skip_without_core
 from tests.integration.helpers import DEADLINE, EstateFactory, requires_kafka, wait_until
 from tests.integration.sink_records import (
     Record,
@@ -45,7 +47,7 @@ from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.sink.executor.markers import committed_markers
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
-from pyspark_dynamic_kafka.sink.executor.transaction import open_transaction
+from pyspark_dynamic_kafka.sink.executor.transaction import transaction_properties
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing.procfs import descendants
 
@@ -282,7 +284,10 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
 ) -> None:
     setup = estate("east", partitions=1)
     task = _task(setup["east"])
-    zombie = open_transaction(task, 0)
+    # A confluent-kafka producer with the task's transactional.id, initialised (either
+    # writer's attempt fences it the same way).
+    zombie = Producer(transaction_properties(task, 0))
+    zombie.init_transactions(task.flush_timeout_ms / 1000.0)
     zombie.begin_transaction()
     for value in ("z0", "z1", "z2"):
         zombie.produce("orders", value=value)
@@ -307,7 +312,11 @@ def test_a_zombie_attempt_cannot_commit_after_a_newer_one_started(
     assert sorted(r.value for r in read_topic(setup["east"], "orders")) == ["n0", "n1"]
 
 
-def test_a_cluster_down_fails_the_query_after_its_retries_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_cluster_down_fails_the_query_after_its_retries_naming_it(
+    writer: str, tmp_path: Path
+) -> None:
+    skip_without_core(writer)
     secret = "hunter2-sink-retry-secret"
     meta = tmp_path / "streams.yaml"
     write_dead_route(meta, secret)
@@ -319,6 +328,7 @@ def test_a_cluster_down_fails_the_query_after_its_retries_naming_it(tmp_path: Pa
         meta,
         deliveryGuarantee="exactlyOnce",
         sinkId="orders-writer",
+        writer=writer,
         **{"kafkaProducer.flushTimeoutMs": "2000"},
     )
     config = {

@@ -20,8 +20,8 @@ from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.implementations import (
     CoreMissingError,
+    batch_producer,
     column_decoder,
-    core_producer,
     range_reader,
 )
 from pyspark_dynamic_kafka.engines.read_core import (
@@ -30,6 +30,7 @@ from pyspark_dynamic_kafka.engines.read_core import (
     librdkafka_consumer,
 )
 from pyspark_dynamic_kafka.engines.read_python import PythonRangeReader
+from pyspark_dynamic_kafka.engines.write_python import PythonProducer
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.kafka.pool import confluent_consumer
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
@@ -53,6 +54,23 @@ def test_each_planned_engine_has_its_range_reader_and_the_pools_factory() -> Non
     assert [on_core(e) for e in ("direct", "librdkafka", "python")] == [True, True, False]
 
 
+def test_each_planned_engine_has_its_producer() -> None:
+    python = batch_producer("python", {"bootstrap.servers": "127.0.0.1:9"}, None)
+    try:
+        assert isinstance(python, PythonProducer)
+    finally:
+        python.close()
+
+
+@pytest.mark.skipif(core.core() is None, reason=NO_CORE)
+def test_the_core_produces_for_a_cluster_planned_on_librdkafka() -> None:
+    producer = batch_producer("librdkafka", {"bootstrap.servers": "127.0.0.1:9"}, None)
+    try:
+        assert type(producer).__name__ == "CoreProducer"
+    finally:
+        producer.close()
+
+
 def test_the_python_engine_decodes_with_the_python_decoder() -> None:
     assert type(column_decoder(False, SCHEMA, _fetch)) is Decoder
 
@@ -62,7 +80,7 @@ def test_without_the_core_its_implementations_say_so(monkeypatch: pytest.MonkeyP
     with pytest.raises(ReadError, match="has no pyspark-dynamic-kafka-core"):
         direct_consumer("east", {"bootstrap.servers": "127.0.0.1:9"})
     with pytest.raises(CoreMissingError, match=re.escape(core.NOT_INSTALLED)):
-        core_producer({"bootstrap.servers": "127.0.0.1:9"}, None)
+        batch_producer("librdkafka", {"bootstrap.servers": "127.0.0.1:9"}, None)
     # A cluster planned on the core whose worker lacks it: the Python decoder decodes.
     assert type(column_decoder(True, SCHEMA, _fetch)) is Decoder
     assert core.core() is None

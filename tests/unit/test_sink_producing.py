@@ -13,6 +13,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from pyspark_dynamic_kafka.engines import write_python
+from pyspark_dynamic_kafka.engines.implementations import batch_producer
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.sink.executor.produce import send_all
@@ -37,6 +39,12 @@ class _Producer:
 
     def flush(self, timeout: float) -> int:
         raise self.raised
+
+
+def _python(producer: _Producer, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The Python engine's producer, over the scripted confluent-kafka ``producer``."""
+    monkeypatch.setattr(write_python, "Producer", lambda config: producer)
+    return batch_producer("python", {}, None)
 
 
 def _task() -> WriteTask:
@@ -66,19 +74,21 @@ def _fenced() -> SystemError:
     ],
 )
 def test_a_failed_flush_is_a_write_error_naming_the_cluster(
-    raised: BaseException, said: str
+    raised: BaseException, said: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     producer = _Producer(raised)
     batch = pa.record_batch([pa.array(["a", "b"])], names=["value"])
     with pytest.raises(WriteError) as info:
-        send_all(_task(), producer, [batch])  # type: ignore[arg-type]
+        send_all(_task(), _python(producer, monkeypatch), [batch])
     assert producer.sent == 2
     message = str(info.value)
     assert message.startswith("Cannot produce to cluster 'east' (stream 'orders'): ")
     assert said in message and SECRET not in message
 
 
-def test_a_system_error_our_own_callback_caused_is_not_taken_for_a_kafka_failure() -> None:
+def test_a_system_error_our_own_callback_caused_is_not_taken_for_a_kafka_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     try:
         try:
             raise TypeError("a bug of ours")
@@ -88,7 +98,7 @@ def test_a_system_error_our_own_callback_caused_is_not_taken_for_a_kafka_failure
         raised = exc
     batch = pa.record_batch([pa.array(["a"])], names=["value"])
     with pytest.raises(SystemError):
-        send_all(_task(), _Producer(raised), [batch])  # type: ignore[arg-type]
+        send_all(_task(), _python(_Producer(raised), monkeypatch), [batch])
 
 
 def test_a_producer_that_failed_is_closed_not_left_reconnecting(
@@ -115,7 +125,7 @@ def test_a_producer_that_failed_is_closed_not_left_reconnecting(
         made.append(producer)
         return producer
 
-    monkeypatch.setattr(produce, "Producer", recorded)
+    monkeypatch.setattr(write_python, "Producer", recorded)
     properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9"})
     task = WriteTask(WriteRoute("orders", "east", frozenset({"orders"}), properties))
     task = WriteTask(task.route, flush_timeout_ms=500)

@@ -14,7 +14,7 @@ from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.errors import OptionsError, WriteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
 from pyspark_dynamic_kafka.sink.config.options import parse_sink_options
-from pyspark_dynamic_kafka.sink.executor.native import produce_native
+from pyspark_dynamic_kafka.sink.executor.produce import produce_batches
 from pyspark_dynamic_kafka.sink.executor.task import WriteTask
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
@@ -76,7 +76,7 @@ def test_a_bad_batch_fails_naming_the_cluster_before_anything_is_sent() -> None:
     # a closed loopback port: nothing is sent, the column check fails first
     batch = pa.record_batch({"value": pa.array([1, 2], pa.int64())})
     with pytest.raises(WriteError) as caught:
-        produce_native(_task(PLAIN, flush_timeout_ms=1000), iter([batch]))
+        produce_batches(_task(PLAIN, flush_timeout_ms=1000, engine="librdkafka"), iter([batch]))
     text = str(caught.value)
     assert "cluster 'east' (stream 'orders')" in text
     assert 'column "value" must be string or binary, got Int64' in text

@@ -342,3 +342,67 @@ def test_source_and_sink_do_not_branch_on_an_engine_name() -> None:
         for line in _engine_comparisons(path)
     ]
     assert found == []
+
+
+#: What a name tested in a branch says when it is an engine test: whether the compiled core
+#: serves (``task.native``, ``on_core(...)``, ``core``) or which engine (``task.engine``).
+ENGINE_WORDS = ("native", "core", "engine")
+
+
+def _branch_conditions(tree: ast.AST) -> Iterator[tuple[int, ast.expr]]:
+    """Every condition a branch tests (``if``/``elif``, a conditional expression, ``while``,
+    ``assert``, a comprehension's ``if``, an operand of ``and``/``or``, a ``match``'s subject),
+    with its line."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If | ast.IfExp | ast.While | ast.Assert):
+            yield node.lineno, node.test
+        elif isinstance(node, ast.comprehension):
+            yield from ((node.target.lineno, test) for test in node.ifs)
+        elif isinstance(node, ast.BoolOp):
+            yield from ((node.lineno, value) for value in node.values)
+        elif isinstance(node, ast.Match):
+            yield node.lineno, node.subject
+
+
+def _engine_tests(source: str) -> Iterator[int]:
+    """The lines of ``source`` whose branch tests an engine (a name or attribute naming the
+    core, ``native`` or an engine, or a call of one)."""
+    for line, condition in _branch_conditions(ast.parse(source)):
+        for node in ast.walk(condition):
+            name = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else ""
+            )
+            if any(word in name.lower() for word in ENGINE_WORDS):
+                yield line
+                break
+
+
+def test_the_engine_test_check_sees_native_style_branches() -> None:
+    for code in (
+        "if task.native:\n    pass",
+        "opener = NativeTransaction if self.task.native else None",
+        "if on_core(task.engine):\n    pass",
+        "while not native:\n    pass",
+        "ok = task.native and produce()",
+        "match task.engine:\n    case _:\n        pass",
+        "rows = [r for r in rows if core.INSTALLED]",
+    ):
+        assert list(_engine_tests(code)) != [], code
+    assert list(_engine_tests("reader = range_reader(settings.engine(cluster_id))")) == []
+
+
+def test_source_and_sink_do_not_branch_on_an_engine() -> None:
+    """The source and the sink ask ``engines.implementations`` for the implementation of a
+    planned engine and use it: no branch of theirs tests which engine serves (``if
+    task.native``, ``x if on_core(engine) else y``)."""
+    found = [
+        f"{name}:{line}"
+        for name, path in _modules().items()
+        if _top(name) in ("source", "sink")
+        for line in _engine_tests(path.read_text())
+    ]
+    assert found == []

@@ -16,6 +16,7 @@ from pyspark_dynamic_kafka.engines.roles import (
     BatchProducer,
     ColumnDecoder,
     CoreMissingError,
+    GroupLender,
     RangeReader,
 )
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # the Avro and registry modules only where Avro columns are r
     from pyspark_dynamic_kafka.avro.framing import SchemaRef
     from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
-__all__ = ["CoreMissingError", "column_decoder", "core_producer", "range_reader"]
+__all__ = ["CoreMissingError", "batch_producer", "column_decoder", "range_reader"]
 
 
 def range_reader(engine: str) -> RangeReader:
@@ -54,23 +55,35 @@ def column_decoder(
         from pyspark_dynamic_kafka.engines.decode_core import make_decoder
 
         return make_decoder(reader_schema, fetch, permissive, key, reader_name)
-    from pyspark_dynamic_kafka.engines.decode_python import python_decoder
+    from pyspark_dynamic_kafka.engines.decode_python import Decoder
 
-    return python_decoder(reader_schema, fetch, permissive, key, reader_name)
+    return Decoder(reader_schema, fetch, permissive, key, reader_name)
 
 
-def core_producer(config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> BatchProducer:
-    """The compiled core's producer of one cluster (the sink's writer for a cluster planned on
-    ``librdkafka``), given the full producer configuration and the dedupe stamp (sink id,
-    batch, Spark partition) or ``None``.
+def batch_producer(
+    engine: str,
+    config: Mapping[str, str],
+    stamp: tuple[str, str, int] | None,
+    lender: GroupLender | None = None,
+) -> BatchProducer:
+    """The producer of a cluster planned on ``engine`` (``librdkafka``: the compiled core's,
+    :class:`~.write_core.CoreProducer`; ``python``: confluent-kafka's,
+    :class:`~.write_python.PythonProducer`), given the full producer configuration and the
+    dedupe stamp (sink id, batch, Spark partition) or ``None``. ``lender`` makes the consumer
+    that lends a group's metadata to a transaction's offset commit (confluent-kafka's producer
+    needs one; the core's commits offsets by the group's name).
 
     Raises
     ------
     CoreMissingError
-        The compiled core is not installed.
+        The engine is the compiled core's and it is not installed.
     ProduceFailure
         librdkafka refused the configuration.
     """
-    from pyspark_dynamic_kafka.engines.write_core import CoreProducer
+    if on_core(engine):
+        from pyspark_dynamic_kafka.engines.write_core import CoreProducer
 
-    return CoreProducer(config, stamp)
+        return CoreProducer(config, stamp)
+    from pyspark_dynamic_kafka.engines.write_python import PythonProducer
+
+    return PythonProducer(config, stamp, lender)

@@ -9,15 +9,14 @@ role                   Python                                  compiled core
 =====================  ======================================  ==============================
 :class:`RangeReader`   :mod:`.read_python`                     :mod:`.read_core`
 :class:`ColumnDecoder` :mod:`.decode_python`                   :mod:`.decode_core`
-:class:`BatchProducer` none: the sink produces row by row      :mod:`.write_core`
-                       with confluent-kafka
-:class:`Transaction`   the sink's, on confluent-kafka's        the sink's, on the core's
-                       producer                                :class:`BatchProducer`
+:class:`BatchProducer` :mod:`.write_python`                    :mod:`.write_core`
+:class:`Transaction`   the sink's one, over either             the sink's one, over either
+                       :class:`BatchProducer`                  :class:`BatchProducer`
 =====================  ======================================  ==============================
 
-The sink's two :class:`Transaction` implementations stay with the sink
-(``sink/executor/transaction.py``, ``sink/executor/native.py``): they commit its progress
-markers, which are the sink's.
+The sink's one :class:`Transaction` stays with the sink (``sink/executor/transaction.py``): it
+commits the sink's progress markers, with whichever :class:`BatchProducer` the cluster's engine
+gives.
 
 Which engine serves a cluster is :mod:`.choice`'s decision; the implementation of a role for an
 engine is :mod:`.implementations`'. What crosses the seam is neutral: ranges as topic, partition,
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
+from confluent_kafka import Consumer
 
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory
 
@@ -40,43 +40,81 @@ if TYPE_CHECKING:  # the Avro modules only where Avro columns are read
     from pyspark_dynamic_kafka.avro.decode import Decoded
 
 __all__ = [
+    "FLUSH_MARGIN_MS",
+    "STAMP_HEADERS",
     "BatchProducer",
     "ColumnDecoder",
     "ConsumerFactory",
     "CoreMissingError",
+    "GroupLender",
     "ProduceFailure",
     "Range",
     "RangeReader",
     "ReadOptions",
+    "TopicRoutes",
     "Transaction",
+    "stamp_headers",
 ]
+
+#: The dedupe headers' keys, in the order a record carries them (after its own headers): the
+#: sink's stamp (sink id, batch, Spark partition) and the record's sequence in its task, each as
+#: decimal or plain text, UTF-8 (both producers stamp them; the core names them in ``write.rs``).
+STAMP_HEADERS = (
+    "dynamic_kafka.sink",
+    "dynamic_kafka.batch",
+    "dynamic_kafka.partition",
+    "dynamic_kafka.sequence",
+)
+
+
+def stamp_headers(stamp: tuple[str, str, int], sequence: int) -> list[tuple[str, bytes]]:
+    """The dedupe headers of the ``sequence``-th record (from 0) of a task whose stamp is
+    ``stamp`` (sink id, batch, Spark partition)."""
+    sink, batch, partition = stamp
+    values = (sink, batch, str(partition), str(sequence))
+    return [(k, v.encode()) for k, v in zip(STAMP_HEADERS, values, strict=True)]
+
+
+#: Makes the consumer of a group (by name) that lends the group's metadata to a transaction's
+#: offset commit (confluent-kafka's producer needs one; the producer closes it).
+GroupLender = Callable[[str], Consumer]
+
+#: How long a producer's flush waits beyond its timeout: records fail, each naming its topic,
+#: when their ``message.timeout.ms`` ends, before the flush gives up, which it does only when
+#: librdkafka itself hangs.
+FLUSH_MARGIN_MS = 10_000
 
 #: What a task's writing reports (the sink's ``WriteReport``).
 Report_co = TypeVar("Report_co", covariant=True)
+#: Where a batch's rows go by their ``topic`` value: each value (``None`` for null) with the
+#: topic its rows are produced to.
+TopicRoutes = Sequence[tuple[str | None, str]]
 
 
 class Range(Protocol):
-    """An exact offset range of one partition: ``[start, end)``."""
+    """An exact offset range of one partition: ``[start, end)``, its attributes read-only, so that
+    a frozen dataclass (the source's offset ranges) is one.
+
+    Attributes
+    ----------
+    topic
+        The topic.
+    partition
+        The partition.
+    start
+        The first offset read.
+    end
+        The offset after the last one read.
+    """
 
     @property
-    def topic(self) -> str:
-        """The topic."""
-        ...
-
+    def topic(self) -> str: ...
     @property
-    def partition(self) -> int:
-        """The partition."""
-        ...
-
+    def partition(self) -> int: ...
     @property
-    def start(self) -> int:
-        """The first offset read."""
-        ...
-
+    def start(self) -> int: ...
     @property
-    def end(self) -> int:
-        """The offset after the last one read."""
-        ...
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -168,16 +206,16 @@ class ColumnDecoder(Protocol):
 class BatchProducer(Protocol):
     """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
     ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
-    Each step fails with :class:`ProduceFailure`."""
+    Each step fails with :class:`ProduceFailure`, but for two errors confluent-kafka's producer
+    raises as the sink's confluent-kafka path always did: :meth:`begin_transaction`'s
+    ``KafkaException`` as it is, and a batch without a ``value`` column as a
+    :class:`~pyspark_dynamic_kafka.errors.WriteError` saying so."""
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to the producer: to ``topic`` when given, else to the
-        topic ``topics`` maps the row's ``topic`` value to; stops early once a delivery
+        topic ``topics`` routes the row's ``topic`` value to; stops early once a delivery
         failed."""
 
     def failed(self) -> bool:
@@ -185,7 +223,8 @@ class BatchProducer(Protocol):
         ...
 
     def flush(self, timeout_ms: int) -> int:
-        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        """Wait for the acknowledgements up to ``timeout_ms`` (the records'
+        ``message.timeout.ms``) and :data:`FLUSH_MARGIN_MS` more: the records still waiting."""
         ...
 
     def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:

@@ -3,20 +3,21 @@
 the delivery reports counted in Rust: no Python object per record), and exactlyOnce's
 transactions.
 
-:class:`CoreProducer` is the core's ``Producer`` with the core's exception turned into the
-engine-neutral :class:`~.roles.ProduceFailure`; the sink (its ``native`` writer) builds its
-atLeastOnce writes and its :class:`~.roles.Transaction` on it.
+:class:`CoreProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
+``librdkafka``: the core's ``Producer`` with the core's exception turned into the
+engine-neutral :class:`~.roles.ProduceFailure` (:mod:`.write_python`'s ``PythonProducer`` is
+confluent-kafka's). The sink writes, both guarantees, through the one path over either.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
-from pyspark_dynamic_kafka.engines.roles import ProduceFailure
+from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
 __all__ = ["CoreProducer"]
 
@@ -31,15 +32,9 @@ def _failing() -> Iterator[None]:
 
 
 class CoreProducer:
-    """The compiled core's producer of one cluster.
-
-    Parameters
-    ----------
-    config
-        The full librdkafka producer configuration.
-    stamp
-        The dedupe stamp (sink id, batch, Spark partition) whose headers every record carries,
-        or ``None``.
+    """The compiled core's producer of one cluster, from the parameters
+    :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
+    the stamp's headers). It commits a transaction's offsets by the group's name.
 
     Raises
     ------
@@ -55,13 +50,10 @@ class CoreProducer:
             self._producer = core.compiled.Producer(sorted(config.items()), stamp)
 
     def send(
-        self,
-        batch: pa.RecordBatch,
-        topic: str | None = None,
-        topics: Sequence[tuple[str | None, str]] = (),
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
     ) -> None:
         """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
-        ``topics`` maps the row's ``topic`` value to; stops early once a delivery failed."""
+        ``topics`` routes the row's ``topic`` value to; stops early once a delivery failed."""
         with _failing():
             self._producer.send(batch, topic, topics)
 
@@ -71,9 +63,10 @@ class CoreProducer:
             return self._producer.failed()
 
     def flush(self, timeout_ms: int) -> int:
-        """Wait up to ``timeout_ms`` for the acknowledgements: the records still waiting."""
+        """Wait for the acknowledgements up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
         with _failing():
-            return self._producer.flush(timeout_ms)
+            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
 
     def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
         """Records and key+value bytes per topic acknowledged so far, and the first failure as

@@ -12,16 +12,16 @@ tests/unit/test_module_map.py):
 - :mod:`~pyspark_dynamic_kafka.sink.executor.task`: the driver -> executor contract,
   :class:`WriteTask` (route, producer properties) and :class:`WriteReport` (what a task wrote).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.produce`: one task's Arrow batches -> records,
-  flushed and checked before the task ends (atLeastOnce).
+  flushed and checked before the task ends (atLeastOnce), with the producer
+  (:class:`~pyspark_dynamic_kafka.engines.roles.BatchProducer`) of the engine the driver chose
+  by the ``writer`` option (:mod:`pyspark_dynamic_kafka.engines.choice`): confluent-kafka's or
+  the compiled core's (Arrow columns straight to librdkafka), one path for both.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.transaction`: exactlyOnce: one transaction per
-  task with a fixed ``transactional.id`` and a progress marker committed inside it, on either
-  producer's :class:`~pyspark_dynamic_kafka.engines.roles.Transaction`.
+  task with a fixed ``transactional.id`` and a progress marker committed inside it, one
+  :class:`~pyspark_dynamic_kafka.engines.roles.Transaction` over either producer.
 - :mod:`~pyspark_dynamic_kafka.sink.executor.markers`: exactlyOnce's progress markers: the
   query that wrote each, where a task looks them up, whether its micro-batch is a replay or
   another query holds the ``sinkId``.
-- :mod:`~pyspark_dynamic_kafka.sink.executor.native`: the same two with the compiled core's
-  producer (Arrow columns straight to librdkafka, :mod:`pyspark_dynamic_kafka.engines.write_core`),
-  as the driver chose by the ``writer`` option (:mod:`pyspark_dynamic_kafka.engines.choice`).
 - :mod:`~pyspark_dynamic_kafka.sink.executor.avro_columns`: the ``value`` / ``key`` column
   written as Avro encoded (schema ids of the route's registry) before either producer runs.
 - :mod:`~pyspark_dynamic_kafka.sink.driver.plan`: when a batch (or micro-batch) starts, read the

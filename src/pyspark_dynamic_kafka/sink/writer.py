@@ -188,14 +188,9 @@ def _stamp(task: WriteTask, batch: object, partition: int) -> Stamp | None:
 def _produce(
     task: WriteTask, batches: Iterator[pa.RecordBatch], stamp: Stamp | None = None
 ) -> WriteReport:
-    """atLeastOnce with the writer the driver chose (the compiled core or confluent-kafka)."""
-    batches = encode_columns(task, batches)
-    if task.native:
-        # The core's writer (and pyarrow.compute) on executors only: the planner needs neither.
-        from pyspark_dynamic_kafka.sink.executor.native import produce_native
-
-        return produce_native(task, batches, stamp)
-    return produce_batches(task, batches, stamp)
+    """atLeastOnce with the producer of the engine the driver chose (the compiled core's or
+    confluent-kafka's)."""
+    return produce_batches(task, encode_columns(task, batches), stamp)
 
 
 class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
@@ -255,13 +250,8 @@ class DynamicKafkaStreamWriter(StreamWriterBase):  # type: ignore[misc]
         if not self.task.exactly_once:
             return replace(_produce(self.task, iterator, stamp), query_id=query_id)
         started = time.monotonic()
-        from pyspark_dynamic_kafka.sink.executor.native import NativeTransaction
-
-        opener = NativeTransaction if self.task.native else None
         batches = encode_columns(self.task, iterator)
-        report = produce_transaction(
-            self.task, batches, batch_id, partition, stamp, opener, query_id
-        )
+        report = produce_transaction(self.task, batches, batch_id, partition, stamp, query_id)
         elapsed = round((time.monotonic() - started) * 1000)
         return replace(report, query_id=query_id, transaction_ms=elapsed)
 

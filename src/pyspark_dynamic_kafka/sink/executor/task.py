@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from pyspark_dynamic_kafka.engines.choice import PYTHON, on_core
+from pyspark_dynamic_kafka.engines.choice import PYTHON
 from pyspark_dynamic_kafka.kafka.config import (
     FrozenProperties,
     client_properties,
@@ -124,11 +124,6 @@ class WriteTask:
     engine: str = PYTHON
     value_avro: AvroTarget | None = None
     key_avro: AvroTarget | None = None
-
-    @property
-    def native(self) -> bool:
-        """Whether the compiled core produces."""
-        return on_core(self.engine)
 
     def producer_properties(self) -> dict[str, str]:
         """The producer's client properties: query-wide, the cluster's, then the sink's own, with

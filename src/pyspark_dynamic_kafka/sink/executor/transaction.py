@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 
 import pyarrow as pa
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer
 
-from pyspark_dynamic_kafka.engines.roles import Transaction
+from pyspark_dynamic_kafka.engines.roles import ProduceFailure, Transaction
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import client_properties
 from pyspark_dynamic_kafka.sink.executor.markers import (
@@ -40,14 +40,18 @@ from pyspark_dynamic_kafka.sink.executor.markers import (
     marker_metadata,
     progress_group,
 )
-from pyspark_dynamic_kafka.sink.executor.produce import Stamp, failure, send_all
+from pyspark_dynamic_kafka.sink.executor.produce import (
+    Stamp,
+    open_producer,
+    producing,
+    send_all,
+)
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 
 __all__ = [
-    "Opener",
+    "ProducerTransaction",
     "Transaction",
     "already_committed",
-    "open_transaction",
     "produce_transaction",
     "transaction_properties",
 ]
@@ -60,31 +64,12 @@ def transactional_id(task: WriteTask, partition: int) -> str:
     return f"{task.sink_id}.{task.route.cluster_id}.{partition}"
 
 
-def _timeout_s(task: WriteTask) -> float:
-    return task.flush_timeout_ms / 1000.0
-
-
 def transaction_properties(task: WriteTask, partition: int) -> dict[str, str]:
     """The producer properties of Spark partition ``partition``'s transactions."""
     properties = task.producer_properties()
     properties["transactional.id"] = transactional_id(task, partition)
     properties.setdefault("transaction.timeout.ms", str(max(task.flush_timeout_ms, 60_000)))
     return properties
-
-
-def open_transaction(task: WriteTask, partition: int) -> Producer:
-    """A producer with Spark partition ``partition``'s ``transactional.id``, initialised: an
-    older producer with that id is fenced and its open transaction ended."""
-    try:
-        producer = Producer(transaction_properties(task, partition))
-    except KafkaException as exc:
-        raise failure(task, "Cannot start a transaction on", None, exc) from None
-    try:
-        producer.init_transactions(_timeout_s(task))
-    except KafkaException as exc:
-        producer.close()  # not left reconnecting until the error's traceback is collected
-        raise failure(task, "Cannot start a transaction on", None, exc) from None
-    return producer
 
 
 def already_committed(
@@ -146,60 +131,54 @@ def _log_claim(decided: Claim, batch_id: int, partition: int, query_id: str | No
         )
 
 
-def _commit(
-    task: WriteTask, producer: Producer, partition: int, batch_id: int, metadata: str
-) -> None:
-    places = task.route.marker_places
-    markers = [TopicPartition(t, p, batch_id, metadata=metadata) for t, p in places]
-    # The route's own client properties (registry keys left out, secret references resolved):
-    # the consumer only lends the group's metadata to the transaction.
-    properties = client_properties(task.route.properties, task.route.cluster_id)
-    consumer = marker_consumer(properties, progress_group(task.sink_id or "", partition))
-    try:
-        group = consumer.consumer_group_metadata()
-        producer.send_offsets_to_transaction(markers, group, _timeout_s(task))
-    finally:
-        consumer.close()
-    producer.commit_transaction(_timeout_s(task))
-
-
-#: Opens a :class:`Transaction` for a task's Spark partition, with a stamp for its records.
-Opener = Callable[[WriteTask, int, Stamp | None], Transaction[WriteReport]]
-
-
-class _Confluent:
-    """:class:`~pyspark_dynamic_kafka.engines.roles.Transaction` with confluent-kafka's
-    producer."""
+class ProducerTransaction:
+    """:class:`~pyspark_dynamic_kafka.engines.roles.Transaction` over the producer of the task's
+    planned engine (:func:`~pyspark_dynamic_kafka.sink.executor.produce.open_producer`): a
+    producer with Spark partition ``partition``'s ``transactional.id``, initialised, so an older
+    producer with that id is fenced and its open transaction ended."""
 
     def __init__(self, task: WriteTask, partition: int, stamp: Stamp | None) -> None:
-        self.task, self.partition, self.stamp = task, partition, stamp
-        self.producer = open_transaction(task, partition)
+        self.task, self.partition = task, partition
+        self.timeout = task.flush_timeout_ms
+        properties = transaction_properties(task, partition)
+        self.producer = open_producer(
+            task, properties, stamp, "Cannot start a transaction on", self._lend
+        )
+        try:
+            with producing(task, "Cannot start a transaction on"):
+                self.producer.init_transactions(self.timeout)
+        except BaseException:
+            self.producer.close()  # not left reconnecting until the error's traceback is gone
+            raise
+
+    def _lend(self, group: str) -> Consumer:
+        # The route's own client properties (registry keys left out, secret references
+        # resolved): the consumer only lends the group's metadata to the transaction.
+        route = self.task.route
+        return marker_consumer(client_properties(route.properties, route.cluster_id), group)
 
     def begin(self) -> None:
-        self.producer.begin_transaction()
+        with producing(self.task, "Cannot start a transaction on"):
+            self.producer.begin_transaction()
 
     def write(self, batches: Iterable[pa.RecordBatch]) -> WriteReport:
-        with self._failing():
-            deliveries = send_all(self.task, self.producer, batches, self.stamp)
-        return deliveries.report(self.task.route.cluster_id)
+        return send_all(self.task, self.producer, batches)
 
     def commit(self, batch_id: int, metadata: str) -> None:
-        with self._failing():
-            _commit(self.task, self.producer, self.partition, batch_id, metadata)
+        task = self.task
+        with producing(task, "Cannot commit the transaction on"):
+            group = progress_group(task.sink_id or "", self.partition)
+            for topic, partition in task.route.marker_places:  # one transaction: all or none
+                marker = (topic, partition, batch_id)
+                self.producer.send_offset(group, marker, metadata, self.timeout)
+            self.producer.commit_transaction(self.timeout)
 
     def abort(self) -> None:
-        with contextlib.suppress(KafkaException):
-            self.producer.abort_transaction(_timeout_s(self.task))
+        with contextlib.suppress(ProduceFailure):
+            self.producer.abort_transaction(self.timeout)
 
     def close(self) -> None:
-        """Nothing to release: confluent-kafka's producer ends with its last reference."""
-
-    @contextlib.contextmanager
-    def _failing(self) -> Iterator[None]:
-        try:
-            yield
-        except KafkaException as exc:
-            raise failure(self.task, "Cannot commit the transaction on", None, exc) from None
+        self.producer.close()
 
 
 def produce_transaction(
@@ -208,17 +187,14 @@ def produce_transaction(
     batch_id: int,
     partition: int,
     stamp: Stamp | None = None,
-    opener: Opener | None = None,
     query_id: str | None = None,
 ) -> WriteReport:
     """exactlyOnce: write Spark partition ``partition`` of streaming query ``query_id``'s
     micro-batch ``batch_id`` in one transaction with its progress marker (and ``stamp``'s
     headers, if any), or nothing when a marker of the query says it is committed (``None``: no
-    query, every marker counts as its own), with the producer ``opener`` opens (confluent-kafka's by
-    default; the compiled core's:
-    :class:`~pyspark_dynamic_kafka.sink.executor.native.NativeTransaction`). The same course
-    for both: initialise (fences older attempts), skip if marked, begin, write, commit; any
-    error aborts the transaction before it is raised again.
+    query, every marker counts as its own), with the producer of the task's planned engine
+    (:class:`ProducerTransaction`): initialise (fences older attempts), skip if marked, begin,
+    write, commit; any error aborts the transaction before it is raised again.
 
     Raises
     ------
@@ -228,7 +204,7 @@ def produce_transaction(
     SinkIdInUseError
         When another query's marker is the newest (:func:`already_committed`).
     """
-    transaction = (opener or _Confluent)(task, partition, stamp)
+    transaction: Transaction[WriteReport] = ProducerTransaction(task, partition, stamp)
     try:
         skip, metadata = already_committed(task, batch_id, partition, query_id)
         if skip is not None:

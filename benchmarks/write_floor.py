@@ -1,0 +1,251 @@
+"""The write floor: what handing rows to any Python sink costs, beside ours and Spark's sink.
+
+One Apache Kafka cluster (its broker on the JVM's defaults, ``SERVING_JVM_OPTIONS``), the rows
+of :mod:`benchmarks.sink` (default 1,000,000: ``key`` the id as a string, ``value`` ``--size``
+bytes, as Parquet in 2 files: 2 tasks on ``local[2]``), one warm SparkSession; every side is a
+new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``:
+
+* ``noop``: Spark's ``noop`` sink: reading the Parquet into rows, nothing written;
+* ``floor``: ``bench_write_floor`` (:mod:`benchmarks.floor`), a ``DataSourceStreamArrowWriter``
+  that takes Spark's Arrow batches and only counts their rows: rows -> Arrow -> a Python worker,
+  the least any Python sink pays;
+* ``kafka``: Spark's ``format("kafka")`` sink (at-least-once);
+* ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` / ``writer=python``;
+* ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``;
+* ``native_gc_paused``, ``native_gc_frozen`` (only when ``--sides`` names them): ``native`` with
+  the cyclic garbage collector paused for each task, or frozen after it
+  (:mod:`benchmarks.gc_variants`).
+
+Each side is priced twice: the whole query as a user times it (``start()`` to the end of
+``awaitTermination()``) and its ``addBatch`` window (the Spark job that reads and writes the rows),
+with the CPU of the Spark process tree (JVM and Python workers) over each, split by thread
+(:class:`~benchmarks.measure.ThreadSampler`: the JVM's task, Kafka producer, GC and JIT threads;
+the driver's Python planners; a Python worker's main thread and librdkafka's ``rdk:`` threads).
+Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the floor's own
+count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
+``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
+then the window's split per record (medians per thread group) and each of ours above the floor.
+``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ...``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import floor as floor_module
+from benchmarks import gc_variants, report
+from benchmarks.floor import WriteFloorSink, floor_rows
+from benchmarks.measure import ThreadSampler, load_average
+from benchmarks.sink import WRITERS, Writes, prepare
+from benchmarks.spark_sides import Run, _window, bench_setup
+
+from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
+
+OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
+SIDES = ["noop", "floor", "kafka", *OURS]
+PAIRS: report.Pairs = [
+    ("floor", "kafka"),
+    *[(ours, peer) for ours in [*OURS, "native_gc_paused"] for peer in ("kafka", "floor")],
+    ("native_gc_paused", "native"),
+    ("native_gc_frozen", "native"),
+]
+#: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
+#: whose options it takes.
+VARIANTS = {
+    "native_gc_paused": ("bench_dynamic_kafka_gc_paused", "native"),
+    "native_gc_frozen": ("bench_dynamic_kafka_gc_frozen", "native"),
+}
+#: Issue 44's targets against Spark's sink (rows/s at least, CPU at most).
+TARGETS: dict[str, report.Target] = {
+    "native/kafka": (2.0, 0.6),
+    "exactly_once_native/kafka": (1.5, 0.7),
+}
+#: The thread groups in the split's columns (:func:`benchmarks.measure.thread_group`).
+GROUPS = [
+    "JVM task",
+    "JVM kafka",
+    "JVM GC",
+    "JVM JIT",
+    "JVM other",
+    "Python planner",
+    "Python main",
+    "Python rdk",
+    "Python other",
+]
+#: The whole query (``start()`` to termination) and the ``addBatch`` window of one side.
+Drained = tuple[Run, Run]
+
+
+def drain(jvm: int, start: Callable[[], Any], total: int, timeout: float = 900.0) -> Drained:
+    """Run ``start()`` (a started ``availableNow`` query) to its end; price it whole and its
+    ``addBatch`` window (:func:`benchmarks.spark_sides._window`)."""
+    with ThreadSampler({"spark": jvm}) as sampler:
+        began = time.time()
+        query = start()
+        ended = query.awaitTermination(timeout)
+        done = time.time()
+    if not ended:
+        query.stop()
+        raise SystemExit(f"the query did not end within {timeout:.0f} s")
+    if query.exception() is not None:
+        raise SystemExit(f"the query failed: {query.exception()}")
+    rows, first, last = _window(list(query.recentProgress))
+    if rows != total:
+        raise SystemExit(f"the query read {rows} rows, expected {total}")
+    whole = Run(rows, done - began, sampler.between("spark", began, done))
+    return whole, Run(rows, last - first, sampler.between("spark", first, last))
+
+
+class FloorWrites(Writes):
+    """:class:`benchmarks.sink.Writes`'s streaming sides, each drained whole, plus the floors.
+
+    Each Python side is first primed (unmeasured) by the same sink writing ``tiny``'s 2 rows in 2
+    tasks: Spark stops a Python worker idle for 60 s (not configurable) and a new one spends about
+    0.5 s of CPU importing, which would land on whichever side found its pool cold. Priming prices
+    every side warm, as a query that runs often finds it; a first query pays the start-ups too.
+    """
+
+    def __init__(self, *args: Any, tiny: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tiny = tiny
+        #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
+        self.scratch: tuple[str, Path] | None = None
+
+    def _start(self, rows: Path, fmt: str, options: dict[str, str], checkpoint: str) -> Any:
+        frame = self.spark.readStream.schema(self.schema).parquet(str(rows))
+        writer = frame.writeStream.format(fmt).options(**options)
+        writer = writer.option("checkpointLocation", checkpoint)
+        return writer.trigger(availableNow=True).start()
+
+    def _prime(self, name: str) -> None:
+        """Run ``name``'s sink on the 2 tiny rows (nothing for the JVM's own sinks)."""
+        run = uuid.uuid4().hex[:12]
+        checkpoint = str(self.workdir / f"p{run}.checkpoint")
+        if name == "floor":
+            options = {"counts": str(self.workdir / f"p{run}.counts")}
+            query = self._start(self.tiny, "bench_write_floor", options, checkpoint)
+        elif name in WRITERS or name in VARIANTS:
+            self.scratch = self.scratch or self._topic()
+            fmt, like = VARIANTS.get(name, ("dynamic_kafka", name))
+            options = self._options(like, *self.scratch)
+            if "sinkId" in options:
+                options["sinkId"] = f"p{run}"
+            query = self._start(self.tiny, fmt, options, checkpoint)
+        else:
+            return
+        if not query.awaitTermination(300) or query.exception() is not None:
+            raise SystemExit(f"priming {name} failed: {query.exception()}")
+
+    def _drain(self, fmt: str, options: dict[str, str], checkpoint: str) -> Drained:
+        return drain(self.jvm, lambda: self._start(self.rows, fmt, options, checkpoint), self.total)
+
+    def side(self, name: str) -> Drained:
+        self._prime(name)
+        run = uuid.uuid4().hex[:12]
+        if name in ("noop", "floor"):
+            counts = self.workdir / f"f{run}.counts"
+            options = {"counts": str(counts)} if name == "floor" else {}
+            fmt = "bench_write_floor" if name == "floor" else "noop"
+            drained = self._drain(fmt, options, str(self.workdir / f"f{run}.checkpoint"))
+            if name == "floor" and (got := floor_rows(counts)) != self.total:
+                raise SystemExit(f"the write floor received {got} rows, expected {self.total}")
+            return drained
+        topic, metadata = self._topic()
+        fmt, like = VARIANTS.get(name, ("kafka" if name == "kafka" else "dynamic_kafka", name))
+        options = self._options(like, topic, metadata)
+        drained = self._drain(fmt, options, str(self.workdir / f"{topic}.checkpoint"))
+        self._check(name, topic)
+        return drained
+
+
+def per_record(runs: list[Run], group: str) -> float:
+    """The median over ``runs`` of one thread group's CPU, µs per record."""
+    return statistics.median(r.cpu.get(group, 0.0) / r.rows * 1e6 for r in runs)
+
+
+def split(rounds: Sequence[Mapping[str, Run]]) -> dict[str, dict[str, float]]:
+    """``{side: {group: µs/record}}``: each group's median over the rounds, and ``total``."""
+    table = {}
+    for name in rounds[0]:
+        runs = [r[name] for r in rounds]
+        row = {group: per_record(runs, group) for group in GROUPS}
+        row["total"] = statistics.median(r.us_per_record for r in runs)
+        table[name] = row
+    return table
+
+
+def above(table: Mapping[str, Mapping[str, float]], side: str, base: str) -> dict[str, float]:
+    """``side`` less ``base``, group by group (µs/record; JVM and Python summed too)."""
+    diff = {g: table[side].get(g, 0.0) - table[base].get(g, 0.0) for g in [*GROUPS, "total"]}
+    for kind in ("JVM", "Python"):
+        diff[kind] = sum(v for g, v in diff.items() if g.startswith(f"{kind} "))
+    return diff
+
+
+def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The split as Markdown: each side by thread group, then each side above the floor and the
+    floor above ``noop`` (reading the Parquet alone)."""
+    head = ["side", *GROUPS, "total"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for name, row in table.items():
+        lines.append(f"| {name} | " + " | ".join(f"{row.get(g, 0.0):.2f}" for g in head[1:]) + " |")
+    kinds = ["JVM", "Python planner", "Python main", "Python rdk", "Python other", "total"]
+    lines += ["", "| above | " + " | ".join(kinds) + " |", "|" + " --- |" * 7]
+    bases = [("floor", "noop"), *[(s, "floor") for s in table if s not in ("noop", "floor")]]
+    for side, base in bases:
+        if side in table and base in table:
+            d = above(table, side, base)
+            cells = [d[k] for k in kinds]
+            lines.append(f"| {side} / {base} | " + " | ".join(f"{v:+.2f}" for v in cells) + " |")
+    return lines
+
+
+def main() -> None:
+    parser = report.parser(__doc__, 1_000_000)
+    parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
+    args = parser.parse_args()
+    sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
+    bench, jars = bench_setup(floor_module, gc_variants)
+    workdir = bench / "write_floor"
+    workdir.mkdir(exist_ok=True)
+    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
+        conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
+        spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(WriteFloorSink)
+        for variant in gc_variants.FORMATS:
+            spark.dataSource.register(variant)
+        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
+        prepare(spark, rows, args.records, args.size)
+        prepare(spark, tiny, 2, args.size)
+        writes = FloorWrites(spark, started["w"], rows, args.records, workdir, tiny=tiny)
+        wholes: list[dict[str, Run]] = []
+        windows: list[dict[str, Run]] = []
+        for rnd in range(args.rounds + 1):
+            names = sides if rnd % 2 else list(reversed(sides))
+            load = load_average()
+            drained = {name: writes.side(name) for name in names}
+            whole = {name: drained[name][0] for name in sides}
+            window = {name: drained[name][1] for name in sides}
+            if rnd:
+                wholes.append(whole)
+                windows.append(window)
+            report.print_round("whole query", rnd, load, whole, pairs)
+            report.print_round("addBatch window", rnd, load, window, pairs)
+        spark.stop()
+    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
+    for what, results in (("whole query", wholes), ("addBatch window", windows)):
+        print(f"\n{what}:")
+        print("\n".join(report.pair_summary(results, pairs, TARGETS)))
+        print(f"\n{what}, µs per record by thread group (medians):")
+        print("\n".join(split_lines(split(results))))
+
+
+if __name__ == "__main__":
+    main()

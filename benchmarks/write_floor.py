@@ -30,10 +30,11 @@ then the window's split per record (medians per thread group) and each of ours a
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,25 +207,36 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
+def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
+    """:class:`FloorWrites` in a warm session (stopped at the end) on one Apache Kafka cluster
+    with the brokers' serving JVM options, the floor and the GC variants registered, over
+    ``records`` rows of ``size``-byte values as Parquet (and 2 rows to prime each side with),
+    in the bench directory's ``name``."""
+    bench, jars = bench_setup(floor_module, gc_variants)
+    workdir = bench / name
+    workdir.mkdir(exist_ok=True)
+    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
+        conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
+        spark = local_spark_session(f"dynamic-kafka-{name.replace('_', '-')}", 2, 1, **conf)
+        spark.sparkContext.setLogLevel("ERROR")
+        for source in (WriteFloorSink, *gc_variants.FORMATS):
+            spark.dataSource.register(source)
+        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
+        prepare(spark, rows, records, size)
+        prepare(spark, tiny, 2, size)
+        try:
+            yield FloorWrites(spark, started["w"], rows, records, workdir, tiny=tiny)
+        finally:
+            spark.stop()
+
+
 def main() -> None:
     parser = report.parser(__doc__, 1_000_000)
     parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
-    bench, jars = bench_setup(floor_module, gc_variants)
-    workdir = bench / "write_floor"
-    workdir.mkdir(exist_ok=True)
-    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
-        conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
-        spark = local_spark_session("dynamic-kafka-write-floor", 2, 1, **conf)
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(WriteFloorSink)
-        for variant in gc_variants.FORMATS:
-            spark.dataSource.register(variant)
-        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
-        prepare(spark, rows, args.records, args.size)
-        prepare(spark, tiny, 2, args.size)
-        writes = FloorWrites(spark, started["w"], rows, args.records, workdir, tiny=tiny)
+    with floor_writes("write_floor", args.records, args.size) as writes:
         wholes: list[dict[str, Run]] = []
         windows: list[dict[str, Run]] = []
         for rnd in range(args.rounds + 1):
@@ -238,7 +250,6 @@ def main() -> None:
                 windows.append(window)
             report.print_round("whole query", rnd, load, whole, pairs)
             report.print_round("addBatch window", rnd, load, window, pairs)
-        spark.stop()
     print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
     for what, results in (("whole query", wholes), ("addBatch window", windows)):
         print(f"\n{what}:")

@@ -23,8 +23,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from benchmarks import floor as floor_module
-from benchmarks.floor import WriteFloorSink
 from benchmarks.measure import (
     children_map,
     cmdline,
@@ -33,12 +31,8 @@ from benchmarks.measure import (
     process_cpu,
     thread_group,
 )
-from benchmarks.sink import prepare
-from benchmarks.spark_sides import Run, bench_setup
-from benchmarks.write_floor import FloorWrites
-
-from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
-from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
+from benchmarks.spark_sides import Run
+from benchmarks.write_floor import FloorWrites, floor_writes
 
 #: Symbols of the code linked into the core that is librdkafka's (and its C dependencies').
 _RDKAFKA = ("rd_", "cnd_", "mtx_", "thrd_", "tss_", "LZ4", "ZSTD", "crc32c", "snappy")
@@ -134,18 +128,7 @@ def main() -> None:
     parser.add_argument("--sides", nargs="+", default=["floor", "native", "exactly_once_native"])
     parser.add_argument("--top", type=int, default=12, help="symbols listed per side")
     args = parser.parse_args()
-    bench, jars = bench_setup(floor_module)
-    workdir = bench / "write_profile"
-    workdir.mkdir(exist_ok=True)
-    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
-        conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
-        spark = local_spark_session("dynamic-kafka-write-profile", 2, 1, **conf)
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(WriteFloorSink)
-        rows, tiny = workdir / "rows.parquet", workdir / "tiny.parquet"
-        prepare(spark, rows, args.records, args.size)
-        prepare(spark, tiny, 2, args.size)
-        writes = FloorWrites(spark, started["w"], rows, args.records, workdir, tiny=tiny)
+    with floor_writes("write_profile", args.records, args.size) as writes:
         for side in args.sides:  # warm-up
             writes.side(side)
         with tempfile.TemporaryDirectory() as tmp:
@@ -164,7 +147,6 @@ def main() -> None:
                 print(f"top symbols of {side} (share of its Python processes' samples):")
                 for (group, code, sym), n in symbols.most_common(args.top):
                     print(f"  {n / total:6.1%} {group:14} {code:10} {sym[:70]}")
-        spark.stop()
 
 
 if __name__ == "__main__":

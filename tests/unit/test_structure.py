@@ -254,9 +254,11 @@ def test_test_modules_have_unique_basenames() -> None:
 CORE = "pyspark_dynamic_kafka_core"
 BOUNDARY = f"{PACKAGE}.engines.core"
 #: What ``source/`` and ``sink/`` may import of ``engines/``: the decision, the roles and their
-#: implementations by engine, and the batches' schema; never an implementation itself.
-ENGINES_API = {f"{PACKAGE}.engines.{name}" for name in ("choice", "roles", "implementations")} | {
-    f"{PACKAGE}.engines.batches"
+#: implementations by engine, the batches' schema and the decoding of their columns by any
+#: engine's decoder; never an implementation itself.
+ENGINES_API = {
+    f"{PACKAGE}.engines.{name}"
+    for name in ("choice", "roles", "implementations", "batches", "columns")
 }
 #: Engine names, which only ``engines/`` compares a planned engine with.
 ENGINE_NAMES = {"DIRECT", "LIBRDKAFKA", "PYTHON", "direct", "librdkafka"}

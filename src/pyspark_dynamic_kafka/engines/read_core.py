@@ -10,8 +10,8 @@ request the direct path sent again on a new connection (its first one broke, or 
 past the request timeout) is one INFO line, as the Java consumer logs a disconnection after
 ``request.timeout.ms``.
 
-A read with Avro columns (:meth:`CoreRangeReader.read_decoded`) hands the core's reader the
-core's decoder of each column the core decodes (:class:`~.decode_core.NativeDecoder`'s, holding
+A read with Avro columns (a :class:`~.roles.RangeRead` with decoders) hands the core's reader
+the core's decoder of each column the core decodes (:class:`~.decode_core.NativeDecoder`'s, holding
 the reader schema and the writer schemas by id): the reader decodes each batch's columns in Rust
 as it assembles the batch, before the batch reaches Python, and the column's decoder takes the
 answer (:meth:`~.decode_core.NativeDecoder.finish`): its failures, its fallbacks to the Python
@@ -23,14 +23,14 @@ batch's column with again. A column whose decoder is the Python one is decoded a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.choice import DIRECT, report_handover
-from pyspark_dynamic_kafka.engines.roles import ColumnDecoder, Range, ReadOptions
+from pyspark_dynamic_kafka.engines.roles import RangeRead
 from pyspark_dynamic_kafka.errors import DataLossError, KafkaClientError, ReadError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory, consumer_config
@@ -103,48 +103,32 @@ class CoreRangeReader:
         return native_factory(self.engine)
 
     def read(
-        self,
-        consumer: core.compiled.Consumer,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-    ) -> Iterator[pa.RecordBatch]:
-        """Read one cluster's ranges with a consumer of :attr:`factory`. The consumer is lent
-        to the core's reader while it reads and is unassigned when it is given back (also when
-        reading fails or stops early); raises as :meth:`.roles.RangeReader.read` says."""
-        for batch, _ in self._read(consumer, cluster_id, ranges, options, properties, {}):
-            yield batch
-
-    def read_decoded(
-        self,
-        consumer: core.compiled.Consumer,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-        decoders: Mapping[str, ColumnDecoder],
-        where: Callable[[pa.RecordBatch], Callable[[int], str]],
+        self, consumer: core.compiled.Consumer, request: RangeRead
     ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
-        """:meth:`read`, the core decoding each batch's Avro columns as it reads them where the
-        column's decoder is the core's; raises as :meth:`.roles.RangeReader.read_decoded`
-        says."""
-        from pyspark_dynamic_kafka.engines.columns import decode_column
+        """Read with a consumer of :attr:`factory`, lent to the core's reader while it reads and
+        unassigned when it is given back (also when reading fails or stops early); the core
+        decodes each batch's Avro columns as it reads them where the column's decoder is the
+        core's. Raises as :meth:`.roles.RangeReader.read` says."""
+        if not request.decoders:
+            for batch, _ in self._read(consumer, request, {}):
+                yield batch, {}
+            return
+        from pyspark_dynamic_kafka.engines.columns import decode_column, record_name
         from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder
 
+        decoders, cluster_id = request.decoders, request.cluster_id
         natives = {n: d for n, d in decoders.items() if isinstance(d, NativeDecoder)}
-        read = self._read(consumer, cluster_id, ranges, options, properties, natives)
-        for batch, reader in read:
+        for batch, reader in self._read(consumer, request, natives):
             answers = reader.take_decoded()
-            named = where(batch)
             decoded: dict[str, Decoded] = {}
             for name, decoder in decoders.items():  # in their order: key first
                 native = natives.get(name)
                 if native is None or name not in answers:
-                    decoded[name] = decode_column(batch, name, decoder, named)
+                    decoded[name] = decode_column(batch, name, decoder, cluster_id)
                     continue
-                headers = batch.column("headers")
-                decoded[name] = native.finish(batch.column(name), headers, named, answers[name])
+                values, headers = batch.column(name), batch.column("headers")
+                where = record_name(batch, cluster_id)
+                decoded[name] = native.finish(values, headers, where, answers[name])
                 if native.core_decoder is None:  # the Python decoder's from now on
                     reader.stop_decoding(name)
             yield batch, decoded
@@ -152,21 +136,19 @@ class CoreRangeReader:
     def _read(
         self,
         consumer: core.compiled.Consumer,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
+        request: RangeRead,
         natives: Mapping[str, NativeDecoder],
     ) -> Iterator[tuple[pa.RecordBatch, core.compiled.Reader]]:
         """Each batch, with the core's reader, which decoded the batch's column of each of
         ``natives`` that the core decodes (:meth:`~core.compiled.Reader.take_decoded`)."""
+        cluster_id, options, properties = request.cluster_id, request.options, request.properties
         if not core.INSTALLED:  # the consumer came from the core
             raise ReadError(f"Cluster '{cluster_id}': the compiled core is gone")
         on_core = [(n, d.core_decoder) for n, d in natives.items()]
         reader = core.compiled.Reader(
             cluster_id,
             consumer,
-            [(r.topic, r.partition, r.start, r.end) for r in ranges],
+            [(r.topic, r.partition, r.start, r.end) for r in request.ranges],
             options.poll_timeout_ms,
             options.include_headers,
             options.fail_on_data_loss,

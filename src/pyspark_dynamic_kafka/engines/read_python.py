@@ -18,13 +18,13 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from pyspark_dynamic_kafka.engines.roles import ColumnDecoder, Range, ReadOptions
+from pyspark_dynamic_kafka.engines.roles import Range, RangeRead, ReadOptions
 from pyspark_dynamic_kafka.errors import DataLossError, ReadError
 from pyspark_dynamic_kafka.kafka.pool import ConsumerFactory, confluent_consumer
 
@@ -54,33 +54,19 @@ class PythonRangeReader:
         return confluent_consumer
 
     def read(
-        self,
-        consumer: Any,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-    ) -> Iterator[pa.RecordBatch]:
-        """Read ``ranges`` with a confluent-kafka ``consumer`` (unassigned when reading ends);
-        raises as :meth:`.roles.RangeReader.read` says."""
-        return _read_cluster(consumer, cluster_id, ranges, options)
-
-    def read_decoded(
-        self,
-        consumer: Any,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-        decoders: Mapping[str, ColumnDecoder],
-        where: Callable[[pa.RecordBatch], Callable[[int], str]],
+        self, consumer: Any, request: RangeRead
     ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
-        """:meth:`read`, each batch's Avro columns then decoded by ``decoders``; raises as
-        :meth:`.roles.RangeReader.read_decoded` says."""
+        """Read with a confluent-kafka ``consumer``, each batch's Avro columns then decoded by
+        the request's decoders; raises as :meth:`.roles.RangeReader.read` says."""
+        batches = _read_cluster(consumer, request.cluster_id, request.ranges, request.options)
+        if not request.decoders:
+            for batch in batches:
+                yield batch, {}
+            return
         from pyspark_dynamic_kafka.engines.columns import decode_columns
 
-        for batch in _read_cluster(consumer, cluster_id, ranges, options):
-            yield batch, decode_columns(batch, decoders, where(batch))
+        for batch in batches:
+            yield batch, decode_columns(batch, request.decoders, request.cluster_id)
 
 
 def _read_cluster(

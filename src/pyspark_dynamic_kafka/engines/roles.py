@@ -21,14 +21,14 @@ gives.
 Which engine serves a cluster is :mod:`.choice`'s decision; the implementation of a role for an
 engine is :mod:`.implementations`'. What crosses the seam is neutral: ranges as topic, partition,
 start and end (:class:`Range`, which the source's offset ranges are), Arrow batches and arrays,
-plain dataclasses (:class:`ReadOptions`), so this package imports nothing from the source or the
-sink.
+plain dataclasses (:class:`ReadOptions`, :class:`RangeRead`), so this package imports nothing
+from the source or the sink.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pyarrow as pa
@@ -49,6 +49,7 @@ __all__ = [
     "GroupLender",
     "ProduceFailure",
     "Range",
+    "RangeRead",
     "RangeReader",
     "ReadOptions",
     "TopicRoutes",
@@ -136,6 +137,32 @@ class ReadOptions:
     fail_on_data_loss: bool
 
 
+@dataclass(frozen=True)
+class RangeRead:
+    """One cluster's read, as a :class:`RangeReader` takes it.
+
+    Attributes
+    ----------
+    cluster_id
+        The cluster (records are named by it in errors).
+    ranges
+        Its exact ranges.
+    options
+        How they are read.
+    properties
+        The cluster's merged client properties: they mask secrets in what is logged.
+    decoders
+        The :class:`ColumnDecoder` of each Avro column by name (``key`` before ``value``; the
+        batches then have ``headers``); none: the columns stay bytes.
+    """
+
+    cluster_id: str
+    ranges: Sequence[Range]
+    options: ReadOptions
+    properties: Mapping[str, str]
+    decoders: Mapping[str, ColumnDecoder] = field(default_factory=dict)
+
+
 class RangeReader(Protocol):
     """Reads exact offset ranges of one cluster into Arrow batches of the source's schema, with
     a consumer of its :attr:`factory` lent by the consumer pool
@@ -147,15 +174,10 @@ class RangeReader(Protocol):
         ...
 
     def read(
-        self,
-        consumer: Any,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-    ) -> Iterator[pa.RecordBatch]:
-        """Read ``ranges`` (of ``cluster_id``, whose merged client ``properties`` mask secrets
-        in what is logged) with ``consumer``, which is unassigned when reading ends.
+        self, consumer: Any, request: RangeRead
+    ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
+        """Read ``request``'s ranges with ``consumer``, which is unassigned when reading ends:
+        each batch with its Avro columns decoded by ``request.decoders`` (none: an empty dict).
 
         Raises
         ------
@@ -163,26 +185,6 @@ class RangeReader(Protocol):
             Records of a range are gone and ``fail_on_data_loss`` is on.
         ReadError
             No progress within the poll timeout, or the cluster answered with an error.
-        """
-        ...
-
-    def read_decoded(
-        self,
-        consumer: Any,
-        cluster_id: str,
-        ranges: Sequence[Range],
-        options: ReadOptions,
-        properties: Mapping[str, str],
-        decoders: Mapping[str, ColumnDecoder],
-        where: Callable[[pa.RecordBatch], Callable[[int], str]],
-    ) -> Iterator[tuple[pa.RecordBatch, dict[str, Decoded]]]:
-        """:meth:`read`, each batch with its Avro columns decoded: ``decoders`` by column name
-        (``key``, ``value``; the batches have ``headers``), each column's
-        :class:`ColumnDecoder` (or the core, as it reads, with the core's); ``where(batch)(i)``
-        names record ``i`` of ``batch`` in a ``FAILFAST`` error.
-
-        Raises
-        ------
         AvroDecodeError
             ``FAILFAST``: a record cannot be decoded.
         SchemaRegistryError

@@ -9,9 +9,9 @@ the Python worker, so a writer schema is fetched and parsed once per worker. A c
 planned for the compiled core is decoded by the core too
 (:func:`~pyspark_dynamic_kafka.engines.implementations.column_decoder`: arrow-avro into Arrow,
 where it gives the reader schema's type), inside the core's read: the range reader is handed
-the decoders (:func:`column_decoders`;
-:meth:`~pyspark_dynamic_kafka.engines.roles.RangeReader.read_decoded`); a cluster read by the
-Python reader, with fastavro (:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
+the decoders (:func:`column_decoders`, in a
+:class:`~pyspark_dynamic_kafka.engines.roles.RangeRead`); a cluster read by the Python reader,
+with fastavro (:class:`~pyspark_dynamic_kafka.avro.decode.Decoder`).
 
 The batch keeps its columns, with the decoded struct in place of the bytes, then
 ``keySchemaId``/``valueSchemaId`` and, in ``PERMISSIVE`` mode, ``_corrupt_key``/
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.avro.framing import SchemaRef
+from pyspark_dynamic_kafka.engines.columns import decode_columns
 from pyspark_dynamic_kafka.engines.implementations import column_decoder
 from pyspark_dynamic_kafka.engines.roles import ColumnDecoder
 from pyspark_dynamic_kafka.errors import ReadError
@@ -37,7 +38,7 @@ from pyspark_dynamic_kafka.source.schema import AvroColumn, AvroColumns, arrow_s
 if TYPE_CHECKING:
     from pyspark_dynamic_kafka.avro.decode import Decoded
 
-__all__ = ["assemble", "column_decoders", "decode_avro", "record_names"]
+__all__ = ["assemble", "column_decoders", "decode_avro"]
 
 _DECODERS: dict[tuple[Any, ...], ColumnDecoder] = {}
 _LOCK = threading.Lock()
@@ -70,13 +71,7 @@ def decode_avro(
             f"Cluster '{cluster_id}' is read with Avro columns but its metadata names no schema "
             f"registry: add '{URL}' to its entry."
         )
-    where = _where(batch, cluster_id)
-    headers = batch.column("headers")
-    decoded = {
-        name: decoder.decode_arrow(batch.column(name), headers, where)
-        for name, decoder in decoders.items()
-    }
-    return assemble(batch, decoded, avro)
+    return assemble(batch, decode_columns(batch, decoders, cluster_id), avro)
 
 
 def column_decoders(
@@ -116,12 +111,6 @@ def assemble(
     )
 
 
-def record_names(cluster_id: str) -> Callable[[pa.RecordBatch], Callable[[int], str]]:
-    """Names record ``i`` of a batch read from ``cluster_id`` in a message:
-    ``record_names(cluster_id)(batch)(i)``."""
-    return lambda batch: _where(batch, cluster_id)
-
-
 def _decoder(
     endpoint: RegistryEndpoint, cluster_id: str, name: str, column: AvroColumn, native: bool
 ) -> ColumnDecoder:
@@ -150,15 +139,3 @@ def _fetcher(client: RegistryClient) -> Callable[[SchemaRef], RegisteredSchema]:
         return client.schema_by_id(int(ref.schema_id or 0))
 
     return fetch
-
-
-def _where(batch: pa.RecordBatch, cluster_id: str) -> Callable[[int], str]:
-    """Names record ``i`` of ``batch`` in a message (asked only for a record that failed)."""
-
-    def where(i: int) -> str:
-        topic = batch.column("topic")[i].as_py()
-        partition = batch.column("partition")[i].as_py()
-        offset = batch.column("offset")[i].as_py()
-        return f"Record {cluster_id}/{topic}/{partition} at offset {offset}"
-
-    return where

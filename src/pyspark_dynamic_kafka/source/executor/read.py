@@ -11,23 +11,21 @@ how ranges end, and records that are gone, are theirs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.implementations import range_reader
-from pyspark_dynamic_kafka.engines.roles import Range, RangeReader, ReadOptions
+from pyspark_dynamic_kafka.engines.roles import RangeRead, RangeReader, ReadOptions
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.schema import AvroColumns
 
 __all__ = ["read_task"]
-
-#: A range reader's arguments: consumer, cluster id, ranges, options, client properties.
-_ReadArgs = tuple[Any, str, Sequence[Range], ReadOptions, Mapping[str, str]]
 
 
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
@@ -48,13 +46,12 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             consumer = pool.acquire(cluster_id, properties, generation, factory)
             reusable = False
             try:
+                request = RangeRead(cluster_id, ranges, options, properties)
                 if settings.avro is None:
-                    batches = reader.read(consumer, cluster_id, ranges, options, properties)
+                    yield from (batch for batch, _ in reader.read(consumer, request))
                 else:
                     core = on_core(engine)
-                    args = (consumer, cluster_id, ranges, options, properties)
-                    batches = _decoded(reader, args, settings.avro, core)
-                yield from batches
+                    yield from _decoded(reader, consumer, request, settings.avro, core)
                 reusable = True
             finally:
                 timeout_ms = settings.cache_timeout_ms
@@ -64,23 +61,22 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
 
 
 def _decoded(
-    reader: RangeReader, args: _ReadArgs, avro: AvroColumns, native: bool
+    reader: RangeReader, consumer: Any, request: RangeRead, avro: AvroColumns, native: bool
 ) -> Iterator[pa.RecordBatch]:
-    """The batches ``reader`` reads (``args``: its :meth:`~RangeReader.read`'s) with their Avro
-    columns decoded as it reads them (the compiled core's reader decodes them in the core);
-    only queries with Avro columns import the decoders."""
+    """The batches ``reader`` reads with their Avro columns decoded as it reads them (the
+    compiled core's reader decodes them in the core); only queries with Avro columns import the
+    decoders."""
     from pyspark_dynamic_kafka.source.executor.avro_columns import (
         assemble,
         column_decoders,
         decode_avro,
-        record_names,
     )
 
-    _, cluster_id, _, _, properties = args
+    cluster_id, properties = request.cluster_id, request.properties
     decoders = column_decoders(cluster_id, properties, avro, native)
     if decoders is None:  # no registry: the first batch says so, as decode_avro does
-        for batch in reader.read(*args):
+        for batch, _ in reader.read(consumer, request):
             yield decode_avro(batch, cluster_id, properties, avro, native)
         return
-    for batch, decoded in reader.read_decoded(*args, decoders, record_names(cluster_id)):
+    for batch, decoded in reader.read(consumer, replace(request, decoders=decoders)):
         yield assemble(batch, decoded, avro)

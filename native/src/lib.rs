@@ -12,6 +12,7 @@
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
+//! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
 //! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written;
@@ -41,6 +42,7 @@
 //! - `read/position.rs`: where a range stands, ranges ended by the consumer's position, the "stuck" message;
 //! - `read/loss.rs`: records gone: data loss, or a warning and reading on;
 //! - `avro.rs`: Avro keys or values into an Arrow column of the reader schema's Spark type, as the Python decoder gives it;
+//! - `encode.rs`: Arrow columns into Confluent-framed Avro, the bytes the Python encoder writes;
 //! - `avro/framing.rs`: Confluent's wire formats: the schema a record names and where its body starts;
 //! - `avro/records.rs`: a batch's records framed, a record's schema header found in its headers;
 //! - `avro/assembly.rs`: the decoded values put in row order, with each record's schema id;
@@ -59,6 +61,7 @@
 //! - `test_config.rs`: test support: a configuration from string pairs.
 
 mod avro;
+mod encode;
 mod ffi;
 mod from_arrow;
 mod into_arrow;
@@ -79,6 +82,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::reader::Reader>()?;
     m.add_class::<py::producer::Producer>()?;
     m.add_class::<py::avro::AvroDecoder>()?;
+    m.add_class::<py::avro_encoder::AvroEncoder>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(py::config_problem, m)?)?;
     m.add_function(wrap_pyfunction!(py::direct_problem, m)?)?;

@@ -105,6 +105,7 @@ enum Kind<'a> {
     Array(Offsets<'a>, Box<Bound<'a>>),
     Map(Offsets<'a>, Bytes<'a>, Box<Bound<'a>>),
     Nullable(Option<usize>, usize, Box<Bound<'a>>),
+    OnlyNull(usize),
     IntOrLong(Option<usize>, usize, usize, &'a PrimitiveArray<Int64Type>),
     FloatOrDouble(Option<usize>, usize, &'a PrimitiveArray<Float64Type>),
     Members(Option<usize>, Vec<(usize, Bound<'a>)>),
@@ -188,6 +189,7 @@ impl<'a> Bound<'a> {
             (Plan::Nullable { null, value, plan }, _) => {
                 Kind::Nullable(*null, *value, Box::new(Bound::new(plan, array)?))
             }
+            (Plan::OnlyNull(index), _) => Kind::OnlyNull(*index),
             (Plan::IntOrLong { null, int, long }, DataType::Int64) => {
                 Kind::IntOrLong(*null, *int, *long, array.as_primitive())
             }
@@ -246,6 +248,7 @@ impl<'a> Bound<'a> {
                 return branch(*index, out)
             }
             Kind::Null => return Ok(()),
+            Kind::OnlyNull(index) => return branch(*index, out),
             _ if null => return Err(Refused),
             _ => {}
         }
@@ -358,7 +361,7 @@ impl<'a> Bound<'a> {
                     (None, None) => return Err(Refused),
                 }
             }
-            Kind::Null | Kind::Nullable(..) => unreachable!("written above"),
+            Kind::Null | Kind::Nullable(..) | Kind::OnlyNull(_) => unreachable!("written above"),
         }
         Ok(())
     }

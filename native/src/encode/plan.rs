@@ -6,7 +6,7 @@
 //! resolves names. Logical types are taken only on the base types Avro defines them for
 //! (`date` on `int`, `timestamp-*`, `local-timestamp-*` and `time-micros` on `long`,
 //! `time-millis` on `int`, `uuid` on `string`, `decimal` on `bytes` or on a `fixed` large enough);
-//! any other logical type, a union of `null` alone, a union whose branches share a name, and a
+//! any other logical type, a union without a branch, a union whose branches share a name, and a
 //! nanosecond timestamp are refused: the Python encoder writes those.
 
 use serde_json::{Map, Value};
@@ -51,6 +51,8 @@ pub enum Plan {
         value: usize,
         plan: Box<Plan>,
     },
+    /// A union of `null` alone (Spark's empty struct): always its `null`.
+    OnlyNull(usize),
     /// A union of `int` and `long` (Spark's bigint): the first of them the value fits.
     IntOrLong {
         null: Option<usize>,
@@ -270,7 +272,7 @@ fn union(branches: &[Value]) -> Result<Plan, String> {
         .collect();
     let index = |wanted: &Plan| rest.iter().find(|(_, p)| p == wanted).map(|(i, _)| *i);
     Ok(match rest.len() {
-        0 => return Err("a union without a branch other than null".to_string()),
+        0 => Plan::OnlyNull(null.ok_or("a union without a branch")?),
         1 => {
             let (value, plan) = rest.into_iter().next().expect("one branch");
             Plan::Nullable {

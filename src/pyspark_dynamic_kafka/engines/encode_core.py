@@ -11,7 +11,7 @@ itself), so it resolves no names.
 Where the core does not write what the Python encoder writes, the Python encoder does:
 
 - a schema of a type the core does not encode (a logical type on a base type Avro does not define
-  it for, a ``uuid`` on a ``fixed``, a union of ``null`` alone, a union whose branches share a
+  it for, a ``uuid`` on a ``fixed``, a union without a branch, a union whose branches share a
   name) makes :func:`make_encoder` choose the Python encoder, logging why;
 - a column whose Arrow type is not the schema's Spark type as the core binds it (another time
   unit, a ``local-timestamp`` column in a time zone other than UTC) is the Python encoder's from

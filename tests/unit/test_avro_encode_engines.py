@@ -84,6 +84,7 @@ def test_every_type_is_written_as_the_python_encoder_writes_it(native: bool) -> 
           datetime.datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC)]),
         ({"type": "long", "logicalType": "local-timestamp-millis"},
          [datetime.datetime(1800, 1, 1, 0, 0, 0, 999)]),
+        (record_schema("N", ("a", ["null"]), ("b", "int")), [{"a": None, "b": 1}, None]),
     ],
 )  # fmt: skip
 def test_a_value_need_not_be_a_record(native: bool, schema: Any, values: list[Any]) -> None:
@@ -146,6 +147,15 @@ def test_the_core_hands_what_it_does_not_write_to_the_python_encoder(
     encoder = column_encoder(True, json.dumps(local))
     assert encoder.encode_arrow(column, 1).to_pylist() == _python(local, column, 1)
     assert "of type timestamp[us, tz=Europe/Oslo]" in caplog.text
+    # A null in a non-nullable field of a valid struct (no Spark column holds one): Arrow's Rust
+    # validation refuses the batch, the Python encoder fails the row.
+    order = record_schema("Order", ("id", "long"))
+    column = _column(order, [{"id": 1}, {"id": None}])
+    with pytest.raises(EncodeFailure) as refused:
+        column_encoder(True, json.dumps(order)).encode_arrow(column, 1)
+    assert refused.value.row == 1
+    assert "Field(Order.id) is None expected long" in refused.value.reason
+    assert "The Python encoder writes this batch's Avro values" in caplog.text
 
 
 @ENCODERS

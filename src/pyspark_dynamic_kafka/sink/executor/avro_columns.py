@@ -17,7 +17,6 @@ import functools
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pyspark_dynamic_kafka.avro.encode import AvroEncodeError
 from pyspark_dynamic_kafka.engines.choice import on_core
@@ -50,6 +49,8 @@ def _groups(task: WriteTask, batch: pa.RecordBatch) -> Groups:
     topics = list(dict.fromkeys(known.values()))
     if len(topics) == 1:
         return [(topics[0], None)]
+    import pyarrow.compute as pc  # only batches of several topics pay for it
+
     rows = pa.array(range(batch.num_rows), pa.int64())
     groups: Groups = []
     for topic in topics:
@@ -85,10 +86,11 @@ def _encode(
         )
     if len(parts) == 1:
         return parts[0]
+    import pyarrow.compute as pc
+
     # Back in row order: the k-th row of the concatenated parts is row order[k].
     order = pa.concat_arrays([rows for _, rows in groups if rows is not None])
-    places = pc.sort_indices(order)
-    return pa.concat_arrays(parts).take(places)
+    return pa.concat_arrays(parts).take(pc.sort_indices(order))
 
 
 def encode_columns(task: WriteTask, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -7,7 +7,7 @@
 //! Module map (each file, kept true by `tests/unit/test_module_map.py`):
 //!
 //! - `lib.rs`: this map and the Python module's registration;
-//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write` and `avro`;
+//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write`, `avro` and `encode`;
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
@@ -42,7 +42,6 @@
 //! - `read/position.rs`: where a range stands, ranges ended by the consumer's position, the "stuck" message;
 //! - `read/loss.rs`: records gone: data loss, or a warning and reading on;
 //! - `avro.rs`: Avro keys or values into an Arrow column of the reader schema's Spark type, as the Python decoder gives it;
-//! - `encode.rs`: Arrow columns into Confluent-framed Avro, the bytes the Python encoder writes;
 //! - `avro/framing.rs`: Confluent's wire formats: the schema a record names and where its body starts;
 //! - `avro/records.rs`: a batch's records framed, a record's schema header found in its headers;
 //! - `avro/assembly.rs`: the decoded values put in row order, with each record's schema id;
@@ -50,6 +49,11 @@
 //! - `avro/conform.rs`: arrow-avro's Arrow types made Spark's, or why they cannot be;
 //! - `avro/union.rs`: unions of several types made Spark's struct of members (or a long, a double);
 //! - `avro/tests.rs`: test support: the decoder over whole batches;
+//! - `encode.rs`: Arrow columns into Confluent-framed Avro, the bytes the Python encoder writes;
+//! - `encode/plan.rs`: a writer schema as the encoder walks it, or why the core does not encode it;
+//! - `encode/bound.rs`: a plan bound to a column of its Spark type, one row written as an Avro body;
+//! - `encode/body.rs`: Avro's binary encoding of the values, decimals as fastavro writes them;
+//! - `encode/tests.rs`: test support: the encoder's bytes against hand-worked ones;
 //! - `write.rs`: the sink's produce loop;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);

@@ -77,6 +77,8 @@ def test_every_type_is_written_as_the_python_encoder_writes_it(native: bool) -> 
          [0, 1, -1, 127, 128, -128, -129, 10**38 - 1, -(10**38) + 1]),
         ({"type": "fixed", "name": "D", "size": 16, "logicalType": "decimal",
           "precision": 38, "scale": 0}, [0, -1, 10**38 - 1, -(10**38) + 1]),
+        ({"type": "fixed", "name": "W", "size": 20, "logicalType": "decimal",
+          "precision": 38, "scale": 0}, [0, -1, 10**38 - 1, -(10**38) + 1]),
         ({"type": "int", "logicalType": "date"},
          [datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1969, 12, 31)]),
         ({"type": "long", "logicalType": "timestamp-millis"},

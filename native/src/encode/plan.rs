@@ -201,7 +201,8 @@ fn logical_of(node: &Map<String, Value>, plan: Plan, logical: &Value) -> Result<
             };
             // Spark's decimals: precision 1 to 38, scale up to the precision, a fixed that
             // holds the precision.
-            let fits = size.is_none_or(|size| size >= 16 || digits_in(size) >= precision);
+            let fits =
+                size.is_none_or(|size| size >= 16 || (size > 0 && digits_in(size) >= precision));
             match scale {
                 Some(scale) if (1..=38).contains(&precision) && scale <= precision && fits => {
                     Plan::Decimal {

@@ -143,6 +143,8 @@ fn arrays_and_maps_are_one_block_and_a_key_twice_is_refused() {
 fn schemas_the_python_encoder_writes_are_refused() {
     for schema in [
         r#"[]"#,
+        r#"{"type":"fixed","name":"Z","size":0,"logicalType":"decimal","precision":1}"#,
+        r#"{"type":"fixed","name":"S","size":2,"logicalType":"decimal","precision":5}"#,
         r#"{"type":"long","logicalType":"timestamp-nanos"}"#,
         r#"{"type":"fixed","name":"U","size":16,"logicalType":"uuid"}"#,
         r#"["string",{"type":"string","logicalType":"uuid"}]"#,

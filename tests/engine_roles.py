@@ -2,8 +2,8 @@
 results, with either engine) parametrise over these.
 
 The roles are ``pyspark_dynamic_kafka.engines.roles``': the range reader, the Avro column decoder
-and the producer (its transaction). Each has a Python implementation and one in the compiled
-core; a test of the core's is skipped, saying why, where the core is not installed
+and encoder, and the producer (its transaction). Each has a Python implementation and one in the
+compiled core; a test of the core's is skipped, saying why, where the core is not installed
 (``make setup NATIVE=0``).
 """
 
@@ -27,6 +27,9 @@ PRODUCERS = {"python": "python", "native": "librdkafka"}
 #: The Avro column decoder's implementations: whether the compiled core decodes (the Python
 #: decoder, then the core's), with their ids.
 DECODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
+#: The Avro column encoder's implementations: whether the compiled core encodes (the Python
+#: encoder, then the core's), with their ids.
+ENCODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
 
 #: Why a test of the compiled core's implementation is skipped.
 NO_CORE = "the compiled core is not installed (NATIVE=0)"
@@ -34,6 +37,6 @@ NO_CORE = "the compiled core is not installed (NATIVE=0)"
 
 def skip_without_core(implementation: str | bool) -> None:
     """Skip the test when ``implementation`` is the compiled core's (``"native"``, or ``True``
-    for a decoder) and the core is not installed."""
+    for a decoder or an encoder) and the core is not installed."""
     if implementation in ("native", True) and core() is None:
         pytest.skip(NO_CORE)

@@ -7,11 +7,12 @@
 //! Module map (each file, kept true by `tests/unit/test_module_map.py`):
 //!
 //! - `lib.rs`: this map and the Python module's registration;
-//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write` and `avro`;
+//! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write`, `avro` and `encode`;
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
+//! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
 //! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written;
@@ -48,6 +49,11 @@
 //! - `avro/conform.rs`: arrow-avro's Arrow types made Spark's, or why they cannot be;
 //! - `avro/union.rs`: unions of several types made Spark's struct of members (or a long, a double);
 //! - `avro/tests.rs`: test support: the decoder over whole batches;
+//! - `encode.rs`: Arrow columns into Confluent-framed Avro, the bytes the Python encoder writes;
+//! - `encode/plan.rs`: a writer schema as the encoder walks it, or why the core does not encode it;
+//! - `encode/bound.rs`: a plan bound to a column of its Spark type, one row written as an Avro body;
+//! - `encode/body.rs`: Avro's binary encoding of the values, decimals as fastavro writes them;
+//! - `encode/tests.rs`: test support: the encoder's bytes against hand-worked ones;
 //! - `write.rs`: the sink's produce loop;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);
@@ -59,6 +65,7 @@
 //! - `test_config.rs`: test support: a configuration from string pairs.
 
 mod avro;
+mod encode;
 mod ffi;
 mod from_arrow;
 mod into_arrow;
@@ -79,6 +86,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::reader::Reader>()?;
     m.add_class::<py::producer::Producer>()?;
     m.add_class::<py::avro::AvroDecoder>()?;
+    m.add_class::<py::avro_encoder::AvroEncoder>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;
     m.add_function(wrap_pyfunction!(py::config_problem, m)?)?;
     m.add_function(wrap_pyfunction!(py::direct_problem, m)?)?;

@@ -1,13 +1,15 @@
 //! The Python face of the core (module `pyspark_dynamic_kafka_core._core`): pyo3 classes and
-//! exceptions only, each a thin binding over the logic in [`crate::read`], [`crate::write`] and [`crate::avro`].
+//! exceptions only, each a thin binding over the logic in [`crate::read`], [`crate::write`], [`crate::avro`] and [`crate::encode`].
 //!
 //! - [`consumer`]: `Consumer`, pooled, lent to one reader at a time;
 //! - [`reader`]: `Reader`, a cluster's ranges into pyarrow batches;
 //! - [`producer`]: `Producer`, the sink's batches to librdkafka;
 //! - [`avro`]: `AvroDecoder`, Avro keys or values into a pyarrow array;
+//! - [`avro_encoder`]: `AvroEncoder`, a pyarrow column into Confluent-framed Avro payloads;
 //! - [`errors`]: the exceptions.
 
 pub mod avro;
+pub mod avro_encoder;
 pub mod consumer;
 pub mod errors;
 pub mod producer;

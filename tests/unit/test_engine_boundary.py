@@ -18,10 +18,12 @@ from tests.engine_roles import NO_CORE
 from pyspark_dynamic_kafka.avro.decode import Decoder
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.choice import on_core
+from pyspark_dynamic_kafka.engines.encode_python import PythonColumnEncoder
 from pyspark_dynamic_kafka.engines.implementations import (
     CoreMissingError,
     batch_producer,
     column_decoder,
+    column_encoder,
     range_reader,
 )
 from pyspark_dynamic_kafka.engines.read_core import (
@@ -81,14 +83,25 @@ def test_without_the_core_its_implementations_say_so(monkeypatch: pytest.MonkeyP
         direct_consumer("east", {"bootstrap.servers": "127.0.0.1:9"})
     with pytest.raises(CoreMissingError, match=re.escape(core.NOT_INSTALLED)):
         batch_producer("librdkafka", {"bootstrap.servers": "127.0.0.1:9"}, None)
-    # A cluster planned on the core whose worker lacks it: the Python decoder decodes.
+    # A cluster planned on the core whose worker lacks it: the Python decoder decodes, and the
+    # Python encoder encodes.
     assert type(column_decoder(True, SCHEMA, _fetch)) is Decoder
+    assert type(column_encoder(True, SCHEMA)) is PythonColumnEncoder
     assert core.core() is None
 
 
 @pytest.mark.skipif(core.core() is None, reason=NO_CORE)
 def test_the_core_decodes_a_planned_cluster_where_it_gives_the_readers_type() -> None:
     assert type(column_decoder(True, SCHEMA, _fetch)).__name__ == "NativeDecoder"
+
+
+def test_the_python_engine_encodes_with_the_python_encoder() -> None:
+    assert type(column_encoder(False, SCHEMA)) is PythonColumnEncoder
+
+
+@pytest.mark.skipif(core.core() is None, reason=NO_CORE)
+def test_the_core_encodes_a_planned_cluster_where_it_encodes_the_schema() -> None:
+    assert type(column_encoder(True, SCHEMA)).__name__ == "NativeColumnEncoder"
 
 
 _WITHOUT_CORE = """

@@ -7,6 +7,7 @@ API here is the core's only contract with that package.
 
 from pyspark_dynamic_kafka_core._core import (
     AvroDecoder,
+    AvroEncoder,
     ClientError,
     Consumer,
     DataLossError,
@@ -22,6 +23,7 @@ from pyspark_dynamic_kafka_core._core import (
 
 __all__ = [
     "AvroDecoder",
+    "AvroEncoder",
     "ClientError",
     "Consumer",
     "DataLossError",

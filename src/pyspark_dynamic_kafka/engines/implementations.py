@@ -15,6 +15,7 @@ from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.roles import (
     BatchProducer,
     ColumnDecoder,
+    ColumnEncoder,
     CoreMissingError,
     GroupLender,
     RangeReader,
@@ -24,7 +25,13 @@ if TYPE_CHECKING:  # the Avro and registry modules only where Avro columns are r
     from pyspark_dynamic_kafka.avro.framing import SchemaRef
     from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
-__all__ = ["CoreMissingError", "batch_producer", "column_decoder", "range_reader"]
+__all__ = [
+    "CoreMissingError",
+    "batch_producer",
+    "column_decoder",
+    "column_encoder",
+    "range_reader",
+]
 
 
 def range_reader(engine: str) -> RangeReader:
@@ -58,6 +65,20 @@ def column_decoder(
     from pyspark_dynamic_kafka.engines.decode_python import Decoder
 
     return Decoder(reader_schema, fetch, permissive, key, reader_name)
+
+
+def column_encoder(core: bool, schema: str, key: bool = False) -> ColumnEncoder:
+    """The Avro encoder of the sink's ``value`` (``key`` with ``key``) column of writer
+    ``schema`` (Avro JSON): with ``core`` (the cluster is written by the compiled core), the
+    core's where it is installed and encodes the schema as the Python encoder does
+    (:func:`~.encode_core.make_encoder`), else the Python encoder."""
+    if core:
+        from pyspark_dynamic_kafka.engines.encode_core import make_encoder
+
+        return make_encoder(schema, key)
+    from pyspark_dynamic_kafka.engines.encode_python import PythonColumnEncoder
+
+    return PythonColumnEncoder(schema)
 
 
 def batch_producer(

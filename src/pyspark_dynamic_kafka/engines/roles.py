@@ -9,6 +9,7 @@ role                   Python                                  compiled core
 =====================  ======================================  ==============================
 :class:`RangeReader`   :mod:`.read_python`                     :mod:`.read_core`
 :class:`ColumnDecoder` :mod:`.decode_python`                   :mod:`.decode_core`
+:class:`ColumnEncoder` :mod:`.encode_python`                   :mod:`.encode_core`
 :class:`BatchProducer` :mod:`.write_python`                    :mod:`.write_core`
 :class:`Transaction`   the sink's one, over either             the sink's one, over either
                        :class:`BatchProducer`                  :class:`BatchProducer`
@@ -44,8 +45,10 @@ __all__ = [
     "STAMP_HEADERS",
     "BatchProducer",
     "ColumnDecoder",
+    "ColumnEncoder",
     "ConsumerFactory",
     "CoreMissingError",
+    "EncodeFailure",
     "GroupLender",
     "ProduceFailure",
     "Range",
@@ -205,6 +208,22 @@ class ColumnDecoder(Protocol):
         ...
 
 
+class ColumnEncoder(Protocol):
+    """Encodes a column of one Avro writer schema's Spark type (the sink's ``value`` or ``key``
+    with ``valueFormat=avro`` / ``keyFormat=avro``) into Confluent-framed payloads."""
+
+    def encode_arrow(self, values: pa.Array, schema_id: int) -> pa.Array:
+        """The payloads of ``values``: a binary array, each the magic byte ``0``, ``schema_id``
+        (4 bytes, big-endian) and the Avro body, null where the value is null (a tombstone).
+
+        Raises
+        ------
+        EncodeFailure
+            At the first value that does not fit the schema, naming its row and why.
+        """
+        ...
+
+
 class BatchProducer(Protocol):
     """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
     ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
@@ -282,6 +301,17 @@ class Transaction(Protocol[Report_co]):
 class CoreMissingError(ImportError):
     """The compiled core is not installed in this Python process (a compiled implementation
     was asked for)."""
+
+
+class EncodeFailure(Exception):
+    """A value a :class:`ColumnEncoder` cannot write, engine-neutral: its row in the column and
+    why, for the sink to word as its :class:`~pyspark_dynamic_kafka.avro.encode.AvroEncodeError`
+    (naming the row in the task, the topic, cluster, subject and schema id)."""
+
+    def __init__(self, row: int, reason: str) -> None:
+        super().__init__(row, reason)
+        self.row = row
+        self.reason = reason
 
 
 class ProduceFailure(Exception):

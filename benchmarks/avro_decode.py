@@ -63,6 +63,11 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, decoder in decoders.items():
             rounds[name].append(per_record(decoder, values, args.batch))
+    print_rounds(rounds)
+
+
+def print_rounds(rounds: dict[str, list[float]]) -> None:
+    """Each side's median µs/record and its rounds, then python / native."""
     for name, times in rounds.items():
         listed = ", ".join(f"{t:.3f}" for t in times)
         print(f"{name:>6}: {statistics.median(times):.3f} us/record (rounds {listed})")

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from typing import Any
 
 import pyarrow as pa
-from benchmarks.avro_decode import _fetch, payloads
+from benchmarks.avro_decode import _fetch, payloads, print_rounds
 from benchmarks.avro_records import SCHEMA
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
@@ -72,11 +71,7 @@ def main() -> None:
         for name, encoder in encoders.items():
             rounds[name].append(per_record(encoder, columns))
     assert native._python is None, "the core handed batches to the Python encoder"
-    for name, times in rounds.items():
-        listed = ", ".join(f"{t:.3f}" for t in times)
-        print(f"{name:>6}: {statistics.median(times):.3f} us/record (rounds {listed})")
-    ratio = statistics.median(rounds["python"]) / statistics.median(rounds["native"])
-    print(f"python/native: {ratio:.1f}x")
+    print_rounds(rounds)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import datetime
 import decimal
 import hashlib
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyspark
+from hypothesis import HealthCheck, Phase, settings
 
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 from pyspark_dynamic_kafka.testing.kafka_jars import cache_root
@@ -227,3 +229,25 @@ def comparable(value: Any, arrow_type: pa.DataType) -> Any:
     if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
         return (type(value).__name__, value)
     return value
+
+
+#: The suite draws the same cases every run (a failure there is a defect, not luck); ``make fuzz``
+#: sets ``AVRO_JAVA_RANDOM=1`` and draws new ones.
+RANDOM = os.environ.get("AVRO_JAVA_RANDOM") == "1"
+#: Generated cases per example: one JVM call each.
+BATCH = 25
+
+
+def batched(cases: int) -> settings:
+    """Hypothesis's settings for ``cases`` generated cases checked against Java :data:`BATCH` at
+    a time: no deadline, health check or database, derandomized unless :data:`RANDOM`, and no
+    shrinking (a failure's message names its case and records already, and shrinking a batch
+    of 25 took minutes)."""
+    return settings(
+        max_examples=max(1, cases // BATCH),
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=not RANDOM,
+        phases=[Phase.explicit, Phase.generate],
+    )

@@ -27,9 +27,9 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from tests.integration.avro_java import JavaAvro, comparable, spark_value
+from tests.integration.avro_java import BATCH, JavaAvro, batched, comparable, spark_value
 from tests.unit.avro_pairs import Pair, pairs
 from tests.unit.test_avro_encode import RICH, _row
 
@@ -41,8 +41,6 @@ from pyspark_dynamic_kafka.engines.encode_python import PythonColumnEncoder
 from pyspark_dynamic_kafka.engines.roles import ColumnEncoder, EncodeFailure
 
 CASES = int(os.environ.get("AVRO_JAVA_ENCODE_CASES", "1000"))
-RANDOM = os.environ.get("AVRO_JAVA_RANDOM") == "1"
-BATCH = 25  # schemas per example: one JVM call each
 SCHEMA_ID = 9
 STATS: Counter[str] = Counter()
 
@@ -151,14 +149,7 @@ def check_read(schema: Any, column: pa.Array, payloads: list[Any], answer: Any) 
         assert theirs == mine, f"{json.dumps(schema)}\n{value}\n{javas}"
 
 
-@settings(
-    max_examples=max(1, CASES // BATCH),
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-    derandomize=not RANDOM,
-    phases=[Phase.explicit, Phase.generate],
-)
+@batched(CASES)
 @given(batch=st.lists(pairs(), min_size=BATCH, max_size=BATCH))
 def _check_generated(java: JavaAvro, batch: list[Pair]) -> None:
     STATS["schemas"] += len(batch)

@@ -35,9 +35,16 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.integration.avro_java import JavaAvro, comparable, spark_value
+from tests.integration.avro_java import (
+    BATCH,
+    RANDOM,
+    JavaAvro,
+    batched,
+    comparable,
+    spark_value,
+)
 from tests.unit.avro_pairs import Pair, pairs
 from tests.unit.test_avro_resolution import NAMED_CASES
 
@@ -49,10 +56,6 @@ from pyspark_dynamic_kafka.engines.decode_core import NativeDecoder, make_decode
 from pyspark_dynamic_kafka.registry.client import RegisteredSchema
 
 PAIRS = int(os.environ.get("AVRO_JAVA_PAIRS", "2000"))
-#: The suite draws the same pairs every run (a failure there is a defect, not luck); ``make fuzz``
-#: sets ``AVRO_JAVA_RANDOM=1`` and draws new ones.
-RANDOM = os.environ.get("AVRO_JAVA_RANDOM") == "1"
-BATCH = 25  # schema pairs per example: one JVM call each
 WRITER_ID = 7
 STATS: Counter[str] = Counter()
 
@@ -157,16 +160,7 @@ def _known(resolution: Resolution) -> str | None:
     return None
 
 
-@settings(
-    max_examples=max(1, PAIRS // BATCH),
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    database=None,
-    derandomize=not RANDOM,
-    # No shrinking: the failure's message names the one pair and its records already, and
-    # shrinking a batch of 25 pairs took minutes.
-    phases=[Phase.explicit, Phase.generate],
-)
+@batched(PAIRS)
 @given(batch=st.lists(pairs(), min_size=BATCH, max_size=BATCH))
 def _check_generated(java: JavaAvro, batch: list[Pair]) -> None:
     STATS["pairs"] += len(batch)

@@ -79,8 +79,8 @@ pub struct Producer {
 /// Every record is reported (see the module's documentation); set after the configuration's own.
 const REPORT_EVERY_RECORD: (&str, &str) = ("delivery.report.only.error", "false");
 
-// SAFETY: librdkafka handles are thread-safe; the producer is used from one thread at a time and
-// the delivery state is behind a lock.
+// SAFETY: librdkafka handles are thread-safe; the producer is used from one thread at a time, the
+// delivery counters are atomic and the first failure is behind a lock.
 unsafe impl Send for Producer {}
 
 extern "C" fn on_delivery(

@@ -1,9 +1,19 @@
 //! A librdkafka producer: messages handed over with `rd_kafka_produceva` (copied by librdkafka),
 //! delivery reports counted per topic in a callback (no Python per record), flush, and the
 //! transactional calls of exactlyOnce.
+//!
+//! Each record's opaque points to its topic's counters, which a success's report bumps without a
+//! lock; only the first failure takes one. Every record is reported
+//! (`delivery.report.only.error=false`, whatever the configuration says): a successful record is
+//! then destroyed by the thread that serves the reports (poll, flush), the one that allocated it.
+//! Counting successes as sent less failed, with reports of failures only, was measured and left
+//! out: librdkafka's broker threads then destroy the successful records, and their frees, its
+//! message-count lock and the topic's reference count contend with the producing thread, costing
+//! more than the reports save (docs/benchmarks.md, "The write floor").
 
 use std::ffi::{c_char, c_void, CString};
 use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rdkafka_sys as rd;
@@ -40,21 +50,37 @@ pub enum Sent {
     Failed(String),
 }
 
+/// The records of one topic acknowledged without an error and their key+value bytes. Each
+/// record's opaque points to its topic's.
+struct Acked {
+    index: usize,
+    rows: AtomicU64,
+    bytes: AtomicU64,
+}
+
 struct Topic {
     name: String,
     handle: NonNull<rd::rd_kafka_topic_t>,
+    // Boxed: every record sent to the topic holds its address; dropped after the producer's `rk`.
+    acked: Box<Acked>,
 }
+
+/// The first failure reported: (topic index, librdkafka's text).
+type FirstFailure = Mutex<Option<(usize, String)>>;
 
 /// A librdkafka producer; destroyed (without waiting) on drop.
 pub struct Producer {
     rk: NonNull<rd::rd_kafka_t>,
     topics: Vec<Topic>,
     // Boxed: librdkafka holds its address as the configuration's opaque; dropped after `rk`.
-    state: Box<Mutex<Delivered>>,
+    state: Box<FirstFailure>,
 }
 
-// SAFETY: librdkafka handles are thread-safe; the producer is used from one thread at a time and
-// the delivery state is behind a lock.
+/// Every record is reported (see the module's documentation); set after the configuration's own.
+const REPORT_EVERY_RECORD: (&str, &str) = ("delivery.report.only.error", "false");
+
+// SAFETY: librdkafka handles are thread-safe; the producer is used from one thread at a time, the
+// delivery counters are atomic and the first failure is behind a lock.
 unsafe impl Send for Producer {}
 
 extern "C" fn on_delivery(
@@ -66,32 +92,34 @@ extern "C" fn on_delivery(
         return;
     }
     // SAFETY: opaque is the producer's boxed state, alive as long as its rk; the message is
-    // valid for the callback.
-    let (state, message) = unsafe { (&*(opaque as *const Mutex<Delivered>), &*message) };
-    let topic = message._private as usize;
-    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
-    if message.err != Err::RD_KAFKA_RESP_ERR_NO_ERROR {
-        if state.error.is_none() {
-            let name = format!("{:?}", message.err);
-            let name = name.trim_start_matches("RD_KAFKA_RESP_ERR_").to_string();
-            state.error = Some((topic, format!("{name}: {}", err_text(message.err))));
-        }
+    // valid for the callback; its opaque is its topic's boxed counters (every record this
+    // producer sends carries them), alive as long as the rk.
+    let (state, message) = unsafe { (&*(opaque as *const FirstFailure), &*message) };
+    let Some(acked) = (unsafe { (message._private as *const Acked).as_ref() }) else {
+        return;
+    };
+    if message.err == Err::RD_KAFKA_RESP_ERR_NO_ERROR {
+        acked.rows.fetch_add(1, Ordering::Relaxed);
+        let size = (message.len + message.key_len) as u64;
+        acked.bytes.fetch_add(size, Ordering::Relaxed);
         return;
     }
-    if topic >= state.rows.len() {
-        state.rows.resize(topic + 1, 0);
-        state.bytes.resize(topic + 1, 0);
+    let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
+    if state.is_none() {
+        let name = format!("{:?}", message.err);
+        let name = name.trim_start_matches("RD_KAFKA_RESP_ERR_").to_string();
+        *state = Some((acked.index, format!("{name}: {}", err_text(message.err))));
     }
-    state.rows[topic] += 1;
-    state.bytes[topic] += (message.len + message.key_len) as u64;
 }
 
 impl Producer {
     /// Create a producer from the full configuration.
     pub fn new(config: &[(String, String)]) -> Result<Self, String> {
-        let state: Box<Mutex<Delivered>> = Box::default();
-        let opaque = &*state as *const Mutex<Delivered> as *mut c_void;
-        let rk = new_client(rd::rd_kafka_type_t::RD_KAFKA_PRODUCER, config, |conf| {
+        let state: Box<FirstFailure> = Box::default();
+        let opaque = &*state as *const FirstFailure as *mut c_void;
+        let (key, value) = REPORT_EVERY_RECORD;
+        let config = [config, &[(key.to_string(), value.to_string())]].concat();
+        let rk = new_client(rd::rd_kafka_type_t::RD_KAFKA_PRODUCER, &config, |conf| {
             // SAFETY: conf is live; the opaque points into the box, which outlives the producer.
             unsafe {
                 rd::rd_kafka_conf_set_dr_msg_cb(conf.0.as_ptr(), Some(on_delivery));
@@ -117,6 +145,11 @@ impl Producer {
         self.topics.push(Topic {
             name: name.to_string(),
             handle,
+            acked: Box::new(Acked {
+                index: self.topics.len(),
+                rows: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+            }),
         });
         Ok(self.topics.len() - 1)
     }
@@ -162,7 +195,7 @@ impl Producer {
         vus[n].u.i = rd::RD_KAFKA_MSG_F_COPY;
         n += 1;
         vus[n] = vu(V::RD_KAFKA_VTYPE_OPAQUE);
-        vus[n].u.ptr = record.topic as *mut c_void;
+        vus[n].u.ptr = &*topic.acked as *const Acked as *mut c_void;
         n += 1;
         if let Some(partition) = record.partition {
             vus[n] = vu(V::RD_KAFKA_VTYPE_PARTITION);
@@ -221,7 +254,17 @@ impl Producer {
 
     /// What the delivery reports said so far.
     pub fn delivered(&self) -> Delivered {
-        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let error = self.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let acked = self.topics.iter().map(|t| &*t.acked);
+        let (rows, bytes) = acked
+            .map(|a| {
+                (
+                    a.rows.load(Ordering::Relaxed),
+                    a.bytes.load(Ordering::Relaxed),
+                )
+            })
+            .unzip();
+        Delivered { rows, bytes, error }
     }
 
     /// Whether a delivery report failed.
@@ -229,7 +272,6 @@ impl Producer {
         self.state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .error
             .is_some()
     }
 

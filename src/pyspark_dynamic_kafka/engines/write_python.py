@@ -58,6 +58,10 @@ class Deliveries:
         self.topic_bytes[topic] = self.topic_bytes.get(topic, 0) + size
 
 
+#: The producer setting that reports every record when false (the core's producer sets it too).
+_REPORT_EVERY_RECORD = "delivery.report.only.error"
+
+
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
     index = batch.schema.get_field_index(name)
     return None if index < 0 else batch.column(index).to_pylist()
@@ -112,7 +116,10 @@ class PythonProducer:
         lender: GroupLender | None = None,
     ) -> None:
         try:
-            self._producer = Producer(dict(config))
+            # Every record is reported, whatever the properties say: the deliveries are counted
+            # from the reports. confluent-kafka takes this property as a bool (a user's "true"
+            # failed the producer's creation).
+            self._producer = Producer({**config, _REPORT_EVERY_RECORD: False})
         except KafkaException as exc:
             raise ProduceFailure(None, str(exc)) from None
         self._stamp = stamp

@@ -90,7 +90,8 @@ def _producing(topic: str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _transacting() -> Iterator[None]:
-    """A transaction step's ``KafkaException`` as :class:`ProduceFailure` (no topic)."""
+    """A ``KafkaException`` of the producer's creation or of a transaction step as
+    :class:`ProduceFailure` (no topic)."""
     try:
         yield
     except KafkaException as exc:
@@ -115,13 +116,11 @@ class PythonProducer:
         stamp: tuple[str, str, int] | None,
         lender: GroupLender | None = None,
     ) -> None:
-        try:
-            # Every record is reported, whatever the properties say: the deliveries are counted
-            # from the reports. confluent-kafka takes this property as a bool (a user's "true"
-            # failed the producer's creation).
+        # Every record is reported, whatever the properties say: the deliveries are counted
+        # from the reports. confluent-kafka takes this property as a bool (a user's "true"
+        # failed the producer's creation).
+        with _transacting():
             self._producer = Producer({**config, _REPORT_EVERY_RECORD: False})
-        except KafkaException as exc:
-            raise ProduceFailure(None, str(exc)) from None
         self._stamp = stamp
         self._lender = lender
         self._deliveries = Deliveries()

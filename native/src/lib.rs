@@ -11,6 +11,7 @@
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
+//! - `py/direct_producer.rs`: `DirectProducer`: the sink's Arrow batches over the direct produce path (atLeastOnce);
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
@@ -19,8 +20,11 @@
 //! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks;
 //! - `protocol/metadata.rs`: Metadata: which broker leads each partition, where brokers listen;
 //! - `protocol/fetch.rs`: the Fetch request and its response;
+//! - `protocol/produce.rs`: the Produce request (v3 to v8) and its response;
+//! - `protocol/init_producer_id.rs`: InitProducerId: an idempotent producer's id and epoch;
 //! - `protocol/batch_frame.rs`: where a record batch ends in a response (its length bounded first), and its CRC-32C;
 //! - `protocol/records.rs`: record batches (magic 2), their records and control records;
+//! - `protocol/batch_writer.rs`: record batches written as an idempotent producer sends them, with their CRC-32C;
 //! - `protocol/sasl.rs`: SaslHandshake and SaslAuthenticate;
 //! - `protocol/aborted.rs`: read_committed's filter of aborted transactions (the Java consumer's rules);
 //! - `protocol/compression.rs`: gzip, snappy, lz4 and zstd, bounded;
@@ -28,16 +32,18 @@
 //! - `protocol/fuzz.rs`: test support: the parsers fuzzed with proptest (record batches, compression, read_committed's filter);
 //! - `protocol/fuzz/responses.rs`: test support: Fetch, Metadata, ApiVersions and SASL answers fuzzed;
 //! - `protocol/sample.rs`: test support: batches as a broker writes them;
+//! - `connection.rs`: connections to brokers, shared by the direct fetch and produce paths: settings, security;
+//! - `connection/broker.rs`: a connection to a broker: ApiVersions, requests one at a time or pipelined;
+//! - `connection/stream.rs`: a connection's bytes, plain or TLS, each request's reads and writes held to one deadline;
+//! - `connection/tls.rs`: TLS on librdkafka's OpenSSL, from librdkafka's properties;
+//! - `connection/sasl.rs`: SASL PLAIN and SCRAM;
+//! - `connection/scram.rs`: SCRAM-SHA-256/512's client side (RFC 5802, 7677);
 //! - `read.rs`: reading exact offset ranges of one cluster into Arrow batches;
 //! - `read/direct.rs`: the direct fetch path: Fetch requests to each leader (or the replica it names), batches parsed in place;
-//! - `read/direct/broker.rs`: connections to brokers;
-//! - `read/direct/stream.rs`: a connection's bytes, plain or TLS, each request's reads and writes held to one deadline;
+//! - `read/direct/pool.rs`: connections kept across the readers of one pooled consumer;
 //! - `read/direct/parse.rs`: a Fetch response's batches into the builder, each whole or not at all;
 //! - `read/direct/replica.rs`: preferred read replicas a leader names (KIP-392), followed;
 //! - `read/direct/config.rs`: what the direct path takes from a consumer configuration, or why it does not serve it;
-//! - `read/direct/tls.rs`: TLS on librdkafka's OpenSSL, from librdkafka's properties;
-//! - `read/direct/sasl.rs`: SASL PLAIN and SCRAM;
-//! - `read/direct/scram.rs`: SCRAM-SHA-256/512's client side (RFC 5802, 7677);
 //! - `read/librdkafka.rs`: reading with librdkafka's consumer (and after a handover);
 //! - `read/position.rs`: where a range stands, ranges ended by the consumer's position, the "stuck" message;
 //! - `read/loss.rs`: records gone: data loss, or a warning and reading on;
@@ -55,6 +61,13 @@
 //! - `encode/body.rs`: Avro's binary encoding of the values, decimals as fastavro writes them;
 //! - `encode/tests.rs`: test support: the encoder's bytes against hand-worked ones;
 //! - `write.rs`: the sink's produce loop;
+//! - `write/direct.rs`: the direct produce path: rows into record batches, sent by the core's own idempotent producer;
+//! - `write/direct/batches.rs`: one open record batch per partition, closed at `batch.size`;
+//! - `write/direct/partitioner.rs`: the Java producer's partitioner: murmur2 for keys, sticky without;
+//! - `write/direct/config.rs`: what the direct produce path takes from a producer configuration, or why it does not serve it;
+//! - `write/direct/leaders.rs`: Metadata, InitProducerId and the connections to each leader;
+//! - `write/direct/wire.rs`: batches numbered, sent in Produce requests, answered, retried or failed;
+//! - `write/direct/answer.rs`: a Produce error code: written, retried or fatal;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);
 //! - `ffi.rs`: librdkafka's C API, the crate's only `unsafe`: configuration, errors;
@@ -65,6 +78,7 @@
 //! - `test_config.rs`: test support: a configuration from string pairs.
 
 mod avro;
+mod connection;
 mod encode;
 mod ffi;
 mod from_arrow;
@@ -85,6 +99,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::consumer::Consumer>()?;
     m.add_class::<py::reader::Reader>()?;
     m.add_class::<py::producer::Producer>()?;
+    m.add_class::<py::direct_producer::DirectProducer>()?;
     m.add_class::<py::avro::AvroDecoder>()?;
     m.add_class::<py::avro_encoder::AvroEncoder>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;

@@ -4,6 +4,7 @@
 //! - [`consumer`]: `Consumer`, pooled, lent to one reader at a time;
 //! - [`reader`]: `Reader`, a cluster's ranges into pyarrow batches;
 //! - [`producer`]: `Producer`, the sink's batches to librdkafka;
+//! - [`direct_producer`]: `DirectProducer`, the sink's batches over the direct produce path;
 //! - [`avro`]: `AvroDecoder`, Avro keys or values into a pyarrow array;
 //! - [`avro_encoder`]: `AvroEncoder`, a pyarrow column into Confluent-framed Avro payloads;
 //! - [`errors`]: the exceptions.
@@ -11,6 +12,7 @@
 pub mod avro;
 pub mod avro_encoder;
 pub mod consumer;
+pub mod direct_producer;
 pub mod errors;
 pub mod producer;
 pub mod reader;
@@ -39,11 +41,17 @@ pub fn config_problem(config: Vec<(String, String)>) -> Option<String> {
     ffi::check_config(&config).err()
 }
 
-/// None when the direct fetch path serves a consumer of this configuration, else why
-/// librdkafka's consumer reads the cluster (asked once per configuration by the driver).
+/// None when the direct fetch path serves a consumer of this configuration (with `produce`:
+/// the direct produce path a producer of it), else why librdkafka's consumer (producer) serves
+/// the cluster (asked once per configuration by the driver).
 #[pyfunction]
-pub fn direct_problem(config: Vec<(String, String)>) -> Option<String> {
-    crate::read::DirectConfig::from_config(&config).err()
+#[pyo3(signature = (config, produce=false))]
+pub fn direct_problem(config: Vec<(String, String)>, produce: bool) -> Option<String> {
+    if produce {
+        crate::write::direct::config::ProduceConfig::from_config(&config).err()
+    } else {
+        crate::read::DirectConfig::from_config(&config).err()
+    }
 }
 
 /// The version of the statically linked librdkafka.

@@ -2,6 +2,8 @@
 //! librdkafka one by one, each to its topic (fixed, or the `topic` column mapped), with the
 //! dedupe stamp's headers when the sink asks for them; a full local queue is served, not failed.
 
+pub mod direct;
+
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
@@ -10,7 +12,7 @@ use crate::ffi::{Outgoing, Producer, Sent};
 use crate::from_arrow::Rows;
 
 /// The dedupe headers' keys, in the order a record carries them (after its own headers).
-const STAMP_KEYS: [&str; 4] = [
+pub(crate) const STAMP_KEYS: [&str; 4] = [
     "dynamic_kafka.sink",
     "dynamic_kafka.batch",
     "dynamic_kafka.partition",

@@ -11,12 +11,23 @@ pub const METADATA_VERSION: i16 = 4;
 
 /// A Metadata v4 request for `topics` (never all topics; no topic is created).
 pub fn metadata_request(correlation: i32, client_id: &str, topics: &[&str]) -> Vec<u8> {
+    metadata_request_creating(correlation, client_id, topics, false)
+}
+
+/// A Metadata v4 request for `topics`, the broker allowed to create them when `create` (as a
+/// producer asks).
+pub fn metadata_request_creating(
+    correlation: i32,
+    client_id: &str,
+    topics: &[&str],
+    create: bool,
+) -> Vec<u8> {
     let mut r = Request::new(METADATA, METADATA_VERSION, correlation, client_id);
     r.i32(topics.len() as i32);
     for topic in topics {
         r.string(topic);
     }
-    r.i8(0); // allow_auto_topic_creation: no
+    r.i8(i8::from(create)); // allow_auto_topic_creation
     r.finish()
 }
 
@@ -29,6 +40,8 @@ pub struct Leaders {
     pub brokers: HashMap<i32, (String, u16)>,
     /// (topic or topic/partition, error code) of what answered an error.
     pub errors: Vec<(String, i16)>,
+    /// topic -> its partitions' count (topics that answered no error).
+    pub partitions: HashMap<String, i32>,
 }
 
 /// The leaders and brokers of a Metadata v4 response body.
@@ -52,7 +65,11 @@ pub fn parse_metadata(body: &[u8]) -> Result<Leaders, Malformed> {
         if error != 0 {
             out.errors.push((topic.clone(), error));
         }
-        for _ in 0..c.count()? {
+        let count = c.count()?;
+        if error == 0 {
+            out.partitions.insert(topic.clone(), count as i32);
+        }
+        for _ in 0..count {
             let error = c.i16()?;
             let partition = c.i32()?;
             let leader = c.i32()?;
@@ -112,6 +129,7 @@ mod tests {
         assert_eq!(m.leaders, HashMap::from([(("t".to_string(), 0), 2)]));
         assert_eq!(m.brokers[&2], ("127.0.0.1".to_string(), 9093));
         assert_eq!(m.errors, vec![("t/1".to_string(), 5)]);
+        assert_eq!(m.partitions, HashMap::from([("t".to_string(), 2)]));
         assert!(parse_metadata(&b[..b.len() - 1]).is_err());
         let req = metadata_request(7, "me", &["a", "b"]);
         let (mut c, named) = request_header(&req);

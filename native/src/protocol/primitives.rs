@@ -212,6 +212,16 @@ impl Request {
             .extend_from_slice(&s.as_bytes()[..s.len().min(i16::MAX as usize)]);
     }
 
+    /// A null string (length -1).
+    pub fn null_string(&mut self) {
+        self.i16(-1);
+    }
+
+    /// Room for `more` bytes past what is written.
+    pub fn reserve(&mut self, more: usize) {
+        self.0.reserve(more);
+    }
+
     /// int32-length bytes.
     pub fn bytes(&mut self, b: &[u8]) {
         self.i32(b.len().min(i32::MAX as usize) as i32);

@@ -14,14 +14,10 @@
 //! where the direct path stopped, so librdkafka's semantics (data loss, deleted topics, leader
 //! changes) stay the only ones.
 
-pub mod broker;
 pub mod config;
 mod parse;
+mod pool;
 mod replica;
-pub mod sasl;
-pub mod scram;
-mod stream;
-pub mod tls;
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -30,13 +26,16 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 
 use super::{ClusterReader, ReadFailure};
+use crate::connection::broker::{Broker, Refusal};
 use crate::protocol::aborted::Aborted;
 use crate::protocol::error::error_name;
 use crate::protocol::fetch::{self, parse_fetch, FetchPartition};
+use crate::protocol::fetch::{FETCH, FETCH_VERSION};
 use crate::protocol::metadata::{self, Leaders};
-pub use broker::Brokers;
-use broker::{Broker, BrokerKey, Refusal};
+use crate::protocol::metadata::{METADATA, METADATA_VERSION};
 use config::DirectConfig;
+use pool::BrokerKey;
+pub use pool::Brokers;
 use replica::Replicas;
 
 /// Why the direct path stopped before every range was read.
@@ -127,7 +126,7 @@ impl Direct {
             let was_kept = kept.is_some();
             let connected = match kept.take() {
                 Some(broker) => broker,
-                None => match Broker::connect(&key.1, key.2, &self.config) {
+                None => match Broker::connect(&key.1, key.2, &self.config.connection(), &NEEDED) {
                     Ok(broker) => broker,
                     Err(refusal) => {
                         called = Err(refusal);
@@ -164,6 +163,12 @@ impl Direct {
         std::mem::take(&mut self.reconnects)
     }
 }
+
+/// The requests the direct fetch path sends (besides SASL's).
+const NEEDED: [(i16, i16, &str); 2] = [
+    (FETCH, FETCH_VERSION, "Fetch"),
+    (METADATA, METADATA_VERSION, "Metadata"),
+];
 
 /// The broker id of a bootstrap server's connection (its id is not known before Metadata).
 const BOOTSTRAP: i32 = -1;

@@ -196,6 +196,8 @@ proptest! {
         for (error, topic, partitions) in topics {
             if *error != 0 {
                 want.errors.push((topic.clone(), *error));
+            } else {
+                want.partitions.insert(topic.clone(), partitions.len() as i32);
             }
             for (error, partition, leader) in partitions {
                 if *error != 0 {

@@ -1,12 +1,14 @@
 //! What the direct fetch path takes from a cluster's consumer configuration, or why it does not
 //! serve the cluster (librdkafka's consumer reads it then): every `security.protocol`, with TLS
-//! ([`super::tls`]) and SASL PLAIN or SCRAM ([`super::sasl`]); not `client.rack` (its requests
+//! ([`crate::connection::tls`]) and SASL PLAIN or SCRAM ([`crate::connection::sasl`]); not `client.rack` (its requests
 //! carry no rack id). How long a request may go unanswered: [`request_timeout`].
 
 use std::time::Duration;
 
-use super::sasl::Sasl;
-use super::tls::Tls;
+pub(super) use crate::connection::property;
+use crate::connection::sasl::Sasl;
+use crate::connection::tls::Tls;
+use crate::connection::{security, Connection};
 use crate::protocol::fetch::FetchLimits;
 
 /// What the direct path needs from a cluster's consumer configuration.
@@ -36,7 +38,7 @@ pub struct DirectConfig {
 
 /// `host:port` pairs of a comma-separated server list (a `protocol://` prefix and IPv6
 /// brackets allowed, as librdkafka takes them).
-fn servers(list: &str) -> Result<Vec<(String, u16)>, String> {
+pub fn servers(list: &str) -> Result<Vec<(String, u16)>, String> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -58,16 +60,7 @@ fn servers(list: &str) -> Result<Vec<(String, u16)>, String> {
         .collect()
 }
 
-/// The value of `key` (the last one given), trimmed.
-pub(super) fn property<'a>(config: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    config
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.trim())
-}
-
-fn number(config: &[(String, String)], key: &str, default: i32) -> Result<i32, String> {
+pub fn number(config: &[(String, String)], key: &str, default: i32) -> Result<i32, String> {
     match property(config, key) {
         None => Ok(default),
         Some(v) => v.parse().map_err(|_| format!("{key}={v} is not a number")),
@@ -82,7 +75,7 @@ pub const JAVA_REQUEST_TIMEOUT_MS: i32 = 30_000;
 /// `socket.timeout.ms` (librdkafka's), the shorter when both are set (each client would give
 /// up by then); neither set, the Java consumer's default, 30 s, not librdkafka's 60 s: a
 /// connection that went silent is dropped after 30 s, as the Java consumer drops it.
-fn request_timeout(config: &[(String, String)]) -> Result<Duration, String> {
+pub fn request_timeout(config: &[(String, String)]) -> Result<Duration, String> {
     let set = |key| {
         property(config, key)
             .is_some()
@@ -98,6 +91,18 @@ fn request_timeout(config: &[(String, String)]) -> Result<Duration, String> {
 }
 
 impl DirectConfig {
+    /// How to connect to the cluster's brokers.
+    pub fn connection(&self) -> Connection {
+        Connection {
+            client_id: self.client_id.clone(),
+            request_timeout: self.request_timeout,
+            held: Duration::from_millis(self.limits.max_wait_ms.max(0) as u64),
+            max_response: self.max_response,
+            tls: self.tls.clone(),
+            sasl: self.sasl.clone(),
+        }
+    }
+
     /// [`DirectConfig::from_config`], or, when `direct` is false (tests reading through
     /// librdkafka on purpose), why not.
     pub fn chosen(config: &[(String, String)], direct: bool) -> Result<Self, String> {
@@ -111,14 +116,7 @@ impl DirectConfig {
     /// The direct path's settings for this configuration, or why it does not apply (the
     /// consumer's librdkafka reads the cluster then).
     pub fn from_config(config: &[(String, String)]) -> Result<Self, String> {
-        let protocol = property(config, "security.protocol").unwrap_or("plaintext");
-        let (tls, sasl) = match protocol.to_ascii_lowercase().as_str() {
-            "plaintext" => (false, false),
-            "ssl" => (true, false),
-            "sasl_plaintext" => (false, true),
-            "sasl_ssl" => (true, true),
-            _ => return Err(format!("security.protocol is {protocol}")),
-        };
+        let (tls, sasl) = security(config)?;
         if property(config, "client.rack").is_some_and(|r| !r.is_empty()) {
             return Err("client.rack is set (follower fetching)".into());
         }
@@ -127,8 +125,6 @@ impl DirectConfig {
             .map(servers)
             .transpose()?
             .unwrap_or_default();
-        let sasl = sasl.then(|| Sasl::from_config(config)).transpose()?;
-        let tls = tls.then(|| Tls::from_config(config)).transpose()?;
         let isolation = property(config, "isolation.level").unwrap_or("read_committed");
         let partition_max_bytes = match property(config, "max.partition.fetch.bytes") {
             Some(_) => number(config, "max.partition.fetch.bytes", 1_048_576)?,

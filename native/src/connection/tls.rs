@@ -20,7 +20,7 @@ use openssl::ssl::{
 use openssl::x509::X509;
 
 use super::broker::Refusal;
-use super::config::property;
+use super::property;
 
 /// Properties this module honours.
 const HONOURED: [&str; 14] = [

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::broker::{Broker, Refusal};
-use super::config::property;
+use super::property;
 use super::scram::{nonce, Hash, Scram};
 use crate::protocol::error::{error_name, UNSUPPORTED_SASL_MECHANISM};
 use crate::protocol::sasl::{self, Authenticated};

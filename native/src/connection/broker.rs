@@ -1,19 +1,14 @@
-//! Connections to brokers: one [`Broker`] per broker, requests sent one at a time, each response
-//! read whole after its size and correlation id are checked; [`Brokers`] keeps them across the
-//! readers of one pooled consumer.
+//! Connections to brokers: one [`Broker`] per broker, each response read whole after its size
+//! and correlation id are checked; requests sent one at a time ([`Broker::call`]), or several
+//! before their answers are read, in order ([`Broker::send`], [`Broker::receive`]).
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::config::DirectConfig;
 use super::stream::{Stream, Timed};
-use crate::protocol::api_versions;
-use crate::protocol::fetch::{FETCH, FETCH_VERSION};
-use crate::protocol::metadata::{METADATA, METADATA_VERSION};
+use super::Connection;
+use crate::protocol::api_versions::{self, Versions};
 use crate::protocol::primitives::read_growing;
 use crate::protocol::sasl::{
     SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
@@ -38,7 +33,7 @@ pub struct NoAnswer {
     pub timed_out: bool,
 }
 
-/// A connection to one broker; requests go one at a time.
+/// A connection to one broker.
 pub struct Broker {
     stream: Stream,
     /// How long a request may take, its answer read whole (a Fetch may be held by the broker
@@ -50,12 +45,20 @@ pub struct Broker {
     /// When the broker ends the authenticated session (KIP-368), less a margin: the connection
     /// is replaced before then.
     renew_at: Option<Instant>,
+    /// The versions of each API the broker speaks.
+    versions: Versions,
 }
 
 impl Broker {
-    /// Connect (TCP, then TLS when configured), check that the broker speaks Fetch v11 and
-    /// Metadata v4 (and SASL's requests when configured), then authenticate when configured.
-    pub fn connect(host: &str, port: u16, config: &DirectConfig) -> Result<Self, Refusal> {
+    /// Connect (TCP, then TLS when configured), check that the broker speaks each of `needed`
+    /// (API key, version, name; and SASL's requests when configured), then authenticate when
+    /// configured.
+    pub fn connect(
+        host: &str,
+        port: u16,
+        config: &Connection,
+        needed: &[(i16, i16, &str)],
+    ) -> Result<Self, Refusal> {
         let unreachable = |what: String| Refusal::Unreachable(what);
         let addrs = (host, port)
             .to_socket_addrs()
@@ -72,8 +75,7 @@ impl Broker {
             let io =
                 |e: std::io::Error| unreachable(format!("setting up {host}:{port} failed: {e}"));
             tcp.set_nodelay(true).map_err(io)?;
-            let held = Duration::from_millis(config.limits.max_wait_ms.max(0) as u64);
-            let timeout = config.request_timeout + held;
+            let timeout = config.request_timeout + config.held;
             tcp.set_read_timeout(Some(timeout)).map_err(io)?;
             tcp.set_write_timeout(Some(config.request_timeout))
                 .map_err(io)?;
@@ -88,6 +90,7 @@ impl Broker {
                 client_id: config.client_id.clone(),
                 max_response: config.max_response,
                 renew_at: None,
+                versions: Versions::default(),
             };
             let mut body = Vec::new();
             broker
@@ -95,10 +98,7 @@ impl Broker {
                 .map_err(|no| unreachable(no.why))?;
             let versions = api_versions::parse_versions(&body)
                 .map_err(|m| unreachable(format!("a malformed ApiVersions answer: {}", m.0)))?;
-            let mut needed = vec![
-                (FETCH, FETCH_VERSION, "Fetch"),
-                (METADATA, METADATA_VERSION, "Metadata"),
-            ];
+            let mut needed = needed.to_vec();
             if config.sasl.is_some() {
                 needed.push((SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, "SaslHandshake"));
                 needed.push((
@@ -112,6 +112,7 @@ impl Broker {
                     "{host}:{port} does not offer {name} v{v}"
                 )));
             }
+            broker.versions = versions;
             if let Some(sasl) = &config.sasl {
                 let started = Instant::now();
                 let lifetime = sasl.authenticate(&mut broker)?;
@@ -121,6 +122,11 @@ impl Broker {
             return Ok(broker);
         }
         Err(unreachable(last))
+    }
+
+    /// The versions of each API the broker speaks.
+    pub fn versions(&self) -> &Versions {
+        &self.versions
     }
 
     /// Whether the broker's session is about to end: the connection is replaced, not used.
@@ -138,35 +144,55 @@ impl Broker {
         build: impl FnOnce(i32, &str) -> Vec<u8>,
         body: &mut Vec<u8>,
     ) -> Result<(), NoAnswer> {
+        let deadline = Instant::now() + self.timeout;
+        let correlation = self.send_by(build, deadline)?;
+        self.receive_by(correlation, body, deadline)
+    }
+
+    /// Send the request `build` writes for the next correlation id, without waiting for its
+    /// answer: its correlation id, for [`Broker::receive`] (answers come in the order sent).
+    pub fn send(&mut self, build: impl FnOnce(i32, &str) -> Vec<u8>) -> Result<i32, NoAnswer> {
+        self.send_by(build, Instant::now() + self.timeout)
+    }
+
+    /// The answer to the request sent as `correlation` into `body`, within the timeout.
+    pub fn receive(&mut self, correlation: i32, body: &mut Vec<u8>) -> Result<(), NoAnswer> {
+        self.receive_by(correlation, body, Instant::now() + self.timeout)
+    }
+
+    fn send_by(
+        &mut self,
+        build: impl FnOnce(i32, &str) -> Vec<u8>,
+        deadline: Instant,
+    ) -> Result<i32, NoAnswer> {
         self.correlation = self.correlation.wrapping_add(1);
         let request = build(self.correlation, &self.client_id);
+        let timeout = self.timeout;
+        let mut stream = Timed {
+            stream: &mut self.stream,
+            deadline,
+        };
+        stream.write_all(&request).map_err(|e| io(timeout, e))?;
+        Ok(self.correlation)
+    }
+
+    fn receive_by(
+        &mut self,
+        expected: i32,
+        body: &mut Vec<u8>,
+        deadline: Instant,
+    ) -> Result<(), NoAnswer> {
         let refused = |why: String| NoAnswer {
             why,
             broke: false,
             timed_out: false,
         };
         let timeout = self.timeout;
-        let io = |e: std::io::Error| {
-            let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
-            NoAnswer {
-                why: if timed_out {
-                    format!(
-                        "the broker did not answer within {} ms (the request timeout, \
-                         request.timeout.ms or socket.timeout.ms, plus fetch.wait.max.ms)",
-                        timeout.as_millis()
-                    )
-                } else {
-                    format!("talking to the broker failed: {e}")
-                },
-                broke: !timed_out,
-                timed_out,
-            }
-        };
+        let io = |e: std::io::Error| io(timeout, e);
         let mut stream = Timed {
             stream: &mut self.stream,
-            deadline: Instant::now() + self.timeout,
+            deadline,
         };
-        stream.write_all(&request).map_err(io)?;
         let mut header = [0u8; 8];
         stream.read_exact(&mut header[..4]).map_err(io)?;
         let size = i32::from_be_bytes([header[0], header[1], header[2], header[3]]);
@@ -184,10 +210,9 @@ impl Broker {
         }
         stream.read_exact(&mut header[4..]).map_err(io)?;
         let correlation = i32::from_be_bytes([header[4], header[5], header[6], header[7]]);
-        if correlation != self.correlation {
+        if correlation != expected {
             return Err(refused(format!(
-                "the broker answered request {correlation}, not {}",
-                self.correlation
+                "the broker answered request {correlation}, not {expected}"
             )));
         }
         body.clear();
@@ -206,54 +231,21 @@ impl Broker {
     }
 }
 
-/// A broker's id and address.
-pub type BrokerKey = (i32, String, u16);
-/// Open connections to brokers, kept across readers of one pooled consumer, the bytes of Fetch
-/// responses received from each broker id and the requests sent again on a new connection
-/// (shared: readable while a reader holds them).
-#[derive(Default)]
-pub struct Brokers {
-    pub(super) open: HashMap<BrokerKey, Broker>,
-    received: Arc<Mutex<HashMap<i32, u64>>>,
-    reconnects: Arc<AtomicU64>,
-}
-
-impl Brokers {
-    /// Bytes of Fetch responses received per broker id so far.
-    pub fn received(&self) -> HashMap<i32, u64> {
-        self.received
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Requests sent again on a new connection so far (their first connection broke, timed
-    /// out, or was closed while kept).
-    pub fn reconnects(&self) -> u64 {
-        self.reconnects.load(Ordering::Relaxed)
-    }
-
-    /// The connections, for a reader (these keep counting into the same totals).
-    pub fn lend(&mut self) -> Brokers {
-        Brokers {
-            open: std::mem::take(&mut self.open),
-            received: Arc::clone(&self.received),
-            reconnects: Arc::clone(&self.reconnects),
-        }
-    }
-
-    /// The connections a reader hands back (none after it fell back to librdkafka).
-    pub fn restore(&mut self, lent: Brokers) {
-        self.open = lent.open;
-    }
-
-    pub(super) fn reconnected(&self) {
-        self.reconnects.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(super) fn count(&self, broker: i32, bytes: usize) {
-        let mut received = self.received.lock().unwrap_or_else(PoisonError::into_inner);
-        *received.entry(broker).or_default() += bytes as u64;
+/// An I/O error of a request as its [`NoAnswer`]: timed out, or the connection broke.
+fn io(timeout: Duration, e: std::io::Error) -> NoAnswer {
+    let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
+    NoAnswer {
+        why: if timed_out {
+            format!(
+                "the broker did not answer within {} ms (the request timeout, \
+                 request.timeout.ms or socket.timeout.ms, plus fetch.wait.max.ms)",
+                timeout.as_millis()
+            )
+        } else {
+            format!("talking to the broker failed: {e}")
+        },
+        broke: !timed_out,
+        timed_out,
     }
 }
 
@@ -294,6 +286,7 @@ mod tests {
             client_id: "test".into(),
             max_response: 100_000_000,
             renew_at: None,
+            versions: Versions::default(),
         }
     }
 

@@ -1,0 +1,64 @@
+//! InitProducerId (key 22) at version 0 or 1, without a transactional id: an idempotent
+//! producer's id and epoch, asked of any broker.
+
+use super::primitives::{Cursor, Malformed, Request};
+
+pub const INIT_PRODUCER_ID: i16 = 22;
+/// The versions this path speaks (the last before the flexible versions).
+pub const INIT_PRODUCER_ID_VERSIONS: [i16; 2] = [1, 0];
+
+/// An InitProducerId request of `version` for an idempotent producer (no transactional id).
+pub fn init_producer_id_request(version: i16, correlation: i32, client_id: &str) -> Vec<u8> {
+    let mut r = Request::new(INIT_PRODUCER_ID, version, correlation, client_id);
+    r.null_string(); // transactional id
+    r.i32(-1); // transaction timeout: none without a transactional id
+    r.finish()
+}
+
+/// What the broker answered: an error code, or the producer's id and epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerId {
+    pub error: i16,
+    pub id: i64,
+    pub epoch: i16,
+}
+
+/// The producer id of an InitProducerId v0/v1 response body.
+pub fn parse_init_producer_id(body: &[u8]) -> Result<ProducerId, Malformed> {
+    let mut c = Cursor::new(body);
+    c.i32()?; // throttle time
+    Ok(ProducerId {
+        error: c.i16()?,
+        id: c.i64()?,
+        epoch: c.i16()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::sample::request_header;
+
+    #[test]
+    fn an_idempotent_producer_asks_without_a_transactional_id() {
+        let req = init_producer_id_request(1, 9, "me");
+        let (mut c, named) = request_header(&req);
+        assert_eq!(named, (22, 1, 9));
+        assert_eq!(c.string().unwrap(), None);
+        assert_eq!((c.i32().unwrap(), c.remaining()), (-1, 0));
+        let mut body = 0i32.to_be_bytes().to_vec();
+        body.extend_from_slice(&0i16.to_be_bytes());
+        body.extend_from_slice(&4711i64.to_be_bytes());
+        body.extend_from_slice(&2i16.to_be_bytes());
+        let id = parse_init_producer_id(&body).unwrap();
+        assert_eq!(
+            id,
+            ProducerId {
+                error: 0,
+                id: 4711,
+                epoch: 2
+            }
+        );
+        assert!(parse_init_producer_id(&body[..13]).is_err());
+    }
+}

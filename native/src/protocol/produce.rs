@@ -1,0 +1,185 @@
+//! Produce (key 0) at versions 3 to 8, the ones before the flexible versions (Kafka 4 speaks 3
+//! and up): record batches for partitions of one leader, and what each partition answered.
+
+use super::primitives::{Cursor, Malformed, Request};
+
+pub const PRODUCE: i16 = 0;
+/// The versions this path speaks, most preferred first.
+pub const PRODUCE_VERSIONS: [i16; 6] = [8, 7, 6, 5, 4, 3];
+
+/// One partition's batch in a request.
+pub struct ProducePartition<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub batch: &'a [u8],
+}
+
+/// A Produce request of `version` (3 to 8) with `acks` and the broker's `timeout_ms`; `parts`
+/// in order, those of one topic next to each other (each run of one topic is one topic entry).
+pub fn produce_request(
+    version: i16,
+    correlation: i32,
+    client_id: &str,
+    (acks, timeout_ms): (i16, i32),
+    parts: &[ProducePartition<'_>],
+) -> Vec<u8> {
+    let mut r = Request::new(PRODUCE, version, correlation, client_id);
+    r.reserve(
+        parts
+            .iter()
+            .map(|p| p.batch.len() + p.topic.len() + 16)
+            .sum(),
+    );
+    r.null_string(); // transactional id
+    r.i16(acks);
+    r.i32(timeout_ms);
+    let runs: Vec<&[ProducePartition<'_>]> = parts.chunk_by(|a, b| a.topic == b.topic).collect();
+    r.i32(runs.len() as i32);
+    for run in runs {
+        r.string(run[0].topic);
+        r.i32(run.len() as i32);
+        for p in run {
+            r.i32(p.partition);
+            r.bytes(p.batch);
+        }
+    }
+    r.finish()
+}
+
+/// What the broker answered for one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionAnswer {
+    pub topic: String,
+    pub partition: i32,
+    pub error: i16,
+    pub base_offset: i64,
+    /// The broker's message (v8), if any.
+    pub message: Option<String>,
+}
+
+/// The partitions' answers of a Produce response body of `version`, and its throttle time (ms).
+pub fn parse_produce(version: i16, body: &[u8]) -> Result<(Vec<PartitionAnswer>, i32), Malformed> {
+    let mut c = Cursor::new(body);
+    let mut out = Vec::new();
+    for _ in 0..c.count()? {
+        let topic = c.string()?.unwrap_or_default().to_string();
+        for _ in 0..c.count()? {
+            let partition = c.i32()?;
+            let error = c.i16()?;
+            let base_offset = c.i64()?;
+            c.i64()?; // log append time
+            if version >= 5 {
+                c.i64()?; // log start offset
+            }
+            let mut message = None;
+            if version >= 8 {
+                let mut errors = Vec::new();
+                for _ in 0..c.count()? {
+                    c.i32()?; // batch index
+                    errors.extend(c.string()?.map(str::to_string));
+                }
+                message = c.string()?.map(str::to_string);
+                if message.is_none() && !errors.is_empty() {
+                    message = Some(errors.join("; "));
+                }
+            }
+            out.push(PartitionAnswer {
+                topic: topic.clone(),
+                partition,
+                error,
+                base_offset,
+                message,
+            });
+        }
+    }
+    let throttle = c.i32()?;
+    Ok((out, throttle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::sample::request_header;
+
+    fn string(s: &str, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+
+    #[test]
+    fn a_produce_request_groups_partitions_by_topic() {
+        let parts = [
+            ProducePartition {
+                topic: "a",
+                partition: 0,
+                batch: b"xy",
+            },
+            ProducePartition {
+                topic: "a",
+                partition: 3,
+                batch: b"z",
+            },
+            ProducePartition {
+                topic: "b",
+                partition: 1,
+                batch: b"",
+            },
+        ];
+        let req = produce_request(8, 5, "me", (-1, 30_000), &parts);
+        let (mut c, named) = request_header(&req);
+        assert_eq!(named, (0, 8, 5));
+        assert_eq!(c.string().unwrap(), None);
+        assert_eq!((c.i16().unwrap(), c.i32().unwrap()), (-1, 30_000));
+        assert_eq!(c.count().unwrap(), 2);
+        assert_eq!((c.string().unwrap(), c.count().unwrap()), (Some("a"), 2));
+        assert_eq!(c.i32().unwrap(), 0);
+        let r = c.bytes_range().unwrap();
+        assert_eq!(&req[r], b"xy");
+        assert_eq!(c.i32().unwrap(), 3);
+        c.bytes_range().unwrap();
+        assert_eq!((c.string().unwrap(), c.count().unwrap()), (Some("b"), 1));
+        assert_eq!(c.i32().unwrap(), 1);
+        assert_eq!(c.bytes_range().unwrap().len(), 0);
+        assert_eq!(c.remaining(), 0);
+    }
+
+    fn answer(version: i16) -> Vec<u8> {
+        let mut b = 1i32.to_be_bytes().to_vec();
+        string("t", &mut b);
+        b.extend_from_slice(&2i32.to_be_bytes());
+        for (p, error, offset) in [(0i32, 0i16, 42i64), (1, 6, -1)] {
+            b.extend_from_slice(&p.to_be_bytes());
+            b.extend_from_slice(&error.to_be_bytes());
+            b.extend_from_slice(&offset.to_be_bytes());
+            b.extend_from_slice(&(-1i64).to_be_bytes());
+            if version >= 5 {
+                b.extend_from_slice(&0i64.to_be_bytes());
+            }
+            if version >= 8 {
+                b.extend_from_slice(&0i32.to_be_bytes());
+                if error == 0 {
+                    b.extend_from_slice(&(-1i16).to_be_bytes());
+                } else {
+                    string("not the leader", &mut b);
+                }
+            }
+        }
+        b.extend_from_slice(&7i32.to_be_bytes());
+        b
+    }
+
+    #[test]
+    fn each_partitions_answer_of_every_version() {
+        for version in PRODUCE_VERSIONS {
+            let body = answer(version);
+            let (answers, throttle) = parse_produce(version, &body).unwrap();
+            assert_eq!(throttle, 7);
+            assert_eq!(answers.len(), 2);
+            assert_eq!((answers[0].error, answers[0].base_offset), (0, 42));
+            assert_eq!((answers[1].partition, answers[1].error), (1, 6));
+            let message = (version >= 8).then(|| "not the leader".to_string());
+            assert_eq!(answers[1].message, message);
+            assert!(parse_produce(version, &body[..body.len() - 1]).is_err());
+        }
+    }
+}

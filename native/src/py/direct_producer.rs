@@ -1,0 +1,111 @@
+//! The sink's `DirectProducer`: pyarrow record batches in, Produce requests out by the core's
+//! own idempotent producer ([`crate::write::direct`]), deliveries counted per topic from the
+//! answers (no Python object, and no report, per record). atLeastOnce only: no transactions.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use arrow_array::RecordBatch;
+use arrow_pyarrow::PyArrowType;
+use pyo3::prelude::*;
+
+use super::errors::WriteFailure;
+use super::relock;
+use crate::write::direct::config::ProduceConfig;
+use crate::write::direct::DirectWriter;
+use crate::write::{Failure, Stamp};
+
+/// Produces the sink's columns of pyarrow record batches to one cluster over the direct
+/// produce path.
+///
+/// Parameters: the full producer configuration (as librdkafka's producer would take it), and
+/// the dedupe stamp (sink id, batch, Spark partition) whose headers every record carries, or
+/// None.
+#[pyclass(module = "pyspark_dynamic_kafka_core._core")]
+pub struct DirectProducer {
+    inner: Mutex<Option<DirectWriter>>,
+}
+
+fn raise((topic, text): Failure) -> PyErr {
+    WriteFailure::new_err((topic, text))
+}
+
+#[pymethods]
+impl DirectProducer {
+    #[new]
+    #[pyo3(signature = (config, stamp=None))]
+    fn new(config: Vec<(String, String)>, stamp: Option<(String, String, i32)>) -> PyResult<Self> {
+        let config = ProduceConfig::from_config(&config).map_err(|e| raise((None, e)))?;
+        let stamp = stamp.map(|(sink, batch, partition)| Stamp {
+            sink,
+            batch,
+            partition: partition.to_string(),
+        });
+        Ok(DirectProducer {
+            inner: Mutex::new(Some(DirectWriter::new(config, stamp))),
+        })
+    }
+
+    /// Write every row of `batch` into record batches and send the full ones: to `topic` when
+    /// given, else to the topic that `topics` maps the row's `topic` value to (None: a null
+    /// value). Does nothing once the producer failed.
+    #[pyo3(signature = (batch, topic=None, topics=Vec::new()))]
+    fn send(
+        &self,
+        py: Python<'_>,
+        batch: PyArrowType<RecordBatch>,
+        topic: Option<String>,
+        topics: Vec<(Option<String>, String)>,
+    ) -> PyResult<()> {
+        self.with(py, |w| {
+            w.send(&batch.0, topic.as_deref(), &topics).map_err(raise)
+        })
+    }
+
+    /// Whether the producer failed.
+    fn failed(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |w| Ok(w.failed()))
+    }
+
+    /// Send everything and wait up to `timeout_ms` for the answers; the records still waiting.
+    fn flush(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<usize> {
+        self.with(py, |w| w.flush(timeout_ms).map_err(raise))
+    }
+
+    /// (records per topic, key+value bytes per topic, the first failure as (topic, reason) or
+    /// None) acknowledged so far.
+    #[allow(clippy::type_complexity)]
+    fn deliveries(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(
+        HashMap<String, u64>,
+        HashMap<String, u64>,
+        Option<(String, String)>,
+    )> {
+        self.with(py, |w| Ok(w.deliveries()))
+    }
+
+    /// Drop the producer and its connections (records not yet acknowledged are dropped).
+    fn close(&self, py: Python<'_>) {
+        let state = relock(&self.inner).take();
+        py.detach(move || drop(state));
+    }
+}
+
+impl DirectProducer {
+    /// Run `f` on the writer without the GIL; an error once closed.
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut DirectWriter) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut guard = relock(&self.inner);
+            match guard.as_mut() {
+                Some(w) => f(w),
+                None => Err(raise((None, "the producer is closed".to_string()))),
+            }
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! A cluster as the producer sees it: its topics' partition counts and leaders (Metadata, asked
+//! over a connection of its own), the producer's id and epoch (InitProducerId), and one
+//! connection to each leader for Produce requests, with the Produce version it speaks.
+
+use std::collections::HashMap;
+
+use super::config::ProduceConfig;
+use crate::connection::broker::{Broker, Refusal};
+use crate::connection::Connection;
+use crate::protocol::error::error_name;
+use crate::protocol::init_producer_id::{
+    init_producer_id_request, parse_init_producer_id, INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSIONS,
+};
+use crate::protocol::metadata::{
+    metadata_request_creating, parse_metadata, Leaders, METADATA, METADATA_VERSION,
+};
+use crate::protocol::produce::{PRODUCE, PRODUCE_VERSIONS};
+
+/// A connection to a leader and the Produce version it speaks.
+struct Open {
+    broker: Broker,
+    version: i16,
+}
+
+pub struct Cluster {
+    connection: Connection,
+    bootstrap: Vec<(String, u16)>,
+    auto_create: bool,
+    metadata: Leaders,
+    open: HashMap<i32, Open>,
+    control: Option<Broker>,
+    /// The producer's id and epoch, once given.
+    pub producer: Option<(i64, i16)>,
+    /// Why the last lookup failed.
+    pub last_error: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Cluster {
+    pub fn new(config: &ProduceConfig) -> Self {
+        Cluster {
+            connection: config.connection.clone(),
+            bootstrap: config.bootstrap.clone(),
+            auto_create: config.auto_create,
+            metadata: Leaders::default(),
+            open: HashMap::new(),
+            control: None,
+            producer: None,
+            last_error: None,
+            body: Vec::new(),
+        }
+    }
+
+    /// The partition count of `topic`, once looked up without an error.
+    pub fn partitions(&self, topic: &str) -> Option<i32> {
+        self.metadata.partitions.get(topic).copied()
+    }
+
+    /// The leader of `topic`'s `partition`, when known.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
+        let key = (topic.to_string(), partition);
+        self.metadata.leaders.get(&key).copied()
+    }
+
+    /// The error a topic's lookup answered, if any.
+    pub fn topic_error(&self, topic: &str) -> Option<i16> {
+        let errors = self.metadata.errors.iter();
+        errors.filter(|(t, _)| t == topic).map(|(_, e)| *e).next()
+    }
+
+    /// Ask for `topics`' partitions and leaders (and the producer id, when not yet given).
+    pub fn refresh(&mut self, topics: &[String], config: &ProduceConfig) -> Result<(), String> {
+        let _ = config;
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+        let create = self.auto_create;
+        let request = |c: i32, id: &str| metadata_request_creating(c, id, &names, create);
+        let answered = self.control_call(&request).and_then(|()| {
+            parse_metadata(&self.body).map_err(|m| format!("a malformed Metadata answer: {}", m.0))
+        });
+        match answered {
+            Ok(leaders) => {
+                self.metadata = leaders;
+                self.last_error = None;
+            }
+            Err(why) => {
+                self.last_error = Some(why.clone());
+                return Err(why);
+            }
+        }
+        if self.producer.is_none() {
+            self.init_producer_id()?;
+        }
+        Ok(())
+    }
+
+    /// InitProducerId over the control connection: the producer's id and epoch.
+    fn init_producer_id(&mut self) -> Result<(), String> {
+        let versions = self.control.as_ref().map(|b| b.versions().clone());
+        let version = versions
+            .and_then(|v| {
+                INIT_PRODUCER_ID_VERSIONS
+                    .into_iter()
+                    .find(|&n| v.offers(INIT_PRODUCER_ID, n))
+            })
+            .ok_or_else(|| "the broker does not offer InitProducerId v0 or v1".to_string())?;
+        let request = |c: i32, id: &str| init_producer_id_request(version, c, id);
+        self.control_call(&request)?;
+        let answer = parse_init_producer_id(&self.body)
+            .map_err(|m| format!("a malformed InitProducerId answer: {}", m.0))?;
+        if answer.error != 0 {
+            let why = format!(
+                "InitProducerId answered error code {} ({})",
+                answer.error,
+                error_name(answer.error)
+            );
+            self.last_error = Some(why.clone());
+            return Err(why);
+        }
+        self.producer = Some((answer.id, answer.epoch));
+        Ok(())
+    }
+
+    /// A request over the control connection (made to the first bootstrap server, or known
+    /// broker, that answers); the answer in `self.body`.
+    fn control_call(&mut self, build: &dyn Fn(i32, &str) -> Vec<u8>) -> Result<(), String> {
+        let mut body = std::mem::take(&mut self.body);
+        let mut last = String::from("bootstrap.servers names no server");
+        if let Some(mut broker) = self.control.take() {
+            if !broker.expiring() && broker.call(build, &mut body).is_ok() {
+                self.control = Some(broker);
+                self.body = body;
+                return Ok(());
+            }
+        }
+        let mut servers = self.bootstrap.clone();
+        servers.extend(self.metadata.brokers.values().cloned());
+        let needed = [(METADATA, METADATA_VERSION, "Metadata")];
+        for (host, port) in servers {
+            match Broker::connect(&host, port, &self.connection, &needed) {
+                Ok(mut broker) => match broker.call(build, &mut body) {
+                    Ok(()) => {
+                        self.control = Some(broker);
+                        self.body = body;
+                        return Ok(());
+                    }
+                    Err(no) => last = format!("{host}:{port}: {}", no.why),
+                },
+                Err(Refusal::Unreachable(why) | Refusal::Refused(why)) => last = why,
+            }
+        }
+        self.body = body;
+        self.last_error = Some(last.clone());
+        Err(last)
+    }
+
+    /// Send the request `build` writes (given the Produce version, the correlation id and the
+    /// client id) to broker `id`, connecting first when needed; its correlation id.
+    pub fn send(
+        &mut self,
+        id: i32,
+        build: impl FnOnce(i16, i32, &str) -> Vec<u8>,
+    ) -> Result<i32, String> {
+        if !self.open.contains_key(&id) {
+            let open = self.connect(id)?;
+            self.open.insert(id, open);
+        }
+        let open = self.open.get_mut(&id).expect("inserted above");
+        let version = open.version;
+        match open.broker.send(|c, client| build(version, c, client)) {
+            Ok(correlation) => Ok(correlation),
+            Err(no) => {
+                self.open.remove(&id);
+                self.last_error = Some(no.why.clone());
+                Err(no.why)
+            }
+        }
+    }
+
+    /// The answer to request `correlation` of broker `id` into `body`: the Produce version it
+    /// was sent with.
+    pub fn receive(
+        &mut self,
+        id: i32,
+        correlation: i32,
+        body: &mut Vec<u8>,
+    ) -> Result<i16, String> {
+        let open = self.open.get_mut(&id).ok_or("the connection was dropped")?;
+        match open.broker.receive(correlation, body) {
+            Ok(()) => Ok(open.version),
+            Err(no) => {
+                self.open.remove(&id);
+                self.last_error = Some(no.why.clone());
+                Err(no.why)
+            }
+        }
+    }
+
+    /// Drop the connection to broker `id` (it is made again when next needed).
+    pub fn drop_connection(&mut self, id: i32) {
+        self.open.remove(&id);
+    }
+
+    /// Drop every connection.
+    pub fn close(&mut self) {
+        self.open.clear();
+        self.control = None;
+    }
+
+    fn connect(&mut self, id: i32) -> Result<Open, String> {
+        let (host, port) = self
+            .metadata
+            .brokers
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| format!("broker {id} has no address"))?;
+        let needed = [(PRODUCE, 3, "Produce")];
+        let broker = Broker::connect(&host, port, &self.connection, &needed).map_err(|r| match r {
+            Refusal::Unreachable(why) | Refusal::Refused(why) => why,
+        });
+        let broker = broker.inspect_err(|why| self.last_error = Some(why.clone()))?;
+        let version = PRODUCE_VERSIONS
+            .into_iter()
+            .find(|&v| broker.versions().offers(PRODUCE, v))
+            .unwrap_or(3);
+        Ok(Open { broker, version })
+    }
+}

@@ -1,0 +1,345 @@
+//! The idempotent producer's requests: the producer id (InitProducerId), the partitions' leaders
+//! (Metadata), and each partition's batches numbered in order and sent to its leader in Produce
+//! requests, at most `max.in.flight` per connection, their answers read in order ([`Wire`]).
+//!
+//! A batch keeps its bytes (and its sequence) until its partition's answer: a retriable error
+//! ([`super::answer`]) or a lost connection has every batch not yet acknowledged sent again, in
+//! order, after the requests in flight are answered and the leaders looked up again; the broker
+//! drops any it already wrote (the same producer id and sequence). A fatal error, or a batch
+//! not acknowledged within `message.timeout.ms`, fails the producer: its first failure is
+//! reported and nothing more is sent.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use super::answer::{Outcome, TIMED_OUT};
+use super::batches::Full;
+use super::config::ProduceConfig;
+use super::leaders::Cluster;
+use crate::protocol::produce::{parse_produce, produce_request, ProducePartition};
+
+/// Bytes of batches put in one request at most (brokers take 100 MB).
+const REQUEST_BYTES: usize = 16 << 20;
+
+/// A batch, numbered, until its partition acknowledges it.
+struct Batch {
+    bytes: Vec<u8>,
+    records: i32,
+    kv: u64,
+    base_sequence: i32,
+    created: Instant,
+    sent: bool,
+}
+
+/// One partition's sequence and the batches it has not acknowledged, in order.
+#[derive(Default)]
+struct Part {
+    next_sequence: i32,
+    batches: VecDeque<Batch>,
+}
+
+/// A request in flight: its correlation id and the (topic, partition, base sequence) it carries.
+struct InFlight {
+    correlation: i32,
+    parts: Vec<(usize, i32, i32)>,
+}
+
+/// A topic: its name and what its partitions acknowledged.
+pub struct Topic {
+    pub name: String,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// The producer's connections, batches and deliveries.
+pub struct Wire {
+    pub config: ProduceConfig,
+    pub cluster: Cluster,
+    pub topics: Vec<Topic>,
+    parts: HashMap<(usize, i32), Part>,
+    in_flight: HashMap<i32, VecDeque<InFlight>>,
+    /// The first failure: (topic index, the reason).
+    pub error: Option<(usize, String)>,
+    /// A retriable error or a lost connection: batches are sent again after a lookup.
+    recover: bool,
+    body: Vec<u8>,
+}
+
+impl Wire {
+    pub fn new(config: ProduceConfig) -> Self {
+        Wire {
+            cluster: Cluster::new(&config),
+            config,
+            topics: Vec::new(),
+            parts: HashMap::new(),
+            in_flight: HashMap::new(),
+            error: None,
+            recover: false,
+            body: Vec::new(),
+        }
+    }
+
+    /// The index of topic `name` (known from now on).
+    pub fn topic(&mut self, name: &str) -> usize {
+        if let Some(i) = self.topics.iter().position(|t| t.name == name) {
+            return i;
+        }
+        self.topics.push(Topic {
+            name: name.to_string(),
+            rows: 0,
+            bytes: 0,
+        });
+        self.topics.len() - 1
+    }
+
+    /// Fail the producer (the first failure is kept); nothing more is sent.
+    pub fn fail(&mut self, topic: usize, why: String) {
+        if self.error.is_none() {
+            self.error = Some((topic, why));
+        }
+        self.parts.clear();
+        self.in_flight.clear();
+        self.cluster.close();
+    }
+
+    /// Number a closed batch and queue it for its partition.
+    pub fn enqueue(&mut self, full: Full) {
+        if self.error.is_some() {
+            return;
+        }
+        let (pid, epoch) = self.cluster.producer.unwrap_or((-1, -1));
+        let part = self.parts.entry((full.topic, full.partition)).or_default();
+        let records = full.open.writer.count();
+        let base_sequence = part.next_sequence;
+        part.next_sequence = part.next_sequence.wrapping_add(records) & i32::MAX;
+        part.batches.push_back(Batch {
+            bytes: full.open.writer.seal(pid, epoch, base_sequence),
+            records,
+            kv: full.open.bytes,
+            base_sequence,
+            created: Instant::now(),
+            sent: false,
+        });
+    }
+
+    /// Records not yet acknowledged.
+    pub fn waiting(&self) -> usize {
+        let batches = self.parts.values().flat_map(|p| &p.batches);
+        batches.map(|b| b.records.max(0) as usize).sum()
+    }
+
+    /// Send what can be sent: for each leader, requests of each partition's next unsent batch
+    /// while fewer than `max.in.flight` are in flight (else the oldest answer is read first).
+    pub fn ship(&mut self) {
+        if self.error.is_some() || self.recover {
+            return;
+        }
+        let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();
+        for (&(topic, partition), part) in &self.parts {
+            if !part.batches.iter().any(|b| !b.sent) {
+                continue;
+            }
+            if let Some(leader) = self.cluster.leader(&self.topics[topic].name, partition) {
+                by_leader
+                    .entry(leader)
+                    .or_default()
+                    .push((topic, partition));
+            }
+        }
+        for (leader, mut parts) in by_leader {
+            parts.sort_unstable();
+            loop {
+                if self.error.is_some() || self.recover {
+                    return;
+                }
+                let flying = self.in_flight.get(&leader).map_or(0, VecDeque::len);
+                if flying >= self.config.max_in_flight {
+                    self.receive(leader);
+                    continue;
+                }
+                if !self.send(leader, &parts) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// One request to `leader` of each of `parts`' next unsent batch; false when none is left.
+    fn send(&mut self, leader: i32, parts: &[(usize, i32)]) -> bool {
+        let mut carried = Vec::new();
+        let mut size = 0;
+        for &(topic, partition) in parts {
+            let part = self.parts.get(&(topic, partition));
+            let next = part.and_then(|p| p.batches.iter().position(|b| !b.sent));
+            if let (Some(part), Some(i)) = (part, next) {
+                if size > 0 && size + part.batches[i].bytes.len() > REQUEST_BYTES {
+                    break;
+                }
+                size += part.batches[i].bytes.len();
+                carried.push((topic, partition, i));
+            }
+        }
+        if carried.is_empty() {
+            return false;
+        }
+        let request_parts: Vec<ProducePartition<'_>> = carried
+            .iter()
+            .map(|&(topic, partition, i)| ProducePartition {
+                topic: &self.topics[topic].name,
+                partition,
+                batch: &self.parts[&(topic, partition)].batches[i].bytes,
+            })
+            .collect();
+        let acks = (-1, self.config.broker_timeout_ms);
+        let sent = self.cluster.send(leader, |version, c, id| {
+            produce_request(version, c, id, acks, &request_parts)
+        });
+        let Ok(correlation) = sent else {
+            self.recover = true; // not connected, or the connection broke
+            return false;
+        };
+        let mut flight = InFlight {
+            correlation,
+            parts: Vec::with_capacity(carried.len()),
+        };
+        for (topic, partition, i) in carried {
+            let batch = &mut self
+                .parts
+                .get_mut(&(topic, partition))
+                .expect("above")
+                .batches[i];
+            batch.sent = true;
+            flight.parts.push((topic, partition, batch.base_sequence));
+        }
+        self.in_flight.entry(leader).or_default().push_back(flight);
+        true
+    }
+
+    /// Read the oldest answer of `leader` and act on each partition's part of it.
+    fn receive(&mut self, leader: i32) {
+        let Some(flight) = self
+            .in_flight
+            .get_mut(&leader)
+            .and_then(VecDeque::pop_front)
+        else {
+            return;
+        };
+        let mut body = std::mem::take(&mut self.body);
+        let answered = self.cluster.receive(leader, flight.correlation, &mut body);
+        let parsed = answered.and_then(|version| {
+            parse_produce(version, &body)
+                .map_err(|m| format!("a malformed Produce answer: {}", m.0))
+        });
+        self.body = body;
+        let answers = match parsed {
+            Ok((answers, _throttle)) => answers,
+            Err(_) => {
+                // The connection is gone: what it carried is sent again on a new one.
+                self.cluster.drop_connection(leader);
+                self.in_flight.remove(&leader);
+                self.recover = true;
+                return;
+            }
+        };
+        for (topic, partition, base) in flight.parts {
+            let name = &self.topics[topic].name;
+            let answer = answers
+                .iter()
+                .find(|a| a.partition == partition && a.topic == *name);
+            let Some(answer) = answer else {
+                self.recover = true;
+                continue;
+            };
+            let Some(part) = self.parts.get_mut(&(topic, partition)) else {
+                continue;
+            };
+            let Some(i) = part.batches.iter().position(|b| b.base_sequence == base) else {
+                continue;
+            };
+            match super::answer::outcome(answer.error, i == 0 && !self.recover) {
+                Outcome::Written => {
+                    let batch = part.batches.remove(i).expect("found above");
+                    let t = &mut self.topics[topic];
+                    t.rows += batch.records.max(0) as u64;
+                    t.bytes += batch.kv;
+                }
+                Outcome::Retry => {
+                    part.batches[i].sent = false;
+                    self.recover = true;
+                }
+                Outcome::Fatal(name) => {
+                    let why = super::answer::text(name, answer.error, answer.message.as_deref());
+                    self.fail(topic, why);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Wait for every answer in flight; after a retriable error, every batch not acknowledged
+    /// is unsent again, the leaders looked up again after `retry.backoff.ms`.
+    fn settle(&mut self) {
+        let leaders: Vec<i32> = self.in_flight.keys().copied().collect();
+        for leader in leaders {
+            while self.error.is_none() && self.in_flight.get(&leader).is_some_and(|q| !q.is_empty())
+            {
+                self.receive(leader);
+            }
+        }
+        if self.recover && self.error.is_none() {
+            self.in_flight.clear();
+            for batch in self.parts.values_mut().flat_map(|p| p.batches.iter_mut()) {
+                batch.sent = false;
+            }
+            std::thread::sleep(self.config.retry_backoff);
+            let names: Vec<String> = self.topics.iter().map(|t| t.name.clone()).collect();
+            let _ = self.cluster.refresh(&names, &self.config);
+            self.recover = false;
+        }
+    }
+
+    /// Fail with the message timeout when a batch waited past it.
+    fn expire(&mut self) {
+        let timeout = self.config.message_timeout;
+        let expired = self.parts.iter().find(|(_, p)| {
+            p.batches
+                .front()
+                .is_some_and(|b| b.created.elapsed() > timeout)
+        });
+        if let Some((&(topic, _), _)) = expired {
+            self.fail(topic, TIMED_OUT.to_string());
+        }
+    }
+
+    /// Send every batch and wait for their answers until `deadline`: the records not
+    /// acknowledged then (none after a failure: they failed).
+    pub fn flush(&mut self, deadline: Instant) -> usize {
+        loop {
+            self.ship();
+            self.settle();
+            if self.error.is_some() || self.parts.values().all(|p| p.batches.is_empty()) {
+                return self.waiting();
+            }
+            self.expire();
+            if self.error.is_some() || Instant::now() >= deadline {
+                return self.waiting();
+            }
+            if !self.any_leader() {
+                std::thread::sleep(self.config.retry_backoff);
+                let names: Vec<String> = self.topics.iter().map(|t| t.name.clone()).collect();
+                let _ = self.cluster.refresh(&names, &self.config);
+            }
+        }
+    }
+
+    /// Whether some partition with batches to send has a known leader.
+    fn any_leader(&self) -> bool {
+        self.parts.iter().any(|(&(topic, partition), p)| {
+            !p.batches.is_empty()
+                && self
+                    .cluster
+                    .leader(&self.topics[topic].name, partition)
+                    .is_some()
+        })
+    }
+}

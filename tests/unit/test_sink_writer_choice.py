@@ -37,8 +37,8 @@ def test_writer_option_defaults_to_auto_and_names_bad_values() -> None:
         parse_sink_options({**BASE, "writer": "fast"})
 
 
-def _engine(writer: str, task: WriteTask) -> Engine:
-    return write_engine(writer, task.route.cluster_id, task.producer_properties())
+def _engine(writer: str, task: WriteTask, exactly_once: bool = False) -> Engine:
+    return write_engine(writer, task.route.cluster_id, task.producer_properties(), exactly_once)
 
 
 def test_python_writer_never_asks_the_core() -> None:
@@ -51,7 +51,7 @@ def test_auto_writes_natively_where_the_properties_allow_and_logs_the_rest_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.INFO):
-        assert _engine("auto", _task(PLAIN)) == Engine("librdkafka")
+        assert _engine("auto", _task(PLAIN)) == Engine("direct")
         assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
         assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
     lines = [r.getMessage() for r in caplog.records if "writer=auto" in r.getMessage()]
@@ -80,3 +80,27 @@ def test_a_bad_batch_fails_naming_the_cluster_before_anything_is_sent() -> None:
     text = str(caught.value)
     assert "cluster 'east' (stream 'orders')" in text
     assert 'column "value" must be string or binary, got Int64' in text
+
+
+@needs_core
+def test_at_least_once_writes_over_the_direct_path_where_it_serves_the_producer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        assert _engine("native", _task(PLAIN, "d1")) == Engine("direct")
+        exactly = _engine("native", _task(PLAIN, "d2"), exactly_once=True)
+        assert exactly == Engine("librdkafka", "exactlyOnce (transactions)")
+        compressed = _engine("native", _task({**PLAIN, "compression.type": "lz4"}, "d3"))
+        assert compressed == Engine("librdkafka", "compression.type is not none")
+        # murmur2 puts keyed rows where murmur2_random does: librdkafka's producer, forced
+        forced = _engine("auto", _task({**PLAIN, "partitioner": "murmur2"}, "d4"))
+        assert forced.name == "librdkafka" and "partitioner is murmur2" in str(forced.reason)
+    lines = [r.getMessage() for r in caplog.records if "cluster 'd" in r.getMessage()]
+    assert lines[0] == (
+        "writer=native: cluster 'd1' is written with the compiled core's direct produce path "
+        "(its own Produce requests)"
+    )
+    assert lines[1] == (
+        "writer=native: cluster 'd2' is written with librdkafka's producer, not the direct "
+        "produce path: exactlyOnce (transactions)"
+    )

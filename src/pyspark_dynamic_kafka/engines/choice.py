@@ -11,8 +11,17 @@ Reading, three engines (the option ``reader`` = ``auto`` | ``native`` | ``python
   not installed or cannot make a client of the properties (librdkafka vendored without Cyrus
   SASL and libcurl).
 
-Writing, two (the option ``writer``, same values): ``librdkafka`` (the core's producer) or
-``python`` (confluent-kafka).
+Writing, three (the option ``writer``, same values):
+
+- ``direct``: atLeastOnce, the compiled core writes Produce requests itself (its own idempotent
+  producer: record batches written in place from the Arrow columns, no librdkafka), where its
+  direct produce path serves the producer configuration
+  (``pyspark_dynamic_kafka_core.direct_problem(config, produce=True)`` is ``None``:
+  ``write/direct/config.rs``). A property it does not take (``compression.type``, a
+  ``partitioner`` other than the sink's ``murmur2_random``, ...) leaves the cluster to
+  ``librdkafka``; so does exactlyOnce (transactions);
+- ``librdkafka``: the core's librdkafka producer;
+- ``python``: confluent-kafka.
 
 The driver decides once per cluster (:func:`read_engine`, :func:`write_engine`; the answers are
 kept per configuration) and its tasks carry the engine's name: executors never decide again.
@@ -58,7 +67,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The compiled core's direct fetch path (reading only).
+#: The compiled core's direct fetch path (reading) or direct produce path (writing, atLeastOnce).
 DIRECT = "direct"
 #: The compiled core through librdkafka's consumer or producer.
 LIBRDKAFKA = "librdkafka"
@@ -173,16 +182,33 @@ def read_engines(reader: str, properties: Mapping[str, Mapping[str, str]]) -> di
     return {c: read_engine(reader, c, properties[c]) for c in sorted(properties)}
 
 
-def write_engine(writer: str, cluster_id: str, config: Mapping[str, str]) -> Engine:
-    """The engine that writes to ``cluster_id``, given the ``writer`` option and the producer's
-    full configuration.
+def write_engine(
+    writer: str, cluster_id: str, config: Mapping[str, str], exactly_once: bool = False
+) -> Engine:
+    """The engine that writes to ``cluster_id``, given the ``writer`` option, the producer's
+    full configuration and the delivery guarantee: ``direct`` for atLeastOnce where the direct
+    produce path serves the configuration, else ``librdkafka`` (the reason kept), where the
+    compiled core can write at all.
+
+    Logs one INFO line per cluster (and engine) in this process, naming the writer and its path.
 
     Raises
     ------
     OptionsError
         With ``writer=native``, when the compiled core cannot write to the cluster.
     """
-    return _core_engine(_WRITER, writer, cluster_id, config)
+    engine = _core_engine(_WRITER, writer, cluster_id, config)
+    if engine.compiled:
+        problem = "exactlyOnce (transactions)" if exactly_once else direct_problem(config, True)
+        engine = Engine(DIRECT) if problem is None else Engine(LIBRDKAFKA, problem)
+        how = {
+            DIRECT: "with the compiled core's direct produce path (its own Produce requests)",
+            LIBRDKAFKA: "with librdkafka's producer, not the direct produce path",
+        }[engine.name]
+        why = "" if engine.reason is None else f": {engine.reason}"
+        key = ("write", cluster_id, f"{engine.name} {engine.reason}")
+        _once(key, logging.INFO, "writer=%s: cluster %r is written %s%s", writer, cluster_id, how, why)
+    return engine
 
 
 def report_handover(cluster_id: str, reason: str, properties: Mapping[str, str]) -> None:
@@ -206,11 +232,13 @@ def core_problem(config: Mapping[str, str]) -> str | None:
     return _problem(tuple(sorted(config.items())))
 
 
-def direct_problem(config: Mapping[str, str]) -> str | None:
+def direct_problem(config: Mapping[str, str], produce: bool = False) -> str | None:
     """Why the direct fetch path does not serve a consumer of this full configuration (then
     librdkafka's consumer reads the cluster), or ``None`` (asked once per configuration; secrets
-    masked). The compiled core must be installed (:func:`core_problem` is ``None``)."""
-    return _direct(tuple(sorted(config.items())))
+    masked); with ``produce``, why the direct produce path does not serve a producer of it (then
+    librdkafka's producer writes). The compiled core must be installed (:func:`core_problem` is
+    ``None``)."""
+    return _direct(tuple(sorted(config.items())), produce)
 
 
 # planning asks at every micro-batch, and the answer for the same properties does not change
@@ -236,10 +264,10 @@ def _problem(items: tuple[tuple[str, str], ...]) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _direct(items: tuple[tuple[str, str], ...]) -> str | None:
+def _direct(items: tuple[tuple[str, str], ...], produce: bool) -> str | None:
     from pyspark_dynamic_kafka.engines import core
 
     if not core.INSTALLED:
         return core.NOT_INSTALLED
-    problem = core.direct_problem(items)
+    problem = core.direct_problem(items, produce)
     return None if problem is None else redact_secrets(problem, dict(items))

@@ -65,8 +65,10 @@ def config_problem(config: Sequence[tuple[str, str]]) -> str | None:
     return compiled.config_problem(list(config))
 
 
-def direct_problem(config: Sequence[tuple[str, str]]) -> str | None:
+def direct_problem(config: Sequence[tuple[str, str]], produce: bool = False) -> str | None:
     """Why the core's direct fetch path does not serve a consumer of this full configuration
-    (then librdkafka's consumer reads the cluster), or ``None`` (the core must be installed)."""
+    (then librdkafka's consumer reads the cluster), or ``None`` (the core must be installed);
+    with ``produce``, why its direct produce path does not serve a producer of it (then
+    librdkafka's producer writes to the cluster)."""
     require()
-    return compiled.direct_problem(list(config))
+    return compiled.direct_problem(list(config), produce)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from pyspark_dynamic_kafka.engines.choice import on_core
+from pyspark_dynamic_kafka.engines.choice import DIRECT, on_core
 from pyspark_dynamic_kafka.engines.roles import (
     BatchProducer,
     ColumnDecoder,
@@ -87,8 +87,9 @@ def batch_producer(
     stamp: tuple[str, str, int] | None,
     lender: GroupLender | None = None,
 ) -> BatchProducer:
-    """The producer of a cluster planned on ``engine`` (``librdkafka``: the compiled core's,
-    :class:`~.write_core.CoreProducer`; ``python``: confluent-kafka's,
+    """The producer of a cluster planned on ``engine`` (``direct``: the compiled core's direct
+    produce path, :class:`~.write_core.DirectProducer`; ``librdkafka``: the compiled core's
+    librdkafka producer, :class:`~.write_core.CoreProducer`; ``python``: confluent-kafka's,
     :class:`~.write_python.PythonProducer`), given the full producer configuration and the
     dedupe stamp (sink id, batch, Spark partition) or ``None``. ``lender`` makes the consumer
     that lends a group's metadata to a transaction's offset commit (confluent-kafka's producer
@@ -101,6 +102,10 @@ def batch_producer(
     ProduceFailure
         librdkafka refused the configuration.
     """
+    if engine == DIRECT:
+        from pyspark_dynamic_kafka.engines.write_core import DirectProducer
+
+        return DirectProducer(config, stamp)
     if on_core(engine):
         from pyspark_dynamic_kafka.engines.write_core import CoreProducer
 

@@ -7,6 +7,10 @@ transactions.
 ``librdkafka``: the core's ``Producer`` with the core's exception turned into the
 engine-neutral :class:`~.roles.ProduceFailure` (:mod:`.write_python`'s ``PythonProducer`` is
 confluent-kafka's). The sink writes, both guarantees, through the one path over either.
+
+:class:`DirectProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
+``direct`` (atLeastOnce): the core's ``DirectProducer``, its own idempotent producer writing
+Produce requests (no librdkafka, no report per record); it has no transactions.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import pyarrow as pa
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
-__all__ = ["CoreProducer"]
+__all__ = ["CoreProducer", "DirectProducer"]
+
+#: Why a transaction step fails on the direct produce path (exactlyOnce is planned on
+#: ``librdkafka``, never here).
+_NO_TRANSACTIONS = "the direct produce path has no transactions (exactlyOnce writes with librdkafka)"
 
 
 @contextlib.contextmanager
@@ -106,4 +114,74 @@ class CoreProducer:
 
     def close(self) -> None:
         """Destroy the producer without waiting (records not yet acknowledged are dropped)."""
+        self._producer.close()
+
+
+class DirectProducer:
+    """The compiled core's direct produce path to one cluster (atLeastOnce), from the parameters
+    :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration,
+    which its ``direct_problem`` serves; ``stamp``: every record carries the stamp's headers).
+
+    Raises
+    ------
+    CoreMissingError
+        The compiled core is not installed.
+    ProduceFailure
+        The direct produce path cannot take the configuration (no topic).
+    """
+
+    def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
+        core.require()
+        with _failing():
+            self._producer = core.compiled.DirectProducer(sorted(config.items()), stamp)
+
+    def send(
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
+    ) -> None:
+        """Write every row of ``batch`` into record batches and send the full ones: to ``topic``
+        when given, else to the topic ``topics`` routes the row's ``topic`` value to."""
+        with _failing():
+            self._producer.send(batch, topic, topics)
+
+    def failed(self) -> bool:
+        """Whether a batch failed."""
+        with _failing():
+            return self._producer.failed()
+
+    def flush(self, timeout_ms: int) -> int:
+        """Send everything and wait for the answers up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
+        with _failing():
+            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
+
+    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
+        """Records and key+value bytes per topic acknowledged so far, and the first failure as
+        (topic, reason) or ``None``."""
+        with _failing():
+            return self._producer.deliveries()
+
+    def init_transactions(self, timeout_ms: int) -> None:
+        """Not served: exactlyOnce is planned on librdkafka."""
+        raise ProduceFailure(None, _NO_TRANSACTIONS)
+
+    def begin_transaction(self) -> None:
+        """Not served: exactlyOnce is planned on librdkafka."""
+        raise ProduceFailure(None, _NO_TRANSACTIONS)
+
+    def send_offset(
+        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
+    ) -> None:
+        """Not served: exactlyOnce is planned on librdkafka."""
+        raise ProduceFailure(None, _NO_TRANSACTIONS)
+
+    def commit_transaction(self, timeout_ms: int) -> None:
+        """Not served: exactlyOnce is planned on librdkafka."""
+        raise ProduceFailure(None, _NO_TRANSACTIONS)
+
+    def abort_transaction(self, timeout_ms: int) -> None:
+        """Not served: exactlyOnce is planned on librdkafka."""
+        raise ProduceFailure(None, _NO_TRANSACTIONS)
+
+    def close(self) -> None:
+        """Drop the producer and its connections (records not yet acknowledged are dropped)."""
         self._producer.close()

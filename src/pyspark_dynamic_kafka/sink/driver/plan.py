@@ -87,7 +87,9 @@ def plan_write(
         value_avro=value_avro,
         key_avro=key_avro,
     )
-    engine = write_engine(options.writer, route.cluster_id, task.producer_properties())
+    engine = write_engine(
+        options.writer, route.cluster_id, task.producer_properties(), exactly_once
+    )
     return replace(task, engine=engine.name)
 
 

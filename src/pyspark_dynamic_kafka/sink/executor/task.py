@@ -105,7 +105,8 @@ class WriteTask:
         Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
         headers (sink id, batch, Spark partition, sequence).
     engine:
-        Who produces: ``librdkafka`` (the compiled core's producer) or ``python``
+        Who produces: ``direct`` (the compiled core's direct produce path, atLeastOnce),
+        ``librdkafka`` (the compiled core's librdkafka producer) or ``python``
         (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.engines.choice`).
     value_avro, key_avro:
         ``valueFormat=avro`` (``keyFormat``): each topic's writer schema and its id in the

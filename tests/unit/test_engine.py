@@ -124,9 +124,9 @@ def test_the_core_is_asked_once_per_properties_value(monkeypatch: pytest.MonkeyP
         asked["config"] += 1
         return real_config(config)  # type: ignore[no-any-return]
 
-    def direct_problem(config: object) -> str | None:
+    def direct_problem(config: object, produce: bool = False) -> str | None:
         asked["direct"] += 1
-        return real_direct(config)  # type: ignore[no-any-return]
+        return real_direct(config, produce)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(module, "config_problem", config_problem)
     monkeypatch.setattr(module, "direct_problem", direct_problem)

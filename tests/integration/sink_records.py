@@ -20,9 +20,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
+from pyspark_dynamic_kafka.testing.kafka_jars import ensure_kafka_jars, find_java
 
 DEADLINE = 300.0
 APP = Path(__file__).with_name("sink_app.py")
+_KEY_PARTITIONS = Path(__file__).with_name("java") / "KeyPartitions.java"
 _EPOCH_S = 1_700_000_000
 
 
@@ -94,6 +96,22 @@ def read_messages(
         return records
     finally:
         consumer.close()
+
+
+def java_partitions(keys: Sequence[bytes], partitions: int) -> list[int]:
+    """The partition the Java producer's default partitioner (what Spark's ``kafka`` sink uses)
+    gives each key in a topic of ``partitions`` (``java/KeyPartitions.java``, the Apache Kafka
+    client of the brokers' own release)."""
+    args = [key.hex() or "-" for key in keys]
+    command = [find_java(), "-cp", f"{ensure_kafka_jars()}/*", str(_KEY_PARTITIONS)]
+    done = subprocess.run(
+        [*command, str(partitions), *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"KeyPartitions.java failed ({done.returncode}): {done.stderr[-4000:]}"
+        )
+    return [int(line) for line in done.stdout.split()]
 
 
 def stamp_of(record: Record) -> tuple[str, ...]:

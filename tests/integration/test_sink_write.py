@@ -14,6 +14,8 @@ from tests.integration.helpers import EstateFactory, wait_until
 from tests.integration.sink_records import (
     Record,
     drop_file,
+    java_partitions,
+    read_messages,
     read_topic,
     sink_options,
     write_dead_route,
@@ -116,6 +118,23 @@ def test_every_column_kind_is_written_exactly(
     by_value = {r.value: r.partition for r in records}
     assert all(by_value[f"v{i}"] == i % 4 for i in range(0, 48, 2))
     assert {by_value[f"v{i}"] for i in range(1, 48, 2)} <= {0, 1, 2, 3}
+
+
+def test_keyed_rows_go_where_the_java_producer_puts_them(
+    writer: str, spark: Any, estate: EstateFactory
+) -> None:
+    """A row with a key and no partition lands where Spark's own sink (the Java producer's
+    default partitioner) puts that key, for keys of every length (the empty key too), so a query
+    moved over from ``format("kafka")`` keeps each key's records in one partition."""
+    setup = estate("east", partitions=7)  # metadata: orders -> east/orders, nothing marked
+    keys = [b"", b"k", b"\x00\xff", *(f"key-{i}".encode() * (i % 5 + 1) for i in range(200))]
+    df = spark.createDataFrame(
+        [(k, str(i)) for i, k in enumerate(keys)], "key binary, value string"
+    )
+    _save(df.repartition(3), sink_options(setup.meta, writer=writer))
+    landed = {int(m.value()): m.partition() for m in read_messages(setup["east"], "orders")}
+    assert sorted(landed) == list(range(len(keys)))
+    assert [landed[i] for i in range(len(keys))] == java_partitions(keys, 7)
 
 
 #: The metadata of most bad writes: orders on east alone, marked as the write route.

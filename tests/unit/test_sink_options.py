@@ -118,6 +118,7 @@ def test_plan_resolves_the_route_when_called_and_closes_the_service() -> None:
         "linger.ms": "7",
         "enable.idempotence": "true",
         "message.timeout.ms": "120000",
+        "partitioner": "murmur2_random",
     }
     flipped = ClusterMetadata(frozenset({"orders"}), {"bootstrap.servers": "w:1"}, write=True)
     service.set_streams([KafkaStream("orders", {"east": west, "west": flipped})])
@@ -135,6 +136,9 @@ def test_a_cluster_property_wins_over_kafka_options_but_not_over_idempotence() -
     properties = task.producer_properties()
     assert properties["linger.ms"] == "1"
     assert properties["enable.idempotence"] == "true"
+    assert properties["partitioner"] == "murmur2_random"  # the Java producer's, as Spark's sink
+    chosen = WriteTask(route, FrozenProperties({"partitioner": "consistent_random"}))
+    assert chosen.producer_properties()["partitioner"] == "consistent_random"
 
 
 def test_exactly_once_needs_a_sink_id_and_lists_every_cluster_for_markers() -> None:

@@ -140,6 +140,9 @@ class WriteTask:
         merged = client_properties(carried, cluster_id)
         merged["enable.idempotence"] = "true"
         merged.setdefault("message.timeout.ms", str(self.flush_timeout_ms))
+        # A keyed row with no partition goes where Spark's sink (the Java producer) puts it,
+        # not where librdkafka's default (CRC32) would: murmur2, null keys spread at random.
+        merged.setdefault("partitioner", "murmur2_random")
         return merged
 
 

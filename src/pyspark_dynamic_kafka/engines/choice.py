@@ -207,7 +207,9 @@ def write_engine(
         }[engine.name]
         why = "" if engine.reason is None else f": {engine.reason}"
         key = ("write", cluster_id, f"{engine.name} {engine.reason}")
-        _once(key, logging.INFO, "writer=%s: cluster %r is written %s%s", writer, cluster_id, how, why)
+        _once(
+            key, logging.INFO, "writer=%s: cluster %r is written %s%s", writer, cluster_id, how, why
+        )
     return engine
 
 

@@ -27,7 +27,9 @@ __all__ = ["CoreProducer", "DirectProducer"]
 
 #: Why a transaction step fails on the direct produce path (exactlyOnce is planned on
 #: ``librdkafka``, never here).
-_NO_TRANSACTIONS = "the direct produce path has no transactions (exactlyOnce writes with librdkafka)"
+_NO_TRANSACTIONS = (
+    "the direct produce path has no transactions (exactlyOnce writes with librdkafka)"
+)
 
 
 @contextlib.contextmanager

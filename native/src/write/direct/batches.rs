@@ -229,7 +229,7 @@ mod tests {
         use crate::from_arrow::Rows;
         use arrow_array::{BinaryArray, RecordBatch, StringArray};
         use std::sync::Arc;
-        let value = vec![b'x'; 100];
+        let value = [b'x'; 100];
         let arrow: Vec<RecordBatch> = (0..100)
             .map(|b| {
                 let keys: Vec<String> = (0..10_000)

@@ -9,7 +9,10 @@ defaults:
 * ``kafka``: ``writeStream.format("kafka")`` (Spark's sink, at-least-once);
 * ``dynamic_kafka``: ``writeStream.format("dynamic_kafka")``, ``deliveryGuarantee=atLeastOnce``,
   ``writer=python`` (confluent-kafka, a Python call per record);
-* ``native``: the same with ``writer=native`` (the compiled core: Arrow columns to librdkafka);
+* ``native``: the same with ``writer=native`` (the compiled core: atLeastOnce over its direct
+  produce path, its own Produce requests; exactlyOnce with librdkafka);
+* ``native_librdkafka``: ``native`` with ``kafka.partitioner=murmur2`` (keyed rows placed alike),
+  which the direct path does not take: the core's librdkafka producer, for the comparison;
 * ``exactly_once`` and ``exactly_once_native``: those two with ``deliveryGuarantee=exactlyOnce``
   (one transaction per task);
 * ``kafka_batch``, ``dynamic_kafka_batch`` (``writer=python``) and ``native_batch``
@@ -64,6 +67,7 @@ WRITERS = {
     "exactly_once": "python",
     "dynamic_kafka_batch": "python",
     "native": "native",
+    "native_librdkafka": "native",
     "exactly_once_native": "native",
     "native_batch": "native",
 }
@@ -97,6 +101,10 @@ class Writes:
         }
         if sink.startswith("exactly_once"):
             options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
+        if sink == "native_librdkafka":
+            # murmur2 puts keyed rows where the sink's murmur2_random does, and the direct
+            # produce path does not take it: the core's librdkafka producer writes instead
+            options["kafka.partitioner"] = "murmur2"
         return options
 
     def _check(self, name: str, topic: str) -> None:
@@ -134,7 +142,14 @@ class Writes:
         return Run(self.total, end - start, sampler.between("spark", start, end))
 
     def sides(self) -> dict[str, Callable[[], Run]]:
-        streams = ["kafka", "dynamic_kafka", "native", "exactly_once", "exactly_once_native"]
+        streams = [
+            "kafka",
+            "dynamic_kafka",
+            "native",
+            "native_librdkafka",
+            "exactly_once",
+            "exactly_once_native",
+        ]
         batches = ["kafka_batch", "dynamic_kafka_batch", "native_batch"]
         sides: dict[str, Callable[[], Run]] = {}
         for name in streams:

@@ -10,7 +10,9 @@ new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``
   that takes Spark's Arrow batches and only counts their rows: rows -> Arrow -> a Python worker,
   the least any Python sink pays;
 * ``kafka``: Spark's ``format("kafka")`` sink (at-least-once);
-* ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` / ``writer=python``;
+* ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` (the core's direct produce
+  path) / ``writer=python``; ``native_librdkafka``: ``writer=native`` on the core's librdkafka
+  producer (``kafka.partitioner=murmur2``, which the direct path does not take);
 * ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``;
 * ``native_gc_paused``, ``native_gc_frozen`` (only when ``--sides`` names them): ``native`` with
   the cyclic garbage collector paused for each task, or frozen after it
@@ -48,13 +50,14 @@ from benchmarks.spark_sides import Run, _window, bench_setup
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 
-OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
+OURS = ["native", "native_librdkafka", "exactly_once_native", "dynamic_kafka", "exactly_once"]
 SIDES = ["noop", "floor", "kafka", *OURS]
 PAIRS: report.Pairs = [
     ("floor", "kafka"),
     *[(ours, peer) for ours in [*OURS, "native_gc_paused"] for peer in ("kafka", "floor")],
     ("native_gc_paused", "native"),
     ("native_gc_frozen", "native"),
+    ("native", "native_librdkafka"),
 ]
 #: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
 #: whose options it takes.

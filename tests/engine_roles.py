@@ -22,8 +22,12 @@ READERS = OPTION_VALUES
 #: The producer's implementations, as the ``writer`` option names them.
 WRITERS = OPTION_VALUES
 #: The engine each ``writer`` plans a cluster on, whose producer
-#: ``engines.implementations.batch_producer`` gives: confluent-kafka's, then the compiled core's.
-PRODUCERS = {"python": "python", "native": "librdkafka"}
+#: ``engines.implementations.batch_producer`` gives: confluent-kafka's, then the compiled core's
+#: (its librdkafka producer, which exactlyOnce and the properties the direct path does not take
+#: plan); then ``direct``, the core's direct produce path (atLeastOnce's ``writer=native``).
+PRODUCERS = {"python": "python", "native": "librdkafka", "direct": "direct"}
+#: The producers of atLeastOnce: every one of :data:`PRODUCERS`.
+AT_LEAST_ONCE_PRODUCERS = tuple(PRODUCERS)
 #: The Avro column decoder's implementations: whether the compiled core decodes (the Python
 #: decoder, then the core's), with their ids.
 DECODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
@@ -38,5 +42,5 @@ NO_CORE = "the compiled core is not installed (NATIVE=0)"
 def skip_without_core(implementation: str | bool) -> None:
     """Skip the test when ``implementation`` is the compiled core's (``"native"``, or ``True``
     for a decoder or an encoder) and the core is not installed."""
-    if implementation in ("native", True) and core() is None:
+    if implementation in ("native", "direct", True) and core() is None:
         pytest.skip(NO_CORE)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from tests.engine_roles import PRODUCERS, WRITERS, skip_without_core
+from tests.engine_roles import AT_LEAST_ONCE_PRODUCERS, PRODUCERS, skip_without_core
 
 from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.engines.implementations import batch_producer
@@ -17,14 +17,18 @@ from pyspark_dynamic_kafka.engines.implementations import batch_producer
 REPORT_SETTINGS = [None, "true", "false"]
 
 
-@pytest.fixture(params=WRITERS)
+@pytest.fixture(params=AT_LEAST_ONCE_PRODUCERS)
 def writer(request: pytest.FixtureRequest) -> str:
     skip_without_core(request.param)
     return str(request.param)
 
 
 def _config(cluster: Any, only_error: str | None, **extra: str) -> dict[str, str]:
-    config = {"bootstrap.servers": cluster.bootstrap_servers, "enable.idempotence": "true"}
+    config = {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "enable.idempotence": "true",
+        "partitioner": "murmur2_random",  # the sink's: the direct path takes no other
+    }
     if only_error is not None:
         config["delivery.report.only.error"] = only_error
     return config | extra

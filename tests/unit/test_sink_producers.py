@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from tests.engine_roles import PRODUCERS, WRITERS, skip_without_core
+from tests.engine_roles import AT_LEAST_ONCE_PRODUCERS, PRODUCERS, skip_without_core
 
 from pyspark_dynamic_kafka.errors import WriteError, WriteRouteError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
@@ -20,11 +20,18 @@ SECRET = "sink-producers-SENTINEL"
 WHERE = "cluster 'east' (stream 'orders')"
 
 
-@pytest.fixture(params=WRITERS)
+@pytest.fixture(params=AT_LEAST_ONCE_PRODUCERS)
 def engine(request: pytest.FixtureRequest) -> str:
-    """The planned engine of each producer: confluent-kafka's, then the compiled core's."""
+    """The planned engine of each producer: confluent-kafka's, then the compiled core's
+    (librdkafka's producer, then its direct produce path)."""
     skip_without_core(request.param)
     return PRODUCERS[request.param]
+
+
+def _transacting(engine: str) -> None:
+    """exactlyOnce is never planned on the direct produce path (it has no transactions)."""
+    if engine == "direct":
+        pytest.skip("exactlyOnce is planned on librdkafka, never on the direct produce path")
 
 
 def _task(engine: str, topics: tuple[str, ...] = ("orders",), **kwargs: object) -> WriteTask:
@@ -95,6 +102,7 @@ def test_a_refused_configuration_fails_naming_the_cluster(engine: str) -> None:
 
 
 def test_a_transaction_librdkafka_refuses_fails_to_start_naming_the_cluster(engine: str) -> None:
+    _transacting(engine)
     # message.timeout.ms above transaction.timeout.ms: librdkafka refuses the producer.
     kafka = FrozenProperties({"message.timeout.ms": "900000"})
     task = _task(engine, kafka_properties=kafka, exactly_once=True, sink_id="s")
@@ -106,6 +114,7 @@ def test_a_transaction_librdkafka_refuses_fails_to_start_naming_the_cluster(engi
 
 
 def test_a_transaction_on_a_cluster_that_does_not_answer_fails_to_start(engine: str) -> None:
+    _transacting(engine)
     task = _task(engine, exactly_once=True, sink_id="s")
     with pytest.raises(WriteError) as caught:
         produce_transaction(task, [pa.record_batch({"value": ["a"]})], batch_id=0, partition=0)

@@ -35,6 +35,8 @@ impl DirectProducer {
     #[new]
     #[pyo3(signature = (config, stamp=None))]
     fn new(config: Vec<(String, String)>, stamp: Option<(String, String, i32)>) -> PyResult<Self> {
+        // librdkafka's check first: a property it refuses is refused here too, in its words.
+        crate::ffi::check_config(&config).map_err(|e| raise((None, e)))?;
         let config = ProduceConfig::from_config(&config).map_err(|e| raise((None, e)))?;
         let stamp = stamp.map(|(sink, batch, partition)| Stamp {
             sink,

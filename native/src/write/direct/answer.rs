@@ -1,6 +1,6 @@
 //! What a partition's error code in a Produce answer means for its batch: written (no error,
-//! or a duplicate of a batch already written), sent again (a retriable error), or the
-//! producer's failure; and the failure's text, worded as librdkafka words it.
+//! or a duplicate of a batch already written), sent again (a retriable error), its partition's
+//! failure (a permanent error), or the producer's; and the failure's text, worded as librdkafka words it.
 
 /// A batch not acknowledged within `message.timeout.ms` (librdkafka's words).
 pub const TIMED_OUT: &str = "_MSG_TIMED_OUT: Local: Message timed out";
@@ -10,7 +10,10 @@ pub const TIMED_OUT: &str = "_MSG_TIMED_OUT: Local: Message timed out";
 pub enum Outcome {
     Written,
     Retry,
-    /// The producer fails, with the error's name.
+    /// The batch's partition fails (its records are not written), with the error's name; the
+    /// other partitions are written on.
+    Refused(&'static str),
+    /// The producer fails (its id or sequences are no longer good), with the error's name.
     Fatal(&'static str),
 }
 
@@ -28,7 +31,8 @@ pub fn outcome(error: i16, first: bool) -> Outcome {
         2 | 3 | 5 | 6 | 7 | 9 | 13 | 14 | 15 | 16 | 19 | 20 | 56 | 74 | 75 | 89 | 100 => {
             Outcome::Retry
         }
-        _ => Outcome::Fatal(name(error)),
+        OUT_OF_ORDER_SEQUENCE_NUMBER | 31 | 47 | 59 => Outcome::Fatal(name(error)),
+        _ => Outcome::Refused(name(error)),
     }
 }
 
@@ -73,10 +77,11 @@ mod tests {
             outcome(45, true),
             Outcome::Fatal("OUT_OF_ORDER_SEQUENCE_NUMBER")
         );
-        assert_eq!(outcome(10, true), Outcome::Fatal("MSG_SIZE_TOO_LARGE"));
+        assert_eq!(outcome(59, true), Outcome::Fatal("UNKNOWN_PRODUCER_ID"));
+        assert_eq!(outcome(10, true), Outcome::Refused("MSG_SIZE_TOO_LARGE"));
         assert_eq!(
             outcome(29, true),
-            Outcome::Fatal("TOPIC_AUTHORIZATION_FAILED")
+            Outcome::Refused("TOPIC_AUTHORIZATION_FAILED")
         );
         assert_eq!(
             text("MSG_SIZE_TOO_LARGE", 10, Some("too big")),

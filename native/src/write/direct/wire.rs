@@ -9,7 +9,7 @@
 //! not acknowledged within `message.timeout.ms`, fails the producer: its first failure is
 //! reported and nothing more is sent.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use super::answer::{Outcome, TIMED_OUT};
@@ -60,8 +60,13 @@ pub struct Wire {
     in_flight: HashMap<i32, VecDeque<InFlight>>,
     /// The first failure: (topic index, the reason).
     pub error: Option<(usize, String)>,
+    /// Partitions whose batch the broker refused for good (too large, not authorised): their
+    /// batches are dropped, the other partitions written on (as librdkafka fails such records).
+    refused: HashSet<(usize, i32)>,
     /// A retriable error or a lost connection: batches are sent again after a lookup.
     recover: bool,
+    /// The producer failed as a whole: nothing more is sent.
+    dead: bool,
     body: Vec<u8>,
 }
 
@@ -74,7 +79,9 @@ impl Wire {
             parts: HashMap::new(),
             in_flight: HashMap::new(),
             error: None,
+            refused: HashSet::new(),
             recover: false,
+            dead: false,
             body: Vec::new(),
         }
     }
@@ -97,6 +104,7 @@ impl Wire {
         if self.error.is_none() {
             self.error = Some((topic, why));
         }
+        self.dead = true;
         self.parts.clear();
         self.in_flight.clear();
         self.cluster.close();
@@ -104,7 +112,7 @@ impl Wire {
 
     /// Number a closed batch and queue it for its partition.
     pub fn enqueue(&mut self, full: Full) {
-        if self.error.is_some() {
+        if self.dead || self.refused.contains(&(full.topic, full.partition)) {
             return;
         }
         let (pid, epoch) = self.cluster.producer.unwrap_or((-1, -1));
@@ -131,7 +139,7 @@ impl Wire {
     /// Send what can be sent: for each leader, requests of each partition's next unsent batch
     /// while fewer than `max.in.flight` are in flight (else the oldest answer is read first).
     pub fn ship(&mut self) {
-        if self.error.is_some() || self.recover {
+        if self.dead || self.recover {
             return;
         }
         let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();
@@ -149,7 +157,7 @@ impl Wire {
         for (leader, mut parts) in by_leader {
             parts.sort_unstable();
             loop {
-                if self.error.is_some() || self.recover {
+                if self.dead || self.recover {
                     return;
                 }
                 let flying = self.in_flight.get(&leader).map_or(0, VecDeque::len);
@@ -267,6 +275,14 @@ impl Wire {
                     part.batches[i].sent = false;
                     self.recover = true;
                 }
+                Outcome::Refused(name) => {
+                    let why = super::answer::text(name, answer.error, answer.message.as_deref());
+                    if self.error.is_none() {
+                        self.error = Some((topic, why));
+                    }
+                    part.batches.clear();
+                    self.refused.insert((topic, partition));
+                }
                 Outcome::Fatal(name) => {
                     let why = super::answer::text(name, answer.error, answer.message.as_deref());
                     self.fail(topic, why);
@@ -281,12 +297,11 @@ impl Wire {
     fn settle(&mut self) {
         let leaders: Vec<i32> = self.in_flight.keys().copied().collect();
         for leader in leaders {
-            while self.error.is_none() && self.in_flight.get(&leader).is_some_and(|q| !q.is_empty())
-            {
+            while !self.dead && self.in_flight.get(&leader).is_some_and(|q| !q.is_empty()) {
                 self.receive(leader);
             }
         }
-        if self.recover && self.error.is_none() {
+        if self.recover && !self.dead {
             self.in_flight.clear();
             for batch in self.parts.values_mut().flat_map(|p| p.batches.iter_mut()) {
                 batch.sent = false;
@@ -317,11 +332,11 @@ impl Wire {
         loop {
             self.ship();
             self.settle();
-            if self.error.is_some() || self.parts.values().all(|p| p.batches.is_empty()) {
+            if self.parts.values().all(|p| p.batches.is_empty()) {
                 return self.waiting();
             }
             self.expire();
-            if self.error.is_some() || Instant::now() >= deadline {
+            if Instant::now() >= deadline {
                 return self.waiting();
             }
             if !self.any_leader() {

@@ -72,7 +72,7 @@ impl DirectWriter {
         mapped: &[(Option<String>, String)],
     ) -> Result<(), Failure> {
         Rows::of(batch).map_err(|e| (None, e))?;
-        if self.wire.error.is_some() {
+        if self.wire.error.is_some() || batch.num_rows() == 0 {
             return Ok(());
         }
         let timestamp = SystemTime::now()

@@ -139,7 +139,10 @@ impl Wire {
     /// Send what can be sent: for each leader, requests of each partition's next unsent batch
     /// while fewer than `max.in.flight` are in flight (else the oldest answer is read first).
     pub fn ship(&mut self) {
-        if self.dead || self.recover {
+        if self.recover {
+            self.settle(); // after a retriable error: the leaders looked up again first
+        }
+        if self.dead {
             return;
         }
         let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();

@@ -54,12 +54,11 @@ def test_auto_writes_natively_where_the_properties_allow_and_logs_the_rest_once(
         assert _engine("auto", _task(PLAIN)) == Engine("direct")
         assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
         assert _engine("auto", _task(KERBEROS, "kerberos-west")).name == "python"
-    lines = [r.getMessage() for r in caplog.records if "writer=auto" in r.getMessage()]
-    assert lines[0] == (
-        "writer=auto: cluster 'east' is written with the compiled core's direct produce path "
-        "(its own Produce requests)"
-    )
-    assert lines[1:] == [
+    # (the direct path's line for 'east', once per process, may come from an earlier test)
+    lines = [
+        r.getMessage() for r in caplog.records if "writer=auto: cluster 'kerb" in r.getMessage()
+    ]
+    assert lines == [
         "writer=auto: cluster 'kerberos-west' is written with confluent-kafka: SASL GSSAPI "
         "(Kerberos) needs Cyrus SASL, which the compiled core does not link"
     ]

@@ -51,6 +51,8 @@ PAIRS = [
     ("dynamic_kafka", "kafka"),
     ("dynamic_kafka_batch", "kafka_batch"),
     ("native", "dynamic_kafka"),
+    ("native_librdkafka", "kafka"),
+    ("native", "native_librdkafka"),
     ("exactly_once_native", "kafka"),
     ("exactly_once", "kafka"),
     ("exactly_once_native", "native"),

@@ -20,7 +20,7 @@ from tests.integration.helpers import secured_cluster, skip_without_local_kafka,
 from tests.integration.sink_records import read_topic, sink_options, write_routes
 
 from pyspark_dynamic_kafka.engines.choice import write_engine
-from pyspark_dynamic_kafka.engines.implementations import batch_producer
+from pyspark_dynamic_kafka.engines.core import core
 from pyspark_dynamic_kafka.testing import set_scram_password
 from pyspark_dynamic_kafka.testing.tls import sasl_ssl_scram_client_properties
 
@@ -87,40 +87,47 @@ def test_a_leader_stopped_mid_write_loses_and_duplicates_nothing(
         "partitioner": "murmur2_random",
         "message.timeout.ms": "120000",
     }
-    producer = batch_producer("direct", config, None)
-    batches = 60
-    per_batch = 5_000
+    compiled = core()
+    assert compiled is not None
+    producer = compiled.DirectProducer(sorted(config.items()), None)
+    per_batch = 1_000
 
     def batch(b: int) -> pa.RecordBatch:
         ids = range(b * per_batch, (b + 1) * per_batch)
         return pa.record_batch(
             {
                 "key": pa.array([f"k{i}".encode() for i in ids], pa.binary()),
-                "value": pa.array([f"v{i}".encode() * 10 for i in ids], pa.binary()),
+                "value": pa.array([f"v{i}".encode() * 5 for i in ids], pa.binary()),
             }
         )
 
-    sent = threading.Event()
+    stopped = threading.Event()
 
     def stop_a_broker() -> None:
-        sent.wait(60)
+        time.sleep(1)
         east.stop_broker(1)
+        stopped.set()
 
     stopper = threading.Thread(target=stop_a_broker)
     stopper.start()
+    # Rows keep coming (a batch every 20 ms, each sent after linger.ms) until a second after
+    # the broker stopped: requests to it are in flight when it goes.
+    batches, after = 0, 0
     try:
-        for b in range(batches):
-            producer.send(batch(b), "orders")
-            if b == batches // 4:
-                sent.set()
-                time.sleep(0.5)
+        while after < 50 and batches < 1_000:
+            producer.send(batch(batches), "orders")
+            batches += 1
+            after += stopped.is_set()
+            time.sleep(0.02)
         left = producer.flush(120_000)
         rows, _, error = producer.deliveries()
+        resent = producer.resent()
     finally:
         producer.close()
         stopper.join()
     total = batches * per_batch
     assert (left, error) == (0, None)
+    assert resent > 0  # the stopped leader's batches were sent again
     assert rows == {"orders": total}
     wait_until(lambda: sum(e for _, e in east.watermarks("orders").values()) >= total, what="all")
     values = [r.value for r in read_topic(east, "orders", "read_uncommitted")]

@@ -88,6 +88,12 @@ impl DirectProducer {
         self.with(py, |w| Ok(w.deliveries()))
     }
 
+    /// Batches sent again so far, after a retriable error or a lost connection (for tests and
+    /// diagnostics).
+    fn resent(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |w| Ok(w.resent()))
+    }
+
     /// Drop the producer and its connections (records not yet acknowledged are dropped).
     fn close(&self, py: Python<'_>) {
         let state = relock(&self.inner).take();

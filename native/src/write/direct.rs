@@ -88,8 +88,18 @@ impl DirectWriter {
         });
         self.sequence += batch.num_rows() as u64;
         self.drain()?;
+        // As librdkafka's linger.ms: a batch open that long is sent, not kept until full.
+        self.acc.close_older(self.wire.config.linger);
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
         self.wire.ship();
         Ok(())
+    }
+
+    /// Batches sent again so far (after a retriable error or a lost connection).
+    pub fn resent(&self) -> u64 {
+        self.wire.resent
     }
 
     /// Whether the producer failed.

@@ -2,6 +2,8 @@
 //! place ([`BatchWriter`]); a batch that would pass `batch.size` or `batch.num.messages` is
 //! closed and queued whole ([`Full`]) for the producer to number and send.
 
+use std::time::{Duration, Instant};
+
 use super::partitioner::{partition_of_key, Sticky};
 use crate::protocol::batch_writer::{BatchWriter, Header};
 
@@ -27,11 +29,12 @@ impl Default for Limits {
     }
 }
 
-/// An open batch and the key and value bytes of its records.
+/// An open batch, the key and value bytes of its records, and when it was opened.
 #[derive(Debug)]
 pub struct Open {
     pub writer: BatchWriter,
     pub bytes: u64,
+    opened: Instant,
 }
 
 /// A closed batch of a topic's partition, to be numbered and sent.
@@ -137,6 +140,7 @@ impl Accumulator {
         let open = slot.get_or_insert_with(|| Open {
             writer: BatchWriter::new(timestamp, limits.batch_size),
             bytes: 0,
+            opened: Instant::now(),
         });
         open.writer.push(timestamp, key, value, headers);
         let kv = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len);
@@ -146,8 +150,17 @@ impl Accumulator {
 
     /// Close every open batch (each queued in [`Accumulator::full`]).
     pub fn close_all(&mut self) {
+        self.close_older(Duration::ZERO);
+    }
+
+    /// Close the batches open for `linger` or longer (`linger.ms`: they are sent, not kept
+    /// until full).
+    pub fn close_older(&mut self, linger: Duration) {
         for (topic, parts) in self.topics.iter_mut().enumerate() {
             for (p, slot) in parts.open.iter_mut().enumerate() {
+                if !slot.as_ref().is_some_and(|o| o.opened.elapsed() >= linger) {
+                    continue;
+                }
                 if let Some(open) = slot.take() {
                     self.full.push(Full {
                         topic,

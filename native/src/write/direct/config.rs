@@ -27,6 +27,8 @@ pub struct ProduceConfig {
     pub max_in_flight: usize,
     /// `allow.auto.create.topics` (librdkafka's producer default: true).
     pub auto_create: bool,
+    /// `linger.ms` (or `queue.buffering.max.ms`): how long a batch stays open for more records.
+    pub linger: Duration,
 }
 
 fn is(config: &[(String, String)], key: &str, default: &str, wanted: &[&str]) -> bool {
@@ -106,6 +108,13 @@ impl ProduceConfig {
             ),
             max_in_flight: in_flight.clamp(1, 5) as usize,
             auto_create: is(config, "allow.auto.create.topics", "true", &["true"]),
+            linger: Duration::from_millis(
+                match property(config, "linger.ms") {
+                    Some(_) => number(config, "linger.ms", 5)?,
+                    None => number(config, "queue.buffering.max.ms", 5)?,
+                }
+                .max(0) as u64,
+            ),
         })
     }
 }

@@ -67,6 +67,8 @@ pub struct Wire {
     recover: bool,
     /// The producer failed as a whole: nothing more is sent.
     dead: bool,
+    /// Batches sent again after a retriable error or a lost connection.
+    pub resent: u64,
     body: Vec<u8>,
 }
 
@@ -82,6 +84,7 @@ impl Wire {
             refused: HashSet::new(),
             recover: false,
             dead: false,
+            resent: 0,
             body: Vec::new(),
         }
     }
@@ -307,6 +310,7 @@ impl Wire {
         if self.recover && !self.dead {
             self.in_flight.clear();
             for batch in self.parts.values_mut().flat_map(|p| p.batches.iter_mut()) {
+                self.resent += u64::from(batch.sent);
                 batch.sent = false;
             }
             std::thread::sleep(self.config.retry_backoff);

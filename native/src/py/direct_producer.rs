@@ -88,10 +88,11 @@ impl DirectProducer {
         self.with(py, |w| Ok(w.deliveries()))
     }
 
-    /// Batches sent again so far, after a retriable error or a lost connection (for tests and
-    /// diagnostics).
-    fn resent(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |w| Ok(w.resent()))
+    /// How many times the producer recovered from a retriable error or a lost connection
+    /// (every batch not acknowledged then sent again after a metadata lookup): for tests and
+    /// diagnostics.
+    fn retries(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |w| Ok(w.retries()))
     }
 
     /// Drop the producer and its connections (records not yet acknowledged are dropped).

@@ -97,9 +97,9 @@ impl DirectWriter {
         Ok(())
     }
 
-    /// Batches sent again so far (after a retriable error or a lost connection).
-    pub fn resent(&self) -> u64 {
-        self.wire.resent
+    /// Recoveries so far from a retriable error or a lost connection.
+    pub fn retries(&self) -> u64 {
+        self.wire.retries
     }
 
     /// Whether the producer failed.

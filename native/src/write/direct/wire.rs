@@ -67,8 +67,9 @@ pub struct Wire {
     recover: bool,
     /// The producer failed as a whole: nothing more is sent.
     dead: bool,
-    /// Batches sent again after a retriable error or a lost connection.
-    pub resent: u64,
+    /// Recoveries from a retriable error or a lost connection (every batch not acknowledged
+    /// then sent again).
+    pub retries: u64,
     body: Vec<u8>,
 }
 
@@ -84,7 +85,7 @@ impl Wire {
             refused: HashSet::new(),
             recover: false,
             dead: false,
-            resent: 0,
+            retries: 0,
             body: Vec::new(),
         }
     }
@@ -310,9 +311,9 @@ impl Wire {
         if self.recover && !self.dead {
             self.in_flight.clear();
             for batch in self.parts.values_mut().flat_map(|p| p.batches.iter_mut()) {
-                self.resent += u64::from(batch.sent);
                 batch.sent = false;
             }
+            self.retries += 1;
             std::thread::sleep(self.config.retry_backoff);
             let names: Vec<String> = self.topics.iter().map(|t| t.name.clone()).collect();
             let _ = self.cluster.refresh(&names, &self.config);

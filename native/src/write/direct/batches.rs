@@ -158,7 +158,7 @@ impl Accumulator {
     pub fn close_older(&mut self, linger: Duration) {
         for (topic, parts) in self.topics.iter_mut().enumerate() {
             for (p, slot) in parts.open.iter_mut().enumerate() {
-                if !slot.as_ref().is_some_and(|o| o.opened.elapsed() >= linger) {
+                if slot.as_ref().is_none_or(|o| o.opened.elapsed() < linger) {
                     continue;
                 }
                 if let Some(open) = slot.take() {
@@ -231,6 +231,20 @@ mod tests {
             .map(|f| (f.partition, f.open.writer.count()))
             .collect();
         assert_eq!(parts, vec![(0, 1), (1, 2), (2, 2)]);
+    }
+
+    #[test]
+    fn batches_open_past_the_linger_are_closed_the_others_kept() {
+        let mut acc = Accumulator::new(Limits::default(), 0);
+        acc.partitions(0, 2);
+        acc.add(0, Some(0), 0, (None, Some(b"a")), &[]).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        acc.add(0, Some(1), 0, (None, Some(b"b")), &[]).unwrap();
+        acc.close_older(Duration::from_millis(10));
+        let closed: Vec<i32> = acc.full.iter().map(|f| f.partition).collect();
+        assert_eq!(closed, vec![0]);
+        acc.close_all();
+        assert_eq!(acc.full.len(), 2);
     }
 
     /// Step 1 of issue 44: 1,000,000 rows (a ~10-byte string key, a 100-byte value) from Arrow

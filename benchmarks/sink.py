@@ -72,9 +72,19 @@ WRITERS = {
 class Writes:
     """Every side's write of the prepared rows to a fresh topic of one cluster."""
 
-    def __init__(self, spark: Any, cluster: Any, rows: Path, total: int, workdir: Path) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        cluster: Any,
+        rows: Path,
+        total: int,
+        workdir: Path,
+        listener: Cluster | None = None,
+    ) -> None:
         self.spark, self.cluster, self.rows, self.total = spark, cluster, rows, total
         self.workdir = workdir
+        #: The listener every side writes through (PLAINTEXT unless given: ``--secure``).
+        self.listener = listener or Cluster("w", cluster.bootstrap_servers)
         self.schema = spark.read.parquet(str(rows)).schema
         self.jvm = spark_jvm()
 
@@ -83,12 +93,13 @@ class Writes:
         topic = f"w{uuid.uuid4().hex[:12]}"
         self.cluster.create_topic(topic, partitions=PARTITIONS)
         metadata = self.workdir / f"{topic}.yaml"
-        write_metadata(metadata, [Cluster("w", self.cluster.bootstrap_servers)], topic)
+        write_metadata(metadata, [self.listener], topic)
         return topic, metadata
 
     def _options(self, sink: str, topic: str, metadata: Path) -> dict[str, str]:
         if sink in ("kafka", "kafka_batch"):
-            return {"kafka.bootstrap.servers": self.cluster.bootstrap_servers, "topic": topic}
+            servers = {"kafka.bootstrap.servers": self.listener.bootstrap, "topic": topic}
+            return servers | self.listener.java_options()
         options = {
             "metadataService": "file",
             "metadataService.path": str(metadata),

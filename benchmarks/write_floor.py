@@ -25,7 +25,8 @@ Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the 
 count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
 ``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
 then the window's split per record (medians per thread group) and each of ours above the floor.
-``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ...``.
+``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ... --secure``
+(every side through the SASL_SSL listener with SCRAM-SHA-512, the production estate's).
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ from benchmarks import gc_variants, report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
 from benchmarks.sink import WRITERS, Writes, prepare
-from benchmarks.spark_sides import Run, _window, bench_setup
+from benchmarks.spark_sides import Cluster, Run, _window, bench_setup
 
-from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
+from pyspark_dynamic_kafka.testing.tls import sasl_ssl_scram_client_properties
 
 OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
 SIDES = ["noop", "floor", "kafka", *OURS]
@@ -207,16 +209,32 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
     return lines
 
 
+def secure_listener(cluster: Any) -> Cluster:
+    """The cluster's SASL_SSL listener with SCRAM-SHA-512 (user ``bench``), the production
+    estate's, as every side's client properties."""
+    set_scram_password(cluster, "bench", "bench-scram-password")
+    properties = sasl_ssl_scram_client_properties(
+        cluster, "bench", "bench-scram-password", "SCRAM-SHA-512"
+    )
+    bootstrap = properties.pop("bootstrap.servers")
+    return Cluster("w", bootstrap, tuple(sorted(properties.items())))
+
+
 @contextlib.contextmanager
-def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
+def floor_writes(name: str, records: int, size: int, secure: bool = False) -> Iterator[FloorWrites]:
     """:class:`FloorWrites` in a warm session (stopped at the end) on one Apache Kafka cluster
     with the brokers' serving JVM options, the floor and the GC variants registered, over
     ``records`` rows of ``size``-byte values as Parquet (and 2 rows to prime each side with),
-    in the bench directory's ``name``."""
+    in the bench directory's ``name``; ``secure``: every side writes through the SASL_SSL
+    listener with SCRAM-SHA-512."""
     bench, jars = bench_setup(floor_module, gc_variants)
     workdir = bench / name
     workdir.mkdir(exist_ok=True)
-    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
+    kafka = start_clusters(
+        ["w"], broker="kafka", tls=secure, scram=secure, jvm_options=SERVING_JVM_OPTIONS
+    )
+    with kafka as started:
+        listener = secure_listener(started["w"]) if secure else None
         conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
         spark = local_spark_session(f"dynamic-kafka-{name.replace('_', '-')}", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
@@ -226,7 +244,7 @@ def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
         prepare(spark, rows, records, size)
         prepare(spark, tiny, 2, size)
         try:
-            yield FloorWrites(spark, started["w"], rows, records, workdir, tiny=tiny)
+            yield FloorWrites(spark, started["w"], rows, records, workdir, listener, tiny=tiny)
         finally:
             spark.stop()
 
@@ -234,9 +252,12 @@ def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
 def main() -> None:
     parser = report.parser(__doc__, 1_000_000)
     parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
+    parser.add_argument(
+        "--secure", action="store_true", help="write through SASL_SSL with SCRAM-SHA-512"
+    )
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
-    with floor_writes("write_floor", args.records, args.size) as writes:
+    with floor_writes("write_floor", args.records, args.size, args.secure) as writes:
         wholes: list[dict[str, Run]] = []
         windows: list[dict[str, Run]] = []
         for rnd in range(args.rounds + 1):

@@ -47,10 +47,9 @@ from benchmarks import floor as floor_module
 from benchmarks import report
 from benchmarks.avro_records import SCHEMA
 from benchmarks.floor import WriteFloorSink
-from benchmarks.measure import load_average
 from benchmarks.peers.maven import spark_avro_jars, spark_avro_version
-from benchmarks.spark_sides import Cluster, Run, bench_setup, write_metadata
-from benchmarks.write_floor import FloorWrites, secure_listener, split, split_lines
+from benchmarks.spark_sides import Cluster, bench_setup, write_metadata
+from benchmarks.write_floor import FloorWrites, run_rounds, secure_listener
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
@@ -205,28 +204,15 @@ def main() -> None:
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
     with avro_writes(args.records, args.secure) as writes:
-        wholes: list[dict[str, Run]] = []
-        windows: list[dict[str, Run]] = []
-        for rnd in range(args.rounds + 1):
-            names = sides if rnd % 2 else list(reversed(sides))
-            load = load_average()
-            writes.kept = {} if rnd == 0 else None
-            drained = {name: writes.side(name) for name in names}
-            if rnd == 0 and "kafka" in sides:
-                same_records(writes.kept or {}, args.records)
-            whole = {name: drained[name][0] for name in sides}
-            window = {name: drained[name][1] for name in sides}
-            if rnd:
-                wholes.append(whole)
-                windows.append(window)
-            report.print_round("whole query", rnd, load, whole, pairs)
-            report.print_round("addBatch window", rnd, load, window, pairs)
-    print(f"\n{len(windows)} rounds, spark-avro {spark_avro_version()}, load {load_average():.1f}")
-    for what, results in (("whole query", wholes), ("addBatch window", windows)):
-        print(f"\n{what}:")
-        print("\n".join(report.pair_summary(results, pairs, TARGETS)))
-        print(f"\n{what}, µs per record by thread group (medians):")
-        print("\n".join(split_lines(split(results))))
+        writes.kept = {} if "kafka" in sides else None
+
+        def checked() -> None:
+            if writes.kept is not None:
+                same_records(writes.kept, args.records)
+            writes.kept = None
+
+        run_rounds(writes, sides, pairs, args.rounds, TARGETS, checked)
+    print(f"spark-avro {spark_avro_version()}")
 
 
 if __name__ == "__main__":

@@ -249,6 +249,40 @@ def floor_writes(name: str, records: int, size: int, secure: bool = False) -> It
             spark.stop()
 
 
+def run_rounds(
+    writes: FloorWrites,
+    sides: Sequence[str],
+    pairs: report.Pairs,
+    rounds: int,
+    targets: dict[str, report.Target],
+    after_warm_up: Callable[[], None] = lambda: None,
+) -> None:
+    """A warm-up round of every side (then ``after_warm_up()``) and ``rounds`` more, order
+    reversed every other round, each printed; then the medians (whole query and ``addBatch``):
+    the pairs' ratios against ``targets`` and the split by thread group."""
+    wholes: list[dict[str, Run]] = []
+    windows: list[dict[str, Run]] = []
+    for rnd in range(rounds + 1):
+        names = sides if rnd % 2 else list(reversed(sides))
+        load = load_average()
+        drained = {name: writes.side(name) for name in names}
+        if not rnd:
+            after_warm_up()
+        whole = {name: drained[name][0] for name in sides}
+        window = {name: drained[name][1] for name in sides}
+        if rnd:
+            wholes.append(whole)
+            windows.append(window)
+        report.print_round("whole query", rnd, load, whole, pairs)
+        report.print_round("addBatch window", rnd, load, window, pairs)
+    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
+    for what, results in (("whole query", wholes), ("addBatch window", windows)):
+        print(f"\n{what}:")
+        print("\n".join(report.pair_summary(results, pairs, targets)))
+        print(f"\n{what}, µs per record by thread group (medians):")
+        print("\n".join(split_lines(split(results))))
+
+
 def main() -> None:
     parser = report.parser(__doc__, 1_000_000)
     parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
@@ -258,25 +292,7 @@ def main() -> None:
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
     with floor_writes("write_floor", args.records, args.size, args.secure) as writes:
-        wholes: list[dict[str, Run]] = []
-        windows: list[dict[str, Run]] = []
-        for rnd in range(args.rounds + 1):
-            names = sides if rnd % 2 else list(reversed(sides))
-            load = load_average()
-            drained = {name: writes.side(name) for name in names}
-            whole = {name: drained[name][0] for name in sides}
-            window = {name: drained[name][1] for name in sides}
-            if rnd:
-                wholes.append(whole)
-                windows.append(window)
-            report.print_round("whole query", rnd, load, whole, pairs)
-            report.print_round("addBatch window", rnd, load, window, pairs)
-    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
-    for what, results in (("whole query", wholes), ("addBatch window", windows)):
-        print(f"\n{what}:")
-        print("\n".join(report.pair_summary(results, pairs, TARGETS)))
-        print(f"\n{what}, µs per record by thread group (medians):")
-        print("\n".join(split_lines(split(results))))
+        run_rounds(writes, sides, pairs, args.rounds, TARGETS)
 
 
 if __name__ == "__main__":

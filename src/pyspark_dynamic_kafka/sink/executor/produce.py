@@ -60,9 +60,6 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 
-#: How long an atLeastOnce producer waits in its worker's pool for the next task (ms).
-PRODUCER_IDLE_MS = 60_000
-
 
 @dataclass(frozen=True)
 class Stamp:
@@ -124,6 +121,10 @@ def _opening(task: WriteTask, what: str) -> Iterator[None]:
         ) from None
     except ProduceFailure as exc:
         raise failure(task, what, None, exc.reason) from None
+
+
+#: How long an atLeastOnce producer waits in its worker's pool for the next task (ms).
+PRODUCER_IDLE_MS = 60_000
 
 
 @functools.cache

@@ -43,7 +43,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from benchmarks import floor as floor_module
 from benchmarks.floor import WriteFloorSink
-from benchmarks.measure import CpuSampler, load_average, spark_jvm
+from benchmarks.measure import ThreadSampler, load_average, spark_jvm
 from benchmarks.spark_sides import Cluster, bench_setup, write_metadata
 from benchmarks.write_floor import secure_listener
 from confluent_kafka import Consumer, TopicPartition
@@ -68,6 +68,8 @@ class Window:
     add_batch_ms: tuple[float, float]
     trigger_ms: tuple[float, float]
     cpu_ms_per_batch: float
+    #: CPU ms per micro-batch: the JVM, the driver's Python planners, the Python workers.
+    split: tuple[float, float, float]
     records: int
     latency_ms: tuple[float, float]
 
@@ -161,7 +163,7 @@ class Writes:
             while time.time() < start:
                 self._alive(query, name)
                 time.sleep(0.2)
-            with CpuSampler({"spark": self.jvm}) as sampler:
+            with ThreadSampler({"spark": self.jvm}, interval=0.2) as sampler:
                 end = start + seconds
                 while time.time() < end:
                     self._alive(query, name)
@@ -178,6 +180,11 @@ class Writes:
         spans = progress(list(query.recentProgress), start, end)
         cpu = sampler.between("spark", start, end)
         cpu_s = sum(cpu.values())
+        planners = cpu.get("Python planner", 0.0)
+        workers = sum(v for k, v in cpu.items() if k.startswith("Python")) - planners
+        per_batch = 1000 / max(len(spans), 1)
+        jvm = cpu_s - planners - workers
+        split = (jvm * per_batch, planners * per_batch, workers * per_batch)
         latency: list[float] = []
         records = 0
         if topic is not None:
@@ -191,7 +198,8 @@ class Writes:
             len(spans),
             percentiles([s[0] for s in spans]),
             percentiles([s[1] for s in spans]),
-            cpu_s * 1000 / max(len(spans), 1),
+            cpu_s * per_batch,
+            split,
             records,
             percentiles(latency),
         )
@@ -253,14 +261,15 @@ def line(name: str, w: Window) -> str:
     return (
         f"| {name} | {w.batches} | {w.add_batch_ms[0]:.0f} / {w.add_batch_ms[1]:.0f} | "
         f"{w.trigger_ms[0]:.0f} / {w.trigger_ms[1]:.0f} | {w.cpu_ms_per_batch:.0f} | "
+        f"{' / '.join(f'{v:.0f}' for v in w.split)} | "
         f"{w.records} | {w.latency_ms[0]:.0f} / {w.latency_ms[1]:.0f} |"
     )
 
 
 HEAD = [
-    "| side | batches | addBatch ms p50 / p99 | trigger ms p50 / p99 | CPU ms/batch | records "
-    "| latency ms p50 / p99 |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    "| side | batches | addBatch ms p50 / p99 | trigger ms p50 / p99 | CPU ms/batch | JVM / "
+    "planners / workers | records | latency ms p50 / p99 |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
 ]
 
 
@@ -275,6 +284,7 @@ def medians(windows: list[Window]) -> Window:
         (med([w.add_batch_ms[0] for w in windows]), med([w.add_batch_ms[1] for w in windows])),
         (med([w.trigger_ms[0] for w in windows]), med([w.trigger_ms[1] for w in windows])),
         med([w.cpu_ms_per_batch for w in windows]),
+        tuple(med([w.split[i] for w in windows]) for i in range(3)),  # type: ignore[arg-type]
         int(med([w.records for w in windows])),
         (med([w.latency_ms[0] for w in windows]), med([w.latency_ms[1] for w in windows])),
     )

@@ -258,12 +258,15 @@ def writes(rate: int, trigger: float, secure: bool) -> Iterator[Writes]:
 
 
 def line(name: str, w: Window) -> str:
-    return (
-        f"| {name} | {w.batches} | {w.add_batch_ms[0]:.0f} / {w.add_batch_ms[1]:.0f} | "
-        f"{w.trigger_ms[0]:.0f} / {w.trigger_ms[1]:.0f} | {w.cpu_ms_per_batch:.0f} | "
-        f"{' / '.join(f'{v:.0f}' for v in w.split)} | "
-        f"{w.records} | {w.latency_ms[0]:.0f} / {w.latency_ms[1]:.0f} |"
-    )
+    """One side's row of the table (:data:`HEAD`)."""
+
+    def pair(values: tuple[float, float]) -> str:
+        return f"{values[0]:.0f} / {values[1]:.0f}"
+
+    split = " / ".join(f"{v:.0f}" for v in w.split)
+    cells = [name, str(w.batches), pair(w.add_batch_ms), pair(w.trigger_ms)]
+    cells += [f"{w.cpu_ms_per_batch:.0f}", split, str(w.records), pair(w.latency_ms)]
+    return "| " + " | ".join(cells) + " |"
 
 
 HEAD = [

@@ -35,7 +35,6 @@ import contextlib
 import hashlib
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,9 +47,9 @@ from benchmarks import report
 from benchmarks.avro_records import SCHEMA
 from benchmarks.floor import WriteFloorSink
 from benchmarks.peers.maven import spark_avro_jars, spark_avro_version
+from benchmarks.sink import committed_messages
 from benchmarks.spark_sides import Cluster, bench_setup, write_metadata
 from benchmarks.write_floor import FloorWrites, run_rounds, secure_listener
-from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import functions as F
 from pyspark.sql.avro.functions import to_avro
 
@@ -88,29 +87,10 @@ def prepare(spark: Any, path: Path, records: int) -> None:
     )
 
 
-def digest(cluster: Any, topic: str, total: int, deadline_s: float = 300.0) -> Counter[bytes]:
-    """The ``total`` committed values of ``topic``, as a multiset of SHA-1 digests."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "avro-sink-bench-check",
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        partitions = cluster.watermarks(topic)
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        seen, deadline = Counter[bytes](), time.monotonic() + deadline_s
-        while sum(seen.values()) < total:
-            if time.monotonic() > deadline:
-                raise SystemExit(f"read {sum(seen.values())} of {total} values back from {topic}")
-            for message in consumer.consume(10_000, 5):
-                if message.error() is not None:
-                    raise SystemExit(f"reading {topic} back: {message.error()}")
-                seen[hashlib.sha1(message.value() or b"").digest()] += 1
-        return seen
-    finally:
-        consumer.close()
+def digest(cluster: Any, topic: str) -> Counter[bytes]:
+    """Every committed value of ``topic``, as a multiset of SHA-1 digests."""
+    messages = committed_messages(cluster, topic)
+    return Counter(hashlib.sha1(m.value() or b"").digest() for m in messages)
 
 
 class AvroWrites(FloorWrites):
@@ -139,19 +119,19 @@ class AvroWrites(FloorWrites):
             options |= {"valueFormat": "avro", "valueSchema": SCHEMA_JSON}
         return options
 
-    def _start(self, rows: Path, fmt: str, options: dict[str, str], checkpoint: str) -> Any:
+    def _frame(self, rows: Path, fmt: str, options: dict[str, str]) -> Any:
+        """Spark's sink is fed ``to_avro`` behind Confluent's prefix; the others the rows."""
+        frame = super()._frame(rows, fmt, options)
         if fmt != "kafka":
-            return super()._start(rows, fmt, options, checkpoint)
+            return frame
         prefix = b"\x00" + self.ids[options["topic"]].to_bytes(4, "big")
-        frame = self.spark.readStream.schema(self.schema).parquet(str(rows))
-        value = F.concat(F.lit(prefix), to_avro(F.col("value"), SCHEMA_JSON)).alias("value")
-        writer = frame.select(value).writeStream.format("kafka").options(**options)
-        writer = writer.option("checkpointLocation", checkpoint)
-        return writer.trigger(availableNow=True).start()
+        return frame.select(
+            F.concat(F.lit(prefix), to_avro(F.col("value"), SCHEMA_JSON)).alias("value")
+        )
 
     def _check(self, name: str, topic: str) -> None:
         if self.kept is not None:
-            self.kept[name] = digest(self.cluster, topic, self.total)
+            self.kept[name] = digest(self.cluster, topic)
         super()._check(name, topic)
 
 

@@ -30,13 +30,14 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks import report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.spark_sides import Cluster, Run, bench_setup, measure, write_metadata
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
@@ -69,6 +70,54 @@ WRITERS = {
 }
 
 
+def committed_messages(cluster: Any, topic: str, deadline_s: float = 300.0) -> Iterator[Message]:
+    """Every committed record of ``topic`` (``read_committed``) up to its end offsets when called,
+    read by a consumer of its own; a read that has not reached them in ``deadline_s`` stops the
+    run."""
+    ends = {p: high for p, (_, high) in cluster.watermarks(topic).items()}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "sink-bench-check",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        done = {p for p, high in ends.items() if not high}
+        deadline = time.monotonic() + deadline_s
+        while len(done) < len(ends):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"could not read {topic} back to its end offsets")
+            for message in consumer.consume(10_000, 2):
+                if message.error() is not None:
+                    raise SystemExit(f"reading {topic} back: {message.error()}")
+                yield message
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                if tp.offset >= ends[tp.partition]:
+                    done.add(tp.partition)
+    finally:
+        consumer.close()
+
+
+def side_options(sink: str, listener: Cluster, topic: str, metadata: Path) -> dict[str, str]:
+    """The write options of side ``sink`` to ``topic`` through ``listener``: Spark's sink
+    (``kafka``, ``kafka_batch``) or ours, by ``metadata`` (stream ``bench``), with the side's
+    writer (:data:`WRITERS`) and guarantee (``exactly_once*``: exactlyOnce)."""
+    if sink in ("kafka", "kafka_batch"):
+        servers = {"kafka.bootstrap.servers": listener.bootstrap, "topic": topic}
+        return servers | listener.java_options()
+    options = {
+        "metadataService": "file",
+        "metadataService.path": str(metadata),
+        "streamId": "bench",
+        "writer": WRITERS[sink],
+    }
+    if sink.startswith("exactly_once"):
+        options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
+    return options
+
+
 class Writes:
     """Every side's write of the prepared rows to a fresh topic of one cluster."""
 
@@ -97,18 +146,7 @@ class Writes:
         return topic, metadata
 
     def _options(self, sink: str, topic: str, metadata: Path) -> dict[str, str]:
-        if sink in ("kafka", "kafka_batch"):
-            servers = {"kafka.bootstrap.servers": self.listener.bootstrap, "topic": topic}
-            return servers | self.listener.java_options()
-        options = {
-            "metadataService": "file",
-            "metadataService.path": str(metadata),
-            "streamId": "bench",
-            "writer": WRITERS[sink],
-        }
-        if sink.startswith("exactly_once"):
-            options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
-        return options
+        return side_options(sink, self.listener, topic, metadata)
 
     def _check(self, name: str, topic: str) -> None:
         """The topic holds the rows (exactlyOnce: plus its transactions' commit markers)."""

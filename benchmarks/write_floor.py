@@ -43,12 +43,12 @@ from benchmarks import floor as floor_module
 from benchmarks import gc_variants, report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
+from benchmarks.run import SCRAM_PASSWORD, SCRAM_USER, listener
 from benchmarks.sink import WRITERS, Writes, prepare
 from benchmarks.spark_sides import Cluster, Run, _window, bench_setup
 
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
-from pyspark_dynamic_kafka.testing.tls import sasl_ssl_scram_client_properties
 
 OURS = ["native", "exactly_once_native", "dynamic_kafka", "exactly_once"]
 SIDES = ["noop", "floor", "kafka", *OURS]
@@ -120,8 +120,12 @@ class FloorWrites(Writes):
         #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
         self.scratch: tuple[str, Path] | None = None
 
+    def _frame(self, rows: Path, fmt: str, options: dict[str, str]) -> Any:
+        """The streaming frame a side writes: the Parquet rows as they are."""
+        return self.spark.readStream.schema(self.schema).parquet(str(rows))
+
     def _start(self, rows: Path, fmt: str, options: dict[str, str], checkpoint: str) -> Any:
-        frame = self.spark.readStream.schema(self.schema).parquet(str(rows))
+        frame = self._frame(rows, fmt, options)
         writer = frame.writeStream.format(fmt).options(**options)
         writer = writer.option("checkpointLocation", checkpoint)
         return writer.trigger(availableNow=True).start()
@@ -210,14 +214,10 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
 
 
 def secure_listener(cluster: Any) -> Cluster:
-    """The cluster's SASL_SSL listener with SCRAM-SHA-512 (user ``bench``), the production
-    estate's, as every side's client properties."""
-    set_scram_password(cluster, "bench", "bench-scram-password")
-    properties = sasl_ssl_scram_client_properties(
-        cluster, "bench", "bench-scram-password", "SCRAM-SHA-512"
-    )
-    bootstrap = properties.pop("bootstrap.servers")
-    return Cluster("w", bootstrap, tuple(sorted(properties.items())))
+    """The cluster's SASL_SSL listener with SCRAM-SHA-512 (:func:`benchmarks.run.listener`), the
+    production estate's, its SCRAM user set first."""
+    set_scram_password(cluster, SCRAM_USER, SCRAM_PASSWORD)
+    return listener("w", cluster, "SCRAM-SHA-512")
 
 
 @contextlib.contextmanager

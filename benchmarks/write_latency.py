@@ -44,9 +44,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from benchmarks import floor as floor_module
 from benchmarks.floor import WriteFloorSink
 from benchmarks.measure import ThreadSampler, load_average, spark_jvm
+from benchmarks.sink import committed_messages, side_options
 from benchmarks.spark_sides import Cluster, bench_setup, write_metadata
 from benchmarks.write_floor import secure_listener
-from confluent_kafka import Consumer, TopicPartition
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
@@ -85,34 +85,12 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 def read_back(cluster: Any, topic: str, since_us: int, until_us: int) -> list[tuple[int, int, int]]:
     """Every committed record of ``topic`` whose row time is in ``[since_us, until_us)``: (row
     time µs, append time ms, the rate source's value, the key)."""
-    ends = {p: high for p, (_, high) in cluster.watermarks(topic).items()}
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "write-latency-check",
-            "isolation.level": "read_committed",
-        }
-    )
-    got: list[tuple[int, int, int]] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-        done: set[int] = {p for p, high in ends.items() if not high}
-        deadline = time.monotonic() + 300
-        while len(done) < len(ends) and time.monotonic() < deadline:
-            for message in consumer.consume(10_000, 2):
-                if message.error() is not None:
-                    continue  # end of partition and the like: the positions below decide
-                row_us = int((message.value() or b"0:").split(b":", 1)[0])
-                if since_us <= row_us < until_us:
-                    got.append((row_us, message.timestamp()[1], int(message.key() or b"-1")))
-            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
-                if tp.offset >= ends[tp.partition]:
-                    done.add(tp.partition)
-        if len(done) < len(ends):
-            raise SystemExit(f"could not read {topic} back to its end offsets")
-        return got
-    finally:
-        consumer.close()
+    got = []
+    for message in committed_messages(cluster, topic):
+        row_us = int((message.value() or b"0:").split(b":", 1)[0])
+        if since_us <= row_us < until_us:
+            got.append((row_us, message.timestamp()[1], int(message.key() or b"-1")))
+    return got
 
 
 class Writes:
@@ -135,20 +113,10 @@ class Writes:
         topic = f"l{uuid.uuid4().hex[:12]}"
         config = {"message.timestamp.type": "LogAppendTime"}
         self.cluster.create_topic(topic, partitions=PARTITIONS, config=config)
-        if name == "kafka":
-            options = {"kafka.bootstrap.servers": self.listener.bootstrap, "topic": topic}
-            return "kafka", options | self.listener.java_options(), topic
         metadata = self.workdir / f"{topic}.yaml"
         write_metadata(metadata, [self.listener], topic)
-        options = {
-            "metadataService": "file",
-            "metadataService.path": str(metadata),
-            "streamId": "bench",
-            "writer": "python" if name == "exactly_once" else "native",
-        }
-        if name.startswith("exactly_once"):
-            options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
-        return "dynamic_kafka", options, topic
+        fmt = "kafka" if name == "kafka" else "dynamic_kafka"
+        return fmt, side_options(name, self.listener, topic, metadata), topic
 
     def run(self, name: str, warmup: float, seconds: float, checked: bool = True) -> Window:
         fmt, options, topic = self._sink(name)

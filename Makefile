@@ -234,7 +234,9 @@ demo: $(SETUP) $(if $(filter kafka,$(BROKER)),kafka-jars)
 # benchmarks/write_floor.py: the write floor (a trivial Python stream writer that drops Spark's
 # Arrow batches) beside noop, Spark's sink and ours, whole queries and addBatch, CPU by thread;
 # benchmarks/avro.py: Avro values (valueFormat=avro, ids from a registry) beside format("kafka") +
-# from_avro (spark-avro from Maven Central, benchmarks/peers/spark-avro/).
+# from_avro (spark-avro from Maven Central, benchmarks/peers/spark-avro/); benchmarks/avro_sink.py:
+# the sink's valueFormat=avro beside Spark's sink fed to_avro; benchmarks/write_latency.py: the
+# sink's small micro-batches (1 s trigger, 1,000 rows/s), per-batch cost and latency.
 BENCH_OLD_REV ?= dc7d380
 WHOLE_QUERY_CASES ?= kafka-1x8 kafka-3x4 kafka-scram512-1x8
 bench: $(SETUP) kafka-jars
@@ -250,6 +252,8 @@ bench: $(SETUP) kafka-jars
 	$(PY) -m benchmarks.sink
 	$(PY) -m benchmarks.write_floor
 	$(PY) -m benchmarks.avro
+	$(PY) -m benchmarks.avro_sink
+	$(PY) -m benchmarks.write_latency
 
 # The soak (not in make test): a stream over 3 Apache Kafka clusters whose mapping changes every
 # 20 s for 20 minutes, production throughout; asserts exact output and flat RSS/threads/fds of

@@ -45,12 +45,18 @@ def per_record(decoder: Any, values: pa.Array, batch: int) -> float:
     return (time.process_time() - start) / len(values) * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=200_000)
+def arguments(doc: str, records: int, batch: int) -> argparse.Namespace:
+    """The command line of an Avro benchmark (``doc``: its module's docstring): ``--records``,
+    ``--rounds`` (3) and ``--batch``, defaults ``records`` and ``batch``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=records)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=65_536)
-    args = parser.parse_args()
+    parser.add_argument("--batch", type=int, default=batch)
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__, 200_000, 65_536)
     values = payloads(args.records)
     size = values.buffers()[2].size / len(values)
     print(f"{args.records} records, {size:.1f} bytes each on the wire, batches of {args.batch}")
@@ -59,11 +65,17 @@ def main() -> None:
     native, python = decoders["native"], decoders["python"]
     first = [native.decode_arrow(values.slice(0, 1000), None, str).values]
     assert first[0].equals(python.decode_arrow(values.slice(0, 1000), None, str).values)
-    rounds: dict[str, list[float]] = {name: [] for name in decoders}
-    for _ in range(args.rounds):
-        for name, decoder in decoders.items():
-            rounds[name].append(per_record(decoder, values, args.batch))
-    print_rounds(rounds)
+    compare(decoders, args.rounds, lambda decoder: per_record(decoder, values, args.batch))
+
+
+def compare(sides: dict[str, Any], rounds: int, measure: Callable[[Any], float]) -> None:
+    """``rounds`` rounds of ``measure`` (µs/record) of each side, by name (``native`` and
+    ``python``), then :func:`print_rounds`."""
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(rounds):
+        for name, side in sides.items():
+            times[name].append(measure(side))
+    print_rounds(times)
 
 
 def print_rounds(rounds: dict[str, list[float]]) -> None:

@@ -13,13 +13,12 @@ first. CPU time of this process, one thread, median of the rounds. Run:
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from typing import Any
 
 import pyarrow as pa
-from benchmarks.avro_decode import _fetch, payloads, print_rounds
+from benchmarks.avro_decode import _fetch, arguments, compare, payloads
 from benchmarks.avro_records import SCHEMA
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
@@ -49,11 +48,7 @@ def per_record(encoder: Any, columns: list[pa.Array]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=10_000)
-    args = parser.parse_args()
+    args = arguments(__doc__, 1_000_000, 10_000)
     values = column(args.records)
     print(f"{args.records} records of {values.type}, batches of {args.batch}")
     text = json.dumps(SCHEMA)
@@ -66,12 +61,8 @@ def main() -> None:
         .equals(encoders["python"].encode_arrow(sample, 1))
     )
     columns = batches(values, args.batch)
-    rounds: dict[str, list[float]] = {name: [] for name in encoders}
-    for _ in range(args.rounds):
-        for name, encoder in encoders.items():
-            rounds[name].append(per_record(encoder, columns))
+    compare(encoders, args.rounds, lambda encoder: per_record(encoder, columns))
     assert native._python is None, "the core handed batches to the Python encoder"
-    print_rounds(rounds)
 
 
 if __name__ == "__main__":

@@ -86,21 +86,24 @@ CASES = {
 }
 #: The cases ``make bench`` runs unless ``--cases`` names others.
 DEFAULT_CASES = ["kafka-1x8", "kafka-3x4", "tansu-1x8", "kafka-scram512-1x8", "kafka-plain-3x4"]
-_SCRAM_USER, _SCRAM_PASSWORD = "bench", "bench-scram-password"
+#: The SCRAM user every benchmark's SASL_SSL side connects as (set on each cluster first).
+SCRAM_USER, SCRAM_PASSWORD = "bench", "bench-scram-password"
 _T = TypeVar("_T")
 
 
-def _security(cluster: Any, mechanism: str | None) -> tuple[tuple[str, str], ...]:
-    """The SASL_SSL listener's client properties for ``mechanism`` (none: PLAINTEXT)."""
+def listener(name: str, cluster: Any, mechanism: str | None) -> Cluster:
+    """Cluster ``name`` as the sides connect to it: its SASL_SSL listener with ``mechanism``
+    (``PLAIN``, or SCRAM as :data:`SCRAM_USER`), or PLAINTEXT (``None``)."""
     if mechanism is None:
-        return ()
+        return Cluster(name, cluster.bootstrap_servers)
     if mechanism == "PLAIN":
         properties = plain_client_properties(cluster)
     else:
         properties = sasl_ssl_scram_client_properties(
-            cluster, _SCRAM_USER, _SCRAM_PASSWORD, mechanism
+            cluster, SCRAM_USER, SCRAM_PASSWORD, mechanism
         )
-    return tuple(sorted(properties.items()))
+    bootstrap = properties.pop("bootstrap.servers")
+    return Cluster(name, bootstrap, tuple(sorted(properties.items())))
 
 
 def _records(count: int, size: int, first: int = 0) -> Iterator[tuple[None, bytes]]:
@@ -150,12 +153,7 @@ def load(started: dict[str, Any], case: str, records: int, size: int) -> dict[st
         f"partitions in {time.perf_counter() - t0:.1f} s",
         flush=True,
     )
-    clusters = []
-    for n in names:
-        security = _security(started[broker][n], mechanism)
-        bootstrap = dict(security).get("bootstrap.servers", started[broker][n].bootstrap_servers)
-        rest = tuple((k, v) for k, v in security if k != "bootstrap.servers")
-        clusters.append(Cluster(n, bootstrap, rest))
+    clusters = [listener(n, started[broker][n], mechanism) for n in names]
     secure = mechanism is not None
     return {
         "clusters": clusters,
@@ -241,7 +239,7 @@ def main() -> None:
             for kind, n in counts.items()
         }
         for cluster in started.get("kafka", {}).values() if secured else ():
-            set_scram_password(cluster, _SCRAM_USER, _SCRAM_PASSWORD)
+            set_scram_password(cluster, SCRAM_USER, SCRAM_PASSWORD)
         data = {case: load(started, case, args.records, args.size) for case in args.cases}
         flink = None
         if not args.no_flink and "kafka" in kinds:

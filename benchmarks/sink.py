@@ -33,13 +33,14 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks import report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
 from benchmarks.spark_sides import Cluster, Run, bench_setup, measure, write_metadata
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
 
@@ -75,12 +76,74 @@ WRITERS = {
 }
 
 
+def committed_messages(cluster: Any, topic: str, deadline_s: float = 300.0) -> Iterator[Message]:
+    """Every committed record of ``topic`` (``read_committed``) up to its end offsets when called,
+    read by a consumer of its own; a read that has not reached them in ``deadline_s`` stops the
+    run."""
+    ends = {p: high for p, (_, high) in cluster.watermarks(topic).items()}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "sink-bench-check",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        done = {p for p, high in ends.items() if not high}
+        deadline = time.monotonic() + deadline_s
+        while len(done) < len(ends):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"could not read {topic} back to its end offsets")
+            for message in consumer.consume(10_000, 2):
+                if message.error() is not None:
+                    raise SystemExit(f"reading {topic} back: {message.error()}")
+                yield message
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                if tp.offset >= ends[tp.partition]:
+                    done.add(tp.partition)
+    finally:
+        consumer.close()
+
+
+def side_options(sink: str, listener: Cluster, topic: str, metadata: Path) -> dict[str, str]:
+    """The write options of side ``sink`` to ``topic`` through ``listener``: Spark's sink
+    (``kafka``, ``kafka_batch``) or ours, by ``metadata`` (stream ``bench``), with the side's
+    writer (:data:`WRITERS`) and guarantee (``exactly_once*``: exactlyOnce)."""
+    if sink in ("kafka", "kafka_batch"):
+        servers = {"kafka.bootstrap.servers": listener.bootstrap, "topic": topic}
+        return servers | listener.java_options()
+    options = {
+        "metadataService": "file",
+        "metadataService.path": str(metadata),
+        "streamId": "bench",
+        "writer": WRITERS[sink],
+    }
+    if sink.startswith("exactly_once"):
+        options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
+    if sink == "native_librdkafka":
+        # murmur2 puts keyed rows where the sink's murmur2_random does, and the direct
+        # produce path does not take it: the core's librdkafka producer writes instead
+        options["kafka.partitioner"] = "murmur2"
+    return options
+
+
 class Writes:
     """Every side's write of the prepared rows to a fresh topic of one cluster."""
 
-    def __init__(self, spark: Any, cluster: Any, rows: Path, total: int, workdir: Path) -> None:
+    def __init__(
+        self,
+        spark: Any,
+        cluster: Any,
+        rows: Path,
+        total: int,
+        workdir: Path,
+        listener: Cluster | None = None,
+    ) -> None:
         self.spark, self.cluster, self.rows, self.total = spark, cluster, rows, total
         self.workdir = workdir
+        #: The listener every side writes through (PLAINTEXT unless given: ``--secure``).
+        self.listener = listener or Cluster("w", cluster.bootstrap_servers)
         self.schema = spark.read.parquet(str(rows)).schema
         self.jvm = spark_jvm()
 
@@ -89,25 +152,11 @@ class Writes:
         topic = f"w{uuid.uuid4().hex[:12]}"
         self.cluster.create_topic(topic, partitions=PARTITIONS)
         metadata = self.workdir / f"{topic}.yaml"
-        write_metadata(metadata, [Cluster("w", self.cluster.bootstrap_servers)], topic)
+        write_metadata(metadata, [self.listener], topic)
         return topic, metadata
 
     def _options(self, sink: str, topic: str, metadata: Path) -> dict[str, str]:
-        if sink in ("kafka", "kafka_batch"):
-            return {"kafka.bootstrap.servers": self.cluster.bootstrap_servers, "topic": topic}
-        options = {
-            "metadataService": "file",
-            "metadataService.path": str(metadata),
-            "streamId": "bench",
-            "writer": WRITERS[sink],
-        }
-        if sink.startswith("exactly_once"):
-            options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
-        if sink == "native_librdkafka":
-            # murmur2 puts keyed rows where the sink's murmur2_random does, and the direct
-            # produce path does not take it: the core's librdkafka producer writes instead
-            options["kafka.partitioner"] = "murmur2"
-        return options
+        return side_options(sink, self.listener, topic, metadata)
 
     def _check(self, name: str, topic: str) -> None:
         """The topic holds the rows (exactlyOnce: plus its transactions' commit markers)."""

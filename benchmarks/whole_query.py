@@ -35,7 +35,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from benchmarks import floor as floor_module
 from benchmarks import phases, report
 from benchmarks.measure import CpuSampler, load_average, spark_jvm
-from benchmarks.run import CASES, _tasks, load
+from benchmarks.run import CASES, SCRAM_PASSWORD, SCRAM_USER, _tasks, load
 from benchmarks.spark_sides import Cluster, bench_setup, dynamic_kafka, floor, kafka, union_of_kafka
 from benchmarks.spark_sides import write_metadata as write_bench_metadata
 
@@ -277,7 +277,7 @@ def main() -> None:
         )
         started = {"kafka": stack.enter_context(clusters)}
         for cluster in started["kafka"].values() if secured else ():
-            set_scram_password(cluster, "bench", "bench-scram-password")
+            set_scram_password(cluster, SCRAM_USER, SCRAM_PASSWORD)
         data = {case: load(started, case, args.records, args.size) for case in args.cases}
         spark = local_spark_session(
             "dynamic-kafka-whole-query",

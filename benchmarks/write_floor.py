@@ -27,7 +27,8 @@ Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the 
 count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
 ``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
 then the window's split per record (medians per thread group) and each of ours above the floor.
-``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ...``.
+``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ... --secure``
+(every side through the SASL_SSL listener with SCRAM-SHA-512, the production estate's).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ from benchmarks import floor as floor_module
 from benchmarks import gc_variants, report
 from benchmarks.floor import WriteFloorSink, floor_rows
 from benchmarks.measure import ThreadSampler, load_average
+from benchmarks.run import SCRAM_PASSWORD, SCRAM_USER, listener
 from benchmarks.sink import WRITERS, Writes, prepare
-from benchmarks.spark_sides import Run, _window, bench_setup
+from benchmarks.spark_sides import Cluster, Run, _window, bench_setup
 
-from pyspark_dynamic_kafka.testing import local_spark_session, start_clusters
+from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 
 OURS = ["native", "native_librdkafka", "exactly_once_native", "dynamic_kafka", "exactly_once"]
@@ -121,8 +123,12 @@ class FloorWrites(Writes):
         #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
         self.scratch: tuple[str, Path] | None = None
 
+    def _frame(self, rows: Path, fmt: str, options: dict[str, str]) -> Any:
+        """The streaming frame a side writes: the Parquet rows as they are."""
+        return self.spark.readStream.schema(self.schema).parquet(str(rows))
+
     def _start(self, rows: Path, fmt: str, options: dict[str, str], checkpoint: str) -> Any:
-        frame = self.spark.readStream.schema(self.schema).parquet(str(rows))
+        frame = self._frame(rows, fmt, options)
         writer = frame.writeStream.format(fmt).options(**options)
         writer = writer.option("checkpointLocation", checkpoint)
         return writer.trigger(availableNow=True).start()
@@ -210,16 +216,28 @@ def split_lines(table: Mapping[str, Mapping[str, float]]) -> list[str]:
     return lines
 
 
+def secure_listener(cluster: Any) -> Cluster:
+    """The cluster's SASL_SSL listener with SCRAM-SHA-512 (:func:`benchmarks.run.listener`), the
+    production estate's, its SCRAM user set first."""
+    set_scram_password(cluster, SCRAM_USER, SCRAM_PASSWORD)
+    return listener("w", cluster, "SCRAM-SHA-512")
+
+
 @contextlib.contextmanager
-def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
+def floor_writes(name: str, records: int, size: int, secure: bool = False) -> Iterator[FloorWrites]:
     """:class:`FloorWrites` in a warm session (stopped at the end) on one Apache Kafka cluster
     with the brokers' serving JVM options, the floor and the GC variants registered, over
     ``records`` rows of ``size``-byte values as Parquet (and 2 rows to prime each side with),
-    in the bench directory's ``name``."""
+    in the bench directory's ``name``; ``secure``: every side writes through the SASL_SSL
+    listener with SCRAM-SHA-512."""
     bench, jars = bench_setup(floor_module, gc_variants)
     workdir = bench / name
     workdir.mkdir(exist_ok=True)
-    with start_clusters(["w"], broker="kafka", jvm_options=SERVING_JVM_OPTIONS) as started:
+    kafka = start_clusters(
+        ["w"], broker="kafka", tls=secure, scram=secure, jvm_options=SERVING_JVM_OPTIONS
+    )
+    with kafka as started:
+        listener = secure_listener(started["w"]) if secure else None
         conf = {"spark.ui.showConsoleProgress": "false", "spark.jars": ",".join(map(str, jars))}
         spark = local_spark_session(f"dynamic-kafka-{name.replace('_', '-')}", 2, 1, **conf)
         spark.sparkContext.setLogLevel("ERROR")
@@ -229,36 +247,55 @@ def floor_writes(name: str, records: int, size: int) -> Iterator[FloorWrites]:
         prepare(spark, rows, records, size)
         prepare(spark, tiny, 2, size)
         try:
-            yield FloorWrites(spark, started["w"], rows, records, workdir, tiny=tiny)
+            yield FloorWrites(spark, started["w"], rows, records, workdir, listener, tiny=tiny)
         finally:
             spark.stop()
+
+
+def run_rounds(
+    writes: FloorWrites,
+    sides: Sequence[str],
+    pairs: report.Pairs,
+    rounds: int,
+    targets: dict[str, report.Target],
+    after_warm_up: Callable[[], None] = lambda: None,
+) -> None:
+    """A warm-up round of every side (then ``after_warm_up()``) and ``rounds`` more, order
+    reversed every other round, each printed; then the medians (whole query and ``addBatch``):
+    the pairs' ratios against ``targets`` and the split by thread group."""
+    wholes: list[dict[str, Run]] = []
+    windows: list[dict[str, Run]] = []
+    for rnd in range(rounds + 1):
+        names = sides if rnd % 2 else list(reversed(sides))
+        load = load_average()
+        drained = {name: writes.side(name) for name in names}
+        if not rnd:
+            after_warm_up()
+        whole = {name: drained[name][0] for name in sides}
+        window = {name: drained[name][1] for name in sides}
+        if rnd:
+            wholes.append(whole)
+            windows.append(window)
+        report.print_round("whole query", rnd, load, whole, pairs)
+        report.print_round("addBatch window", rnd, load, window, pairs)
+    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
+    for what, results in (("whole query", wholes), ("addBatch window", windows)):
+        print(f"\n{what}:")
+        print("\n".join(report.pair_summary(results, pairs, targets)))
+        print(f"\n{what}, µs per record by thread group (medians):")
+        print("\n".join(split_lines(split(results))))
 
 
 def main() -> None:
     parser = report.parser(__doc__, 1_000_000)
     parser.add_argument("--sides", nargs="+", default=SIDES, choices=[*SIDES, *VARIANTS])
+    parser.add_argument(
+        "--secure", action="store_true", help="write through SASL_SSL with SCRAM-SHA-512"
+    )
     args = parser.parse_args()
     sides, pairs = args.sides, [p for p in PAIRS if set(p) <= set(args.sides)]
-    with floor_writes("write_floor", args.records, args.size) as writes:
-        wholes: list[dict[str, Run]] = []
-        windows: list[dict[str, Run]] = []
-        for rnd in range(args.rounds + 1):
-            names = sides if rnd % 2 else list(reversed(sides))
-            load = load_average()
-            drained = {name: writes.side(name) for name in names}
-            whole = {name: drained[name][0] for name in sides}
-            window = {name: drained[name][1] for name in sides}
-            if rnd:
-                wholes.append(whole)
-                windows.append(window)
-            report.print_round("whole query", rnd, load, whole, pairs)
-            report.print_round("addBatch window", rnd, load, window, pairs)
-    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
-    for what, results in (("whole query", wholes), ("addBatch window", windows)):
-        print(f"\n{what}:")
-        print("\n".join(report.pair_summary(results, pairs, TARGETS)))
-        print(f"\n{what}, µs per record by thread group (medians):")
-        print("\n".join(split_lines(split(results))))
+    with floor_writes("write_floor", args.records, args.size, args.secure) as writes:
+        run_rounds(writes, sides, pairs, args.rounds, TARGETS)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,17 @@ import os
 import shutil
 import struct
 import subprocess
-from collections.abc import Sequence
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyspark
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from tests.unit.avro_pairs import Pair, pairs
 
 from pyspark_dynamic_kafka.avro.spark_types import spark_number
 from pyspark_dynamic_kafka.testing.kafka_jars import cache_root
@@ -251,3 +255,22 @@ def batched(cases: int) -> settings:
         derandomize=not RANDOM,
         phases=[Phase.explicit, Phase.generate],
     )
+
+
+def check_generated(
+    java: JavaAvro,
+    check: Callable[[JavaAvro, list[Pair]], None],
+    cases: int,
+    stats: Counter[str],
+    counted: str,
+) -> None:
+    """``check`` against ``java`` on ``cases`` generated schema pairs (:func:`tests.unit.
+    avro_pairs.pairs`), :data:`BATCH` to a call (:func:`batched`), with ``stats`` cleared first;
+    prints the stats and the time taken, and fails unless ``stats[counted]`` (what ``check``
+    counts) reached ``cases``."""
+    drawn = batched(cases)(given(batch=st.lists(pairs(), min_size=BATCH, max_size=BATCH))(check))
+    started = time.monotonic()
+    stats.clear()
+    drawn(java)
+    print(f"{dict(stats)} in {time.monotonic() - started:.1f} s")
+    assert stats[counted] >= cases

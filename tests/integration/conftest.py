@@ -25,7 +25,7 @@ from tests.integration.metadata_server import READ_TOKEN, WRITE_TOKEN, MetadataS
 from tests.integration.worker_python import make_worker_python
 
 from pyspark_dynamic_kafka.engines.core import core
-from pyspark_dynamic_kafka.kafka.pool import consumer_pool
+from pyspark_dynamic_kafka.kafka.pool import consumer_pool, producer_pool
 from pyspark_dynamic_kafka.testing import (
     SparkConnectServer,
     SparkStandalone,
@@ -133,6 +133,15 @@ def empty_consumer_pool(kafka_clusters: Any) -> Iterator[None]:
     otherwise, which crashed librdkafka now and then)."""
     yield
     consumer_pool().close_all()
+
+
+@pytest.fixture(autouse=True)
+def empty_producer_pool() -> Iterator[None]:
+    """The sink's pooled producers in this process (tasks run here, without Spark) do not outlive
+    the test that made them: closed after it, not after a minute idle, reconnecting to a stopped
+    cluster meanwhile."""
+    yield
+    producer_pool().close_all()
 
 
 # -- the two readers of the executor read path ---------------------------------------------------

@@ -20,17 +20,14 @@ from __future__ import annotations
 import io
 import json
 import os
-import time
 from collections import Counter
 from typing import Any
 
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from tests.integration.avro_java import BATCH, JavaAvro, batched, comparable, spark_value
-from tests.unit.avro_pairs import Pair, pairs
+from tests.integration.avro_java import JavaAvro, check_generated, comparable, spark_value
+from tests.unit.avro_pairs import Pair
 from tests.unit.test_avro_encode import RICH, _row
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
@@ -101,6 +98,7 @@ def _encoded(encoder: ColumnEncoder, column: pa.Array) -> list[Any] | tuple[int,
 def check_schemas(java: JavaAvro, batch: list[Pair]) -> None:
     """Each writer schema of ``batch`` with its values: both encoders alike, Java reading them
     back as the column's values."""
+    STATS["schemas"] += len(batch)
     cases = []
     for writer, _, values in batch:
         schema = _without_aliases(writer)
@@ -149,20 +147,9 @@ def check_read(schema: Any, column: pa.Array, payloads: list[Any], answer: Any) 
         assert theirs == mine, f"{json.dumps(schema)}\n{value}\n{javas}"
 
 
-@batched(CASES)
-@given(batch=st.lists(pairs(), min_size=BATCH, max_size=BATCH))
-def _check_generated(java: JavaAvro, batch: list[Pair]) -> None:
-    STATS["schemas"] += len(batch)
-    check_schemas(java, batch)
-
-
 @pytest.mark.avro_java_pairs
 def test_generated_values_encode_as_java_reads_them(java: JavaAvro) -> None:
-    started = time.monotonic()
-    STATS.clear()
-    _check_generated(java)
-    print(f"{dict(STATS)} in {time.monotonic() - started:.1f} s")
-    assert STATS["schemas"] >= CASES
+    check_generated(java, check_schemas, CASES, STATS, "schemas")
     # The Python encoder writes only where a value does not fit (both fail) or fastavro writes
     # what no Spark column holds (a null where the schema has none, kept by the Python decoder).
     assert STATS["columns written by the core"] > 0.95 * STATS["columns"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import time
 from collections import Counter
 from typing import Any
 
@@ -38,14 +37,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.integration.avro_java import (
-    BATCH,
     RANDOM,
     JavaAvro,
-    batched,
+    check_generated,
     comparable,
     spark_value,
 )
-from tests.unit.avro_pairs import Pair, pairs
+from tests.unit.avro_pairs import Pair
 from tests.unit.test_avro_resolution import NAMED_CASES
 
 from pyspark_dynamic_kafka.avro.decode import Decoder
@@ -107,6 +105,7 @@ def _java_expected(reader: Any, answer: Any, arrow_type: pa.DataType) -> Any:
 
 def check_pairs(java: JavaAvro, batch: list[Pair]) -> None:
     """Every pair of ``batch`` decoded by the three: the same values, or all refuse."""
+    STATS["pairs"] += len(batch)
     cases = []
     for writer, reader, values in batch:
         try:
@@ -160,20 +159,9 @@ def _known(resolution: Resolution) -> str | None:
     return None
 
 
-@batched(PAIRS)
-@given(batch=st.lists(pairs(), min_size=BATCH, max_size=BATCH))
-def _check_generated(java: JavaAvro, batch: list[Pair]) -> None:
-    STATS["pairs"] += len(batch)
-    check_pairs(java, batch)
-
-
 @pytest.mark.avro_java_pairs
 def test_generated_schema_pairs_decode_as_java_decodes_them(java: JavaAvro) -> None:
-    started = time.monotonic()
-    STATS.clear()
-    _check_generated(java)
-    print(f"{dict(STATS)} in {time.monotonic() - started:.1f} s")
-    assert STATS["pairs"] >= PAIRS
+    check_generated(java, check_pairs, PAIRS, STATS, "pairs")
 
 
 @pytest.mark.parametrize("case", NAMED_CASES, ids=lambda c: json.dumps(c[1])[:60])

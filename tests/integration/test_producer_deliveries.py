@@ -4,6 +4,7 @@ user's ``delivery.report.only.error`` says; the core's counts leave out records 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -34,9 +35,18 @@ def _config(cluster: Any, only_error: str | None, **extra: str) -> dict[str, str
     return config | extra
 
 
-def _producer(writer: str, cluster: Any, only_error: str | None) -> Any:
-    """The writer's :class:`~pyspark_dynamic_kafka.engines.roles.BatchProducer`."""
-    return batch_producer(PRODUCERS[writer], _config(cluster, only_error), None)
+@pytest.fixture
+def east(kafka_clusters: Any) -> Any:
+    return kafka_clusters("east")["east"]
+
+
+@pytest.fixture(params=REPORT_SETTINGS)
+def producer(request: pytest.FixtureRequest, writer: str, east: Any) -> Iterator[Any]:
+    """The writer's :class:`~pyspark_dynamic_kafka.engines.roles.BatchProducer` to ``east``,
+    with each of the user's :data:`REPORT_SETTINGS`; closed after the test."""
+    producer = batch_producer(PRODUCERS[writer], _config(east, request.param), None)
+    yield producer
+    producer.close()
 
 
 def _batch(topics: list[str | None], partitions: list[int | None] | None = None) -> pa.RecordBatch:
@@ -67,22 +77,14 @@ def _sizes(batch: pa.RecordBatch, topic: str | None = None) -> tuple[int, int]:
     return len(rows), sum(len(k or b"") + len(v) for k, v in rows)
 
 
-@pytest.mark.parametrize("only_error", REPORT_SETTINGS)
-def test_deliveries_are_counted_per_topic(
-    writer: str, kafka_clusters: Any, only_error: str | None
-) -> None:
-    cluster = kafka_clusters("east")["east"]
-    cluster.create_topic("orders", partitions=3)
-    cluster.create_topic("audit", partitions=1)
+def test_deliveries_are_counted_per_topic(east: Any, producer: Any) -> None:
+    east.create_topic("orders", partitions=3)
+    east.create_topic("audit", partitions=1)
     batch = _batch(["orders" if i % 4 else "audit" for i in range(2_000)])
-    producer = _producer(writer, cluster, only_error)
-    try:
-        producer.send(batch, None, [("orders", "orders"), ("audit", "audit")])
-        producer.send(batch.slice(0, 10), "audit")
-        assert producer.flush(30_000) == 0
-        rows, sizes, error = producer.deliveries()
-    finally:
-        producer.close()
+    producer.send(batch, None, [("orders", "orders"), ("audit", "audit")])
+    producer.send(batch.slice(0, 10), "audit")
+    assert producer.flush(30_000) == 0
+    rows, sizes, error = producer.deliveries()
     orders, audit = _sizes(batch, "orders"), _sizes(batch, "audit")
     extra = _sizes(batch.slice(0, 10))
     assert error is None
@@ -90,23 +92,15 @@ def test_deliveries_are_counted_per_topic(
     assert sizes == {"orders": orders[1], "audit": audit[1] + extra[1]}
 
 
-@pytest.mark.parametrize("only_error", REPORT_SETTINGS)
-def test_a_failed_record_is_the_first_failure_and_not_counted(
-    writer: str, kafka_clusters: Any, only_error: str | None
-) -> None:
-    cluster = kafka_clusters("east")["east"]
-    cluster.create_topic("orders", partitions=2)
+def test_a_failed_record_is_the_first_failure_and_not_counted(east: Any, producer: Any) -> None:
+    east.create_topic("orders", partitions=2)
     # the broker refuses audit's records (their batch is larger than the topic takes)
-    cluster.create_topic("audit", partitions=1, config={"max.message.bytes": "64"})
+    east.create_topic("audit", partitions=1, config={"max.message.bytes": "64"})
     batch = _batch(["orders"] * 50 + ["audit"] * 20)
-    producer = _producer(writer, cluster, only_error)
-    try:
-        producer.send(batch, None, [("orders", "orders"), ("audit", "audit")])
-        assert producer.flush(30_000) == 0
-        assert producer.failed()
-        rows, sizes, error = producer.deliveries()
-    finally:
-        producer.close()
+    producer.send(batch, None, [("orders", "orders"), ("audit", "audit")])
+    assert producer.flush(30_000) == 0
+    assert producer.failed()
+    rows, sizes, error = producer.deliveries()
     assert rows == {"orders": 50}
     assert sizes == {"orders": _sizes(batch, "orders")[1]}
     assert error is not None

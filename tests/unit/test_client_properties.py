@@ -24,7 +24,7 @@ from pyspark_dynamic_kafka.kafka.config import (
     redact_secrets,
 )
 from pyspark_dynamic_kafka.kafka.java_properties import translate
-from pyspark_dynamic_kafka.kafka.pool import ConsumerPool
+from pyspark_dynamic_kafka.kafka.pool import ClientPool
 from pyspark_dynamic_kafka.kafka.references import read_properties_file, resolve
 
 SECRET = "SENTINEL-java-secret-41c7"
@@ -214,7 +214,7 @@ def test_a_rotated_secret_gives_a_new_fingerprint_pooled_consumer_and_admin_clie
         made.append(client_properties(properties)["sasl.password"])
         return Consumer()
 
-    pool = ConsumerPool()
+    pool = ClientPool()
     consumer = pool.acquire("east", properties, factory=factory)
     pool.release("east", properties, consumer, True, 60_000, factory=factory)
     assert pool.acquire("east", properties, factory=factory) is consumer  # unchanged: reused

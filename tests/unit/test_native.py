@@ -20,7 +20,7 @@ from pyspark_dynamic_kafka.engines.read_core import direct_consumer
 from pyspark_dynamic_kafka.errors import ReadError
 from pyspark_dynamic_kafka.frozen import FrozenMapping
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.pool import ConsumerPool, consumer_pool
+from pyspark_dynamic_kafka.kafka.pool import ClientPool, consumer_pool
 from pyspark_dynamic_kafka.source.executor.read import read_task
 from pyspark_dynamic_kafka.source.executor.task import OffsetRange, ReadSettings, ReadTask
 from pyspark_dynamic_kafka.source.schema import arrow_schema
@@ -105,7 +105,7 @@ def test_no_handover_is_reported_for_a_cluster_planned_on_librdkafka(
 def test_pooled_direct_consumers_are_reused_and_never_lent_twice() -> None:
     module = core()
     assert module is not None
-    pool = ConsumerPool()
+    pool = ClientPool()
     props = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "group.id": "g"})
     first = pool.acquire("east", props, 0, direct_consumer)
     assert isinstance(first, module.Consumer)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ConsumerPool, consumer_config
+from pyspark_dynamic_kafka.kafka.pool import MAX_IDLE_PER_CLUSTER, ClientPool, consumer_config
 from pyspark_dynamic_kafka.source.config.options import OPTIONS
 
 PROPS = FrozenProperties({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"})
 
 
 def test_a_new_generation_never_reuses_an_older_consumer() -> None:
-    pool = ConsumerPool()
+    pool = ClientPool()
     first = pool.acquire("east", PROPS, 0)
     pool.release("east", PROPS, first, True, 60_000, 0)
     assert pool.acquire("east", PROPS, 0) is first  # same generation: reused
@@ -28,7 +28,7 @@ def test_a_new_generation_never_reuses_an_older_consumer() -> None:
 
 def test_idle_consumers_per_cluster_are_capped_least_recent_closed_first() -> None:
     # Each query has its own group id: consumers of queries that ended must not pile up.
-    pool = ConsumerPool()
+    pool = ClientPool()
     queries = [
         FrozenProperties({**PROPS, "group.id": f"q{i}"}) for i in range(MAX_IDLE_PER_CLUSTER + 2)
     ]

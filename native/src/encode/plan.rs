@@ -176,21 +176,15 @@ fn logical_of(node: &Map<String, Value>, plan: Plan, logical: &Value) -> Result<
         ("date", Plan::Int) => Plan::Date,
         ("time-millis", Plan::Int) | ("uuid", Plan::String) => plan,
         ("time-micros", Plan::Long) => Plan::TimeMicros,
-        ("timestamp-millis", Plan::Long) => Plan::Timestamp {
-            millis: true,
-            local: false,
-        },
-        ("timestamp-micros", Plan::Long) => Plan::Timestamp {
-            millis: false,
-            local: false,
-        },
-        ("local-timestamp-millis", Plan::Long) => Plan::Timestamp {
-            millis: true,
-            local: true,
-        },
-        ("local-timestamp-micros", Plan::Long) => Plan::Timestamp {
-            millis: false,
-            local: true,
+        (
+            "timestamp-millis"
+            | "timestamp-micros"
+            | "local-timestamp-millis"
+            | "local-timestamp-micros",
+            Plan::Long,
+        ) => Plan::Timestamp {
+            millis: name.ends_with("-millis"),
+            local: name.starts_with("local-"),
         },
         ("decimal", Plan::Bytes | Plan::Fixed(_)) => {
             let precision = node.get("precision").and_then(Value::as_u64).unwrap_or(0);

@@ -7,6 +7,7 @@ a name and a namespace (arrow-avro needs both to find a type referred to by its 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "plain",
     "plain_reader",
     "qualified",
+    "rebuilt",
     "renamed",
     "with_article",
     "with_children",
@@ -143,6 +145,20 @@ def with_children(schema: dict[str, Any], change: Any) -> dict[str, Any]:
         if key in out:
             out[key] = change(out[key])
     return out
+
+
+def rebuilt(schema: Any, change: Callable[[Any], Any]) -> Any:
+    """A copy of ``schema`` (as :func:`fastavro.parse_schema` gives it) without fastavro's marks
+    (the keys starting ``__``), each schema right below it changed by ``change``: a union's
+    branches, a type given as a schema, a complex type's fields' types, items and values."""
+    if isinstance(schema, list):
+        return [change(branch) for branch in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {key: value for key, value in schema.items() if not key.startswith("__")}
+    if isinstance(schema.get("type"), dict | list):
+        return {**schema, "type": change(schema["type"])}
+    return with_children(schema, change)
 
 
 def kind_of(schema: Any) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark_dynamic_kafka.avro.names import NAMED, with_children
+from pyspark_dynamic_kafka.avro.names import NAMED, rebuilt
 
 __all__ = ["TOP", "by_reference"]
 
@@ -38,21 +38,10 @@ def by_reference(parsed: Any) -> dict[str, Any]:
 
 
 def _reference(schema: Any, named: dict[str, Any]) -> Any:
-    """``schema`` with a named type's definition as its name (its definition in ``named``)."""
+    """``schema`` with every named type's definition, its own and those below it, as its name
+    (its definition in ``named``)."""
+    below = rebuilt(schema, lambda child: _reference(child, named))
     if isinstance(schema, dict) and schema.get("type") in NAMED:
-        name = schema["name"]
-        named[name] = _below(schema, named)
-        return name
-    return _below(schema, named)
-
-
-def _below(schema: Any, named: dict[str, Any]) -> Any:
-    """A copy of ``schema`` whose children are references (:func:`_reference`)."""
-    if isinstance(schema, list):
-        return [_reference(branch, named) for branch in schema]
-    if not isinstance(schema, dict):
-        return schema
-    schema = {key: value for key, value in schema.items() if not key.startswith("__")}
-    if isinstance(schema.get("type"), dict | list):
-        return {**schema, "type": _reference(schema["type"], named)}
-    return with_children(schema, lambda child: _reference(child, named))
+        named[schema["name"]] = below
+        return schema["name"]
+    return below

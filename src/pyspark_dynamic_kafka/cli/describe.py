@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
@@ -32,8 +32,31 @@ _LOG_LEVEL = "log_level"
 _QUIET = "2"  # syslog level: critical and worse
 
 
+class _JsonReport:
+    """A part of the report whose JSON object is its attributes that :attr:`_JSON` names, in
+    that order, each under its name in camelCase; a tuple of reports is a list of their
+    objects."""
+
+    _JSON: ClassVar[tuple[str, ...]]
+
+    def to_json(self) -> dict[str, Any]:
+        """This part of the report as a JSON object."""
+        return {_camel_case(name): _json_value(getattr(self, name)) for name in self._JSON}
+
+
+def _camel_case(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [v.to_json() for v in value]
+    return value
+
+
 @dataclass(frozen=True)
-class PartitionReport:
+class PartitionReport(_JsonReport):
     """Offsets of one partition; ``committed`` and ``lag`` are ``None`` without a commit,
     ``owner`` (the group member reading it, ``client.id@host``) without one."""
 
@@ -43,6 +66,8 @@ class PartitionReport:
     committed: int | None = None
     owner: str | None = None
 
+    _JSON = ("partition", "earliest", "latest", "committed", "lag", "owner")
+
     @property
     def lag(self) -> int | None:
         """``latest - committed`` (never negative), or ``None`` without a committed offset."""
@@ -50,37 +75,20 @@ class PartitionReport:
             return None
         return max(self.latest - self.committed, 0)
 
-    def to_json(self) -> dict[str, Any]:
-        """This partition as a JSON object."""
-        return {
-            "partition": self.partition,
-            "earliest": self.earliest,
-            "latest": self.latest,
-            "committed": self.committed,
-            "lag": self.lag,
-            "owner": self.owner,
-        }
-
 
 @dataclass(frozen=True)
-class TopicReport:
+class TopicReport(_JsonReport):
     """One topic of a stream on a cluster; ``exists`` is false when the cluster lacks it."""
 
     topic: str
     exists: bool
     partitions: tuple[PartitionReport, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        """This topic as a JSON object."""
-        return {
-            "topic": self.topic,
-            "exists": self.exists,
-            "partitions": [p.to_json() for p in self.partitions],
-        }
+    _JSON = ("topic", "exists", "partitions")
 
 
 @dataclass(frozen=True)
-class ClusterReport:
+class ClusterReport(_JsonReport):
     """A stream's topics on one cluster, or the error that kept the cluster from answering."""
 
     cluster: str
@@ -88,22 +96,17 @@ class ClusterReport:
     topics: tuple[TopicReport, ...] = ()
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """This cluster as a JSON object."""
-        return {
-            "cluster": self.cluster,
-            "bootstrapServers": self.bootstrap_servers,
-            "error": self.error,
-            "topics": [t.to_json() for t in self.topics],
-        }
+    _JSON = ("cluster", "bootstrap_servers", "error", "topics")
 
 
 @dataclass(frozen=True)
-class StreamReport:
+class StreamReport(_JsonReport):
     """One stream and its clusters."""
 
     stream: str
     clusters: tuple[ClusterReport, ...]
+
+    _JSON = ("stream", "lag", "clusters")
 
     @property
     def lag(self) -> int | None:
@@ -117,22 +120,16 @@ class StreamReport:
         ]
         return sum(lags) if lags else None
 
-    def to_json(self) -> dict[str, Any]:
-        """This stream as a JSON object."""
-        return {
-            "stream": self.stream,
-            "lag": self.lag,
-            "clusters": [c.to_json() for c in self.clusters],
-        }
-
 
 @dataclass(frozen=True)
-class Report:
+class Report(_JsonReport):
     """What ``describe`` shows."""
 
     source: str
     group: str | None
     streams: tuple[StreamReport, ...]
+
+    _JSON = ("group", "streams")
 
     @property
     def errors(self) -> list[str]:
@@ -142,12 +139,9 @@ class Report:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The report as a JSON object."""
-        return {
-            "metadata": self.source,
-            "group": self.group,
-            "streams": [s.to_json() for s in self.streams],
-        }
+        """The report as a JSON object: where its metadata came from (``metadata``), then its
+        group and streams."""
+        return {"metadata": self.source, **super().to_json()}
 
 
 @dataclass

@@ -33,7 +33,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from pyspark_dynamic_kafka.avro.names import NAMED
+from pyspark_dynamic_kafka.avro.names import NAMED, rebuilt
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.encode_python import PythonColumnEncoder
 
@@ -124,19 +124,8 @@ def inlined(schema: Any, named: dict[str, Any] | None = None) -> Any:
         if schema not in named:
             raise ValueError(f"the schema refers to {schema!r} before defining it")
         return named[schema]
-    if isinstance(schema, list):
-        return [inlined(branch, named) for branch in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: v for k, v in schema.items() if not k.startswith("__")}
-    if isinstance(out.get("type"), list | dict):
-        out["type"] = inlined(out["type"], named)
-    if "fields" in out:
-        out["fields"] = [{**f, "type": inlined(f["type"], named)} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = inlined(out[key], named)
-    if out.get("type") in NAMED:
+    out = rebuilt(schema, lambda child: inlined(child, named))
+    if isinstance(out, dict) and out.get("type") in NAMED:
         named[str(out["name"])] = out
     return out
 

@@ -18,17 +18,10 @@ from pyspark_dynamic_kafka.engines.roles import EncodeFailure
 __all__ = ["PythonColumnEncoder"]
 
 
-class PythonColumnEncoder:
-    """Encodes columns of one writer schema with fastavro.
-
-    Parameters
-    ----------
-    schema:
-        The writer schema (Avro JSON text), as registered in the registry.
-    """
-
-    def __init__(self, schema: str) -> None:
-        self.encoder = Encoder(schema)
+class PythonColumnEncoder(Encoder):
+    """Encodes columns of one writer schema with fastavro: the :class:`~pyspark_dynamic_kafka.
+    avro.encode.Encoder` of ``schema`` (the writer schema, Avro JSON text, as registered in the
+    registry), value by value."""
 
     def encode_arrow(self, values: pa.Array, schema_id: int) -> pa.Array:
         """The payloads of ``values`` framed with ``schema_id``, null where a value is null.
@@ -39,7 +32,7 @@ class PythonColumnEncoder:
             At the first value that does not fit the schema, naming its row and why.
         """
         prefix = id_prefix(schema_id)
-        body = self.encoder.body
+        body = self.body
         payloads: list[bytes | None] = []
         for row, value in enumerate(values.to_pylist()):
             if value is None:

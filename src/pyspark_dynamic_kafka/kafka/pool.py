@@ -1,12 +1,15 @@
-"""Consumers reused across tasks inside one Python worker, closed when idle, retired or at exit.
+"""Clients reused across tasks inside one Python worker, closed when idle, retired or at exit.
 
 Spark reuses Python worker processes between tasks, so a module-level pool lets consecutive
-micro-batches read with an already-connected consumer. A daemon thread closes consumers idle for
-longer than their timeout, so a cluster that left the metadata keeps no connection open even if
-the worker never runs another task. The pool holds confluent-kafka consumers and, through a
+micro-batches read with an already-connected consumer (:func:`consumer_pool`) and write with an
+already-connected producer (:func:`producer_pool`, the sink's atLeastOnce producers: a new
+idempotent producer waits for its producer id, half a second with librdkafka, at every task;
+Spark's own sink caches its producers likewise). A daemon thread closes clients idle for longer
+than their timeout, so a cluster that left the metadata keeps no connection open even if the
+worker never runs another task. The consumer pool holds confluent-kafka consumers and, through a
 factory of its own, the compiled core's (:mod:`~pyspark_dynamic_kafka.engines.read_core`):
-the factory is part of a consumer's key, so one kind is never handed out for the other.
-A consumer is handed to one task at a time: it leaves the pool while a task reads with it.
+the factory is part of a client's key, so one kind is never handed out for the other.
+A client is handed to one task at a time: it leaves the pool while a task uses it.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from pyspark_dynamic_kafka.kafka.config import (
 __all__ = [
     "CONSUMER_DEFAULTS",
     "MAX_IDLE_PER_CLUSTER",
+    "ClientPool",
     "ConsumerFactory",
-    "ConsumerPool",
     "confluent_consumer",
     "consumer_config",
     "consumer_pool",
+    "producer_pool",
 ]
 
 _log = logging.getLogger(__name__)
@@ -117,9 +121,9 @@ class _Idle:
     generation: int = 0
 
 
-class ConsumerPool:
-    """Idle consumers keyed by (cluster id, client properties, factory, what their secret
-    references resolve to, generation).
+class ClientPool:
+    """Idle clients (consumers, or producers) keyed by (cluster id, client properties, factory,
+    what their secret references resolve to, generation).
 
     A secret a reference points to (a password file) that changed gives a new key: the next task
     builds a consumer with the new secret, and the old one ages out.
@@ -219,7 +223,7 @@ class ConsumerPool:
     def _start_reaper(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():
             self._reaper = threading.Thread(
-                target=self._reap_forever, name="dynamic-kafka-consumer-reaper", daemon=True
+                target=self._reap_forever, name="dynamic-kafka-client-reaper", daemon=True
             )
             self._reaper.start()
 
@@ -233,18 +237,25 @@ def _expired(entry: _Idle) -> bool:
     return time.monotonic() - entry.since >= entry.timeout_s
 
 
-def _close(consumer: Any) -> None:
+def _close(client: Any) -> None:
     try:
-        consumer.close()
-    except (KafkaException, RuntimeError) as exc:
-        _log.debug("Ignoring error while closing a consumer: %s", exc)
+        client.close()
+    except Exception as exc:  # an idle client's close: nothing is waiting on it
+        _log.debug("Ignoring error while closing an idle client: %s", exc)
 
 
-_POOL = ConsumerPool()
-# Close pooled consumers when the interpreter exits normally (their connections, their threads).
+_POOL = ClientPool()
+_PRODUCERS = ClientPool()
+# Close pooled clients when the interpreter exits normally (their connections, their threads).
 atexit.register(_POOL.close_all)
+atexit.register(_PRODUCERS.close_all)
 
 
-def consumer_pool() -> ConsumerPool:
-    """The pool of this Python process."""
+def consumer_pool() -> ClientPool:
+    """The consumer pool of this Python process."""
     return _POOL
+
+
+def producer_pool() -> ClientPool:
+    """The producer pool of this Python process (the sink's atLeastOnce producers)."""
+    return _PRODUCERS

@@ -125,8 +125,9 @@ _DECLARED: tuple[OptionSpec[Any], ...] = (
         "deliveryGuarantee",
         guarantee,
         AT_LEAST_ONCE,
-        "`atLeastOnce`: an idempotent producer per task, flushed and checked before the task "
-        "ends (a retried task writes its rows again); `exactlyOnce` (writeStream, with "
+        "`atLeastOnce`: an idempotent producer, flushed and checked before each task ends (a "
+        "retried task writes its rows again; a Python worker keeps it for its next task, as "
+        "Spark's sink keeps its own); `exactlyOnce` (writeStream, with "
         "sinkId): one transaction per task with a progress marker, so read_committed readers "
         "see each row of a micro-batch once.",
         attr="delivery_guarantee",

@@ -5,7 +5,10 @@ Columns are those of Spark's ``kafka`` sink: ``value`` (required), ``key``, ``to
 ``partition``, ``headers`` (``array<struct<key: string, value: binary>>``); others are ignored,
 as Spark's sink does. The producer is idempotent (no duplicate from librdkafka's own retries);
 the task flushes and fails, naming the cluster and the topic, when a record is not acknowledged,
-so a batch is written whole or its task retried (at least once).
+so a batch is written whole or its task retried (at least once). A task that wrote every record
+leaves its producer, connected and with its producer id, to the next task of the worker on the
+same cluster and properties (:func:`~pyspark_dynamic_kafka.kafka.pool.producer_pool`, closed after
+:data:`PRODUCER_IDLE_MS` idle); a task that failed closes it. A stamped task has its own.
 
 The producer is a :class:`~pyspark_dynamic_kafka.engines.roles.BatchProducer`, asked of
 :func:`~pyspark_dynamic_kafka.engines.implementations.batch_producer` by the task's planned
@@ -22,8 +25,9 @@ batch, so a reader drops a retried attempt's copies by keeping one record per st
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -39,9 +43,11 @@ from pyspark_dynamic_kafka.engines.roles import (
 )
 from pyspark_dynamic_kafka.errors import WriteError
 from pyspark_dynamic_kafka.kafka.config import redact_secrets
+from pyspark_dynamic_kafka.kafka.pool import producer_pool
 from pyspark_dynamic_kafka.sink.executor.task import WriteReport, WriteTask
 
 __all__ = [
+    "PRODUCER_IDLE_MS",
     "STAMP_HEADERS",
     "Stamp",
     "check_flushed",
@@ -98,8 +104,15 @@ def open_producer(
         not installed on this worker.
     """
     carried = None if stamp is None else (stamp.sink_id, stamp.batch, stamp.partition)
-    try:
+    with _opening(task, what):
         return batch_producer(task.engine, properties, carried, lender)
+
+
+@contextlib.contextmanager
+def _opening(task: WriteTask, what: str) -> Iterator[None]:
+    """A producer's creation failures as :func:`open_producer` words them."""
+    try:
+        yield
     except CoreMissingError:
         raise WriteError(
             f"Cluster '{task.route.cluster_id}' was planned for the native writer, but this "
@@ -108,6 +121,21 @@ def open_producer(
         ) from None
     except ProduceFailure as exc:
         raise failure(task, what, None, exc.reason) from None
+
+
+#: How long an atLeastOnce producer waits in its worker's pool for the next task (ms).
+PRODUCER_IDLE_MS = 60_000
+
+
+@functools.cache
+def _pooled(engine: str) -> Callable[[str, Mapping[str, str]], BatchProducer]:
+    """The pool's factory of unstamped producers on ``engine`` (one object per engine: the
+    factory is part of a pooled producer's key)."""
+
+    def make(cluster_id: str, properties: Mapping[str, str]) -> BatchProducer:
+        return batch_producer(engine, properties, None)
+
+    return make
 
 
 @contextlib.contextmanager
@@ -155,6 +183,8 @@ def send_all(
         message names the cluster and the topic, never a secret), or a batch has no ``value``
         column.
     """
+    # What a pooled producer's earlier tasks wrote (copies: a producer may update its own).
+    before_rows, before_sizes = (dict(counts) for counts in producer.deliveries()[:2])
     for batch in batches:
         topic, topics = _topics(task, batch)
         with producing(task, "Cannot produce to"):
@@ -168,6 +198,8 @@ def send_all(
         rows, sizes, error = producer.deliveries()
     topic, reason = (None, None) if error is None else error
     check_flushed(task, left, topic, reason)
+    rows = {t: n - before_rows.get(t, 0) for t, n in rows.items() if n > before_rows.get(t, 0)}
+    sizes = {t: n - before_sizes.get(t, 0) for t, n in sizes.items() if t in rows}
     return WriteReport(task.route.cluster_id, rows, False, sizes)
 
 
@@ -197,14 +229,28 @@ def produce_batches(
 ) -> WriteReport:
     """atLeastOnce: produce every row of ``batches`` to ``task``'s route with an idempotent
     producer (with ``stamp``'s headers, if any) and wait for the acknowledgements (the errors
-    of :func:`send_all`)."""
+    of :func:`send_all`). Unstamped, the producer comes from the worker's pool and goes back to
+    it when every record was written."""
     properties = task.producer_properties()
-    producer = open_producer(task, properties, stamp, "Cannot create a producer for")
+    what, cluster_id = "Cannot create a producer for", task.route.cluster_id
+    if stamp is None:
+        factory = _pooled(task.engine)
+        with _opening(task, what):
+            producer = producer_pool().acquire(cluster_id, properties, factory=factory)
+    else:
+        producer = open_producer(task, properties, stamp, what)
+    written = False
     try:
         report = send_all(task, producer, batches)
+        written = True
     finally:
-        # Destroyed now, not when an error's traceback lets go of it: a producer left alive
-        # goes on reconnecting to its cluster (a stopped one's port may be another's by then).
-        producer.close()
+        if written and stamp is None:
+            producer_pool().release(
+                cluster_id, properties, producer, True, PRODUCER_IDLE_MS, factory=factory
+            )
+        else:
+            # Destroyed now, not when an error's traceback lets go of it: a producer left
+            # alive goes on reconnecting to its cluster (a stopped one's port may be another's).
+            producer.close()
     _LOG.debug("wrote %s to cluster %r", report.rows, task.route.cluster_id)
     return report

@@ -101,28 +101,32 @@ def test_a_leader_stopped_mid_write_loses_and_duplicates_nothing(
             }
         )
 
-    stopped = threading.Event()
+    going, stopped = threading.Event(), threading.Event()
 
     def stop_a_broker() -> None:
-        time.sleep(1)
+        going.wait()
         east.stop_broker(1)
         stopped.set()
 
     stopper = threading.Thread(target=stop_a_broker)
     stopper.start()
-    # Rows keep coming (a batch every 20 ms, each sent after linger.ms) until a second after
-    # the broker stopped: requests to it are in flight when it goes.
+    # Rows keep coming (a batch every 20 ms, each sent after linger.ms), the broker is stopped
+    # once 50 batches went, and rows come on until 50 batches after it stopped: requests to it
+    # are in flight when it goes.
     batches, after = 0, 0
     try:
         while after < 50 and batches < 1_000:
             producer.send(batch(batches), "orders")
             batches += 1
+            if batches == 50:
+                going.set()
             after += stopped.is_set()
             time.sleep(0.02)
         left = producer.flush(120_000)
         rows, _, error = producer.deliveries()
         retries = producer.retries()
     finally:
+        going.set()
         producer.close()
         stopper.join()
     total = batches * per_batch
@@ -132,3 +136,34 @@ def test_a_leader_stopped_mid_write_loses_and_duplicates_nothing(
     wait_until(lambda: sum(e for _, e in east.watermarks("orders").values()) >= total, what="all")
     values = [r.value for r in read_topic(east, "orders", "read_uncommitted")]
     assert len(values) == total == len(set(values))
+
+
+def test_a_refused_password_fails_the_write_with_the_brokers_reason(
+    kafka_clusters: Any,
+) -> None:
+    """An authentication the broker refuses is no retriable error: the producer fails at once
+    with the broker's reason (as the Java producer does), not after ``message.timeout.ms``
+    as a timeout, and the password is nowhere in it."""
+    skip_without_core("direct")
+    east = secured_cluster(kafka_clusters)
+    east.create_topic("orders", partitions=2)
+    set_scram_password(east, "scram-refused", f"scram-{uuid.uuid4().hex}")
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    secured = sasl_ssl_scram_client_properties(east, "scram-refused", wrong, "SCRAM-SHA-512")
+    # message.timeout.ms past the flush's wait: a timeout would leave the rows waiting, unfailed
+    config = {**secured, "enable.idempotence": "true", "message.timeout.ms": "600000"}
+    compiled = core()
+    assert compiled is not None
+    producer = compiled.DirectProducer(sorted(config.items()), None)
+    try:
+        producer.send(pa.record_batch({"value": pa.array([b"v0", b"v1"], pa.binary())}), "orders")
+        left = producer.flush(120_000)
+        rows, _, error = producer.deliveries()
+    finally:
+        producer.close()
+    assert (left, rows) == (0, {})
+    assert error is not None
+    topic, reason = error
+    assert topic == "orders"
+    assert "authentication failed" in reason, reason
+    assert wrong not in reason

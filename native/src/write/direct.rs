@@ -7,7 +7,9 @@
 //! Taken for atLeastOnce where it writes what librdkafka's producer would ([`config`]);
 //! exactlyOnce's transactions stay with librdkafka. A batch whose topics' partitions are not
 //! known yet (the cluster unreachable) waits, whole, until they are or `message.timeout.ms`
-//! ends: it then fails as librdkafka's records fail ([`answer::TIMED_OUT`]).
+//! ends: it then fails as librdkafka's records fail ([`answer::TIMED_OUT`]). A broker's refusal
+//! (authentication, TLS verification) fails the producer at once with the broker's reason, as
+//! the Java producer fails its sends on an authentication error.
 
 pub mod answer;
 pub mod batches;
@@ -165,7 +167,10 @@ impl DirectWriter {
             let since = front.since;
             if !self.known(&names) {
                 let topic = self.wire.topic(names.first().map_or("", String::as_str));
-                if since.elapsed() > self.wire.config.message_timeout {
+                if let Some(why) = self.wire.cluster.refused.take() {
+                    self.pending.clear();
+                    self.wire.fail(topic, why);
+                } else if since.elapsed() > self.wire.config.message_timeout {
                     let why = self.wire.cluster.last_error.clone();
                     let code = names.iter().find_map(|n| self.wire.cluster.topic_error(n));
                     let text = match (code, why) {

@@ -33,6 +33,9 @@ pub struct Cluster {
     pub producer: Option<(i64, i16)>,
     /// Why the last lookup failed.
     pub last_error: Option<String>,
+    /// A broker's refusal (authentication, TLS verification): no retry mends it, so the
+    /// producer fails with it, as the Java producer fails its sends on an authentication error.
+    pub refused: Option<String>,
     body: Vec<u8>,
 }
 
@@ -47,6 +50,7 @@ impl Cluster {
             control: None,
             producer: None,
             last_error: None,
+            refused: None,
             body: Vec::new(),
         }
     }
@@ -145,7 +149,12 @@ impl Cluster {
                     }
                     Err(no) => last = format!("{host}:{port}: {}", no.why),
                 },
-                Err(Refusal::Unreachable(why) | Refusal::Refused(why)) => last = why,
+                Err(Refusal::Unreachable(why)) => last = why,
+                Err(Refusal::Refused(why)) => {
+                    self.refused = Some(why.clone());
+                    last = why;
+                    break;
+                }
             }
         }
         self.body = body;
@@ -215,7 +224,11 @@ impl Cluster {
             .ok_or_else(|| format!("broker {id} has no address"))?;
         let needed = [(PRODUCE, 3, "Produce")];
         let broker = Broker::connect(&host, port, &self.connection, &needed).map_err(|r| match r {
-            Refusal::Unreachable(why) | Refusal::Refused(why) => why,
+            Refusal::Unreachable(why) => why,
+            Refusal::Refused(why) => {
+                self.refused = Some(why.clone());
+                why
+            }
         });
         let broker = broker.inspect_err(|why| self.last_error = Some(why.clone()))?;
         let version = PRODUCE_VERSIONS

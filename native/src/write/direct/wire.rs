@@ -146,7 +146,7 @@ impl Wire {
         if self.recover {
             self.settle(); // after a retriable error: the leaders looked up again first
         }
-        if self.dead {
+        if self.dead || self.refused_by_broker() {
             return;
         }
         let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();
@@ -344,7 +344,7 @@ impl Wire {
                 return self.waiting();
             }
             self.expire();
-            if Instant::now() >= deadline {
+            if self.refused_by_broker() || Instant::now() >= deadline {
                 return self.waiting();
             }
             if !self.any_leader() {
@@ -353,6 +353,16 @@ impl Wire {
                 let _ = self.cluster.refresh(&names, &self.config);
             }
         }
+    }
+
+    /// Fail on a broker's refusal (authentication, TLS): whether it failed.
+    fn refused_by_broker(&mut self) -> bool {
+        let Some(why) = self.cluster.refused.take() else {
+            return false;
+        };
+        let topic = self.parts.iter().find(|(_, p)| !p.batches.is_empty());
+        self.fail(topic.map_or(0, |(&(t, _), _)| t), why);
+        true
     }
 
     /// Whether some partition with batches to send has a known leader.

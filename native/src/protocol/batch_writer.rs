@@ -46,6 +46,9 @@ fn put_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
     }
 }
 
+/// The room a new batch takes before its records come (bytes).
+pub const FIRST_ROOM: usize = 64 << 10;
+
 /// A batch being written: its head reserved, records appended; sealed by [`BatchWriter::seal`].
 #[derive(Debug)]
 pub struct BatchWriter {
@@ -57,9 +60,10 @@ pub struct BatchWriter {
 
 impl BatchWriter {
     /// An empty batch whose records are timestamped from `first_timestamp` (ms), with room for
-    /// `capacity` bytes.
+    /// `capacity` bytes, at most [`FIRST_ROOM`] of it at first: the batch grows as records come,
+    /// so a producer of many partitions, each with an open batch, holds what they hold.
     pub fn new(first_timestamp: i64, capacity: usize) -> Self {
-        let mut buf = Vec::with_capacity(capacity.max(HEAD_LEN));
+        let mut buf = Vec::with_capacity(capacity.clamp(HEAD_LEN, FIRST_ROOM));
         buf.resize(HEAD_LEN, 0);
         BatchWriter {
             buf,

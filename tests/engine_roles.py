@@ -23,11 +23,13 @@ READERS = OPTION_VALUES
 WRITERS = OPTION_VALUES
 #: The engine each ``writer`` plans a cluster on, whose producer
 #: ``engines.implementations.batch_producer`` gives: confluent-kafka's, then the compiled core's
-#: (its librdkafka producer, which exactlyOnce and the properties the direct path does not take
-#: plan); then ``direct``, the core's direct produce path (atLeastOnce's ``writer=native``).
+#: (its librdkafka producer, which the properties the direct path does not take plan); then
+#: ``direct``, the core's direct produce path (``writer=native``'s, either guarantee).
 PRODUCERS = {"python": "python", "native": "librdkafka", "direct": "direct"}
 #: The producers of atLeastOnce: every one of :data:`PRODUCERS`.
 AT_LEAST_ONCE_PRODUCERS = tuple(PRODUCERS)
+#: The producers of exactlyOnce (transactions): every one of :data:`PRODUCERS` too.
+EXACTLY_ONCE_PRODUCERS = tuple(PRODUCERS)
 #: The Avro column decoder's implementations: whether the compiled core decodes (the Python
 #: decoder, then the core's), with their ids.
 DECODERS = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from tests.engine_roles import PRODUCERS, READERS, WRITERS
+from tests.engine_roles import EXACTLY_ONCE_PRODUCERS, PRODUCERS, READERS
 from tests.integration.helpers import (
     READER_ENV_VAR,
     Estate,
@@ -174,15 +174,15 @@ def reader(request: pytest.FixtureRequest) -> str:
     return name
 
 
-@pytest.fixture(params=WRITERS)
+@pytest.fixture(params=EXACTLY_ONCE_PRODUCERS)
 def transact(request: pytest.FixtureRequest) -> Any:
     """One sink task's exactlyOnce write
-    (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with either
-    writer's producer (the task planned on its engine): confluent-kafka's, then the compiled
-    core's (skipped when it is not installed)."""
+    (:func:`~pyspark_dynamic_kafka.sink.executor.transaction.produce_transaction`) with each
+    producer (the task planned on its engine): confluent-kafka's, then the compiled core's
+    librdkafka producer and its direct produce path (skipped when it is not installed)."""
     from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
 
-    if request.param == "native" and core() is None:
+    if request.param in ("native", "direct") and core() is None:
         pytest.skip("the compiled core is not installed (make setup NATIVE=0)")
     engine = PRODUCERS[request.param]
 

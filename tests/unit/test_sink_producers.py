@@ -28,12 +28,6 @@ def engine(request: pytest.FixtureRequest) -> str:
     return PRODUCERS[request.param]
 
 
-def _transacting(engine: str) -> None:
-    """exactlyOnce is never planned on the direct produce path (it has no transactions)."""
-    if engine == "direct":
-        pytest.skip("exactlyOnce is planned on librdkafka, never on the direct produce path")
-
-
 def _task(engine: str, topics: tuple[str, ...] = ("orders",), **kwargs: object) -> WriteTask:
     properties = FrozenProperties({"bootstrap.servers": "127.0.0.1:9", "sasl.password": SECRET})
     route = WriteRoute("orders", "east", frozenset(topics), properties)
@@ -102,7 +96,6 @@ def test_a_refused_configuration_fails_naming_the_cluster(engine: str) -> None:
 
 
 def test_a_transaction_librdkafka_refuses_fails_to_start_naming_the_cluster(engine: str) -> None:
-    _transacting(engine)
     # message.timeout.ms above transaction.timeout.ms: librdkafka refuses the producer.
     kafka = FrozenProperties({"message.timeout.ms": "900000"})
     task = _task(engine, kafka_properties=kafka, exactly_once=True, sink_id="s")
@@ -114,7 +107,6 @@ def test_a_transaction_librdkafka_refuses_fails_to_start_naming_the_cluster(engi
 
 
 def test_a_transaction_on_a_cluster_that_does_not_answer_fails_to_start(engine: str) -> None:
-    _transacting(engine)
     task = _task(engine, exactly_once=True, sink_id="s")
     with pytest.raises(WriteError) as caught:
         produce_transaction(task, [pa.record_batch({"value": ["a"]})], batch_id=0, partition=0)

@@ -86,13 +86,18 @@ def test_a_bad_batch_fails_naming_the_cluster_before_anything_is_sent() -> None:
 
 
 @needs_core
-def test_at_least_once_writes_over_the_direct_path_where_it_serves_the_producer(
+def test_either_guarantee_writes_over_the_direct_path_where_it_serves_the_producer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.INFO):
         assert _engine("native", _task(PLAIN, "d1")) == Engine("direct")
+        # exactlyOnce too: its transactions are the direct path's own
         exactly = _engine("native", _task(PLAIN, "d2"), exactly_once=True)
-        assert exactly == Engine("librdkafka", "exactlyOnce (transactions)")
+        assert exactly == Engine("direct")
+        # a transaction's configuration the direct path does not serve: librdkafka's
+        lz4 = {**PLAIN, "compression.type": "lz4"}
+        exactly_lz4 = _engine("native", _task(lz4, "d5"), exactly_once=True)
+        assert exactly_lz4 == Engine("librdkafka", "compression.type is not none")
         compressed = _engine("native", _task({**PLAIN, "compression.type": "lz4"}, "d3"))
         assert compressed == Engine("librdkafka", "compression.type is not none")
         # murmur2 puts keyed rows where murmur2_random does: librdkafka's producer, forced
@@ -104,6 +109,6 @@ def test_at_least_once_writes_over_the_direct_path_where_it_serves_the_producer(
         "(its own Produce requests)"
     )
     assert lines[1] == (
-        "writer=native: cluster 'd2' is written with librdkafka's producer, not the direct "
-        "produce path: exactlyOnce (transactions)"
+        "writer=native: cluster 'd2' is written with the compiled core's direct produce path "
+        "(its own Produce requests)"
     )

@@ -3,7 +3,7 @@
 //! record's length is worked out from its fields before they are written, so a record is
 //! written once, in place, with no copy and no allocation of its own.
 
-use super::records::HEAD_LEN;
+use super::records::{HEAD_LEN, TRANSACTIONAL};
 
 /// Where the bytes a batch's CRC covers begin: its attributes.
 const CRC_FROM: usize = 21;
@@ -133,9 +133,15 @@ impl BatchWriter {
         self.max_timestamp = self.max_timestamp.max(timestamp);
     }
 
-    /// The whole batch, its head written for this producer (`producer_id`, `epoch`) and the
-    /// sequence of its first record, and its CRC-32C computed.
-    pub fn seal(self, producer_id: i64, epoch: i16, base_sequence: i32) -> Vec<u8> {
+    /// The whole batch, its head written for this producer (`producer_id`, `epoch`, whether
+    /// `transactional`) and the sequence of its first record, and its CRC-32C computed.
+    pub fn seal(
+        self,
+        producer_id: i64,
+        epoch: i16,
+        base_sequence: i32,
+        transactional: bool,
+    ) -> Vec<u8> {
         let mut b = self.buf;
         let length = (b.len() - 12) as i32;
         let mut head = Vec::with_capacity(HEAD_LEN);
@@ -144,7 +150,9 @@ impl BatchWriter {
         head.extend_from_slice(&(-1i32).to_be_bytes()); // partition leader epoch
         head.push(2); // magic
         head.extend_from_slice(&0u32.to_be_bytes()); // CRC, below
-        head.extend_from_slice(&0i16.to_be_bytes()); // attributes: none, create time
+                                                     // attributes: no compression, create time, and the transactional bit when it is
+        let attributes = if transactional { TRANSACTIONAL } else { 0 };
+        head.extend_from_slice(&attributes.to_be_bytes());
         head.extend_from_slice(&(self.count - 1).max(0).to_be_bytes()); // last offset delta
         head.extend_from_slice(&self.first_timestamp.to_be_bytes());
         head.extend_from_slice(&self.max_timestamp.to_be_bytes());
@@ -194,7 +202,7 @@ mod tests {
         w.push(1_005, None, None, &[("h", Some(b"x")), ("n", None)]);
         w.push(1_003, Some(b""), Some(&big), &[]);
         let bound = BatchWriter::record_size(Some(b""), Some(&big), &[]);
-        let batch = w.seal(42, 3, 17);
+        let batch = w.seal(42, 3, 17, false);
         assert_eq!(frame(&batch, 1 << 20).unwrap(), Some(batch.len()));
         let h = head(&batch).unwrap();
         assert_eq!(h.crc, crc(&batch));
@@ -220,5 +228,16 @@ mod tests {
         assert!(bound > 1 + 2 + 2 + 303);
         // max timestamp is the largest, not the last
         assert_eq!(&batch[35..43], &1_005i64.to_be_bytes());
+        assert_eq!(&batch[21..23], &[0, 0]); // attributes
+    }
+
+    #[test]
+    fn a_transactional_batch_carries_the_bit_under_its_crc() {
+        let mut w = BatchWriter::new(1_000, 0);
+        w.push(1_000, None, Some(b"v"), &[]);
+        let batch = w.seal(42, 3, 0, true);
+        let h = head(&batch).unwrap();
+        assert_eq!(&batch[21..23], &TRANSACTIONAL.to_be_bytes());
+        assert_eq!(h.crc, crc(&batch));
     }
 }

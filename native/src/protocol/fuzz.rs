@@ -3,12 +3,13 @@
 //! panic, no allocation past the bounds (buffers' capacities stay under the configured
 //! maximum), and a valid encoding reads back as written. This file: record batches, their
 //! compression and read_committed's filter; [`responses`]: Fetch, Metadata, ApiVersions and
-//! SASL answers.
+//! SASL answers; [`transactions`]: the transaction coordinators' answers (and Produce's).
 //!
 //! `cargo test` runs proptest's default of 256 cases per property (a few thousand in all, in
 //! seconds); `make fuzz` sets `PROPTEST_CASES` for a million or more.
 
 mod responses;
+mod transactions;
 
 use proptest::prelude::*;
 

@@ -1,5 +1,7 @@
-//! InitProducerId (key 22) at version 0 or 1, without a transactional id: an idempotent
-//! producer's id and epoch, asked of any broker.
+//! InitProducerId (key 22) at version 0 or 1 (the last before the flexible versions): an
+//! idempotent producer's id and epoch, asked of any broker; or, with a transactional id and
+//! its transaction timeout, a transactional producer's, asked of its transaction coordinator
+//! (which fences the id's older producers and ends their open transaction).
 
 use super::primitives::{Cursor, Malformed, Request};
 
@@ -7,12 +9,44 @@ pub const INIT_PRODUCER_ID: i16 = 22;
 /// The versions this path speaks (the last before the flexible versions).
 pub const INIT_PRODUCER_ID_VERSIONS: [i16; 2] = [1, 0];
 
-/// An InitProducerId request of `version` for an idempotent producer (no transactional id).
-pub fn init_producer_id_request(version: i16, correlation: i32, client_id: &str) -> Vec<u8> {
+/// An InitProducerId request of `version`: for an idempotent producer (`transactional` None),
+/// or for the transactional id and transaction timeout (ms) given.
+pub fn init_producer_id_request(
+    version: i16,
+    correlation: i32,
+    client_id: &str,
+    transactional: Option<(&str, i32)>,
+) -> Vec<u8> {
     let mut r = Request::new(INIT_PRODUCER_ID, version, correlation, client_id);
-    r.null_string(); // transactional id
-    r.i32(-1); // transaction timeout: none without a transactional id
+    match transactional {
+        Some((id, timeout_ms)) => {
+            r.string(id);
+            r.i32(timeout_ms);
+        }
+        None => {
+            r.null_string(); // transactional id
+            r.i32(-1); // transaction timeout: none without a transactional id
+        }
+    }
     r.finish()
+}
+
+/// A transactional producer as its transaction's requests name it: its transactional id, and
+/// the producer id and epoch InitProducerId gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transactional<'a> {
+    pub id: &'a str,
+    pub producer_id: i64,
+    pub epoch: i16,
+}
+
+impl Transactional<'_> {
+    /// The id, producer id and epoch, written as every transaction request begins.
+    pub fn write(&self, r: &mut Request) {
+        r.string(self.id);
+        r.i64(self.producer_id);
+        r.i16(self.epoch);
+    }
 }
 
 /// What the broker answered: an error code, or the producer's id and epoch.
@@ -41,7 +75,7 @@ mod tests {
 
     #[test]
     fn an_idempotent_producer_asks_without_a_transactional_id() {
-        let req = init_producer_id_request(1, 9, "me");
+        let req = init_producer_id_request(1, 9, "me", None);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (22, 1, 9));
         assert_eq!(c.string().unwrap(), None);
@@ -60,5 +94,14 @@ mod tests {
             }
         );
         assert!(parse_init_producer_id(&body[..13]).is_err());
+    }
+
+    #[test]
+    fn a_transactional_producer_names_its_id_and_timeout() {
+        let req = init_producer_id_request(0, 2, "me", Some(("sink.east.3", 60_000)));
+        let (mut c, named) = request_header(&req);
+        assert_eq!(named, (22, 0, 2));
+        assert_eq!(c.string().unwrap(), Some("sink.east.3"));
+        assert_eq!((c.i32().unwrap(), c.remaining()), (60_000, 0));
     }
 }

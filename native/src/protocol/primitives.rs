@@ -222,6 +222,11 @@ impl Request {
         self.0.reserve(more);
     }
 
+    /// Bytes as they are, no length before them.
+    pub fn raw(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
+    }
+
     /// int32-length bytes.
     pub fn bytes(&mut self, b: &[u8]) {
         self.i32(b.len().min(i32::MAX as usize) as i32);

@@ -14,12 +14,14 @@ pub struct ProducePartition<'a> {
     pub batch: &'a [u8],
 }
 
-/// A Produce request of `version` (3 to 8) with `acks` and the broker's `timeout_ms`; `parts`
-/// in order, those of one topic next to each other (each run of one topic is one topic entry).
+/// A Produce request of `version` (3 to 8) of a transactional producer (`transactional`: its
+/// id) or not, with `acks` and the broker's `timeout_ms`; `parts` in order, those of one topic
+/// next to each other (each run of one topic is one topic entry).
 pub fn produce_request(
     version: i16,
     correlation: i32,
     client_id: &str,
+    transactional: Option<&str>,
     (acks, timeout_ms): (i16, i32),
     parts: &[ProducePartition<'_>],
 ) -> Vec<u8> {
@@ -30,7 +32,10 @@ pub fn produce_request(
             .map(|p| p.batch.len() + p.topic.len() + 16)
             .sum(),
     );
-    r.null_string(); // transactional id
+    match transactional {
+        Some(id) => r.string(id),
+        None => r.null_string(),
+    }
     r.i16(acks);
     r.i32(timeout_ms);
     let runs: Vec<&[ProducePartition<'_>]> = parts.chunk_by(|a, b| a.topic == b.topic).collect();
@@ -125,7 +130,7 @@ mod tests {
                 batch: b"",
             },
         ];
-        let req = produce_request(8, 5, "me", (-1, 30_000), &parts);
+        let req = produce_request(8, 5, "me", None, (-1, 30_000), &parts);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (0, 8, 5));
         assert_eq!(c.string().unwrap(), None);
@@ -141,6 +146,9 @@ mod tests {
         assert_eq!(c.i32().unwrap(), 1);
         assert_eq!(c.bytes_range().unwrap().len(), 0);
         assert_eq!(c.remaining(), 0);
+        let req = produce_request(3, 6, "me", Some("t"), (-1, 30_000), &parts[..1]);
+        let (mut c, _) = request_header(&req);
+        assert_eq!(c.string().unwrap(), Some("t"));
     }
 
     fn answer(version: i16) -> Vec<u8> {

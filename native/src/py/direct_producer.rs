@@ -1,6 +1,7 @@
 //! The sink's `DirectProducer`: pyarrow record batches in, Produce requests out by the core's
 //! own idempotent producer ([`crate::write::direct`]), deliveries counted per topic from the
-//! answers (no Python object, and no report, per record). atLeastOnce only: no transactions.
+//! answers (no Python object, and no report, per record); with a `transactional.id`, its
+//! transactions (exactlyOnce): [`crate::write::direct::transaction`].
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -93,6 +94,48 @@ impl DirectProducer {
     /// diagnostics.
     fn retries(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(py, |w| Ok(w.retries()))
+    }
+
+    /// Fence older producers of the configured `transactional.id` and end their transaction.
+    fn init_transactions(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
+        self.with(py, |w| w.init_transactions(timeout_ms).map_err(raise))
+    }
+
+    fn begin_transaction(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |w| w.begin_transaction().map_err(raise))
+    }
+
+    /// Commit offset `offset` of (`topic`, `partition`) with `metadata` for `group` inside the
+    /// open transaction. The metadata is sent with a NUL byte after it, as librdkafka's
+    /// producer sends it (its readers take it as a C string): both writers' markers are the
+    /// same bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn send_offset(
+        &self,
+        py: Python<'_>,
+        group: String,
+        topic: String,
+        partition: i32,
+        offset: i64,
+        metadata: String,
+        timeout_ms: u64,
+    ) -> PyResult<()> {
+        let mut bytes = metadata.into_bytes();
+        bytes.push(0);
+        self.with(py, |w| {
+            w.send_offset(&group, (&topic, partition, offset), &bytes, timeout_ms)
+                .map_err(raise)
+        })
+    }
+
+    /// Send every batch, wait for them, then commit the open transaction.
+    fn commit_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
+        self.with(py, |w| w.commit_transaction(timeout_ms).map_err(raise))
+    }
+
+    /// Abort the open transaction (batches not sent are dropped).
+    fn abort_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
+        self.with(py, |w| w.abort_transaction(timeout_ms).map_err(raise))
     }
 
     /// Drop the producer and its connections (records not yet acknowledged are dropped).

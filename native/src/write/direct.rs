@@ -4,8 +4,8 @@
 //! idempotent producer ([`wire`]): no librdkafka, no copy or allocation per record, no report
 //! per record (deliveries are counted per topic from the Produce answers).
 //!
-//! Taken for atLeastOnce where it writes what librdkafka's producer would ([`config`]);
-//! exactlyOnce's transactions stay with librdkafka. A batch whose topics' partitions are not
+//! Taken where it writes what librdkafka's producer would ([`config`]): atLeastOnce, and
+//! exactlyOnce's transactions ([`transaction`], their coordinators: [`coordinator`]). A batch whose topics' partitions are not
 //! known yet (the cluster unreachable) waits, whole, until they are or `message.timeout.ms`
 //! ends: it then fails as librdkafka's records fail ([`answer::TIMED_OUT`]). A broker's refusal
 //! (authentication, TLS verification) fails the producer at once with the broker's reason, as
@@ -14,8 +14,10 @@
 pub mod answer;
 pub mod batches;
 pub mod config;
+mod coordinator;
 mod leaders;
 pub mod partitioner;
+pub mod transaction;
 mod wire;
 
 use std::collections::{HashMap, VecDeque};
@@ -27,6 +29,7 @@ use super::{Failure, Stamp, STAMP_KEYS};
 use crate::from_arrow::Rows;
 use batches::Accumulator;
 use config::ProduceConfig;
+use transaction::Txn;
 use wire::Wire;
 
 /// A batch handed over, not yet written into record batches (its topics' partitions unknown).
@@ -47,6 +50,8 @@ pub struct DirectWriter {
     sequence: u64,
     pending: VecDeque<Pending>,
     last_lookup: Option<Instant>,
+    /// A transactional producer's state.
+    txn: Option<Txn>,
 }
 
 impl DirectWriter {
@@ -55,6 +60,7 @@ impl DirectWriter {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos() as u64);
         DirectWriter {
+            txn: Txn::of(&config),
             acc: Accumulator::new(config.limits, seed),
             wire: Wire::new(config),
             stamp,
@@ -74,6 +80,9 @@ impl DirectWriter {
         mapped: &[(Option<String>, String)],
     ) -> Result<(), Failure> {
         Rows::of(batch).map_err(|e| (None, e))?;
+        if self.txn.as_ref().is_some_and(|t| !t.open) {
+            return Err((None, "no transaction is open".to_string()));
+        }
         if self.wire.error.is_some() || batch.num_rows() == 0 {
             return Ok(());
         }
@@ -95,6 +104,7 @@ impl DirectWriter {
         for full in self.acc.full.drain(..) {
             self.wire.enqueue(full);
         }
+        self.add_partitions();
         self.wire.ship();
         Ok(())
     }
@@ -130,6 +140,7 @@ impl DirectWriter {
         for full in self.acc.full.drain(..) {
             self.wire.enqueue(full);
         }
+        self.add_partitions();
         Ok(waiting + self.wire.flush(deadline))
     }
 

@@ -13,13 +13,14 @@ Reading, three engines (the option ``reader`` = ``auto`` | ``native`` | ``python
 
 Writing, three (the option ``writer``, same values):
 
-- ``direct``: atLeastOnce, the compiled core writes Produce requests itself (its own idempotent
-  producer: record batches written in place from the Arrow columns, no librdkafka), where its
-  direct produce path serves the producer configuration
+- ``direct``: the compiled core writes Produce requests itself (its own idempotent producer:
+  record batches written in place from the Arrow columns, no librdkafka; for exactlyOnce its
+  own transactions too, with the ``transactional.id`` each task sets), where its direct produce
+  path serves the producer configuration
   (``pyspark_dynamic_kafka_core.direct_problem(config, produce=True)`` is ``None``:
-  ``write/direct/config.rs``). A property it does not take (``compression.type``, a
-  ``partitioner`` other than the sink's ``murmur2_random``, ...) leaves the cluster to
-  ``librdkafka``; so does exactlyOnce (transactions);
+  ``write/direct/config.rs``), either guarantee. A property it does not take
+  (``compression.type``, a ``partitioner`` other than the sink's ``murmur2_random``, ...) leaves
+  the cluster to ``librdkafka``;
 - ``librdkafka``: the core's librdkafka producer;
 - ``python``: confluent-kafka.
 
@@ -67,7 +68,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-#: The compiled core's direct fetch path (reading) or direct produce path (writing, atLeastOnce).
+#: The compiled core's direct fetch path (reading) or direct produce path (writing).
 DIRECT = "direct"
 #: The compiled core through librdkafka's consumer or producer.
 LIBRDKAFKA = "librdkafka"
@@ -186,7 +187,8 @@ def write_engine(
     writer: str, cluster_id: str, config: Mapping[str, str], exactly_once: bool = False
 ) -> Engine:
     """The engine that writes to ``cluster_id``, given the ``writer`` option, the producer's
-    full configuration and the delivery guarantee: ``direct`` for atLeastOnce where the direct
+    full configuration and the delivery guarantee (``exactly_once``: the tasks set a
+    ``transactional.id``, which the direct produce path serves too): ``direct`` where the direct
     produce path serves the configuration, else ``librdkafka`` (the reason kept), where the
     compiled core can write at all.
 
@@ -199,7 +201,10 @@ def write_engine(
     """
     engine = _core_engine(_WRITER, writer, cluster_id, config)
     if engine.compiled:
-        problem = "exactlyOnce (transactions)" if exactly_once else direct_problem(config, True)
+        if exactly_once and "transactional.id" not in config:
+            # the tasks' configuration: each sets its own (<sinkId>.<cluster>.<partition>)
+            config = {**config, "transactional.id": f"{cluster_id}.plan"}
+        problem = direct_problem(config, True)
         engine = Engine(DIRECT) if problem is None else Engine(LIBRDKAFKA, problem)
         how = {
             DIRECT: "with the compiled core's direct produce path (its own Produce requests)",

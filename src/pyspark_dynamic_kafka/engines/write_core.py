@@ -9,8 +9,9 @@ engine-neutral :class:`~.roles.ProduceFailure` (:mod:`.write_python`'s ``PythonP
 confluent-kafka's). The sink writes, both guarantees, through the one path over either.
 
 :class:`DirectProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
-``direct`` (atLeastOnce): the core's ``DirectProducer``, its own idempotent producer writing
-Produce requests (no librdkafka, no report per record); it has no transactions.
+``direct``: the core's ``DirectProducer``, its own idempotent producer writing Produce requests
+(no librdkafka, no report per record), and with a ``transactional.id`` its own transactions
+(exactlyOnce: the core talks to the transaction and group coordinators itself).
 """
 
 from __future__ import annotations
@@ -24,12 +25,6 @@ from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
 __all__ = ["CoreProducer", "DirectProducer"]
-
-#: Why a transaction step fails on the direct produce path (exactlyOnce is planned on
-#: ``librdkafka``, never here).
-_NO_TRANSACTIONS = (
-    "the direct produce path has no transactions (exactlyOnce writes with librdkafka)"
-)
 
 
 @contextlib.contextmanager
@@ -120,9 +115,10 @@ class CoreProducer:
 
 
 class DirectProducer:
-    """The compiled core's direct produce path to one cluster (atLeastOnce), from the parameters
+    """The compiled core's direct produce path to one cluster, from the parameters
     :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration,
     which its ``direct_problem`` serves; ``stamp``: every record carries the stamp's headers).
+    It commits a transaction's offsets by the group's name, as :class:`CoreProducer`.
 
     Raises
     ------
@@ -163,26 +159,35 @@ class DirectProducer:
             return self._producer.deliveries()
 
     def init_transactions(self, timeout_ms: int) -> None:
-        """Not served: exactlyOnce is planned on librdkafka."""
-        raise ProduceFailure(None, _NO_TRANSACTIONS)
+        """Fence older producers of the configured ``transactional.id``, ending their
+        transaction."""
+        with _failing():
+            self._producer.init_transactions(timeout_ms)
 
     def begin_transaction(self) -> None:
-        """Not served: exactlyOnce is planned on librdkafka."""
-        raise ProduceFailure(None, _NO_TRANSACTIONS)
+        """Begin a transaction."""
+        with _failing():
+            self._producer.begin_transaction()
 
     def send_offset(
         self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
     ) -> None:
-        """Not served: exactlyOnce is planned on librdkafka."""
-        raise ProduceFailure(None, _NO_TRANSACTIONS)
+        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
+        ``group`` inside the open transaction."""
+        topic, partition, offset = place
+        with _failing():
+            self._producer.send_offset(group, topic, partition, offset, metadata, timeout_ms)
 
     def commit_transaction(self, timeout_ms: int) -> None:
-        """Not served: exactlyOnce is planned on librdkafka."""
-        raise ProduceFailure(None, _NO_TRANSACTIONS)
+        """Send every batch and wait for it, then commit the open transaction (nothing is
+        committed when a batch failed or was not acknowledged in time)."""
+        with _failing():
+            self._producer.commit_transaction(timeout_ms)
 
     def abort_transaction(self, timeout_ms: int) -> None:
-        """Not served: exactlyOnce is planned on librdkafka."""
-        raise ProduceFailure(None, _NO_TRANSACTIONS)
+        """Abort the open transaction (batches not yet sent are dropped)."""
+        with _failing():
+            self._producer.abort_transaction(timeout_ms)
 
     def close(self) -> None:
         """Drop the producer and its connections (records not yet acknowledged are dropped)."""

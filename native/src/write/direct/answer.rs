@@ -31,7 +31,9 @@ pub fn outcome(error: i16, first: bool) -> Outcome {
         2 | 3 | 5 | 6 | 7 | 9 | 13 | 14 | 15 | 16 | 19 | 20 | 56 | 74 | 75 | 89 | 100 => {
             Outcome::Retry
         }
-        OUT_OF_ORDER_SEQUENCE_NUMBER | 31 | 47 | 59 => Outcome::Fatal(name(error)),
+        // and a transactional producer's: INVALID_TXN_STATE, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        // PRODUCER_FENCED (another producer initialised its transactional id)
+        OUT_OF_ORDER_SEQUENCE_NUMBER | 31 | 47 | 48 | 53 | 59 | 90 => Outcome::Fatal(name(error)),
         _ => Outcome::Refused(name(error)),
     }
 }
@@ -48,9 +50,11 @@ pub fn name(error: i16) -> &'static str {
         43 => "UNSUPPORTED_FOR_MESSAGE_FORMAT",
         45 => "OUT_OF_ORDER_SEQUENCE_NUMBER",
         47 => "INVALID_PRODUCER_EPOCH",
+        48 => "INVALID_TXN_STATE",
         53 => "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
         59 => "UNKNOWN_PRODUCER_ID",
         87 => "INVALID_RECORD",
+        90 => "PRODUCER_FENCED",
         _ => "UNKNOWN",
     }
 }
@@ -78,6 +82,8 @@ mod tests {
             Outcome::Fatal("OUT_OF_ORDER_SEQUENCE_NUMBER")
         );
         assert_eq!(outcome(59, true), Outcome::Fatal("UNKNOWN_PRODUCER_ID"));
+        assert_eq!(outcome(90, true), Outcome::Fatal("PRODUCER_FENCED"));
+        assert_eq!(outcome(47, true), Outcome::Fatal("INVALID_PRODUCER_EPOCH"));
         assert_eq!(outcome(10, true), Outcome::Refused("MSG_SIZE_TOO_LARGE"));
         assert_eq!(
             outcome(29, true),

@@ -297,7 +297,7 @@ mod tests {
                 acc.close_all();
                 for full in acc.full.drain(..) {
                     let n = full.open.writer.count();
-                    sealed += full.open.writer.seal(1, 0, seq).len();
+                    sealed += full.open.writer.seal(1, 0, seq, false).len();
                     seq += n;
                 }
             }

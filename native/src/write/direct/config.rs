@@ -1,6 +1,6 @@
 //! What the direct produce path takes from a cluster's producer configuration, or why it does
-//! not serve it (librdkafka's producer writes then): an idempotent producer (acks=all), no
-//! transactional id, no compression, the partitioner `murmur2_random` (the sink's default:
+//! not serve it (librdkafka's producer writes then): an idempotent producer (acks=all), or a
+//! transactional one (`transactional.id`, `transaction.timeout.ms`), no compression, the partitioner `murmur2_random` (the sink's default:
 //! where Spark's sink puts keyed rows), every `security.protocol` the direct fetch path speaks.
 
 use std::time::Duration;
@@ -29,6 +29,11 @@ pub struct ProduceConfig {
     pub auto_create: bool,
     /// `linger.ms` (or `queue.buffering.max.ms`): how long a batch stays open for more records.
     pub linger: Duration,
+    /// `transactional.id`: the producer is transactional.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms` (librdkafka's default: 60 s): how long the coordinator lets a
+    /// transaction stay open before it aborts it.
+    pub transaction_timeout_ms: i32,
 }
 
 fn is(config: &[(String, String)], key: &str, default: &str, wanted: &[&str]) -> bool {
@@ -39,10 +44,16 @@ fn is(config: &[(String, String)], key: &str, default: &str, wanted: &[&str]) ->
 impl ProduceConfig {
     /// The direct produce path's settings for this configuration, or why it does not apply.
     pub fn from_config(config: &[(String, String)]) -> Result<Self, String> {
-        if property(config, "transactional.id").is_some_and(|t| !t.is_empty()) {
-            return Err("transactional.id is set (transactions)".into());
-        }
-        if !is(config, "enable.idempotence", "false", &["true"]) {
+        let transactional_id = property(config, "transactional.id")
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        // A transactional producer is idempotent (librdkafka's and Java's imply it).
+        let idempotence = if transactional_id.is_some() {
+            "true"
+        } else {
+            "false"
+        };
+        if !is(config, "enable.idempotence", idempotence, &["true"]) {
             return Err("enable.idempotence is not true".into());
         }
         if !is(config, "acks", "all", &["all", "-1"])
@@ -72,9 +83,17 @@ impl ProduceConfig {
             .map(servers)
             .transpose()?
             .unwrap_or_default();
+        let transaction_timeout = number(config, "transaction.timeout.ms", 60_000)?;
+        let transaction_timeout_ms = transaction_timeout.max(1);
+        // As librdkafka: a transactional producer's records wait no longer than its
+        // transaction may stay open, unless the message timeout is set.
+        let unset = match transactional_id {
+            Some(_) => transaction_timeout_ms,
+            None => 300_000,
+        };
         let message_timeout = match property(config, "message.timeout.ms") {
-            Some(_) => number(config, "message.timeout.ms", 300_000)?,
-            None => number(config, "delivery.timeout.ms", 300_000)?,
+            Some(_) => number(config, "message.timeout.ms", unset)?,
+            None => number(config, "delivery.timeout.ms", unset)?,
         };
         let message_timeout = Duration::from_millis(message_timeout.max(1) as u64);
         let max_record = number(config, "message.max.bytes", 1_000_000)?.max(1) as usize;
@@ -115,6 +134,8 @@ impl ProduceConfig {
                 }
                 .max(0) as u64,
             ),
+            transactional_id,
+            transaction_timeout_ms,
         })
     }
 }
@@ -143,12 +164,31 @@ mod tests {
         assert_eq!(c.limits.batch_size, 1_000_000);
         assert_eq!((c.max_in_flight, c.bootstrap.len()), (5, 1));
         assert!(c.auto_create);
+        assert_eq!(c.transactional_id, None);
+    }
+
+    #[test]
+    fn a_transactional_producer_is_served_its_records_waiting_no_longer_than_a_transaction() {
+        let c = with(&[("transactional.id", "s.east.0")]).unwrap();
+        assert_eq!(c.transactional_id.as_deref(), Some("s.east.0"));
+        assert_eq!(c.transaction_timeout_ms, 60_000);
+        assert_eq!(c.message_timeout, Duration::from_secs(60));
+        let pairs = [
+            ("bootstrap.servers", "b:9092"),
+            ("transactional.id", "t"),
+            ("partitioner", "murmur2_random"),
+            ("transaction.timeout.ms", "90000"),
+            ("message.timeout.ms", "5000"),
+        ];
+        let c = ProduceConfig::from_config(&config(&pairs)).unwrap();
+        assert_eq!(c.transaction_timeout_ms, 90_000);
+        assert_eq!(c.message_timeout, Duration::from_secs(5));
+        assert!(with(&[("transactional.id", "t"), ("enable.idempotence", "false")]).is_err());
     }
 
     #[test]
     fn anything_else_is_left_to_librdkafka_naming_why() {
         for (k, v) in [
-            ("transactional.id", "t"),
             ("enable.idempotence", "false"),
             ("acks", "1"),
             ("compression.type", "lz4"),

@@ -1,12 +1,14 @@
 //! A cluster as the producer sees it: its topics' partition counts and leaders (Metadata, asked
-//! over a connection of its own), the producer's id and epoch (InitProducerId), and one
-//! connection to each leader for Produce requests, with the Produce version it speaks.
+//! over a connection of its own, which also asks for coordinators), the idempotent producer's
+//! id and epoch (InitProducerId; a transactional producer's comes from its coordinator), and
+//! one connection to each leader for Produce requests, with the Produce version it speaks.
 
 use std::collections::HashMap;
 
 use super::config::ProduceConfig;
 use crate::connection::broker::{Broker, Refusal};
 use crate::connection::Connection;
+use crate::protocol::api_versions::Versions;
 use crate::protocol::error::error_name;
 use crate::protocol::init_producer_id::{
     init_producer_id_request, parse_init_producer_id, INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSIONS,
@@ -31,6 +33,9 @@ pub struct Cluster {
     control: Option<Broker>,
     /// The producer's id and epoch, once given.
     pub producer: Option<(i64, i16)>,
+    /// A transactional producer: its id and epoch come from its transaction coordinator, never
+    /// from a lookup.
+    transactional: bool,
     /// Why the last lookup failed.
     pub last_error: Option<String>,
     /// A broker's refusal (authentication, TLS verification): no retry mends it, so the
@@ -49,6 +54,7 @@ impl Cluster {
             open: HashMap::new(),
             control: None,
             producer: None,
+            transactional: config.transactional_id.is_some(),
             last_error: None,
             refused: None,
             body: Vec::new(),
@@ -91,7 +97,7 @@ impl Cluster {
                 return Err(why);
             }
         }
-        if self.producer.is_none() {
+        if self.producer.is_none() && !self.transactional {
             self.init_producer_id()?;
         }
         Ok(())
@@ -107,7 +113,7 @@ impl Cluster {
                     .find(|&n| v.offers(INIT_PRODUCER_ID, n))
             })
             .ok_or_else(|| "the broker does not offer InitProducerId v0 or v1".to_string())?;
-        let request = |c: i32, id: &str| init_producer_id_request(version, c, id);
+        let request = |c: i32, id: &str| init_producer_id_request(version, c, id, None);
         self.control_call(&request)?;
         let answer = parse_init_producer_id(&self.body)
             .map_err(|m| format!("a malformed InitProducerId answer: {}", m.0))?;
@@ -127,13 +133,40 @@ impl Cluster {
     /// A request over the control connection (made to the first bootstrap server, or known
     /// broker, that answers); the answer in `self.body`.
     fn control_call(&mut self, build: &dyn Fn(i32, &str) -> Vec<u8>) -> Result<(), String> {
+        self.control_versioned(&|_| Some(0), &|_, c, id| build(c, id))
+            .map(drop)
+    }
+
+    /// A request of `api` over the control connection, of the first of `versions` its broker
+    /// offers (`build` given the version, the correlation id and the client id): the version
+    /// and the answer.
+    pub fn control_request(
+        &mut self,
+        api: i16,
+        versions: &[i16],
+        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+    ) -> Result<(i16, Vec<u8>), String> {
+        let pick = |v: &Versions| versions.iter().copied().find(|&n| v.offers(api, n));
+        let version = self.control_versioned(&pick, build)?;
+        Ok((version, self.body.clone()))
+    }
+
+    /// [`Self::control_call`] of the version `pick` picks of what the broker offers.
+    fn control_versioned(
+        &mut self,
+        pick: &dyn Fn(&Versions) -> Option<i16>,
+        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+    ) -> Result<i16, String> {
         let mut body = std::mem::take(&mut self.body);
         let mut last = String::from("bootstrap.servers names no server");
         if let Some(mut broker) = self.control.take() {
-            if !broker.expiring() && broker.call(build, &mut body).is_ok() {
-                self.control = Some(broker);
-                self.body = body;
-                return Ok(());
+            let version = pick(broker.versions());
+            if let Some(v) = version.filter(|_| !broker.expiring()) {
+                if broker.call(|c, id| build(v, c, id), &mut body).is_ok() {
+                    self.control = Some(broker);
+                    self.body = body;
+                    return Ok(v);
+                }
             }
         }
         let mut servers = self.bootstrap.clone();
@@ -141,14 +174,20 @@ impl Cluster {
         let needed = [(METADATA, METADATA_VERSION, "Metadata")];
         for (host, port) in servers {
             match Broker::connect(&host, port, &self.connection, &needed) {
-                Ok(mut broker) => match broker.call(build, &mut body) {
-                    Ok(()) => {
-                        self.control = Some(broker);
-                        self.body = body;
-                        return Ok(());
+                Ok(mut broker) => {
+                    let Some(v) = pick(broker.versions()) else {
+                        last = format!("{host}:{port} does not offer the request's versions");
+                        continue;
+                    };
+                    match broker.call(|c, id| build(v, c, id), &mut body) {
+                        Ok(()) => {
+                            self.control = Some(broker);
+                            self.body = body;
+                            return Ok(v);
+                        }
+                        Err(no) => last = format!("{host}:{port}: {}", no.why),
                     }
-                    Err(no) => last = format!("{host}:{port}: {}", no.why),
-                },
+                }
                 Err(Refusal::Unreachable(why)) => last = why,
                 Err(Refusal::Refused(why)) => {
                     self.refused = Some(why.clone());

@@ -7,7 +7,8 @@
 //! order, after the requests in flight are answered and the leaders looked up again; the broker
 //! drops any it already wrote (the same producer id and sequence). A fatal error, or a batch
 //! not acknowledged within `message.timeout.ms`, fails the producer: its first failure is
-//! reported and nothing more is sent.
+//! reported and nothing more is sent. A transactional producer's batches carry the
+//! transactional bit, its requests its id ([`super::transaction`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -22,7 +23,7 @@ use crate::protocol::produce::{parse_produce, produce_request, ProducePartition}
 const REQUEST_BYTES: usize = 16 << 20;
 
 /// A batch, numbered, until its partition acknowledges it.
-struct Batch {
+pub(super) struct Batch {
     bytes: Vec<u8>,
     records: i32,
     kv: u64,
@@ -33,9 +34,9 @@ struct Batch {
 
 /// One partition's sequence and the batches it has not acknowledged, in order.
 #[derive(Default)]
-struct Part {
+pub(super) struct Part {
     next_sequence: i32,
-    batches: VecDeque<Batch>,
+    pub(super) batches: VecDeque<Batch>,
 }
 
 /// A request in flight: its correlation id and the (topic, partition, base sequence) it carries.
@@ -56,7 +57,7 @@ pub struct Wire {
     pub config: ProduceConfig,
     pub cluster: Cluster,
     pub topics: Vec<Topic>,
-    parts: HashMap<(usize, i32), Part>,
+    pub(super) parts: HashMap<(usize, i32), Part>,
     in_flight: HashMap<i32, VecDeque<InFlight>>,
     /// The first failure: (topic index, the reason).
     pub error: Option<(usize, String)>,
@@ -66,7 +67,7 @@ pub struct Wire {
     /// A retriable error or a lost connection: batches are sent again after a lookup.
     recover: bool,
     /// The producer failed as a whole: nothing more is sent.
-    dead: bool,
+    pub(super) dead: bool,
     /// Recoveries from a retriable error or a lost connection (every batch not acknowledged
     /// then sent again).
     pub retries: u64,
@@ -120,12 +121,16 @@ impl Wire {
             return;
         }
         let (pid, epoch) = self.cluster.producer.unwrap_or((-1, -1));
+        let transactional = self.config.transactional_id.is_some();
         let part = self.parts.entry((full.topic, full.partition)).or_default();
         let records = full.open.writer.count();
         let base_sequence = part.next_sequence;
         part.next_sequence = part.next_sequence.wrapping_add(records) & i32::MAX;
         part.batches.push_back(Batch {
-            bytes: full.open.writer.seal(pid, epoch, base_sequence),
+            bytes: full
+                .open
+                .writer
+                .seal(pid, epoch, base_sequence, transactional),
             records,
             kv: full.open.bytes,
             base_sequence,
@@ -206,8 +211,9 @@ impl Wire {
             })
             .collect();
         let acks = (-1, self.config.broker_timeout_ms);
+        let txn = self.config.transactional_id.as_deref();
         let sent = self.cluster.send(leader, |version, c, id| {
-            produce_request(version, c, id, acks, &request_parts)
+            produce_request(version, c, id, txn, acks, &request_parts)
         });
         let Ok(correlation) = sent else {
             self.recover = true; // not connected, or the connection broke
@@ -299,15 +305,30 @@ impl Wire {
         }
     }
 
-    /// Wait for every answer in flight; after a retriable error, every batch not acknowledged
-    /// is unsent again, the leaders looked up again after `retry.backoff.ms`.
-    fn settle(&mut self) {
+    /// Read every answer in flight.
+    fn answer_all(&mut self) {
         let leaders: Vec<i32> = self.in_flight.keys().copied().collect();
         for leader in leaders {
             while !self.dead && self.in_flight.get(&leader).is_some_and(|q| !q.is_empty()) {
                 self.receive(leader);
             }
         }
+    }
+
+    /// Abort: answers in flight read, batches not acknowledged dropped (whether any were).
+    pub fn drop_batches(&mut self) -> bool {
+        self.answer_all();
+        self.in_flight.clear();
+        self.recover = false;
+        let dropped = self.parts.values().any(|p| !p.batches.is_empty());
+        self.parts.retain(|_, p| p.batches.is_empty());
+        dropped
+    }
+
+    /// Wait for every answer in flight; after a retriable error, every batch not acknowledged
+    /// is unsent again, the leaders looked up again after `retry.backoff.ms`.
+    fn settle(&mut self) {
+        self.answer_all();
         if self.recover && !self.dead {
             self.in_flight.clear();
             for batch in self.parts.values_mut().flat_map(|p| p.batches.iter_mut()) {

@@ -105,7 +105,7 @@ class WriteTask:
         Whether every record carries its :class:`~pyspark_dynamic_kafka.sink.executor.produce.Stamp`
         headers (sink id, batch, Spark partition, sequence).
     engine:
-        Who produces: ``direct`` (the compiled core's direct produce path, atLeastOnce),
+        Who produces: ``direct`` (the compiled core's direct produce path),
         ``librdkafka`` (the compiled core's librdkafka producer) or ``python``
         (confluent-kafka), decided on the driver (:mod:`~pyspark_dynamic_kafka.engines.choice`).
     value_avro, key_avro:

@@ -1,0 +1,109 @@
+//! TxnOffsetCommit (key 28) at versions 0 to 2, the ones before the flexible versions (Kafka 4
+//! speaks 0 to 6): a consumer group's offsets committed inside a transaction, asked of the
+//! group's coordinator after AddOffsetsToTxn; they become visible when the transaction commits.
+
+use super::init_producer_id::Transactional;
+use super::primitives::Request;
+
+pub use super::add_partitions_to_txn::parse_partition_errors as parse_txn_offset_commit;
+
+pub const TXN_OFFSET_COMMIT: i16 = 28;
+/// The versions this path speaks, most preferred first (2 adds the leader epoch).
+pub const TXN_OFFSET_COMMIT_VERSIONS: [i16; 3] = [2, 1, 0];
+
+/// One offset to commit: topic, partition, offset and metadata.
+pub struct Offset<'a> {
+    pub topic: &'a str,
+    pub partition: i32,
+    pub offset: i64,
+    pub metadata: &'a [u8],
+}
+
+/// A TxnOffsetCommit request of `version`: `offsets` of `group` inside `txn`'s transaction,
+/// those of one topic next to each other (each run of one topic is one topic entry). The
+/// metadata is written as given (a string's bytes).
+pub fn txn_offset_commit_request(
+    version: i16,
+    correlation: i32,
+    client_id: &str,
+    txn: &Transactional<'_>,
+    group: &str,
+    offsets: &[Offset<'_>],
+) -> Vec<u8> {
+    let mut r = Request::new(TXN_OFFSET_COMMIT, version, correlation, client_id);
+    r.string(txn.id);
+    r.string(group);
+    r.i64(txn.producer_id);
+    r.i16(txn.epoch);
+    let runs: Vec<&[Offset<'_>]> = offsets.chunk_by(|a, b| a.topic == b.topic).collect();
+    r.i32(runs.len() as i32);
+    for run in runs {
+        r.string(run[0].topic);
+        r.i32(run.len() as i32);
+        for o in run {
+            r.i32(o.partition);
+            r.i64(o.offset);
+            if version >= 2 {
+                r.i32(-1); // the leader epoch of the last record consumed: none
+            }
+            let len = o.metadata.len().min(i16::MAX as usize);
+            r.i16(len as i16);
+            r.raw(&o.metadata[..len]);
+        }
+    }
+    r.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::sample::request_header;
+
+    #[test]
+    fn offsets_are_committed_for_the_group_with_their_metadata() {
+        let txn = Transactional {
+            id: "t",
+            producer_id: 5,
+            epoch: 2,
+        };
+        let offsets = [
+            Offset {
+                topic: "a",
+                partition: 0,
+                offset: 41,
+                metadata: b"m\0",
+            },
+            Offset {
+                topic: "a",
+                partition: 1,
+                offset: 42,
+                metadata: b"",
+            },
+        ];
+        for version in TXN_OFFSET_COMMIT_VERSIONS {
+            let req = txn_offset_commit_request(version, 1, "me", &txn, "g", &offsets);
+            let (mut c, named) = request_header(&req);
+            assert_eq!(named, (28, version, 1));
+            assert_eq!(
+                (c.string().unwrap(), c.string().unwrap()),
+                (Some("t"), Some("g"))
+            );
+            assert_eq!((c.i64().unwrap(), c.i16().unwrap()), (5, 2));
+            assert_eq!(c.count().unwrap(), 1);
+            assert_eq!((c.string().unwrap(), c.count().unwrap()), (Some("a"), 2));
+            for (partition, offset, metadata) in [(0, 41, "m\0"), (1, 42, "")] {
+                assert_eq!((c.i32().unwrap(), c.i64().unwrap()), (partition, offset));
+                if version >= 2 {
+                    assert_eq!(c.i32().unwrap(), -1);
+                }
+                assert_eq!(c.string().unwrap(), Some(metadata));
+            }
+            assert_eq!(c.remaining(), 0);
+        }
+        let body = [
+            0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b'a', 0, 0, 0, 1, 0, 0, 0, 0, 0, 16,
+        ];
+        let answered = parse_txn_offset_commit(&body).unwrap();
+        assert_eq!(answered, vec![("a".into(), 0, 16)]);
+    }
+}

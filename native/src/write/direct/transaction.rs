@@ -1,0 +1,355 @@
+//! A transactional producer on the direct produce path (KIP-98, as the Java producer's
+//! TransactionManager runs it): `init_transactions` asks the transaction coordinator for the
+//! producer id and epoch of the `transactional.id` (fencing its older producers and ending
+//! their open transaction); between `begin_transaction` and its end, every partition is added
+//! to the transaction (AddPartitionsToTxn) before its first batch is shipped; `send_offset`
+//! adds a group's offsets (AddOffsetsToTxn) and commits them to the group's coordinator inside
+//! the transaction (TxnOffsetCommit); `commit_transaction` sends and waits for every batch,
+//! then ends the transaction (EndTxn, commit); `abort_transaction` drops what was not sent,
+//! waits for what was, and ends it (EndTxn, abort).
+//!
+//! A failed producer (fenced, a refused batch, records not acknowledged in time) never commits:
+//! the commit fails and the caller aborts.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use super::config::ProduceConfig;
+use super::coordinator::{class, gravest, malformed, Answer, Api, Coordinators};
+use super::DirectWriter;
+use crate::protocol::add_offsets_to_txn::{
+    add_offsets_request, parse_add_offsets, ADD_OFFSETS_TO_TXN, ADD_OFFSETS_TO_TXN_VERSIONS,
+};
+use crate::protocol::add_partitions_to_txn::{
+    add_partitions_request, parse_partition_errors, ADD_PARTITIONS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN_VERSIONS,
+};
+use crate::protocol::end_txn::{end_txn_request, parse_error, END_TXN, END_TXN_VERSIONS};
+use crate::protocol::find_coordinator::{GROUP, TRANSACTION};
+use crate::protocol::init_producer_id::{
+    init_producer_id_request, parse_init_producer_id, Transactional, INIT_PRODUCER_ID,
+    INIT_PRODUCER_ID_VERSIONS,
+};
+use crate::protocol::txn_offset_commit::{
+    parse_txn_offset_commit, txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT,
+    TXN_OFFSET_COMMIT_VERSIONS,
+};
+use crate::write::Failure;
+
+const INIT: Api<'static> = (
+    INIT_PRODUCER_ID,
+    &INIT_PRODUCER_ID_VERSIONS,
+    "InitProducerId",
+);
+const ADD_PARTITIONS: Api<'static> = (
+    ADD_PARTITIONS_TO_TXN,
+    &ADD_PARTITIONS_TO_TXN_VERSIONS,
+    "AddPartitionsToTxn",
+);
+const ADD_OFFSETS: Api<'static> = (
+    ADD_OFFSETS_TO_TXN,
+    &ADD_OFFSETS_TO_TXN_VERSIONS,
+    "AddOffsetsToTxn",
+);
+const COMMIT_OFFSETS: Api<'static> = (
+    TXN_OFFSET_COMMIT,
+    &TXN_OFFSET_COMMIT_VERSIONS,
+    "TxnOffsetCommit",
+);
+const END: Api<'static> = (END_TXN, &END_TXN_VERSIONS, "EndTxn");
+
+/// A transactional producer's state.
+pub struct Txn {
+    id: String,
+    timeout_ms: i32,
+    coordinators: Coordinators,
+    /// Initialised (and not since needing a new epoch: an abort dropped batches).
+    ready: bool,
+    /// A transaction is open.
+    pub open: bool,
+    /// The partitions (topic index, partition) added to the open transaction.
+    added: HashSet<(usize, i32)>,
+    /// Offsets were added to the open transaction.
+    offsets: bool,
+}
+
+impl Txn {
+    /// The transactional state of a producer of `config`, if it has a transactional id.
+    pub fn of(config: &ProduceConfig) -> Option<Txn> {
+        let id = config.transactional_id.clone()?;
+        Some(Txn {
+            id,
+            timeout_ms: config.transaction_timeout_ms,
+            coordinators: Coordinators::new(config.connection.clone(), config.retry_backoff),
+            ready: false,
+            open: false,
+            added: HashSet::new(),
+            offsets: false,
+        })
+    }
+}
+
+fn fail<T>(why: impl Into<String>) -> Result<T, Failure> {
+    Err((None, why.into()))
+}
+
+fn deadline(timeout_ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(timeout_ms)
+}
+
+impl DirectWriter {
+    fn txn(&mut self) -> Result<&mut Txn, Failure> {
+        match self.txn.as_mut() {
+            Some(t) => Ok(t),
+            None => fail("the producer has no transactional.id"),
+        }
+    }
+
+    /// Fence the older producers of the transactional id (their open transaction ended) and
+    /// take a producer id and epoch of its own, within `timeout_ms`.
+    pub fn init_transactions(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        let by = deadline(timeout_ms);
+        let txn = self.txn()?;
+        if txn.open {
+            return fail("a transaction is open");
+        }
+        let (id, timeout) = (txn.id.clone(), txn.timeout_ms);
+        let build = |v: i16, c: i32, client: &str| {
+            init_producer_id_request(v, c, client, Some((&id, timeout)))
+        };
+        let txn = self.txn.as_mut().expect("checked above");
+        let given = txn.coordinators.call(
+            &mut self.wire.cluster,
+            (TRANSACTION, &id),
+            INIT,
+            by,
+            &build,
+            &mut |body| {
+                let a = parse_init_producer_id(body).map_err(malformed("InitProducerId"))?;
+                match a.error {
+                    0 => Ok((a.id, a.epoch)),
+                    e => Err(class("InitProducerId", e)),
+                }
+            },
+        );
+        let given = given.map_err(|why| (None, why))?;
+        self.wire.cluster.producer = Some(given);
+        self.wire.parts.clear(); // a new epoch: every partition's sequence from 0
+        txn.ready = true;
+        Ok(())
+    }
+
+    /// Begin a transaction.
+    pub fn begin_transaction(&mut self) -> Result<(), Failure> {
+        let failed = self.wire.error.clone();
+        let txn = self.txn()?;
+        if !txn.ready {
+            return fail("the producer is not initialised (init_transactions first)");
+        }
+        if txn.open {
+            return fail("a transaction is already open");
+        }
+        if let Some((_, why)) = failed {
+            return fail(format!("the producer failed: {why}"));
+        }
+        txn.open = true;
+        txn.added.clear();
+        txn.offsets = false;
+        Ok(())
+    }
+
+    /// Add every partition with batches to ship, not yet in the open transaction, to it; a
+    /// failure fails the producer (nothing more is shipped). A producer that failed already
+    /// ships nothing more either: its transaction cannot commit.
+    pub(super) fn add_partitions(&mut self) {
+        let Some(txn) = self.txn.as_mut() else {
+            return;
+        };
+        if self.wire.error.is_some() {
+            self.wire.fail(0, String::new()); // the first failure is kept
+            return;
+        }
+        let wire = &self.wire;
+        let new: Vec<(usize, i32)> = wire
+            .parts
+            .iter()
+            .filter(|(k, p)| !p.batches.is_empty() && !txn.added.contains(k))
+            .map(|(k, _)| *k)
+            .collect();
+        let Some(&(first, _)) = new.first() else {
+            return;
+        };
+        let mut names: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for &(t, p) in &new {
+            names
+                .entry(wire.topics[t].name.clone())
+                .or_default()
+                .push(p);
+        }
+        let topics: Vec<(&str, Vec<i32>)> =
+            names.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let (producer_id, epoch) = wire.cluster.producer.unwrap_or((-1, -1));
+        let id = txn.id.clone();
+        let t = Transactional {
+            id: &id,
+            producer_id,
+            epoch,
+        };
+        let build =
+            |v: i16, c: i32, client: &str| add_partitions_request(v, c, client, &t, &topics);
+        let by = Instant::now() + self.wire.config.message_timeout;
+        let added = txn.coordinators.call(
+            &mut self.wire.cluster,
+            (TRANSACTION, &id),
+            ADD_PARTITIONS,
+            by,
+            &build,
+            &mut |body| {
+                let answers =
+                    parse_partition_errors(body).map_err(malformed("AddPartitionsToTxn"))?;
+                gravest("AddPartitionsToTxn", answers.iter().map(|a| a.2))
+            },
+        );
+        match added {
+            Ok(()) => txn.added.extend(new),
+            Err(why) => self.wire.fail(first, why),
+        }
+    }
+
+    /// The open transaction's producer, or why there is none.
+    fn transacting(&mut self) -> Result<(String, i64, i16), Failure> {
+        let producer = self.wire.cluster.producer.unwrap_or((-1, -1));
+        let txn = self.txn()?;
+        if !txn.open {
+            return fail("no transaction is open");
+        }
+        Ok((txn.id.clone(), producer.0, producer.1))
+    }
+
+    /// Commit `offset` (with `metadata`) of `topic`'s `partition` for `group` inside the open
+    /// transaction, within `timeout_ms`.
+    pub fn send_offset(
+        &mut self,
+        group: &str,
+        (topic, partition, offset): (&str, i32, i64),
+        metadata: &[u8],
+        timeout_ms: u64,
+    ) -> Result<(), Failure> {
+        let by = deadline(timeout_ms);
+        let (id, producer_id, epoch) = self.transacting()?;
+        if let Some((_, why)) = &self.wire.error {
+            return fail(format!("the producer failed: {why}"));
+        }
+        let t = Transactional {
+            id: &id,
+            producer_id,
+            epoch,
+        };
+        let txn = self.txn.as_mut().expect("transacting");
+        let cluster = &mut self.wire.cluster;
+        let build = |v: i16, c: i32, client: &str| add_offsets_request(v, c, client, &t, group);
+        let judge = &mut |body: &[u8]| match parse_add_offsets(body) {
+            Ok(0) => Ok(()),
+            Ok(e) => Err(class("AddOffsetsToTxn", e)),
+            Err(m) => Err(malformed("AddOffsetsToTxn")(m)),
+        };
+        let added =
+            txn.coordinators
+                .call(cluster, (TRANSACTION, &id), ADD_OFFSETS, by, &build, judge);
+        added.map_err(|why| (None, why))?;
+        txn.offsets = true;
+        let offsets = [Offset {
+            topic,
+            partition,
+            offset,
+            metadata,
+        }];
+        let build = |v: i16, c: i32, client: &str| {
+            txn_offset_commit_request(v, c, client, &t, group, &offsets)
+        };
+        let judge = &mut |body: &[u8]| -> Result<(), Answer> {
+            let answers = parse_txn_offset_commit(body).map_err(malformed("TxnOffsetCommit"))?;
+            gravest("TxnOffsetCommit", answers.iter().map(|a| a.2))
+        };
+        let committed =
+            txn.coordinators
+                .call(cluster, (GROUP, group), COMMIT_OFFSETS, by, &build, judge);
+        committed.map_err(|why| (None, why))
+    }
+
+    /// Send every batch and wait for it within `timeout_ms`, then commit the open transaction
+    /// (within `timeout_ms` more). Fails, committing nothing, when the producer failed or a
+    /// record is not acknowledged in time.
+    pub fn commit_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        self.transacting()?;
+        let failed = |w: &DirectWriter| {
+            w.wire.error.clone().map(|(t, why)| {
+                let name = w.wire.topics.get(t).map(|t| t.name.clone());
+                (name, format!("the transaction cannot commit: {why}"))
+            })
+        };
+        if let Some(f) = failed(self) {
+            return Err(f);
+        }
+        let left = self.flush(timeout_ms)?;
+        if let Some(f) = failed(self) {
+            return Err(f);
+        }
+        if left > 0 {
+            return fail(format!(
+                "the transaction cannot commit: {left} records were not acknowledged within \
+                 {timeout_ms} ms"
+            ));
+        }
+        self.end(true, timeout_ms)
+    }
+
+    /// Abort the open transaction: drop the batches not sent, wait for those in flight, and end
+    /// it within `timeout_ms`. Without a transaction open, nothing to do.
+    pub fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        if !self.txn()?.open {
+            return Ok(());
+        }
+        self.pending.clear();
+        self.acc.close_all();
+        self.acc.full.clear();
+        let dropped = self.wire.drop_batches();
+        let txn = self.txn()?;
+        txn.ready &= !dropped;
+        self.end(false, timeout_ms)
+    }
+
+    /// EndTxn: the open transaction committed or aborted (nothing to ask when it added
+    /// nothing: the coordinator never heard of it).
+    fn end(&mut self, commit: bool, timeout_ms: u64) -> Result<(), Failure> {
+        let by = deadline(timeout_ms);
+        let (id, producer_id, epoch) = self.transacting()?;
+        let txn = self.txn.as_mut().expect("transacting");
+        if txn.added.is_empty() && !txn.offsets {
+            txn.open = false;
+            return Ok(());
+        }
+        let t = Transactional {
+            id: &id,
+            producer_id,
+            epoch,
+        };
+        let build = |v: i16, c: i32, client: &str| end_txn_request(v, c, client, &t, commit);
+        let judge = &mut |body: &[u8]| match parse_error(body) {
+            Ok(0) => Ok(()),
+            Ok(e) => Err(class("EndTxn", e)),
+            Err(m) => Err(malformed("EndTxn")(m)),
+        };
+        let cluster = &mut self.wire.cluster;
+        let ended = txn
+            .coordinators
+            .call(cluster, (TRANSACTION, &id), END, by, &build, judge);
+        // A commit that failed stays open: the caller aborts it.
+        if ended.is_ok() || !commit {
+            txn.open = false;
+            txn.added.clear();
+            txn.offsets = false;
+        }
+        ended.map_err(|why| (None, why))
+    }
+}

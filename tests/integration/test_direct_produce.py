@@ -1,14 +1,16 @@
-"""The compiled core's direct produce path (atLeastOnce's ``writer=native``) on Apache Kafka:
-the sink writes an exact record set over SASL_SSL with SCRAM-SHA-512 (the driver plans the
-cluster on ``direct``); and a broker stopped mid-write (the leader of some partitions) has the
-producer send its batches again to the new leaders: every record once, none lost, none
-duplicated (the broker drops a batch it already wrote by the producer id and sequence).
+"""The compiled core's direct produce path (``writer=native``) on Apache Kafka: the sink writes
+an exact record set over SASL_SSL with SCRAM-SHA-512 (the driver plans the cluster on
+``direct``), atLeastOnce and exactlyOnce's transactions; and a broker stopped mid-write (the
+leader of some partitions) has the producer send its batches again to the new leaders: every
+record once, none lost, none duplicated (the broker drops a batch it already wrote by the
+producer id and sequence).
 
 PLAINTEXT, every column kind and keyed rows where Spark's own sink puts them are
 ``test_sink_write.py``'s with ``writer=native`` (the direct path too)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -21,6 +23,11 @@ from tests.integration.sink_records import read_topic, sink_options, write_route
 
 from pyspark_dynamic_kafka.engines.choice import write_engine
 from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.kafka.config import FrozenProperties
+from pyspark_dynamic_kafka.sink.executor.markers import committed_markers
+from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
+from pyspark_dynamic_kafka.sink.executor.transaction import produce_transaction
+from pyspark_dynamic_kafka.sink.route import WriteRoute
 from pyspark_dynamic_kafka.testing import set_scram_password
 from pyspark_dynamic_kafka.testing.tls import sasl_ssl_scram_client_properties
 
@@ -72,6 +79,42 @@ def test_the_sink_writes_exact_records_over_sasl_ssl_scram_sha_512(
         assert got == expected, topic
         by_value = {r.value: r.partition for r in read_topic(east, topic)}
         assert all(by_value[f"v{i}"] == 1 for i in ids if i % 5 == 0), topic
+
+
+def test_exactly_once_transactions_write_exact_records_over_sasl_ssl_scram_sha_512(
+    kafka_clusters: Any,
+) -> None:
+    """exactlyOnce's tasks on the direct path (planned there by the driver), over SASL_SSL:
+    the transaction and group coordinators are found and spoken to over SCRAM-SHA-512 too; a
+    retry of the task finds its marker and writes nothing."""
+    skip_without_core("direct")
+    east = secured_cluster(kafka_clusters)
+    east.create_topic("orders", partitions=3)
+    password = f"scram-{uuid.uuid4().hex}"
+    set_scram_password(east, "scram-writer", password)
+    secured = sasl_ssl_scram_client_properties(east, "scram-writer", password, "SCRAM-SHA-512")
+    frozen = FrozenProperties(secured)
+    route = WriteRoute("orders", "east", frozenset({"orders"}), frozen)
+    task = WriteTask(
+        route,
+        flush_timeout_ms=60_000,
+        exactly_once=True,
+        sink_id="scram-txn",
+        marker_clusters=(MarkerCluster("east", frozen, ("orders",)),),
+    )
+    engine = write_engine("native", "east", task.producer_properties(), exactly_once=True)
+    assert engine.name == "direct"
+    task = dataclasses.replace(task, engine=engine.name)
+    rows = [f"v{i}" for i in range(500)]
+    batches = [pa.record_batch({"value": rows[:250]}), pa.record_batch({"value": rows[250:]})]
+    report = produce_transaction(task, batches, batch_id=4, partition=1)
+    assert (report.rows, report.skipped) == ({"orders": 500}, False)
+    assert sorted(r.value for r in read_topic(east, "orders")) == sorted(rows)
+    (marker,) = committed_markers(task.marker_clusters[0], "scram-txn", 1, 60_000)
+    assert (marker.batch, marker.where) == (4, "east/orders-0")
+    again = produce_transaction(task, batches, batch_id=4, partition=1)
+    assert again.skipped
+    assert len(read_topic(east, "orders", "read_uncommitted")) == 500
 
 
 def test_a_leader_stopped_mid_write_loses_and_duplicates_nothing(
@@ -151,7 +194,12 @@ def test_a_refused_password_fails_the_write_with_the_brokers_reason(
     wrong = f"wrong-{uuid.uuid4().hex}"
     secured = sasl_ssl_scram_client_properties(east, "scram-refused", wrong, "SCRAM-SHA-512")
     # message.timeout.ms past the flush's wait: a timeout would leave the rows waiting, unfailed
-    config = {**secured, "enable.idempotence": "true", "message.timeout.ms": "600000"}
+    config = {
+        **secured,
+        "enable.idempotence": "true",
+        "partitioner": "murmur2_random",  # the sink's: the direct path takes no other
+        "message.timeout.ms": "600000",
+    }
     compiled = core()
     assert compiled is not None
     producer = compiled.DirectProducer(sorted(config.items()), None)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tests.engine_roles import EXACTLY_ONCE_PRODUCERS, PRODUCERS, skip_without_core
-from tests.integration.helpers import requires_kafka
+from tests.integration.helpers import DEADLINE, requires_kafka, wait_until
 from tests.integration.sink_records import read_topic
 
 from pyspark_dynamic_kafka.engines.implementations import batch_producer
@@ -25,6 +25,8 @@ from pyspark_dynamic_kafka.sink.executor.markers import marker_consumer
 pytestmark = requires_kafka("Kafka transactions (Tansu's are not what these tests check)")
 
 TIMEOUT_MS = 60_000
+#: The group coordinator's answers a committed() is asked again after.
+RETRIED = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
 GROUP = "txn-test.progress.0"
 
 
@@ -90,12 +92,40 @@ def _values(cluster: Any, isolation: str = "read_committed") -> list[str]:
     return sorted(r.value for t in ("orders", "audit") for r in read_topic(cluster, t, isolation))
 
 
-def _marker(cluster: Any, group: str = GROUP) -> tuple[int, str] | None:
-    consumer = marker_consumer({"bootstrap.servers": cluster.bootstrap_servers}, group)
+def _shows(cluster: Any, want: list[str]) -> None:
+    """Wait until read_committed readers see exactly ``want`` (sorted): a commit's markers are
+    written to the partitions after EndTxn is answered."""
+    seen: list[list[str]] = [[]]
+
+    def shown() -> bool:
+        seen[0] = _values(cluster)
+        return seen[0] == want
+
     try:
-        (place,) = consumer.committed([TopicPartition("orders", 0)], timeout=60)
-    finally:
-        consumer.close()
+        wait_until(shown, DEADLINE, "the committed records")
+    except AssertionError:
+        assert seen[0] == want  # the difference shown
+        raise
+
+
+def _marker(cluster: Any, group: str = GROUP) -> tuple[int, str] | None:
+    """The group's committed offset of orders-0 and its metadata (read_committed), or None."""
+    found: list[TopicPartition] = []
+
+    def read() -> bool:
+        consumer = marker_consumer({"bootstrap.servers": cluster.bootstrap_servers}, group)
+        try:
+            found[:] = consumer.committed([TopicPartition("orders", 0)], timeout=60)
+        except KafkaException as exc:  # the group's coordinator still loading, or moving
+            if not exc.args[0].retriable() and exc.args[0].code() not in RETRIED:
+                raise
+            return False
+        finally:
+            consumer.close()
+        return True
+
+    wait_until(read, DEADLINE, "the group's committed offsets")
+    (place,) = found
     if place.offset < 0:
         return None
     return place.offset, (place.metadata or "").rstrip("\0")
@@ -115,7 +145,7 @@ def test_a_committed_transaction_shows_its_records_and_its_offset_together(
     producer.send_offset(GROUP, ("orders", 0, 7), "batch 7", TIMEOUT_MS)
     producer.commit_transaction(TIMEOUT_MS)
     want = sorted([f"a{i}" for i in range(1_000)] + [f"b{i}" for i in range(10)])
-    assert _values(east) == want
+    _shows(east, want)
     assert _marker(east) == (7, "batch 7")
     rows, _, error = producer.deliveries()
     assert error is None
@@ -125,7 +155,7 @@ def test_a_committed_transaction_shows_its_records_and_its_offset_together(
     producer.send(_batch("c", 4), None, ROUTES)
     producer.send_offset(GROUP, ("orders", 0, 8), "batch 8", TIMEOUT_MS)
     producer.commit_transaction(TIMEOUT_MS)
-    assert _values(east) == sorted(want + [f"c{i}" for i in range(4)])
+    _shows(east, sorted(want + [f"c{i}" for i in range(4)]))
     assert _marker(east) == (8, "batch 8")
 
 
@@ -150,7 +180,7 @@ def test_an_aborted_transaction_shows_neither_its_records_nor_its_offset(
     again.send(_batch("z", 20), None, ROUTES)
     again.send_offset(GROUP, ("orders", 0, 3), "batch 3", TIMEOUT_MS)
     again.commit_transaction(TIMEOUT_MS)
-    assert _values(east) == sorted(f"z{i}" for i in range(20))
+    _shows(east, sorted(f"z{i}" for i in range(20)))
     assert _marker(east) == (3, "batch 3")
 
 
@@ -173,7 +203,7 @@ def test_a_fenced_producer_fails_and_commits_nothing(producers: Any, east: Any) 
         older.commit_transaction(TIMEOUT_MS)
     with contextlib.suppress(ProduceFailure):  # as the sink aborts: it may fail, fenced
         older.abort_transaction(TIMEOUT_MS)
-    assert _values(east) == sorted(f"new{i}" for i in range(30))
+    _shows(east, sorted(f"new{i}" for i in range(30)))
     assert _marker(east) == (1, "newer")
     everything = set(_values(east, "read_uncommitted"))
     assert {f"old{i}" for i in range(100)} <= everything

@@ -4,7 +4,8 @@
 //! transactions (exactlyOnce): [`crate::write::direct::transaction`].
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
@@ -24,7 +25,27 @@ use crate::write::{Failure, Stamp};
 /// None.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 pub struct DirectProducer {
-    inner: Mutex<Option<DirectWriter>>,
+    inner: Arc<Mutex<Option<DirectWriter>>>,
+}
+
+/// The shortest pause between two looks for batches open past `linger.ms`.
+const LINGER_TICK: Duration = Duration::from_millis(10);
+
+/// Until the producer is closed (or dropped): every `linger.ms` (at least [`LINGER_TICK`]),
+/// the batches open past it shipped, while the caller hands over no rows (Spark's iterator
+/// waiting for its source) as librdkafka's background thread ships them.
+fn linger(writer: Weak<Mutex<Option<DirectWriter>>>, tick: Duration) {
+    loop {
+        std::thread::sleep(tick);
+        let Some(strong) = writer.upgrade() else {
+            return;
+        };
+        let mut guard = relock(&strong);
+        match guard.as_mut() {
+            Some(w) => w.linger(),
+            None => return,
+        }
+    }
 }
 
 fn raise((topic, text): Failure) -> PyErr {
@@ -44,9 +65,15 @@ impl DirectProducer {
             batch,
             partition: partition.to_string(),
         });
-        Ok(DirectProducer {
-            inner: Mutex::new(Some(DirectWriter::new(config, stamp))),
-        })
+        let writer = DirectWriter::new(config, stamp);
+        let tick = writer.linger_time().max(LINGER_TICK);
+        let inner = Arc::new(Mutex::new(Some(writer)));
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("dynamic-kafka-linger".into())
+            .spawn(move || linger(weak, tick))
+            .map_err(|e| raise((None, format!("cannot start the producer's thread: {e}"))))?;
+        Ok(DirectProducer { inner })
     }
 
     /// Write every row of `batch` into record batches and send the full ones: to `topic` when

@@ -109,6 +109,28 @@ impl DirectWriter {
         Ok(())
     }
 
+    /// Ship the batches open past `linger.ms`, as librdkafka's background thread sends them
+    /// while the caller has no rows to hand over ([`Self::send`] does it after each batch).
+    pub fn linger(&mut self) {
+        if self.wire.error.is_some() || self.txn.as_ref().is_some_and(|t| !t.open) {
+            return;
+        }
+        self.acc.close_older(self.wire.config.linger);
+        if self.acc.full.is_empty() {
+            return;
+        }
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
+        self.add_partitions();
+        self.wire.ship();
+    }
+
+    /// `linger.ms`.
+    pub fn linger_time(&self) -> Duration {
+        self.wire.config.linger
+    }
+
     /// Recoveries so far from a retriable error or a lost connection.
     pub fn retries(&self) -> u64 {
         self.wire.retries

@@ -52,6 +52,8 @@ pub struct DirectWriter {
     last_lookup: Option<Instant>,
     /// A transactional producer's state.
     txn: Option<Txn>,
+    /// A failure of [`Self::linger`]'s, for the next send or flush to return.
+    deferred: Option<Failure>,
 }
 
 impl DirectWriter {
@@ -61,6 +63,7 @@ impl DirectWriter {
             .map_or(0, |d| d.subsec_nanos() as u64);
         DirectWriter {
             txn: Txn::of(&config),
+            deferred: None,
             acc: Accumulator::new(config.limits, seed),
             wire: Wire::new(config),
             stamp,
@@ -80,6 +83,9 @@ impl DirectWriter {
         mapped: &[(Option<String>, String)],
     ) -> Result<(), Failure> {
         Rows::of(batch).map_err(|e| (None, e))?;
+        if let Some(failure) = self.deferred.take() {
+            return Err(failure);
+        }
         if self.txn.as_ref().is_some_and(|t| !t.open) {
             return Err((None, "no transaction is open".to_string()));
         }
@@ -115,6 +121,10 @@ impl DirectWriter {
         if self.wire.error.is_some() || self.txn.as_ref().is_some_and(|t| !t.open) {
             return;
         }
+        // the batches waiting for their topics' partitions (the lookup failed at send) too
+        if let Err(failure) = self.drain() {
+            self.deferred.get_or_insert(failure);
+        }
         self.acc.close_older(self.wire.config.linger);
         if self.acc.full.is_empty() {
             return;
@@ -144,6 +154,9 @@ impl DirectWriter {
     /// Write the waiting batches, send everything and wait up to `timeout_ms` for the answers:
     /// the records not acknowledged.
     pub fn flush(&mut self, timeout_ms: u64) -> Result<usize, Failure> {
+        if let Some(failure) = self.deferred.take() {
+            return Err(failure);
+        }
         let deadline = Instant::now() + Duration::from_millis(timeout_ms);
         while !self.pending.is_empty() && self.wire.error.is_none() {
             self.drain()?;

@@ -37,6 +37,27 @@ pub(super) struct Batch {
 pub(super) struct Part {
     next_sequence: i32,
     pub(super) batches: VecDeque<Batch>,
+    /// Whether the partition acknowledged a batch of this producer id and epoch: until then
+    /// the broker has no sequence of ours for it and takes any as the first, so a later batch
+    /// that reached it before the first (the first refused, NOT_LEADER at the topic's start,
+    /// then sent again) would be written ahead of it, the first then refused as out of order.
+    acked: bool,
+}
+
+impl Part {
+    /// The batch to send next: the first not sent, unless the partition acknowledged none yet
+    /// and one is in flight (its first batch is sent alone, as librdkafka waits for it).
+    fn next(&self) -> Option<usize> {
+        if !self.acked && self.batches.iter().any(|b| b.sent) {
+            return None;
+        }
+        self.batches.iter().position(|b| !b.sent)
+    }
+
+    /// Whether batches not sent wait for the partition's first answer.
+    fn held(&self) -> bool {
+        self.next().is_none() && self.batches.iter().any(|b| !b.sent)
+    }
 }
 
 /// A request in flight: its correlation id and the (topic, partition, base sequence) it carries.
@@ -178,6 +199,15 @@ impl Wire {
                     continue;
                 }
                 if !self.send(leader, &parts) {
+                    // a partition's first batch in flight holds its next ones: its answer first
+                    if flying > 0
+                        && parts
+                            .iter()
+                            .any(|k| self.parts.get(k).is_some_and(Part::held))
+                    {
+                        self.receive(leader);
+                        continue;
+                    }
                     break;
                 }
             }
@@ -190,7 +220,7 @@ impl Wire {
         let mut size = 0;
         for &(topic, partition) in parts {
             let part = self.parts.get(&(topic, partition));
-            let next = part.and_then(|p| p.batches.iter().position(|b| !b.sent));
+            let next = part.and_then(Part::next);
             if let (Some(part), Some(i)) = (part, next) {
                 if size > 0 && size + part.batches[i].bytes.len() > REQUEST_BYTES {
                     break;
@@ -279,6 +309,7 @@ impl Wire {
             };
             match super::answer::outcome(answer.error, i == 0 && !self.recover) {
                 Outcome::Written => {
+                    part.acked = true;
                     let batch = part.batches.remove(i).expect("found above");
                     let t = &mut self.topics[topic];
                     t.rows += batch.records.max(0) as u64;
@@ -395,5 +426,42 @@ impl Wire {
                     .leader(&self.topics[topic].name, partition)
                     .is_some()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(base_sequence: i32, sent: bool) -> Batch {
+        Batch {
+            bytes: Vec::new(),
+            records: 10,
+            kv: 0,
+            base_sequence,
+            created: Instant::now(),
+            sent,
+        }
+    }
+
+    /// A partition's first batch in flight: no later one is sent before it is acknowledged
+    /// (the broker, knowing no sequence of ours there, would write the later one first and
+    /// refuse the first, sent again after a NOT_LEADER, as out of order); once one is
+    /// acknowledged, the next ones go in flight behind each other.
+    #[test]
+    fn a_partitions_first_batch_is_sent_alone_until_acknowledged() {
+        let mut part = Part::default();
+        part.batches.extend([batch(0, false), batch(10, false)]);
+        assert_eq!(part.next(), Some(0));
+        part.batches[0].sent = true;
+        assert_eq!(part.next(), None);
+        assert!(part.held());
+        part.batches[0].sent = false; // refused (NOT_LEADER): sent again, still alone
+        assert_eq!(part.next(), Some(0));
+        part.batches.pop_front(); // acknowledged
+        part.acked = true;
+        part.batches.push_back(batch(20, false));
+        part.batches[0].sent = true;
+        assert_eq!(part.next(), Some(1));
     }
 }

@@ -151,7 +151,12 @@ def test_a_refused_password_fails_the_write_with_the_brokers_reason(
     wrong = f"wrong-{uuid.uuid4().hex}"
     secured = sasl_ssl_scram_client_properties(east, "scram-refused", wrong, "SCRAM-SHA-512")
     # message.timeout.ms past the flush's wait: a timeout would leave the rows waiting, unfailed
-    config = {**secured, "enable.idempotence": "true", "message.timeout.ms": "600000"}
+    config = {
+        **secured,
+        "enable.idempotence": "true",
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": "600000",
+    }
     compiled = core()
     assert compiled is not None
     producer = compiled.DirectProducer(sorted(config.items()), None)

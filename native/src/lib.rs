@@ -12,6 +12,7 @@
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
 //! - `py/direct_producer.rs`: `DirectProducer`: the sink's Arrow batches over the direct produce path (atLeastOnce);
+//! - `py/open_writer.rs`: what the two producers share: their writer until closed, used without the GIL, and `WriteFailure`;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from tests.engine_roles import skip_without_core
 from tests.integration.helpers import secured_cluster, skip_without_local_kafka, wait_until
-from tests.integration.sink_records import read_topic, sink_options, write_routes
+from tests.integration.sink_records import keyed_rows, read_topic, sink_options, write_routes
 
 from pyspark_dynamic_kafka.engines.choice import write_engine
 from pyspark_dynamic_kafka.engines.core import core
@@ -41,10 +41,10 @@ def test_the_sink_writes_exact_records_over_sasl_ssl_scram_sha_512(
     )
     properties = {**secured, "enable.idempotence": "true", "partitioner": "murmur2_random"}
     assert write_engine("native", "east", properties).name == "direct"
-    rows = [(i, None if i % 4 == 0 else f"k{i}", f"v{i}") for i in range(300)]
-    df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
-        "CAST(key AS BINARY) AS key",
-        "value",
+    _, df = keyed_rows(
+        spark,
+        300,
+        4,
         "IF(id % 3 = 0, 'audit', 'orders') AS topic",
         "IF(id % 5 = 0, 1, NULL) AS partition",
         "IF(id % 2 = 0, array(named_struct('key', 'h', 'value', CAST(value AS BINARY))), "

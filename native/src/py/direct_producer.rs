@@ -3,17 +3,14 @@
 //! answers (no Python object, and no report, per record). atLeastOnce only: no transactions.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
 use pyo3::prelude::*;
 
-use super::errors::WriteFailure;
-use super::relock;
+use super::open_writer::{raise, stamp_of, OpenWriter};
 use crate::write::direct::config::ProduceConfig;
 use crate::write::direct::DirectWriter;
-use crate::write::{Failure, Stamp};
 
 /// Produces the sink's columns of pyarrow record batches to one cluster over the direct
 /// produce path.
@@ -23,11 +20,7 @@ use crate::write::{Failure, Stamp};
 /// None.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 pub struct DirectProducer {
-    inner: Mutex<Option<DirectWriter>>,
-}
-
-fn raise((topic, text): Failure) -> PyErr {
-    WriteFailure::new_err((topic, text))
+    inner: OpenWriter<DirectWriter>,
 }
 
 #[pymethods]
@@ -38,13 +31,8 @@ impl DirectProducer {
         // librdkafka's check first: a property it refuses is refused here too, in its words.
         crate::ffi::check_config(&config).map_err(|e| raise((None, e)))?;
         let config = ProduceConfig::from_config(&config).map_err(|e| raise((None, e)))?;
-        let stamp = stamp.map(|(sink, batch, partition)| Stamp {
-            sink,
-            batch,
-            partition: partition.to_string(),
-        });
         Ok(DirectProducer {
-            inner: Mutex::new(Some(DirectWriter::new(config, stamp))),
+            inner: OpenWriter::new(DirectWriter::new(config, stamp_of(stamp))),
         })
     }
 
@@ -59,19 +47,19 @@ impl DirectProducer {
         topic: Option<String>,
         topics: Vec<(Option<String>, String)>,
     ) -> PyResult<()> {
-        self.with(py, |w| {
+        self.inner.with(py, |w| {
             w.send(&batch.0, topic.as_deref(), &topics).map_err(raise)
         })
     }
 
     /// Whether the producer failed.
     fn failed(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |w| Ok(w.failed()))
+        self.inner.with(py, |w| Ok(w.failed()))
     }
 
     /// Send everything and wait up to `timeout_ms` for the answers; the records still waiting.
     fn flush(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<usize> {
-        self.with(py, |w| w.flush(timeout_ms).map_err(raise))
+        self.inner.with(py, |w| w.flush(timeout_ms).map_err(raise))
     }
 
     /// (records per topic, key+value bytes per topic, the first failure as (topic, reason) or
@@ -85,36 +73,18 @@ impl DirectProducer {
         HashMap<String, u64>,
         Option<(String, String)>,
     )> {
-        self.with(py, |w| Ok(w.deliveries()))
+        self.inner.with(py, |w| Ok(w.deliveries()))
     }
 
     /// How many times the producer recovered from a retriable error or a lost connection
     /// (every batch not acknowledged then sent again after a metadata lookup): for tests and
     /// diagnostics.
     fn retries(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |w| Ok(w.retries()))
+        self.inner.with(py, |w| Ok(w.retries()))
     }
 
     /// Drop the producer and its connections (records not yet acknowledged are dropped).
     fn close(&self, py: Python<'_>) {
-        let state = relock(&self.inner).take();
-        py.detach(move || drop(state));
-    }
-}
-
-impl DirectProducer {
-    /// Run `f` on the writer without the GIL; an error once closed.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut DirectWriter) -> PyResult<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut guard = relock(&self.inner);
-            match guard.as_mut() {
-                Some(w) => f(w),
-                None => Err(raise((None, "the producer is closed".to_string()))),
-            }
-        })
+        self.inner.close(py);
     }
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 
@@ -31,6 +32,9 @@ _NO_TRANSACTIONS = (
     "the direct produce path has no transactions (exactlyOnce writes with librdkafka)"
 )
 
+#: The core's object behind a compiled producer.
+_Compiled = TypeVar("_Compiled", "core.compiled.Producer", "core.compiled.DirectProducer")
+
 
 @contextlib.contextmanager
 def _failing() -> Iterator[None]:
@@ -41,10 +45,48 @@ def _failing() -> Iterator[None]:
         raise ProduceFailure(topic, reason) from None
 
 
-class CoreProducer:
+class _CompiledProducer(Generic[_Compiled]):
+    """What :class:`CoreProducer` and :class:`DirectProducer` share: the core's object
+    (``Producer`` or ``DirectProducer``) of one cluster, its exception turned into
+    :class:`~.roles.ProduceFailure` on every call."""
+
+    def __init__(self, producer: _Compiled) -> None:
+        self._producer: _Compiled = producer
+
+    def send(
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
+    ) -> None:
+        """Write every row of ``batch``: to ``topic`` when given, else to the topic ``topics``
+        routes the row's ``topic`` value to; stops early once a record failed."""
+        with _failing():
+            self._producer.send(batch, topic, topics)
+
+    def failed(self) -> bool:
+        """Whether a record failed (a delivery report, or a batch of the direct path)."""
+        with _failing():
+            return self._producer.failed()
+
+    def flush(self, timeout_ms: int) -> int:
+        """Send everything and wait for the acknowledgements up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
+        with _failing():
+            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
+
+    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
+        """Records and key+value bytes per topic acknowledged so far, and the first failure as
+        (topic, reason) or ``None``."""
+        with _failing():
+            return self._producer.deliveries()
+
+    def close(self) -> None:
+        """Drop the producer without waiting (records not yet acknowledged are dropped)."""
+        self._producer.close()
+
+
+class CoreProducer(_CompiledProducer["core.compiled.Producer"]):
     """The compiled core's producer of one cluster, from the parameters
     :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
-    the stamp's headers). It commits a transaction's offsets by the group's name.
+    the stamp's headers): librdkafka's. It commits a transaction's offsets by the group's name.
 
     Raises
     ------
@@ -57,32 +99,7 @@ class CoreProducer:
     def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
         core.require()
         with _failing():
-            self._producer = core.compiled.Producer(sorted(config.items()), stamp)
-
-    def send(
-        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
-    ) -> None:
-        """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
-        ``topics`` routes the row's ``topic`` value to; stops early once a delivery failed."""
-        with _failing():
-            self._producer.send(batch, topic, topics)
-
-    def failed(self) -> bool:
-        """Whether a delivery report failed."""
-        with _failing():
-            return self._producer.failed()
-
-    def flush(self, timeout_ms: int) -> int:
-        """Wait for the acknowledgements up to ``timeout_ms`` and
-        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
-        with _failing():
-            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
-
-    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
-        """Records and key+value bytes per topic acknowledged so far, and the first failure as
-        (topic, reason) or ``None``."""
-        with _failing():
-            return self._producer.deliveries()
+            super().__init__(core.compiled.Producer(sorted(config.items()), stamp))
 
     def init_transactions(self, timeout_ms: int) -> None:
         """Fence older producers of the configured ``transactional.id``, ending their
@@ -114,12 +131,8 @@ class CoreProducer:
         with _failing():
             self._producer.abort_transaction(timeout_ms)
 
-    def close(self) -> None:
-        """Destroy the producer without waiting (records not yet acknowledged are dropped)."""
-        self._producer.close()
 
-
-class DirectProducer:
+class DirectProducer(_CompiledProducer["core.compiled.DirectProducer"]):
     """The compiled core's direct produce path to one cluster (atLeastOnce), from the parameters
     :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration,
     which its ``direct_problem`` serves; ``stamp``: every record carries the stamp's headers).
@@ -135,32 +148,7 @@ class DirectProducer:
     def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
         core.require()
         with _failing():
-            self._producer = core.compiled.DirectProducer(sorted(config.items()), stamp)
-
-    def send(
-        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
-    ) -> None:
-        """Write every row of ``batch`` into record batches and send the full ones: to ``topic``
-        when given, else to the topic ``topics`` routes the row's ``topic`` value to."""
-        with _failing():
-            self._producer.send(batch, topic, topics)
-
-    def failed(self) -> bool:
-        """Whether a batch failed."""
-        with _failing():
-            return self._producer.failed()
-
-    def flush(self, timeout_ms: int) -> int:
-        """Send everything and wait for the answers up to ``timeout_ms`` and
-        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
-        with _failing():
-            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
-
-    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
-        """Records and key+value bytes per topic acknowledged so far, and the first failure as
-        (topic, reason) or ``None``."""
-        with _failing():
-            return self._producer.deliveries()
+            super().__init__(core.compiled.DirectProducer(sorted(config.items()), stamp))
 
     def init_transactions(self, timeout_ms: int) -> None:
         """Not served: exactlyOnce is planned on librdkafka."""
@@ -183,7 +171,3 @@ class DirectProducer:
     def abort_transaction(self, timeout_ms: int) -> None:
         """Not served: exactlyOnce is planned on librdkafka."""
         raise ProduceFailure(None, _NO_TRANSACTIONS)
-
-    def close(self) -> None:
-        """Drop the producer and its connections (records not yet acknowledged are dropped)."""
-        self._producer.close()

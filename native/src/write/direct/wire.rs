@@ -146,7 +146,7 @@ impl Wire {
         if self.recover {
             self.settle(); // after a retriable error: the leaders looked up again first
         }
-        if self.dead || self.refused_by_broker() {
+        if self.dead || self.fail_on_refusal(None) {
             return;
         }
         let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();
@@ -344,7 +344,7 @@ impl Wire {
                 return self.waiting();
             }
             self.expire();
-            if self.refused_by_broker() || Instant::now() >= deadline {
+            if self.fail_on_refusal(None) || Instant::now() >= deadline {
                 return self.waiting();
             }
             if !self.any_leader() {
@@ -355,13 +355,15 @@ impl Wire {
         }
     }
 
-    /// Fail on a broker's refusal (authentication, TLS): whether it failed.
-    fn refused_by_broker(&mut self) -> bool {
+    /// Fail on a broker's refusal (authentication, TLS), naming `topic` (else a topic with
+    /// batches waiting): whether it failed.
+    pub fn fail_on_refusal(&mut self, topic: Option<usize>) -> bool {
         let Some(why) = self.cluster.refused.take() else {
             return false;
         };
-        let topic = self.parts.iter().find(|(_, p)| !p.batches.is_empty());
-        self.fail(topic.map_or(0, |(&(t, _), _)| t), why);
+        let waiting = self.parts.iter().find(|(_, p)| !p.batches.is_empty());
+        let topic = topic.or(waiting.map(|(&(t, _), _)| t));
+        self.fail(topic.unwrap_or(0), why);
         true
     }
 

@@ -12,6 +12,7 @@
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
 //! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
 //! - `py/direct_producer.rs`: `DirectProducer`: the sink's Arrow batches over the direct produce path (and its transactions);
+//! - `py/open_writer.rs`: what the two producers share: their writer until closed, used without the GIL (and by a thread of the producer's), and `WriteFailure`;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
@@ -72,6 +73,7 @@
 //! - `write/direct/partitioner.rs`: the Java producer's partitioner: murmur2 for keys, sticky without;
 //! - `write/direct/config.rs`: what the direct produce path takes from a producer configuration, or why it does not serve it;
 //! - `write/direct/leaders.rs`: Metadata, InitProducerId and the connections to each leader;
+//! - `write/direct/queue.rs`: a partition's batches in order until acknowledged, its first batch sent alone;
 //! - `write/direct/wire.rs`: batches numbered, sent in Produce requests, answered, retried or failed;
 //! - `write/direct/answer.rs`: a Produce error code: written, retried or fatal;
 //! - `write/direct/transaction.rs`: a transactional producer: init, begin, partitions added before their first Produce, offsets, commit and abort;

@@ -114,7 +114,8 @@ impl ClusterReader {
             fallback: direct.as_ref().err().cloned(),
             reconnects: Vec::new(),
             direct: direct.ok().map(|mut config| {
-                config.request_timeout = config.request_timeout.min(poll_timeout);
+                config.connection.request_timeout =
+                    config.connection.request_timeout.min(poll_timeout);
                 Direct::new(config, brokers)
             }),
         }

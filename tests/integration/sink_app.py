@@ -7,7 +7,10 @@ micro-batch per file), ``checkpoint``, ``options`` (the sink's), ``fail_dir`` an
 
 - the first attempt of the task whose rows hold a value of ``fail_values`` waits until the
   records it has produced so far are on the cluster (in its open transaction, exactlyOnce),
-  then fails (a marker file in ``fail_dir`` remembers the attempt), and the task is retried;
+  then fails (a marker file in ``fail_dir`` remembers the attempt), and the task is retried.
+  A stamped atLeastOnce producer is flushed first: the direct produce path has no thread of its
+  own and sends a batch open shorter than ``linger.ms`` only at its next call, which the hook
+  holds back;
 - with ``hang_after_commit`` (``{"batch": B, "signal": PATH}``), the driver-side ``commit`` of
   micro-batch B writes PATH and then blocks: B's tasks have committed, Spark has not recorded B
   in its commit log, and the test kills the driver there (the app exits by itself after
@@ -19,6 +22,7 @@ The query runs with ``Trigger.AvailableNow`` until the input is written, then th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -79,6 +83,25 @@ def hooked_format(spark: Any, name: str, writer: type) -> str:
     return name
 
 
+@contextlib.contextmanager
+def _keeping_producers(opened: list[Any]) -> Iterator[None]:
+    """Append to ``opened`` each stamped atLeastOnce producer the task opens meanwhile."""
+    from pyspark_dynamic_kafka.sink.executor import produce
+
+    original = produce.open_producer
+
+    def keeping(*args: Any, **kwargs: Any) -> Any:
+        producer = original(*args, **kwargs)
+        opened.append(producer)
+        return producer
+
+    produce.open_producer = keeping
+    try:
+        yield
+    finally:
+        produce.open_producer = original
+
+
 def faulty_format(spark: Any, config: dict[str, Any]) -> str:
     """Register the sink with the test hooks of ``config``; returns its format name."""
     from pyspark_dynamic_kafka.sink.writer import DynamicKafkaStreamWriter
@@ -88,7 +111,9 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
 
     class FaultyWriter(DynamicKafkaStreamWriter):  # type: ignore[misc]
         def write(self, iterator: Iterator[Any]) -> Any:
-            return super().write(self._failing(iterator))
+            self._opened: list[Any] = []
+            with _keeping_producers(self._opened):
+                return super().write(self._failing(iterator))
 
         def _failing(self, batches: Iterator[Any]) -> Iterator[Any]:
             sent: set[str] = set()
@@ -96,6 +121,8 @@ def faulty_format(spark: Any, config: dict[str, Any]) -> str:
                 values = [str(v) for v in batch.column("value").to_pylist()]
                 hits = [v for v in values if v in fail_values and not (fail_dir / v).exists()]
                 if hits:
+                    for producer in self._opened:
+                        producer.flush(int(DEADLINE * 1000))
                     route = self.task.route
                     topic = self.task.topic or route.topic_of(None)
                     wait_on_cluster(dict(route.properties), topic, sent)

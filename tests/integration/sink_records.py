@@ -1,6 +1,6 @@
 """What the sink tests read back and write: every record of a topic (read_committed), the
-metadata with a ``write: true`` marker, the sink's options, and the input and runs of
-``sink_app.py`` (a streaming write in a Spark session of its own)."""
+metadata with a ``write: true`` marker, the sink's options, a frame of keyed rows, and the input
+and runs of ``sink_app.py`` (a streaming write in a Spark session of its own)."""
 
 from __future__ import annotations
 
@@ -154,6 +154,19 @@ def sink_options(meta: Path, **extra: str) -> dict[str, str]:
         "streamId": "orders",
         **extra,
     }
+
+
+def keyed_rows(
+    spark: Any, count: int, null_key_every: int, *columns: str
+) -> tuple[list[tuple[int, str | None, str]], Any]:
+    """Rows ``(id, key, value)``: ``k<id>`` (null for every ``null_key_every``-th id) and
+    ``v<id>``; and the sink's frame of them: the key as binary, the value and ``columns`` (SQL
+    expressions of ``id``, ``key`` and ``value``, e.g. a ``topic`` or ``headers`` column)."""
+    rows = [(i, None if i % null_key_every == 0 else f"k{i}", f"v{i}") for i in range(count)]
+    df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
+        "CAST(key AS BINARY) AS key", "value", *columns
+    )
+    return rows, df
 
 
 def drop_file(

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 from tests.engine_roles import skip_without_core
 from tests.integration.helpers import secured_cluster, skip_without_local_kafka, wait_until
-from tests.integration.sink_records import read_topic, sink_options, write_routes
+from tests.integration.sink_records import keyed_rows, read_topic, sink_options, write_routes
 
 from pyspark_dynamic_kafka.engines.choice import write_engine
 from pyspark_dynamic_kafka.engines.core import core
@@ -48,10 +48,10 @@ def test_the_sink_writes_exact_records_over_sasl_ssl_scram_sha_512(
     )
     properties = {**secured, "enable.idempotence": "true", "partitioner": "murmur2_random"}
     assert write_engine("native", "east", properties).name == "direct"
-    rows = [(i, None if i % 4 == 0 else f"k{i}", f"v{i}") for i in range(300)]
-    df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
-        "CAST(key AS BINARY) AS key",
-        "value",
+    _, df = keyed_rows(
+        spark,
+        300,
+        4,
         "IF(id % 3 = 0, 'audit', 'orders') AS topic",
         "IF(id % 5 = 0, 1, NULL) AS partition",
         "IF(id % 2 = 0, array(named_struct('key', 'h', 'value', CAST(value AS BINARY))), "
@@ -124,15 +124,7 @@ def test_a_leader_stopped_mid_write_loses_and_duplicates_nothing(
     skip_without_local_kafka("three Apache Kafka brokers, one of them stopped")
     east = kafka_clusters("east", brokers_per_cluster=3)["east"]
     east.create_topic("orders", partitions=6, replication_factor=3)
-    config = {
-        "bootstrap.servers": east.bootstrap_servers,
-        "enable.idempotence": "true",
-        "partitioner": "murmur2_random",
-        "message.timeout.ms": "120000",
-    }
-    compiled = core()
-    assert compiled is not None
-    producer = compiled.DirectProducer(sorted(config.items()), None)
+    producer = _direct_producer({"bootstrap.servers": east.bootstrap_servers}, 120_000)
     per_batch = 1_000
 
     def batch(b: int) -> pa.RecordBatch:
@@ -194,15 +186,7 @@ def test_a_refused_password_fails_the_write_with_the_brokers_reason(
     wrong = f"wrong-{uuid.uuid4().hex}"
     secured = sasl_ssl_scram_client_properties(east, "scram-refused", wrong, "SCRAM-SHA-512")
     # message.timeout.ms past the flush's wait: a timeout would leave the rows waiting, unfailed
-    config = {
-        **secured,
-        "enable.idempotence": "true",
-        "partitioner": "murmur2_random",  # the sink's: the direct path takes no other
-        "message.timeout.ms": "600000",
-    }
-    compiled = core()
-    assert compiled is not None
-    producer = compiled.DirectProducer(sorted(config.items()), None)
+    producer = _direct_producer(secured, 600_000)
     try:
         producer.send(pa.record_batch({"value": pa.array([b"v0", b"v1"], pa.binary())}), "orders")
         left = producer.flush(120_000)
@@ -215,3 +199,17 @@ def test_a_refused_password_fails_the_write_with_the_brokers_reason(
     assert topic == "orders"
     assert "authentication failed" in reason, reason
     assert wrong not in reason
+
+
+def _direct_producer(properties: dict[str, str], message_timeout_ms: int) -> Any:
+    """The core's DirectProducer of the sink's producer configuration over ``properties``
+    (idempotent, partitioned as Spark's sink), records timing out after ``message_timeout_ms``."""
+    compiled = core()
+    assert compiled is not None
+    config = {
+        **properties,
+        "enable.idempotence": "true",
+        "partitioner": "murmur2_random",
+        "message.timeout.ms": str(message_timeout_ms),
+    }
+    return compiled.DirectProducer(sorted(config.items()), None)

@@ -174,19 +174,22 @@ def stretch(kafka_estate: EstateFactory, empty_consumer_pool: None) -> Iterator[
     admin = AdminClient({"bootstrap.servers": east.bootstrap_servers})
     topic = NewTopic("orders", len(REPLICAS), replica_assignment=REPLICAS)
     admin.create_topics([topic])["orders"].result(60)
-    probe = Consumer({"bootstrap.servers": east.bootstrap_servers, "group.id": "probe"})
-    try:
+    # Every broker's metadata must show the leaders: a client asks any of them (a broker that
+    # has not caught up with the controller yet answers without the topic).
+    for server in east.bootstrap_servers.split(","):
+        probe = Consumer({"bootstrap.servers": server, "group.id": "probe"})
+        try:
 
-        def leaders_ready() -> bool:
-            listed = probe.list_topics("orders", timeout=10).topics.get("orders")
-            if listed is None or listed.error is not None:
-                return False
-            found = {p: m.leader for p, m in listed.partitions.items()}
-            return found == {p: r[0] for p, r in enumerate(REPLICAS)}
+            def leaders_ready(probe: Any = probe) -> bool:
+                listed = probe.list_topics("orders", timeout=10).topics.get("orders")
+                if listed is None or listed.error is not None:
+                    return False
+                found = {p: m.leader for p, m in listed.partitions.items()}
+                return found == {p: r[0] for p, r in enumerate(REPLICAS)}
 
-        wait_until(leaders_ready, what="the leaders of orders")
-    finally:
-        probe.close()
+            wait_until(leaders_ready, what=f"the leaders of orders on {server}")
+        finally:
+            probe.close()
     estate.route("east")
     yield estate
 

@@ -15,6 +15,7 @@ from tests.integration.sink_records import (
     Record,
     drop_file,
     java_partitions,
+    keyed_rows,
     read_messages,
     read_topic,
     sink_options,
@@ -92,10 +93,10 @@ def test_every_column_kind_is_written_exactly(
     partition column with nulls (the partitioner's choice), a topic column with nulls (the
     route's only topic) and dedupe headers after a row's own."""
     setup = estate("east", partitions=4)  # metadata: orders -> east/orders, nothing marked
-    rows = [(i, None if i % 3 == 0 else f"k{i}", f"v{i}") for i in range(48)]
-    df = spark.createDataFrame(rows, "id int, key string, value string").selectExpr(
-        "CAST(key AS BINARY) AS key",
-        "value",
+    rows, df = keyed_rows(
+        spark,
+        48,
+        3,
         "IF(id % 5 = 0, NULL, 'orders') AS topic",
         "IF(id % 2 = 0, id % 4, NULL) AS partition",
         "CASE id % 3 WHEN 0 THEN NULL WHEN 1 THEN array(named_struct('key', 'a', 'value', "

@@ -93,12 +93,7 @@ pub fn parse_metadata(body: &[u8]) -> Result<Leaders, Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::sample::request_header;
-
-    fn string(s: &str, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-        out.extend_from_slice(s.as_bytes());
-    }
+    use crate::protocol::sample::{request_header, string};
 
     #[test]
     fn leaders_brokers_and_errors_of_a_metadata_answer() {

@@ -104,12 +104,7 @@ pub fn parse_produce(version: i16, body: &[u8]) -> Result<(Vec<PartitionAnswer>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::sample::request_header;
-
-    fn string(s: &str, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-        out.extend_from_slice(s.as_bytes());
-    }
+    use crate::protocol::sample::{request_header, string};
 
     #[test]
     fn a_produce_request_groups_partitions_by_topic() {

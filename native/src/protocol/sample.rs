@@ -13,6 +13,12 @@ pub fn request_header(request: &[u8]) -> (Cursor<'_>, (i16, i16, i32)) {
     (c, named)
 }
 
+/// `s` as a request's string (its i16 length first).
+pub fn string(s: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
 /// `v` as a zigzag varint.
 pub fn varint(v: i64, out: &mut Vec<u8>) {
     let mut raw = ((v << 1) ^ (v >> 63)) as u64;

@@ -4,18 +4,15 @@
 //! transactions (exactlyOnce): [`crate::write::direct::transaction`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
 use pyo3::prelude::*;
 
-use super::errors::WriteFailure;
-use super::relock;
+use super::open_writer::{raise, stamp_of, OpenWriter};
 use crate::write::direct::config::ProduceConfig;
 use crate::write::direct::DirectWriter;
-use crate::write::{Failure, Stamp};
 
 /// Produces the sink's columns of pyarrow record batches to one cluster over the direct
 /// produce path.
@@ -25,32 +22,11 @@ use crate::write::{Failure, Stamp};
 /// None.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 pub struct DirectProducer {
-    inner: Arc<Mutex<Option<DirectWriter>>>,
+    inner: OpenWriter<DirectWriter>,
 }
 
 /// The shortest pause between two looks for batches open past `linger.ms`.
 const LINGER_TICK: Duration = Duration::from_millis(10);
-
-/// Until the producer is closed (or dropped): every `linger.ms` (at least [`LINGER_TICK`]),
-/// the batches open past it shipped, while the caller hands over no rows (Spark's iterator
-/// waiting for its source) as librdkafka's background thread ships them.
-fn linger(writer: Weak<Mutex<Option<DirectWriter>>>, tick: Duration) {
-    loop {
-        std::thread::sleep(tick);
-        let Some(strong) = writer.upgrade() else {
-            return;
-        };
-        let mut guard = relock(&strong);
-        match guard.as_mut() {
-            Some(w) => w.linger(),
-            None => return,
-        }
-    }
-}
-
-fn raise((topic, text): Failure) -> PyErr {
-    WriteFailure::new_err((topic, text))
-}
 
 #[pymethods]
 impl DirectProducer {
@@ -60,18 +36,13 @@ impl DirectProducer {
         // librdkafka's check first: a property it refuses is refused here too, in its words.
         crate::ffi::check_config(&config).map_err(|e| raise((None, e)))?;
         let config = ProduceConfig::from_config(&config).map_err(|e| raise((None, e)))?;
-        let stamp = stamp.map(|(sink, batch, partition)| Stamp {
-            sink,
-            batch,
-            partition: partition.to_string(),
-        });
-        let writer = DirectWriter::new(config, stamp);
+        let writer = DirectWriter::new(config, stamp_of(stamp));
         let tick = writer.linger_time().max(LINGER_TICK);
-        let inner = Arc::new(Mutex::new(Some(writer)));
-        let weak = Arc::downgrade(&inner);
-        std::thread::Builder::new()
-            .name("dynamic-kafka-linger".into())
-            .spawn(move || linger(weak, tick))
+        let inner = OpenWriter::new(writer);
+        // Every linger.ms, the batches open past it shipped while the caller hands over no rows
+        // (Spark's iterator waiting for its source), as librdkafka's background thread ships them.
+        inner
+            .every("dynamic-kafka-linger", tick, DirectWriter::linger)
             .map_err(|e| raise((None, format!("cannot start the producer's thread: {e}"))))?;
         Ok(DirectProducer { inner })
     }
@@ -87,19 +58,19 @@ impl DirectProducer {
         topic: Option<String>,
         topics: Vec<(Option<String>, String)>,
     ) -> PyResult<()> {
-        self.with(py, |w| {
+        self.inner.with(py, |w| {
             w.send(&batch.0, topic.as_deref(), &topics).map_err(raise)
         })
     }
 
     /// Whether the producer failed.
     fn failed(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |w| Ok(w.failed()))
+        self.inner.with(py, |w| Ok(w.failed()))
     }
 
     /// Send everything and wait up to `timeout_ms` for the answers; the records still waiting.
     fn flush(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<usize> {
-        self.with(py, |w| w.flush(timeout_ms).map_err(raise))
+        self.inner.with(py, |w| w.flush(timeout_ms).map_err(raise))
     }
 
     /// (records per topic, key+value bytes per topic, the first failure as (topic, reason) or
@@ -113,23 +84,25 @@ impl DirectProducer {
         HashMap<String, u64>,
         Option<(String, String)>,
     )> {
-        self.with(py, |w| Ok(w.deliveries()))
+        self.inner.with(py, |w| Ok(w.deliveries()))
     }
 
     /// How many times the producer recovered from a retriable error or a lost connection
     /// (every batch not acknowledged then sent again after a metadata lookup): for tests and
     /// diagnostics.
     fn retries(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |w| Ok(w.retries()))
+        self.inner.with(py, |w| Ok(w.retries()))
     }
 
     /// Fence older producers of the configured `transactional.id` and end their transaction.
     fn init_transactions(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |w| w.init_transactions(timeout_ms).map_err(raise))
+        self.inner
+            .with(py, |w| w.init_transactions(timeout_ms).map_err(raise))
     }
 
     fn begin_transaction(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |w| w.begin_transaction().map_err(raise))
+        self.inner
+            .with(py, |w| w.begin_transaction().map_err(raise))
     }
 
     /// Commit offset `offset` of (`topic`, `partition`) with `metadata` for `group` inside the
@@ -149,7 +122,7 @@ impl DirectProducer {
     ) -> PyResult<()> {
         let mut bytes = metadata.into_bytes();
         bytes.push(0);
-        self.with(py, |w| {
+        self.inner.with(py, |w| {
             w.send_offset(&group, (&topic, partition, offset), &bytes, timeout_ms)
                 .map_err(raise)
         })
@@ -157,34 +130,18 @@ impl DirectProducer {
 
     /// Send every batch, wait for them, then commit the open transaction.
     fn commit_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |w| w.commit_transaction(timeout_ms).map_err(raise))
+        self.inner
+            .with(py, |w| w.commit_transaction(timeout_ms).map_err(raise))
     }
 
     /// Abort the open transaction (batches not sent are dropped).
     fn abort_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |w| w.abort_transaction(timeout_ms).map_err(raise))
+        self.inner
+            .with(py, |w| w.abort_transaction(timeout_ms).map_err(raise))
     }
 
     /// Drop the producer and its connections (records not yet acknowledged are dropped).
     fn close(&self, py: Python<'_>) {
-        let state = relock(&self.inner).take();
-        py.detach(move || drop(state));
-    }
-}
-
-impl DirectProducer {
-    /// Run `f` on the writer without the GIL; an error once closed.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut DirectWriter) -> PyResult<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut guard = relock(&self.inner);
-            match guard.as_mut() {
-                Some(w) => f(w),
-                None => Err(raise((None, "the producer is closed".to_string()))),
-            }
-        })
+        self.inner.close(py);
     }
 }

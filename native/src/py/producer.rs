@@ -2,16 +2,14 @@
 //! deliveries counted in Rust (no Python object per record).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::PyArrowType;
 use pyo3::prelude::*;
 
-use super::errors::WriteFailure;
-use super::relock;
+use super::open_writer::{raise, stamp_of, OpenWriter};
 use crate::ffi::Producer as RdProducer;
-use crate::write::{Failure, Stamp, Writer};
+use crate::write::Writer;
 
 /// Produces the sink's columns of pyarrow record batches to one cluster.
 ///
@@ -19,11 +17,7 @@ use crate::write::{Failure, Stamp, Writer};
 /// Spark partition) whose headers every record carries, or None.
 #[pyclass(module = "pyspark_dynamic_kafka_core._core")]
 pub struct Producer {
-    inner: Mutex<Option<Writer>>,
-}
-
-fn raise((topic, text): Failure) -> PyErr {
-    WriteFailure::new_err((topic, text))
+    inner: OpenWriter<Writer>,
 }
 
 fn millis(timeout_ms: u64) -> i32 {
@@ -36,17 +30,12 @@ impl Producer {
     #[pyo3(signature = (config, stamp=None))]
     fn new(config: Vec<(String, String)>, stamp: Option<(String, String, i32)>) -> PyResult<Self> {
         let producer = RdProducer::new(&config).map_err(|e| raise((None, e)))?;
-        let stamp = stamp.map(|(sink, batch, partition)| Stamp {
-            sink,
-            batch,
-            partition: partition.to_string(),
-        });
         Ok(Producer {
-            inner: Mutex::new(Some(Writer {
+            inner: OpenWriter::new(Writer {
                 producer,
-                stamp,
+                stamp: stamp_of(stamp),
                 sequence: 0,
-            })),
+            }),
         })
     }
 
@@ -61,7 +50,7 @@ impl Producer {
         topic: Option<String>,
         topics: Vec<(Option<String>, String)>,
     ) -> PyResult<()> {
-        self.with(py, |state| {
+        self.inner.with(py, |state| {
             state
                 .send(&batch.0, topic.as_deref(), &topics)
                 .map_err(raise)
@@ -70,12 +59,13 @@ impl Producer {
 
     /// Whether a delivery report failed.
     fn failed(&self, py: Python<'_>) -> PyResult<bool> {
-        self.with(py, |state| Ok(state.producer.failed()))
+        self.inner.with(py, |state| Ok(state.producer.failed()))
     }
 
     /// Wait up to `timeout_ms` for the acknowledgements; the number of records still waiting.
     fn flush(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<usize> {
-        self.with(py, |state| Ok(state.producer.flush(millis(timeout_ms))))
+        self.inner
+            .with(py, |state| Ok(state.producer.flush(millis(timeout_ms))))
     }
 
     /// (records per topic, key+value bytes per topic, the first failure as (topic, reason) or
@@ -89,7 +79,7 @@ impl Producer {
         HashMap<String, u64>,
         Option<(String, String)>,
     )> {
-        self.with(py, |state| {
+        self.inner.with(py, |state| {
             let delivered = state.producer.delivered();
             let name = |i: usize| state.producer.topic_name(i).to_string();
             let mut rows = HashMap::new();
@@ -107,7 +97,7 @@ impl Producer {
 
     /// Fence older producers of the configured `transactional.id` and end their transaction.
     fn init_transactions(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |s| {
+        self.inner.with(py, |s| {
             s.producer
                 .init_transactions(millis(timeout_ms))
                 .map_err(|e| raise((None, e)))
@@ -115,7 +105,7 @@ impl Producer {
     }
 
     fn begin_transaction(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |s| {
+        self.inner.with(py, |s| {
             s.producer.begin_transaction().map_err(|e| raise((None, e)))
         })
     }
@@ -133,7 +123,7 @@ impl Producer {
         metadata: String,
         timeout_ms: u64,
     ) -> PyResult<()> {
-        self.with(py, |s| {
+        self.inner.with(py, |s| {
             s.producer
                 .send_offset(
                     &group,
@@ -146,7 +136,7 @@ impl Producer {
     }
 
     fn commit_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |s| {
+        self.inner.with(py, |s| {
             s.producer
                 .commit_transaction(millis(timeout_ms))
                 .map_err(|e| raise((None, e)))
@@ -154,7 +144,7 @@ impl Producer {
     }
 
     fn abort_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
-        self.with(py, |s| {
+        self.inner.with(py, |s| {
             s.producer
                 .abort_transaction(millis(timeout_ms))
                 .map_err(|e| raise((None, e)))
@@ -163,24 +153,6 @@ impl Producer {
 
     /// Destroy the producer without waiting (records not yet acknowledged are dropped).
     fn close(&self, py: Python<'_>) {
-        let state = relock(&self.inner).take();
-        py.detach(move || drop(state));
-    }
-}
-
-impl Producer {
-    /// Run `f` on the producer without the GIL; an error once closed.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut Writer) -> PyResult<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut guard = relock(&self.inner);
-            match guard.as_mut() {
-                Some(state) => f(state),
-                None => Err(raise((None, "the producer is closed".to_string()))),
-            }
-        })
+        self.inner.close(py);
     }
 }

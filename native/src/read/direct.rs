@@ -126,7 +126,7 @@ impl Direct {
             let was_kept = kept.is_some();
             let connected = match kept.take() {
                 Some(broker) => broker,
-                None => match Broker::connect(&key.1, key.2, &self.config.connection(), &NEEDED) {
+                None => match Broker::connect(&key.1, key.2, &self.config.connection, &NEEDED) {
                     Ok(broker) => broker,
                     Err(refusal) => {
                         called = Err(refusal);
@@ -254,7 +254,7 @@ impl ClusterReader {
         d.brokers.count(broker_id, d.body.len() + 8);
         let fetched = parse_fetch(&d.body)?;
         if !fetched.throttle.is_zero() {
-            let until = throttled_until(fetched.throttle, d.config.request_timeout);
+            let until = throttled_until(fetched.throttle, d.config.connection.request_timeout);
             d.throttled.insert(broker_id, until);
         }
         for data in fetched.partitions {

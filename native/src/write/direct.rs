@@ -17,6 +17,7 @@ pub mod config;
 mod coordinator;
 mod leaders;
 pub mod partitioner;
+mod queue;
 pub mod transaction;
 mod wire;
 
@@ -213,9 +214,8 @@ impl DirectWriter {
             let since = front.since;
             if !self.known(&names) {
                 let topic = self.wire.topic(names.first().map_or("", String::as_str));
-                if let Some(why) = self.wire.cluster.refused.take() {
+                if self.wire.fail_on_refusal(Some(topic)) {
                     self.pending.clear();
-                    self.wire.fail(topic, why);
                 } else if since.elapsed() > self.wire.config.message_timeout {
                     let why = self.wire.cluster.last_error.clone();
                     let code = names.iter().find_map(|n| self.wire.cluster.topic_error(n));

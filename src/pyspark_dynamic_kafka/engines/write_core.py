@@ -10,14 +10,14 @@ confluent-kafka's). The sink writes, both guarantees, through the one path over 
 
 :class:`DirectProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
 ``direct``: the core's ``DirectProducer``, its own idempotent producer writing Produce requests
-(no librdkafka, no report per record), and with a ``transactional.id`` its own transactions
-(exactlyOnce: the core talks to the transaction and group coordinators itself).
+(no librdkafka, no report per record), and its own transactions (exactlyOnce).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 
@@ -25,6 +25,9 @@ from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
 __all__ = ["CoreProducer", "DirectProducer"]
+
+#: The core's object behind a compiled producer.
+_Compiled = TypeVar("_Compiled", "core.compiled.Producer", "core.compiled.DirectProducer")
 
 
 @contextlib.contextmanager
@@ -36,10 +39,81 @@ def _failing() -> Iterator[None]:
         raise ProduceFailure(topic, reason) from None
 
 
-class CoreProducer:
+class _CompiledProducer(Generic[_Compiled]):
+    """What :class:`CoreProducer` and :class:`DirectProducer` share: the core's object
+    (``Producer`` or ``DirectProducer``) of one cluster, its exception turned into
+    :class:`~.roles.ProduceFailure` on every call, and its transactions (a transaction's
+    offsets committed by the group's name)."""
+
+    def __init__(self, producer: _Compiled) -> None:
+        self._producer: _Compiled = producer
+
+    def send(
+        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
+    ) -> None:
+        """Write every row of ``batch``: to ``topic`` when given, else to the topic ``topics``
+        routes the row's ``topic`` value to; stops early once a record failed."""
+        with _failing():
+            self._producer.send(batch, topic, topics)
+
+    def failed(self) -> bool:
+        """Whether a record failed (a delivery report, or a batch of the direct path)."""
+        with _failing():
+            return self._producer.failed()
+
+    def flush(self, timeout_ms: int) -> int:
+        """Send everything and wait for the acknowledgements up to ``timeout_ms`` and
+        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
+        with _failing():
+            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
+
+    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
+        """Records and key+value bytes per topic acknowledged so far, and the first failure as
+        (topic, reason) or ``None``."""
+        with _failing():
+            return self._producer.deliveries()
+
+    def init_transactions(self, timeout_ms: int) -> None:
+        """Fence older producers of the configured ``transactional.id``, ending their
+        transaction."""
+        with _failing():
+            self._producer.init_transactions(timeout_ms)
+
+    def begin_transaction(self) -> None:
+        """Begin a transaction."""
+        with _failing():
+            self._producer.begin_transaction()
+
+    def send_offset(
+        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
+    ) -> None:
+        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
+        ``group`` inside the open transaction."""
+        topic, partition, offset = place
+        with _failing():
+            self._producer.send_offset(group, topic, partition, offset, metadata, timeout_ms)
+
+    def commit_transaction(self, timeout_ms: int) -> None:
+        """Commit the open transaction (on the direct path, after every batch is sent and
+        acknowledged: nothing is committed when a batch failed or was not acknowledged in
+        time)."""
+        with _failing():
+            self._producer.commit_transaction(timeout_ms)
+
+    def abort_transaction(self, timeout_ms: int) -> None:
+        """Abort the open transaction (on the direct path, batches not yet sent are dropped)."""
+        with _failing():
+            self._producer.abort_transaction(timeout_ms)
+
+    def close(self) -> None:
+        """Drop the producer without waiting (records not yet acknowledged are dropped)."""
+        self._producer.close()
+
+
+class CoreProducer(_CompiledProducer["core.compiled.Producer"]):
     """The compiled core's producer of one cluster, from the parameters
     :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
-    the stamp's headers). It commits a transaction's offsets by the group's name.
+    the stamp's headers): librdkafka's.
 
     Raises
     ------
@@ -52,73 +126,13 @@ class CoreProducer:
     def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
         core.require()
         with _failing():
-            self._producer = core.compiled.Producer(sorted(config.items()), stamp)
-
-    def send(
-        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
-    ) -> None:
-        """Hand every row of ``batch`` to librdkafka: to ``topic`` when given, else to the topic
-        ``topics`` routes the row's ``topic`` value to; stops early once a delivery failed."""
-        with _failing():
-            self._producer.send(batch, topic, topics)
-
-    def failed(self) -> bool:
-        """Whether a delivery report failed."""
-        with _failing():
-            return self._producer.failed()
-
-    def flush(self, timeout_ms: int) -> int:
-        """Wait for the acknowledgements up to ``timeout_ms`` and
-        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
-        with _failing():
-            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
-
-    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
-        """Records and key+value bytes per topic acknowledged so far, and the first failure as
-        (topic, reason) or ``None``."""
-        with _failing():
-            return self._producer.deliveries()
-
-    def init_transactions(self, timeout_ms: int) -> None:
-        """Fence older producers of the configured ``transactional.id``, ending their
-        transaction."""
-        with _failing():
-            self._producer.init_transactions(timeout_ms)
-
-    def begin_transaction(self) -> None:
-        """Begin a transaction."""
-        with _failing():
-            self._producer.begin_transaction()
-
-    def send_offset(
-        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
-    ) -> None:
-        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
-        ``group`` inside the open transaction."""
-        topic, partition, offset = place
-        with _failing():
-            self._producer.send_offset(group, topic, partition, offset, metadata, timeout_ms)
-
-    def commit_transaction(self, timeout_ms: int) -> None:
-        """Commit the open transaction."""
-        with _failing():
-            self._producer.commit_transaction(timeout_ms)
-
-    def abort_transaction(self, timeout_ms: int) -> None:
-        """Abort the open transaction."""
-        with _failing():
-            self._producer.abort_transaction(timeout_ms)
-
-    def close(self) -> None:
-        """Destroy the producer without waiting (records not yet acknowledged are dropped)."""
-        self._producer.close()
+            super().__init__(core.compiled.Producer(sorted(config.items()), stamp))
 
 
-class DirectProducer:
+class DirectProducer(_CompiledProducer["core.compiled.DirectProducer"]):
     """The compiled core's direct produce path to one cluster, from the parameters
     :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration,
     which its ``direct_problem`` serves; ``stamp``: every record carries the stamp's headers).
-    It commits a transaction's offsets by the group's name, as :class:`CoreProducer`.
 
     Raises
     ------
@@ -131,64 +145,4 @@ class DirectProducer:
     def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
         core.require()
         with _failing():
-            self._producer = core.compiled.DirectProducer(sorted(config.items()), stamp)
-
-    def send(
-        self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
-    ) -> None:
-        """Write every row of ``batch`` into record batches and send the full ones: to ``topic``
-        when given, else to the topic ``topics`` routes the row's ``topic`` value to."""
-        with _failing():
-            self._producer.send(batch, topic, topics)
-
-    def failed(self) -> bool:
-        """Whether a batch failed."""
-        with _failing():
-            return self._producer.failed()
-
-    def flush(self, timeout_ms: int) -> int:
-        """Send everything and wait for the answers up to ``timeout_ms`` and
-        :data:`~.roles.FLUSH_MARGIN_MS` more: the records still waiting."""
-        with _failing():
-            return self._producer.flush(timeout_ms + FLUSH_MARGIN_MS)
-
-    def deliveries(self) -> tuple[dict[str, int], dict[str, int], tuple[str, str] | None]:
-        """Records and key+value bytes per topic acknowledged so far, and the first failure as
-        (topic, reason) or ``None``."""
-        with _failing():
-            return self._producer.deliveries()
-
-    def init_transactions(self, timeout_ms: int) -> None:
-        """Fence older producers of the configured ``transactional.id``, ending their
-        transaction."""
-        with _failing():
-            self._producer.init_transactions(timeout_ms)
-
-    def begin_transaction(self) -> None:
-        """Begin a transaction."""
-        with _failing():
-            self._producer.begin_transaction()
-
-    def send_offset(
-        self, group: str, place: tuple[str, int, int], metadata: str, timeout_ms: int
-    ) -> None:
-        """Commit offset ``place[2]`` of (topic, partition) ``place[:2]`` with ``metadata`` for
-        ``group`` inside the open transaction."""
-        topic, partition, offset = place
-        with _failing():
-            self._producer.send_offset(group, topic, partition, offset, metadata, timeout_ms)
-
-    def commit_transaction(self, timeout_ms: int) -> None:
-        """Send every batch and wait for it, then commit the open transaction (nothing is
-        committed when a batch failed or was not acknowledged in time)."""
-        with _failing():
-            self._producer.commit_transaction(timeout_ms)
-
-    def abort_transaction(self, timeout_ms: int) -> None:
-        """Abort the open transaction (batches not yet sent are dropped)."""
-        with _failing():
-            self._producer.abort_transaction(timeout_ms)
-
-    def close(self) -> None:
-        """Drop the producer and its connections (records not yet acknowledged are dropped)."""
-        self._producer.close()
+            super().__init__(core.compiled.DirectProducer(sorted(config.items()), stamp))

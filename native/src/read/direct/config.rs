@@ -6,31 +6,23 @@
 use std::time::Duration;
 
 pub(super) use crate::connection::property;
-use crate::connection::sasl::Sasl;
-use crate::connection::tls::Tls;
 use crate::connection::{security, Connection};
 use crate::protocol::fetch::FetchLimits;
 
 /// What the direct path needs from a cluster's consumer configuration.
 #[derive(Debug, Clone)]
 pub struct DirectConfig {
-    pub client_id: String,
+    /// How to connect to the cluster's brokers: `request_timeout` is how long a connect or a
+    /// request's whole answer may take before the path gives up on the connection
+    /// ([`request_timeout`]); a Fetch response may take `fetch.wait.max.ms` longer (`held`: the
+    /// broker holds it that long when it has no data). `max_response` is also the largest
+    /// decompressed batch this path takes (`receive.message.max.bytes`, as librdkafka bounds a
+    /// response); larger ones are handed to librdkafka.
+    pub connection: Connection,
     pub limits: FetchLimits,
-    /// How long a connect or a request's whole answer may take before the path gives up on the
-    /// connection ([`request_timeout`]; a Fetch response may take `fetch.wait.max.ms` longer:
-    /// the broker holds it that long when it has no data).
-    pub request_timeout: Duration,
-    /// The largest response, and the largest decompressed batch, this path takes
-    /// (`receive.message.max.bytes`, as librdkafka bounds a response); larger ones are handed
-    /// to librdkafka.
-    pub max_response: usize,
     /// Whether each record batch's CRC-32C is checked (`check.crcs`; on unless turned off, as
     /// the Java consumer under Spark's source checks them).
     pub check_crcs: bool,
-    /// TLS, for `security.protocol` SSL and SASL_SSL.
-    pub tls: Option<Tls>,
-    /// SASL, for `security.protocol` SASL_PLAINTEXT and SASL_SSL.
-    pub sasl: Option<Sasl>,
     /// The bootstrap servers (`bootstrap.servers`, or `metadata.broker.list`), asked in turn
     /// for the partitions' leaders.
     pub bootstrap: Vec<(String, u16)>,
@@ -91,18 +83,6 @@ pub fn request_timeout(config: &[(String, String)]) -> Result<Duration, String> 
 }
 
 impl DirectConfig {
-    /// How to connect to the cluster's brokers.
-    pub fn connection(&self) -> Connection {
-        Connection {
-            client_id: self.client_id.clone(),
-            request_timeout: self.request_timeout,
-            held: Duration::from_millis(self.limits.max_wait_ms.max(0) as u64),
-            max_response: self.max_response,
-            tls: self.tls.clone(),
-            sasl: self.sasl.clone(),
-        }
-    }
-
     /// [`DirectConfig::from_config`], or, when `direct` is false (tests reading through
     /// librdkafka on purpose), why not.
     pub fn chosen(config: &[(String, String)], direct: bool) -> Result<Self, String> {
@@ -130,24 +110,28 @@ impl DirectConfig {
             Some(_) => number(config, "max.partition.fetch.bytes", 1_048_576)?,
             None => number(config, "fetch.message.max.bytes", 1_048_576)?,
         };
+        let limits = FetchLimits {
+            max_wait_ms: number(config, "fetch.wait.max.ms", 500)?,
+            min_bytes: number(config, "fetch.min.bytes", 1)?,
+            max_bytes: number(config, "fetch.max.bytes", 52_428_800)?,
+            partition_max_bytes,
+            read_committed: isolation.eq_ignore_ascii_case("read_committed"),
+        };
         Ok(DirectConfig {
-            client_id: property(config, "client.id")
-                .unwrap_or("rdkafka")
-                .to_string(),
-            limits: FetchLimits {
-                max_wait_ms: number(config, "fetch.wait.max.ms", 500)?,
-                min_bytes: number(config, "fetch.min.bytes", 1)?,
-                max_bytes: number(config, "fetch.max.bytes", 52_428_800)?,
-                partition_max_bytes,
-                read_committed: isolation.eq_ignore_ascii_case("read_committed"),
+            connection: Connection {
+                client_id: property(config, "client.id")
+                    .unwrap_or("rdkafka")
+                    .to_string(),
+                request_timeout: request_timeout(config)?,
+                held: Duration::from_millis(limits.max_wait_ms.max(0) as u64),
+                max_response: number(config, "receive.message.max.bytes", 100_000_000)?.max(1024)
+                    as usize,
+                tls,
+                sasl,
             },
-            request_timeout: request_timeout(config)?,
-            max_response: number(config, "receive.message.max.bytes", 100_000_000)?.max(1024)
-                as usize,
+            limits,
             check_crcs: !property(config, "check.crcs")
                 .is_some_and(|v| v.eq_ignore_ascii_case("false")),
-            tls,
-            sasl,
             bootstrap,
         })
     }
@@ -156,6 +140,7 @@ impl DirectConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::sasl::Sasl;
     use crate::test_config::config;
 
     #[test]
@@ -184,7 +169,9 @@ mod tests {
         }
         let plain = DirectConfig::from_config(&config(&[("security.protocol", "PLAINTEXT")]));
         let plain = plain.unwrap();
-        assert!(plain.check_crcs && plain.tls.is_none() && plain.sasl.is_none());
+        assert!(
+            plain.check_crcs && plain.connection.tls.is_none() && plain.connection.sasl.is_none()
+        );
         let off = DirectConfig::from_config(&config(&[("check.crcs", "false")])).unwrap();
         assert!(!off.check_crcs);
     }
@@ -192,7 +179,7 @@ mod tests {
     #[test]
     fn a_request_is_given_up_on_after_the_users_bound_else_the_java_consumers() {
         let ms = |pairs: &[(&str, &str)]| {
-            let c = DirectConfig::from_config(&config(pairs)).map(|c| c.request_timeout);
+            let c = DirectConfig::from_config(&config(pairs)).map(|c| c.connection.request_timeout);
             c.map(|d| d.as_millis())
         };
         assert_eq!(ms(&[]), Ok(30_000));
@@ -234,8 +221,11 @@ mod tests {
             ("ssl.endpoint.identification.algorithm", "none"),
         ]))
         .unwrap();
-        assert!(secured.tls.is_some());
-        assert_eq!(secured.sasl.as_ref().map(Sasl::name), Some("SCRAM-SHA-256"));
+        assert!(secured.connection.tls.is_some());
+        assert_eq!(
+            secured.connection.sasl.as_ref().map(Sasl::name),
+            Some("SCRAM-SHA-256")
+        );
         assert!(!format!("{secured:?}").contains("hunter2"));
         for (k, v) in [
             ("ssl.crl.location", "/x"),

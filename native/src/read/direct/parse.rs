@@ -41,7 +41,7 @@ impl ClusterReader {
             return Ok(false);
         };
         let rest = &body[part.records.clone()];
-        let max = config.max_response;
+        let max = config.connection.max_response;
         let (size, damage) = match batch_frame::frame(rest, max) {
             Ok(Some(size)) => (size, None),
             Ok(None) => {

@@ -177,15 +177,32 @@ impl Accumulator {
 mod tests {
     use super::*;
 
+    /// An accumulator of topic 0 (`partitions` partitions) with the limits (`batch.size`,
+    /// `batch.num.messages`, `message.max.bytes`) given.
+    fn one_topic(limits: (usize, i32, usize), seed: u64, partitions: i32) -> Accumulator {
+        let (batch_size, batch_records, max_record) = limits;
+        let limits = Limits {
+            batch_size,
+            batch_records,
+            max_record,
+        };
+        let mut acc = Accumulator::new(limits, seed);
+        acc.partitions(0, partitions);
+        acc
+    }
+
+    /// Every batch closed: (partition, records) of each, in the order they were closed.
+    fn closed_all(acc: &mut Accumulator) -> Vec<(i32, i32)> {
+        acc.close_all();
+        acc.full
+            .iter()
+            .map(|f| (f.partition, f.open.writer.count()))
+            .collect()
+    }
+
     #[test]
     fn keyed_rows_go_where_java_puts_them_and_batches_close_at_their_limits() {
-        let limits = Limits {
-            batch_size: 200,
-            batch_records: 3,
-            max_record: 150,
-        };
-        let mut acc = Accumulator::new(limits, 0);
-        acc.partitions(0, 8);
+        let mut acc = one_topic((200, 3, 150), 0, 8);
         for key in ["21", "foobar", "21", "21", "21"] {
             acc.add(0, None, 5, (Some(key.as_bytes()), Some(b"v")), &[])
                 .unwrap();
@@ -203,34 +220,16 @@ mod tests {
             acc.add(0, Some(8), 5, (None, None), &[]),
             Err(UNKNOWN_PARTITION)
         );
-        acc.close_all();
-        let parts: Vec<(i32, i32)> = acc
-            .full
-            .iter()
-            .map(|f| (f.partition, f.open.writer.count()))
-            .collect();
-        assert_eq!(parts, vec![(4, 3), (4, 1), (6, 1)]);
+        assert_eq!(closed_all(&mut acc), vec![(4, 3), (4, 1), (6, 1)]);
     }
 
     #[test]
     fn keyless_rows_stay_on_one_partition_until_its_batch_is_full() {
-        let limits = Limits {
-            batch_size: 1_000,
-            batch_records: 2,
-            max_record: 1_000,
-        };
-        let mut acc = Accumulator::new(limits, 1);
-        acc.partitions(0, 3);
+        let mut acc = one_topic((1_000, 2, 1_000), 1, 3);
         for _ in 0..5 {
             acc.add(0, None, 0, (None, Some(b"v")), &[]).unwrap();
         }
-        acc.close_all();
-        let parts: Vec<(i32, i32)> = acc
-            .full
-            .iter()
-            .map(|f| (f.partition, f.open.writer.count()))
-            .collect();
-        assert_eq!(parts, vec![(0, 1), (1, 2), (2, 2)]);
+        assert_eq!(closed_all(&mut acc), vec![(0, 1), (1, 2), (2, 2)]);
     }
 
     #[test]

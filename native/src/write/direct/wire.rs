@@ -17,48 +17,11 @@ use super::answer::{Outcome, TIMED_OUT};
 use super::batches::Full;
 use super::config::ProduceConfig;
 use super::leaders::Cluster;
+use super::queue::{Batch, Part};
 use crate::protocol::produce::{parse_produce, produce_request, ProducePartition};
 
 /// Bytes of batches put in one request at most (brokers take 100 MB).
 const REQUEST_BYTES: usize = 16 << 20;
-
-/// A batch, numbered, until its partition acknowledges it.
-pub(super) struct Batch {
-    bytes: Vec<u8>,
-    records: i32,
-    kv: u64,
-    base_sequence: i32,
-    created: Instant,
-    sent: bool,
-}
-
-/// One partition's sequence and the batches it has not acknowledged, in order.
-#[derive(Default)]
-pub(super) struct Part {
-    next_sequence: i32,
-    pub(super) batches: VecDeque<Batch>,
-    /// Whether the partition acknowledged a batch of this producer id and epoch: until then
-    /// the broker has no sequence of ours for it and takes any as the first, so a later batch
-    /// that reached it before the first (the first refused, NOT_LEADER at the topic's start,
-    /// then sent again) would be written ahead of it, the first then refused as out of order.
-    acked: bool,
-}
-
-impl Part {
-    /// The batch to send next: the first not sent, unless the partition acknowledged none yet
-    /// and one is in flight (its first batch is sent alone, as librdkafka waits for it).
-    fn next(&self) -> Option<usize> {
-        if !self.acked && self.batches.iter().any(|b| b.sent) {
-            return None;
-        }
-        self.batches.iter().position(|b| !b.sent)
-    }
-
-    /// Whether batches not sent wait for the partition's first answer.
-    fn held(&self) -> bool {
-        self.next().is_none() && self.batches.iter().any(|b| !b.sent)
-    }
-}
 
 /// A request in flight: its correlation id and the (topic, partition, base sequence) it carries.
 struct InFlight {
@@ -172,7 +135,7 @@ impl Wire {
         if self.recover {
             self.settle(); // after a retriable error: the leaders looked up again first
         }
-        if self.dead || self.refused_by_broker() {
+        if self.dead || self.fail_on_refusal(None) {
             return;
         }
         let mut by_leader: HashMap<i32, Vec<(usize, i32)>> = HashMap::new();
@@ -396,7 +359,7 @@ impl Wire {
                 return self.waiting();
             }
             self.expire();
-            if self.refused_by_broker() || Instant::now() >= deadline {
+            if self.fail_on_refusal(None) || Instant::now() >= deadline {
                 return self.waiting();
             }
             if !self.any_leader() {
@@ -407,13 +370,15 @@ impl Wire {
         }
     }
 
-    /// Fail on a broker's refusal (authentication, TLS): whether it failed.
-    fn refused_by_broker(&mut self) -> bool {
+    /// Fail on a broker's refusal (authentication, TLS), naming `topic` (else a topic with
+    /// batches waiting): whether it failed.
+    pub fn fail_on_refusal(&mut self, topic: Option<usize>) -> bool {
         let Some(why) = self.cluster.refused.take() else {
             return false;
         };
-        let topic = self.parts.iter().find(|(_, p)| !p.batches.is_empty());
-        self.fail(topic.map_or(0, |(&(t, _), _)| t), why);
+        let waiting = self.parts.iter().find(|(_, p)| !p.batches.is_empty());
+        let topic = topic.or(waiting.map(|(&(t, _), _)| t));
+        self.fail(topic.unwrap_or(0), why);
         true
     }
 
@@ -426,42 +391,5 @@ impl Wire {
                     .leader(&self.topics[topic].name, partition)
                     .is_some()
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn batch(base_sequence: i32, sent: bool) -> Batch {
-        Batch {
-            bytes: Vec::new(),
-            records: 10,
-            kv: 0,
-            base_sequence,
-            created: Instant::now(),
-            sent,
-        }
-    }
-
-    /// A partition's first batch in flight: no later one is sent before it is acknowledged
-    /// (the broker, knowing no sequence of ours there, would write the later one first and
-    /// refuse the first, sent again after a NOT_LEADER, as out of order); once one is
-    /// acknowledged, the next ones go in flight behind each other.
-    #[test]
-    fn a_partitions_first_batch_is_sent_alone_until_acknowledged() {
-        let mut part = Part::default();
-        part.batches.extend([batch(0, false), batch(10, false)]);
-        assert_eq!(part.next(), Some(0));
-        part.batches[0].sent = true;
-        assert_eq!(part.next(), None);
-        assert!(part.held());
-        part.batches[0].sent = false; // refused (NOT_LEADER): sent again, still alone
-        assert_eq!(part.next(), Some(0));
-        part.batches.pop_front(); // acknowledged
-        part.acked = true;
-        part.batches.push_back(batch(20, false));
-        part.batches[0].sent = true;
-        assert_eq!(part.next(), Some(1));
     }
 }

@@ -2,8 +2,10 @@
 
 Each edit takes a validated :class:`ParsedMetadata` and returns a new one, validated again with
 :func:`~pyspark_dynamic_kafka.metadata.document.parse_metadata_document`, so an edit that would
-make the metadata invalid raises and changes nothing. The command line (file or URL) and the
-reference server share them; :func:`edit_metadata_file` applies one to a file atomically.
+make the metadata invalid raises and changes nothing. An edit (or a look-up) that names a
+stream or a cluster the metadata does not have raises :class:`MetadataNotFoundError`, said here
+once for all of them. The command line (file or URL) and the reference server share them;
+:func:`edit_metadata_file` applies one to a file atomically.
 """
 
 from __future__ import annotations
@@ -86,13 +88,7 @@ def _with(
 
 
 def stream_entries(parsed: ParsedMetadata, stream_id: str) -> list[dict[str, Any]]:
-    """The entries of one stream as written in a metadata document (one per cluster).
-
-    Raises
-    ------
-    MetadataNotFoundError
-        When the stream is not in the metadata.
-    """
+    """The entries of one stream as written in a metadata document (one per cluster)."""
     _require(parsed.streams, "stream", stream_id)
     entries: list[dict[str, Any]] = dump_metadata_document(parsed)["streams"][stream_id]
     return entries
@@ -113,13 +109,7 @@ def replace_stream(
 
 
 def remove_stream(parsed: ParsedMetadata, stream_id: str) -> ParsedMetadata:
-    """Remove a stream.
-
-    Raises
-    ------
-    MetadataNotFoundError
-        When the stream is not in the metadata.
-    """
+    """Remove a stream."""
     _require(parsed.streams, "stream", stream_id)
     return _with(parsed, "streams", stream_id, _REMOVED)
 
@@ -142,8 +132,6 @@ def remove_cluster(parsed: ParsedMetadata, cluster_id: str) -> ParsedMetadata:
 
     Raises
     ------
-    MetadataNotFoundError
-        When the cluster is not in the metadata.
     MetadataValidationError
         When a stream still has topics on it.
     """
@@ -224,8 +212,6 @@ def move_stream(
 
     Raises
     ------
-    MetadataNotFoundError
-        When the stream is not in the metadata.
     MetadataValidationError
         When ``target`` is not an active cluster, ``source`` equals it, or the stream has no
         entry on ``source`` (with ``writes_only``: on either, or its writes go elsewhere).

@@ -1,5 +1,7 @@
-//! Test support: record batches as a broker writes them, byte for byte, and requests' headers.
+//! Test support: record batches as a broker writes them, byte for byte, requests' headers, and
+//! the answers a broker gives (ApiVersions, Metadata, InitProducerId, Produce).
 
+use super::init_producer_id::ProducerId;
 use super::primitives::Cursor;
 use super::records::{CONTROL, HEAD_LEN, TRANSACTIONAL};
 
@@ -130,4 +132,82 @@ pub fn marker(offset: i64, producer: i64, kind: u8) -> Vec<u8> {
     let key = [0, 0, 0, kind];
     let item: Item<'_> = (0, Some(&key), Some(&[0, 0, 0, 0, 0, 0]), vec![]);
     batch(offset, TRANSACTIONAL | CONTROL, producer, &[item])
+}
+
+/// An ApiVersions v0 answer offering `apis`: (API key, lowest version, highest).
+pub fn versions_body(apis: &[(i16, i16, i16)]) -> Vec<u8> {
+    let mut b = 0i16.to_be_bytes().to_vec();
+    b.extend_from_slice(&(apis.len() as i32).to_be_bytes());
+    for (key, min, max) in apis {
+        for v in [key, min, max] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+    b
+}
+
+/// Metadata's brokers (id, host, port) and topics (error, name, partitions: error, id, leader).
+pub type MetadataAnswer = (
+    Vec<(i32, String, u16)>,
+    Vec<(i16, String, Vec<(i16, i32, i32)>)>,
+);
+
+/// A Metadata v4 answer: no rack, each partition's leader its only replica, none in sync.
+pub fn metadata_body((brokers, topics): &MetadataAnswer) -> Vec<u8> {
+    let mut b = 0i32.to_be_bytes().to_vec();
+    b.extend_from_slice(&(brokers.len() as i32).to_be_bytes());
+    for (id, host, port) in brokers {
+        b.extend_from_slice(&id.to_be_bytes());
+        string(host, &mut b);
+        b.extend_from_slice(&i32::from(*port).to_be_bytes());
+        b.extend_from_slice(&(-1i16).to_be_bytes());
+    }
+    string("cluster", &mut b);
+    b.extend_from_slice(&0i32.to_be_bytes());
+    b.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+    for (error, topic, partitions) in topics {
+        b.extend_from_slice(&error.to_be_bytes());
+        string(topic, &mut b);
+        b.push(0);
+        b.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+        for (error, partition, leader) in partitions {
+            b.extend_from_slice(&error.to_be_bytes());
+            for v in [*partition, *leader, 1, *leader, 0] {
+                b.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+    b
+}
+
+/// An InitProducerId v0/v1 answer.
+pub fn producer_id_body(p: &ProducerId) -> Vec<u8> {
+    let mut b = 0i32.to_be_bytes().to_vec();
+    b.extend_from_slice(&p.error.to_be_bytes());
+    b.extend_from_slice(&p.id.to_be_bytes());
+    b.extend_from_slice(&p.epoch.to_be_bytes());
+    b
+}
+
+/// A Produce answer of `version` (3 to 8) for `topic`'s `partitions`: (partition, error, base
+/// offset), no message.
+pub fn produce_body(version: i16, topic: &str, partitions: &[(i32, i16, i64)]) -> Vec<u8> {
+    let mut b = 1i32.to_be_bytes().to_vec();
+    string(topic, &mut b);
+    b.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+    for (partition, error, offset) in partitions {
+        b.extend_from_slice(&partition.to_be_bytes());
+        b.extend_from_slice(&error.to_be_bytes());
+        b.extend_from_slice(&offset.to_be_bytes());
+        b.extend_from_slice(&(-1i64).to_be_bytes()); // log append time
+        if version >= 5 {
+            b.extend_from_slice(&0i64.to_be_bytes()); // log start offset
+        }
+        if version >= 8 {
+            b.extend_from_slice(&0i32.to_be_bytes()); // record errors
+            b.extend_from_slice(&(-1i16).to_be_bytes()); // message
+        }
+    }
+    b.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+    b
 }

@@ -1,6 +1,6 @@
 //! Test support: Fetch, Metadata, ApiVersions and SASL answers fuzzed (see [`super`]): on
-//! arbitrary bytes, on valid encodings (written here as a broker writes them) read back, and on
-//! those mutated. Every range a parser hands back lies within the bytes it was given.
+//! arbitrary bytes, on valid encodings (written as a broker writes them, here or in
+//! [`crate::protocol::sample`]) read back, and on those mutated. Every range a parser hands back lies within the bytes it was given.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use super::{bytes, mutate, mutations};
 use crate::protocol::api_versions::parse_versions;
 use crate::protocol::fetch::{parse_fetch, Fetched, PartitionData};
 use crate::protocol::metadata::{parse_metadata, Leaders};
+use crate::protocol::sample::{metadata_body, versions_body, MetadataAnswer};
 use crate::protocol::sasl::{parse_authenticate, parse_handshake, Authenticated, Handshake};
 
 /// A response body being written, field by field (non-flexible encodings).
@@ -80,33 +81,6 @@ fn fetch_topics() -> impl Strategy<Value = Vec<FetchTopic>> {
     let aborted = prop::collection::vec((any::<i64>(), any::<i64>()), 0..3);
     let partition = (any::<i32>(), any::<i16>(), aborted, bytes(30));
     prop::collection::vec((name(), prop::collection::vec(partition, 0..3)), 0..3)
-}
-
-/// Metadata's brokers (id, host, port) and topics (error, name, partitions: error, id, leader).
-type MetadataAnswer = (
-    Vec<(i32, String, u16)>,
-    Vec<(i16, String, Vec<(i16, i32, i32)>)>,
-);
-
-fn metadata_body((brokers, topics): &MetadataAnswer) -> Vec<u8> {
-    let mut b = Body::default();
-    b.i32(0).i32(brokers.len() as i32);
-    for (id, host, port) in brokers {
-        b.i32(*id)
-            .string(Some(host))
-            .i32(i32::from(*port))
-            .string(None);
-    }
-    b.string(Some("cluster")).i32(0).i32(topics.len() as i32);
-    for (error, topic, partitions) in topics {
-        b.i16(*error).string(Some(topic)).0.push(0);
-        b.i32(partitions.len() as i32);
-        for (error, partition, leader) in partitions {
-            b.i16(*error).i32(*partition).i32(*leader);
-            b.i32(1).i32(*leader).i32(0);
-        }
-    }
-    b.0
 }
 
 fn metadata_answers() -> impl Strategy<Value = MetadataAnswer> {
@@ -222,12 +196,8 @@ proptest! {
         mechanisms in prop::collection::vec(name(), 0..4),
         damage in mutations(),
     ) {
-        let mut b = Body::default();
-        b.i16(0).i32(versions.len() as i32);
-        for (key, min, max) in &versions {
-            b.i16(*key).i16(*min).i16(*max);
-        }
-        let parsed = parse_versions(&b.0).unwrap();
+        let offers = versions_body(&versions);
+        let parsed = parse_versions(&offers).unwrap();
         for (key, min, max) in &versions {
             prop_assert!(min > max || parsed.offers(*key, *min) && parsed.offers(*key, *max));
         }
@@ -237,7 +207,7 @@ proptest! {
         prop_assert_eq!(parse_authenticate(&authenticate_body(&a)).unwrap(), a.clone());
         let h = Handshake { error, mechanisms };
         prop_assert_eq!(parse_handshake(&handshake_body(&h)).unwrap(), h.clone());
-        for body in [b.0, authenticate_body(&a), handshake_body(&h)] {
+        for body in [offers, authenticate_body(&a), handshake_body(&h)] {
             parse_everything(&mutate(body, &damage));
         }
     }

@@ -1,7 +1,7 @@
 //! Test support: the transaction coordinators' answers fuzzed (see [`super`]): FindCoordinator,
 //! InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (and
-//! Produce's), on arbitrary bytes, on valid encodings (written here as a broker writes them)
-//! read back, and on those mutated.
+//! Produce's), on arbitrary bytes, on valid encodings (written as a broker writes them, here
+//! or in [`crate::protocol::sample`]) read back, and on those mutated.
 
 use proptest::prelude::*;
 
@@ -12,6 +12,7 @@ use crate::protocol::end_txn::parse_error;
 use crate::protocol::find_coordinator::{parse_find_coordinator, Coordinator};
 use crate::protocol::init_producer_id::{parse_init_producer_id, ProducerId};
 use crate::protocol::produce::parse_produce;
+use crate::protocol::sample::producer_id_body;
 use crate::protocol::txn_offset_commit::parse_txn_offset_commit;
 
 fn string(s: Option<&str>, out: &mut Vec<u8>) {
@@ -31,14 +32,6 @@ fn coordinator_body(c: &Coordinator) -> Vec<u8> {
     b.extend_from_slice(&c.node.to_be_bytes());
     string(Some(&c.host), &mut b);
     b.extend_from_slice(&c.port.to_be_bytes());
-    b
-}
-
-fn producer_id_body(p: &ProducerId) -> Vec<u8> {
-    let mut b = 0i32.to_be_bytes().to_vec();
-    b.extend_from_slice(&p.error.to_be_bytes());
-    b.extend_from_slice(&p.id.to_be_bytes());
-    b.extend_from_slice(&p.epoch.to_be_bytes());
     b
 }
 

@@ -38,7 +38,7 @@
 //! - `protocol/fuzz.rs`: test support: the parsers fuzzed with proptest (record batches, compression, read_committed's filter);
 //! - `protocol/fuzz/responses.rs`: test support: Fetch, Metadata, ApiVersions and SASL answers fuzzed;
 //! - `protocol/fuzz/transactions.rs`: test support: the transaction coordinators' answers (and Produce's) fuzzed;
-//! - `protocol/sample.rs`: test support: batches as a broker writes them;
+//! - `protocol/sample.rs`: test support: batches and answers as a broker writes them;
 //! - `connection.rs`: connections to brokers, shared by the direct fetch and produce paths: settings, security;
 //! - `connection/broker.rs`: a connection to a broker: ApiVersions, requests one at a time or pipelined;
 //! - `connection/stream.rs`: a connection's bytes, plain or TLS, each request's reads and writes held to one deadline;
@@ -78,6 +78,7 @@
 //! - `write/direct/answer.rs`: a Produce error code: written, retried or fatal;
 //! - `write/direct/transaction.rs`: a transactional producer: init, begin, partitions added before their first Produce, offsets, commit and abort;
 //! - `write/direct/coordinator.rs`: the transaction and group coordinators: found, connected, their errors retried, found again or fatal;
+//! - `write/direct/stand_in.rs`: test support: the producer against a stand-in broker that refuses a new partition's first batch;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);
 //! - `ffi.rs`: librdkafka's C API, the crate's only `unsafe`: configuration, errors;

@@ -18,6 +18,8 @@ mod coordinator;
 mod leaders;
 pub mod partitioner;
 mod queue;
+#[cfg(test)]
+mod stand_in;
 pub mod transaction;
 mod wire;
 

@@ -9,12 +9,13 @@ defaults:
 * ``kafka``: ``writeStream.format("kafka")`` (Spark's sink, at-least-once);
 * ``dynamic_kafka``: ``writeStream.format("dynamic_kafka")``, ``deliveryGuarantee=atLeastOnce``,
   ``writer=python`` (confluent-kafka, a Python call per record);
-* ``native``: the same with ``writer=native`` (the compiled core: atLeastOnce over its direct
-  produce path, its own Produce requests; exactlyOnce with librdkafka);
+* ``native``: the same with ``writer=native`` (the compiled core over its direct produce path:
+  its own Produce requests, and its own transactions at exactlyOnce);
 * ``native_librdkafka``: ``native`` with ``kafka.partitioner=murmur2`` (keyed rows placed alike),
   which the direct path does not take: the core's librdkafka producer, for the comparison;
-* ``exactly_once`` and ``exactly_once_native``: those two with ``deliveryGuarantee=exactlyOnce``
-  (one transaction per task);
+* ``exactly_once``, ``exactly_once_native`` and ``exactly_once_librdkafka``: ``dynamic_kafka``,
+  ``native`` and ``native_librdkafka`` with ``deliveryGuarantee=exactlyOnce`` (one transaction
+  per task);
 * ``kafka_batch``, ``dynamic_kafka_batch`` (``writer=python``) and ``native_batch``
   (``writer=native``): ``df.write`` of the same Parquet to each sink.
 
@@ -57,6 +58,8 @@ PAIRS = [
     ("exactly_once_native", "kafka"),
     ("exactly_once", "kafka"),
     ("exactly_once_native", "native"),
+    ("exactly_once_librdkafka", "kafka"),
+    ("exactly_once_native", "exactly_once_librdkafka"),
 ]
 #: Issue 23's target for atLeastOnce (the default writer=auto writes natively where the core is
 #: installed): rows/s >= 1.0x, CPU <= 1.0x of Spark's sink.
@@ -72,6 +75,7 @@ WRITERS = {
     "native": "native",
     "native_librdkafka": "native",
     "exactly_once_native": "native",
+    "exactly_once_librdkafka": "native",
     "native_batch": "native",
 }
 
@@ -121,7 +125,7 @@ def side_options(sink: str, listener: Cluster, topic: str, metadata: Path) -> di
     }
     if sink.startswith("exactly_once"):
         options |= {"deliveryGuarantee": "exactlyOnce", "sinkId": f"s{topic}"}
-    if sink == "native_librdkafka":
+    if sink.endswith("librdkafka"):
         # murmur2 puts keyed rows where the sink's murmur2_random does, and the direct
         # produce path does not take it: the core's librdkafka producer writes instead
         options["kafka.partitioner"] = "murmur2"
@@ -200,6 +204,7 @@ class Writes:
             "native_librdkafka",
             "exactly_once",
             "exactly_once_native",
+            "exactly_once_librdkafka",
         ]
         batches = ["kafka_batch", "dynamic_kafka_batch", "native_batch"]
         sides: dict[str, Callable[[], Run]] = {}

@@ -13,7 +13,8 @@ new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``
 * ``native``, ``dynamic_kafka``: ours, atLeastOnce, ``writer=native`` (the core's direct produce
   path) / ``writer=python``; ``native_librdkafka``: ``writer=native`` on the core's librdkafka
   producer (``kafka.partitioner=murmur2``, which the direct path does not take);
-* ``exactly_once_native``, ``exactly_once``: the same with ``deliveryGuarantee=exactlyOnce``;
+* ``exactly_once_native``, ``exactly_once_librdkafka``, ``exactly_once``: the same with
+  ``deliveryGuarantee=exactlyOnce``;
 * ``native_gc_paused``, ``native_gc_frozen`` (only when ``--sides`` names them): ``native`` with
   the cyclic garbage collector paused for each task, or frozen after it
   (:mod:`benchmarks.gc_variants`).
@@ -52,7 +53,14 @@ from benchmarks.spark_sides import Cluster, Run, _window, bench_setup
 from pyspark_dynamic_kafka.testing import local_spark_session, set_scram_password, start_clusters
 from pyspark_dynamic_kafka.testing.kafka_config import SERVING_JVM_OPTIONS
 
-OURS = ["native", "native_librdkafka", "exactly_once_native", "dynamic_kafka", "exactly_once"]
+OURS = [
+    "native",
+    "native_librdkafka",
+    "exactly_once_native",
+    "exactly_once_librdkafka",
+    "dynamic_kafka",
+    "exactly_once",
+]
 SIDES = ["noop", "floor", "kafka", *OURS]
 PAIRS: report.Pairs = [
     ("floor", "kafka"),
@@ -60,6 +68,7 @@ PAIRS: report.Pairs = [
     ("native_gc_paused", "native"),
     ("native_gc_frozen", "native"),
     ("native", "native_librdkafka"),
+    ("exactly_once_native", "exactly_once_librdkafka"),
 ]
 #: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
 #: whose options it takes.

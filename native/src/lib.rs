@@ -10,9 +10,8 @@
 //! - `py.rs`: the Python face: pyo3 classes and exceptions only, thin bindings over `read`, `write`, `avro` and `encode`;
 //! - `py/consumer.rs`: `Consumer`: a pooled librdkafka consumer and the direct path's connections, lent to one reader at a time;
 //! - `py/reader.rs`: `Reader`: a cluster's ranges into pyarrow record batches, their Avro columns decoded in the same call;
-//! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka, deliveries counted in Rust;
-//! - `py/direct_producer.rs`: `DirectProducer`: the sink's Arrow batches over the direct produce path (and its transactions);
-//! - `py/open_writer.rs`: what the two producers share: their writer until closed, used without the GIL (and by a thread of the producer's), and `WriteFailure`;
+//! - `py/producer.rs`: `Producer`: the sink's Arrow batches to librdkafka or over the direct produce path, deliveries counted in Rust;
+//! - `py/open_writer.rs`: the producer's writer until closed, used without the GIL (and by its linger thread), and `WriteFailure`;
 //! - `py/avro.rs`: `AvroDecoder`: Avro keys or values (Confluent's wire formats) into a pyarrow array;
 //! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
@@ -67,7 +66,8 @@
 //! - `encode/bound.rs`: a plan bound to a column of its Spark type, one row written as an Avro body;
 //! - `encode/body.rs`: Avro's binary encoding of the values, decimals as fastavro writes them;
 //! - `encode/tests.rs`: test support: the encoder's bytes against hand-worked ones;
-//! - `write.rs`: the sink's produce loop;
+//! - `write.rs`: the sink's produce loop (librdkafka's);
+//! - `write/batch_producer.rs`: the sink's producer whichever engine writes: the trait both serve;
 //! - `write/direct.rs`: the direct produce path: rows into record batches, sent by the core's own idempotent (or transactional) producer;
 //! - `write/direct/batches.rs`: one open record batch per partition, closed at `batch.size`;
 //! - `write/direct/partitioner.rs`: the Java producer's partitioner: murmur2 for keys, sticky without;
@@ -110,7 +110,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<py::consumer::Consumer>()?;
     m.add_class::<py::reader::Reader>()?;
     m.add_class::<py::producer::Producer>()?;
-    m.add_class::<py::direct_producer::DirectProducer>()?;
     m.add_class::<py::avro::AvroDecoder>()?;
     m.add_class::<py::avro_encoder::AvroEncoder>()?;
     m.add_function(wrap_pyfunction!(py::schema_of, m)?)?;

@@ -3,9 +3,8 @@
 //!
 //! - [`consumer`]: `Consumer`, pooled, lent to one reader at a time;
 //! - [`reader`]: `Reader`, a cluster's ranges into pyarrow batches;
-//! - [`producer`]: `Producer`, the sink's batches to librdkafka;
-//! - [`direct_producer`]: `DirectProducer`, the sink's batches over the direct produce path;
-//! - [`open_writer`]: what the two producers share (their writer until closed, `WriteFailure`);
+//! - [`producer`]: `Producer`, the sink's batches to librdkafka or over the direct produce path;
+//! - [`open_writer`]: the producer's writer until closed, its linger thread, `WriteFailure`;
 //! - [`avro`]: `AvroDecoder`, Avro keys or values into a pyarrow array;
 //! - [`avro_encoder`]: `AvroEncoder`, a pyarrow column into Confluent-framed Avro payloads;
 //! - [`errors`]: the exceptions.
@@ -13,7 +12,6 @@
 pub mod avro;
 pub mod avro_encoder;
 pub mod consumer;
-pub mod direct_producer;
 pub mod errors;
 pub mod open_writer;
 pub mod producer;

@@ -2,11 +2,14 @@
 //! librdkafka one by one, each to its topic (fixed, or the `topic` column mapped), with the
 //! dedupe stamp's headers when the sink asks for them; a full local queue is served, not failed.
 
+pub mod batch_producer;
 pub mod direct;
 
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
+
+use batch_producer::{BatchProducer, Deliveries, Destination, Marker};
 
 use crate::ffi::{Outgoing, Producer, Sent};
 use crate::from_arrow::Rows;
@@ -49,21 +52,17 @@ enum Topics {
 }
 
 impl Writer {
-    fn topics(
-        &mut self,
-        fixed: Option<&str>,
-        mapped: &[(Option<String>, String)],
-    ) -> Result<Topics, Failure> {
+    fn topics(&mut self, to: Destination<'_>) -> Result<Topics, Failure> {
         let mut index = |name: &str| {
             self.producer
                 .topic(name)
                 .map_err(|e| (Some(name.to_string()), e))
         };
-        if let Some(name) = fixed {
+        if let Some(name) = to.topic {
             return Ok(Topics::Fixed(index(name)?));
         }
         let (mut known, mut null) = (HashMap::new(), None);
-        for (given, actual) in mapped {
+        for (given, actual) in to.topics {
             let i = index(actual)?;
             match given {
                 Some(g) => {
@@ -75,17 +74,11 @@ impl Writer {
         Ok(Topics::ByColumn { known, null })
     }
 
-    /// Hand every row of `batch` to librdkafka: to `fixed` when given, else to the topic that
-    /// `mapped` maps the row's `topic` value to. Stops early when a delivery already failed;
+    /// Hand every row of `batch` to librdkafka. Stops early when a delivery already failed;
     /// serves delivery reports.
-    pub fn send(
-        &mut self,
-        batch: &RecordBatch,
-        fixed: Option<&str>,
-        mapped: &[(Option<String>, String)],
-    ) -> Result<(), Failure> {
+    fn hand_over(&mut self, batch: &RecordBatch, to: Destination<'_>) -> Result<(), Failure> {
         let rows = Rows::of(batch).map_err(|e| (None, e))?;
-        let topics = self.topics(fixed, mapped)?;
+        let topics = self.topics(to)?;
         let column = rows.topics();
         for i in 0..rows.len {
             if i % ERROR_CHECK_ROWS == ERROR_CHECK_ROWS - 1 && self.producer.failed() {
@@ -144,5 +137,82 @@ impl Writer {
         self.sequence += rows.len as u64;
         self.producer.poll(0);
         Ok(())
+    }
+}
+
+/// librdkafka's timeouts are `int` milliseconds.
+fn millis(timeout_ms: u64) -> i32 {
+    timeout_ms.min(i32::MAX as u64) as i32
+}
+
+fn unnamed(why: String) -> Failure {
+    (None, why)
+}
+
+impl BatchProducer for Writer {
+    fn send(&mut self, batch: &RecordBatch, to: Destination<'_>) -> Result<(), Failure> {
+        self.hand_over(batch, to)
+    }
+
+    fn failed(&self) -> bool {
+        self.producer.failed()
+    }
+
+    fn flush(&mut self, timeout_ms: u64) -> Result<usize, Failure> {
+        Ok(self.producer.flush(millis(timeout_ms)))
+    }
+
+    fn deliveries(&self) -> Deliveries {
+        let delivered = self.producer.delivered();
+        let name = |i: usize| self.producer.topic_name(i).to_string();
+        let mut rows = HashMap::new();
+        let mut bytes = HashMap::new();
+        for (i, (n, b)) in delivered.rows.iter().zip(&delivered.bytes).enumerate() {
+            if *n > 0 {
+                rows.insert(name(i), *n);
+                bytes.insert(name(i), *b);
+            }
+        }
+        let error = delivered.error.map(|(i, text)| (name(i), text));
+        (rows, bytes, error)
+    }
+
+    /// librdkafka retries inside; not counted here.
+    fn retries(&self) -> u64 {
+        0
+    }
+
+    fn init_transactions(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        let producer = &self.producer;
+        producer
+            .init_transactions(millis(timeout_ms))
+            .map_err(unnamed)
+    }
+
+    fn begin_transaction(&mut self) -> Result<(), Failure> {
+        self.producer.begin_transaction().map_err(unnamed)
+    }
+
+    fn send_offset(&mut self, marker: Marker<'_>, timeout_ms: u64) -> Result<(), Failure> {
+        let place = (marker.topic, marker.partition, marker.offset);
+        let (group, metadata) = (marker.group, marker.metadata);
+        let producer = &self.producer;
+        producer
+            .send_offset(group, place, metadata, millis(timeout_ms))
+            .map_err(unnamed)
+    }
+
+    fn commit_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        let producer = &self.producer;
+        producer
+            .commit_transaction(millis(timeout_ms))
+            .map_err(unnamed)
+    }
+
+    fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        let producer = &self.producer;
+        producer
+            .abort_transaction(millis(timeout_ms))
+            .map_err(unnamed)
     }
 }

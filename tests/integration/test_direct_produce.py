@@ -202,8 +202,9 @@ def test_a_refused_password_fails_the_write_with_the_brokers_reason(
 
 
 def _direct_producer(properties: dict[str, str], message_timeout_ms: int) -> Any:
-    """The core's DirectProducer of the sink's producer configuration over ``properties``
-    (idempotent, partitioned as Spark's sink), records timing out after ``message_timeout_ms``."""
+    """The core's Producer on the direct path, of the sink's producer configuration over
+    ``properties`` (idempotent, partitioned as Spark's sink), records timing out after
+    ``message_timeout_ms``."""
     compiled = core()
     assert compiled is not None
     config = {
@@ -212,4 +213,4 @@ def _direct_producer(properties: dict[str, str], message_timeout_ms: int) -> Any
         "partitioner": "murmur2_random",
         "message.timeout.ms": str(message_timeout_ms),
     }
-    return compiled.DirectProducer(sorted(config.items()), None)
+    return compiled.Producer(sorted(config.items()), None, direct=True)

@@ -233,6 +233,25 @@ impl Request {
         self.0.extend_from_slice(b);
     }
 
+    /// `items` as Kafka's array of topics: each run of consecutive items of one topic (`topic`
+    /// names it) written once, its name, then its items' count and each item by `item`.
+    pub fn by_topic<T>(
+        &mut self,
+        items: &[T],
+        topic: impl Fn(&T) -> &str,
+        mut item: impl FnMut(&mut Self, &T),
+    ) {
+        let runs: Vec<&[T]> = items.chunk_by(|a, b| topic(a) == topic(b)).collect();
+        self.i32(runs.len() as i32);
+        for run in runs {
+            self.string(topic(&run[0]));
+            self.i32(run.len() as i32);
+            for it in run {
+                item(self, it);
+            }
+        }
+    }
+
     /// The bytes to send, size prefix included.
     pub fn finish(mut self) -> Vec<u8> {
         let size = (self.0.len() - 4) as i32;

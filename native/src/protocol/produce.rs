@@ -38,16 +38,14 @@ pub fn produce_request(
     }
     r.i16(acks);
     r.i32(timeout_ms);
-    let runs: Vec<&[ProducePartition<'_>]> = parts.chunk_by(|a, b| a.topic == b.topic).collect();
-    r.i32(runs.len() as i32);
-    for run in runs {
-        r.string(run[0].topic);
-        r.i32(run.len() as i32);
-        for p in run {
+    r.by_topic(
+        parts,
+        |p| p.topic,
+        |r, p| {
             r.i32(p.partition);
             r.bytes(p.batch);
-        }
-    }
+        },
+    );
     r.finish()
 }
 

@@ -35,12 +35,10 @@ pub fn txn_offset_commit_request(
     r.string(group);
     r.i64(txn.producer_id);
     r.i16(txn.epoch);
-    let runs: Vec<&[Offset<'_>]> = offsets.chunk_by(|a, b| a.topic == b.topic).collect();
-    r.i32(runs.len() as i32);
-    for run in runs {
-        r.string(run[0].topic);
-        r.i32(run.len() as i32);
-        for o in run {
+    r.by_topic(
+        offsets,
+        |o| o.topic,
+        |r, o| {
             r.i32(o.partition);
             r.i64(o.offset);
             if version >= 2 {
@@ -49,8 +47,8 @@ pub fn txn_offset_commit_request(
             let len = o.metadata.len().min(i16::MAX as usize);
             r.i16(len as i16);
             r.raw(&o.metadata[..len]);
-        }
-    }
+        },
+    );
     r.finish()
 }
 

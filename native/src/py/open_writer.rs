@@ -1,5 +1,5 @@
-//! What the sink's two producers (`Producer`, `DirectProducer`) share: their writer, held until
-//! closed and used without the GIL, and their failures as `WriteFailure`.
+//! The sink's `Producer`'s writer, held until closed and used without the GIL (and by a thread
+//! of the producer's: [`OpenWriter::every`]), and its failures as `WriteFailure`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

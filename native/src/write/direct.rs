@@ -28,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 
+use super::batch_producer::{BatchProducer, Deliveries, Destination, Marker};
 use super::{Failure, Stamp, STAMP_KEYS};
 use crate::from_arrow::Rows;
 use batches::Accumulator;
@@ -76,132 +77,9 @@ impl DirectWriter {
         }
     }
 
-    /// Write every row of `batch` (to `fixed`, or the topic `mapped` maps its `topic` value
-    /// to) into record batches, sending the full ones; a batch whose topics are not known yet
-    /// waits for them.
-    pub fn send(
-        &mut self,
-        batch: &RecordBatch,
-        fixed: Option<&str>,
-        mapped: &[(Option<String>, String)],
-    ) -> Result<(), Failure> {
-        Rows::of(batch).map_err(|e| (None, e))?;
-        if let Some(failure) = self.deferred.take() {
-            return Err(failure);
-        }
-        if self.txn.as_ref().is_some_and(|t| !t.open) {
-            return Err((None, "no transaction is open".to_string()));
-        }
-        if self.wire.error.is_some() || batch.num_rows() == 0 {
-            return Ok(());
-        }
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        self.pending.push_back(Pending {
-            batch: batch.clone(),
-            fixed: fixed.map(str::to_string),
-            mapped: mapped.to_vec(),
-            timestamp,
-            sequence: self.sequence,
-            since: Instant::now(),
-        });
-        self.sequence += batch.num_rows() as u64;
-        self.drain()?;
-        // As librdkafka's linger.ms: a batch open that long is sent, not kept until full.
-        self.acc.close_older(self.wire.config.linger);
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
-        self.wire.ship();
-        Ok(())
-    }
-
-    /// Ship the batches open past `linger.ms`, as librdkafka's background thread sends them
-    /// while the caller has no rows to hand over ([`Self::send`] does it after each batch).
-    pub fn linger(&mut self) {
-        if self.wire.error.is_some() || self.txn.as_ref().is_some_and(|t| !t.open) {
-            return;
-        }
-        // the batches waiting for their topics' partitions (the lookup failed at send) too
-        if let Err(failure) = self.drain() {
-            self.deferred.get_or_insert(failure);
-        }
-        self.acc.close_older(self.wire.config.linger);
-        if self.acc.full.is_empty() {
-            return;
-        }
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
-        self.wire.ship();
-    }
-
     /// `linger.ms`.
     pub fn linger_time(&self) -> Duration {
         self.wire.config.linger
-    }
-
-    /// Recoveries so far from a retriable error or a lost connection.
-    pub fn retries(&self) -> u64 {
-        self.wire.retries
-    }
-
-    /// Whether the producer failed.
-    pub fn failed(&self) -> bool {
-        self.wire.error.is_some()
-    }
-
-    /// Write the waiting batches, send everything and wait up to `timeout_ms` for the answers:
-    /// the records not acknowledged.
-    pub fn flush(&mut self, timeout_ms: u64) -> Result<usize, Failure> {
-        if let Some(failure) = self.deferred.take() {
-            return Err(failure);
-        }
-        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
-        while !self.pending.is_empty() && self.wire.error.is_none() {
-            self.drain()?;
-            if self.pending.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(
-                self.wire
-                    .config
-                    .retry_backoff
-                    .max(Duration::from_millis(10)),
-            );
-        }
-        let waiting: usize = self.pending.iter().map(|p| p.batch.num_rows()).sum();
-        self.acc.close_all();
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
-        Ok(waiting + self.wire.flush(deadline))
-    }
-
-    /// Per topic name: records and key+value bytes acknowledged; the first failure.
-    #[allow(clippy::type_complexity)]
-    pub fn deliveries(
-        &self,
-    ) -> (
-        HashMap<String, u64>,
-        HashMap<String, u64>,
-        Option<(String, String)>,
-    ) {
-        let mut rows = HashMap::new();
-        let mut bytes = HashMap::new();
-        for t in self.wire.topics.iter().filter(|t| t.rows > 0) {
-            rows.insert(t.name.clone(), t.rows);
-            bytes.insert(t.name.clone(), t.bytes);
-        }
-        let error = self.wire.error.as_ref().map(|(i, why)| {
-            let name = self.wire.topics.get(*i).map_or("", |t| t.name.as_str());
-            (name.to_string(), why.clone())
-        });
-        (rows, bytes, error)
     }
 
     /// Write the waiting batches whose topics are known, in order; the first that is not
@@ -313,6 +191,143 @@ impl DirectWriter {
             self.wire.enqueue(full);
         }
         Ok(())
+    }
+}
+
+impl BatchProducer for DirectWriter {
+    /// Write every row of `batch` into record batches, sending the full ones; a batch whose
+    /// topics are not known yet waits for them.
+    fn send(&mut self, batch: &RecordBatch, to: Destination<'_>) -> Result<(), Failure> {
+        Rows::of(batch).map_err(|e| (None, e))?;
+        if let Some(failure) = self.deferred.take() {
+            return Err(failure);
+        }
+        if self.txn.as_ref().is_some_and(|t| !t.open) {
+            return Err((None, "no transaction is open".to_string()));
+        }
+        if self.wire.error.is_some() || batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        self.pending.push_back(Pending {
+            batch: batch.clone(),
+            fixed: to.topic.map(str::to_string),
+            mapped: to.topics.to_vec(),
+            timestamp,
+            sequence: self.sequence,
+            since: Instant::now(),
+        });
+        self.sequence += batch.num_rows() as u64;
+        self.drain()?;
+        // As librdkafka's linger.ms: a batch open that long is sent, not kept until full.
+        self.acc.close_older(self.wire.config.linger);
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
+        self.add_partitions();
+        self.wire.ship();
+        Ok(())
+    }
+
+    /// Ship the batches open past `linger.ms`, as librdkafka's background thread sends them
+    /// while the caller has no rows to hand over (`send` does it after each batch).
+    fn linger(&mut self) {
+        if self.wire.error.is_some() || self.txn.as_ref().is_some_and(|t| !t.open) {
+            return;
+        }
+        // the batches waiting for their topics' partitions (the lookup failed at send) too
+        if let Err(failure) = self.drain() {
+            self.deferred.get_or_insert(failure);
+        }
+        self.acc.close_older(self.wire.config.linger);
+        if self.acc.full.is_empty() {
+            return;
+        }
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
+        self.add_partitions();
+        self.wire.ship();
+    }
+
+    /// Recoveries so far from a retriable error or a lost connection.
+    fn retries(&self) -> u64 {
+        self.wire.retries
+    }
+
+    /// Whether the producer failed.
+    fn failed(&self) -> bool {
+        self.wire.error.is_some()
+    }
+
+    /// Write the waiting batches, send everything and wait up to `timeout_ms` for the answers:
+    /// the records not acknowledged.
+    fn flush(&mut self, timeout_ms: u64) -> Result<usize, Failure> {
+        if let Some(failure) = self.deferred.take() {
+            return Err(failure);
+        }
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        while !self.pending.is_empty() && self.wire.error.is_none() {
+            self.drain()?;
+            if self.pending.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(
+                self.wire
+                    .config
+                    .retry_backoff
+                    .max(Duration::from_millis(10)),
+            );
+        }
+        let waiting: usize = self.pending.iter().map(|p| p.batch.num_rows()).sum();
+        self.acc.close_all();
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
+        self.add_partitions();
+        Ok(waiting + self.wire.flush(deadline))
+    }
+
+    /// Per topic name: records and key+value bytes acknowledged; the first failure.
+    fn deliveries(&self) -> Deliveries {
+        let mut rows = HashMap::new();
+        let mut bytes = HashMap::new();
+        for t in self.wire.topics.iter().filter(|t| t.rows > 0) {
+            rows.insert(t.name.clone(), t.rows);
+            bytes.insert(t.name.clone(), t.bytes);
+        }
+        let error = self.wire.error.as_ref().map(|(i, why)| {
+            let name = self.wire.topics.get(*i).map_or("", |t| t.name.as_str());
+            (name.to_string(), why.clone())
+        });
+        (rows, bytes, error)
+    }
+
+    fn init_transactions(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        self.init(timeout_ms)
+    }
+
+    fn begin_transaction(&mut self) -> Result<(), Failure> {
+        self.begin()
+    }
+
+    /// The metadata is sent with a NUL byte after it, as librdkafka's producer sends it (its
+    /// readers take it as a C string): both engines' markers are the same bytes.
+    fn send_offset(&mut self, marker: Marker<'_>, timeout_ms: u64) -> Result<(), Failure> {
+        let mut bytes = marker.metadata.as_bytes().to_vec();
+        bytes.push(0);
+        let place = (marker.topic, marker.partition, marker.offset);
+        self.commit_offset(marker.group, place, &bytes, timeout_ms)
+    }
+
+    fn commit_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        self.commit(timeout_ms)
+    }
+
+    fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+        self.abort(timeout_ms)
     }
 }
 

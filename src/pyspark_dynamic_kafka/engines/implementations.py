@@ -88,8 +88,8 @@ def batch_producer(
     lender: GroupLender | None = None,
 ) -> BatchProducer:
     """The producer of a cluster planned on ``engine`` (``direct``: the compiled core's direct
-    produce path, :class:`~.write_core.DirectProducer`; ``librdkafka``: the compiled core's
-    librdkafka producer, :class:`~.write_core.CoreProducer`; ``python``: confluent-kafka's,
+    produce path, and ``librdkafka``: the compiled core's librdkafka producer, each a
+    :class:`~.write_core.CoreProducer`; ``python``: confluent-kafka's,
     :class:`~.write_python.PythonProducer`), given the full producer configuration and the
     dedupe stamp (sink id, batch, Spark partition) or ``None``. ``lender`` makes the consumer
     that lends a group's metadata to a transaction's offset commit (confluent-kafka's producer
@@ -102,14 +102,10 @@ def batch_producer(
     ProduceFailure
         librdkafka refused the configuration.
     """
-    if engine == DIRECT:
-        from pyspark_dynamic_kafka.engines.write_core import DirectProducer
-
-        return DirectProducer(config, stamp)
     if on_core(engine):
         from pyspark_dynamic_kafka.engines.write_core import CoreProducer
 
-        return CoreProducer(config, stamp)
+        return CoreProducer(config, stamp, direct=engine == DIRECT)
     from pyspark_dynamic_kafka.engines.write_python import PythonProducer
 
     return PythonProducer(config, stamp, lender)

@@ -1,33 +1,25 @@
-"""The compiled core's producer: the sink's Arrow batches handed to librdkafka by the core's
-``Producer`` (the sink's columns read straight from the batches, the dedupe headers stamped and
-the delivery reports counted in Rust: no Python object per record), and exactlyOnce's
-transactions.
+"""The compiled core's producer: the sink's Arrow batches handed to the core's ``Producer`` (the
+sink's columns read straight from the batches, the dedupe headers stamped and the deliveries
+counted in Rust: no Python object per record), and exactlyOnce's transactions.
 
-:class:`CoreProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
-``librdkafka``: the core's ``Producer`` with the core's exception turned into the
+:class:`CoreProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on the core:
+``direct`` (the core's own idempotent producer writing Produce requests, and its own
+transactions) or ``librdkafka`` (librdkafka's producer), the core's exception turned into the
 engine-neutral :class:`~.roles.ProduceFailure` (:mod:`.write_python`'s ``PythonProducer`` is
-confluent-kafka's). The sink writes, both guarantees, through the one path over either.
-
-:class:`DirectProducer` is the :class:`~.roles.BatchProducer` of a cluster planned on
-``direct``: the core's ``DirectProducer``, its own idempotent producer writing Produce requests
-(no librdkafka, no report per record), and its own transactions (exactlyOnce).
+confluent-kafka's). The sink writes, both guarantees, through the one path over any of them.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Generic, TypeVar
 
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
 from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
 
-__all__ = ["CoreProducer", "DirectProducer"]
-
-#: The core's object behind a compiled producer.
-_Compiled = TypeVar("_Compiled", "core.compiled.Producer", "core.compiled.DirectProducer")
+__all__ = ["CoreProducer"]
 
 
 @contextlib.contextmanager
@@ -39,14 +31,27 @@ def _failing() -> Iterator[None]:
         raise ProduceFailure(topic, reason) from None
 
 
-class _CompiledProducer(Generic[_Compiled]):
-    """What :class:`CoreProducer` and :class:`DirectProducer` share: the core's object
-    (``Producer`` or ``DirectProducer``) of one cluster, its exception turned into
-    :class:`~.roles.ProduceFailure` on every call, and its transactions (a transaction's
-    offsets committed by the group's name)."""
+class CoreProducer:
+    """The compiled core's producer of one cluster, from the parameters
+    :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration;
+    ``stamp``: every record carries the stamp's headers) and the engine (``direct``: the direct
+    produce path, which ``direct_problem`` of ``config`` said serves it; else librdkafka's
+    producer). Its transactions commit a transaction's offsets by the group's name.
 
-    def __init__(self, producer: _Compiled) -> None:
-        self._producer: _Compiled = producer
+    Raises
+    ------
+    CoreMissingError
+        The compiled core is not installed.
+    ProduceFailure
+        The engine refused the configuration (no topic).
+    """
+
+    def __init__(
+        self, config: Mapping[str, str], stamp: tuple[str, str, int] | None, direct: bool = False
+    ) -> None:
+        core.require()
+        with _failing():
+            self._producer = core.compiled.Producer(sorted(config.items()), stamp, direct)
 
     def send(
         self, batch: pa.RecordBatch, topic: str | None = None, topics: TopicRoutes = ()
@@ -108,41 +113,3 @@ class _CompiledProducer(Generic[_Compiled]):
     def close(self) -> None:
         """Drop the producer without waiting (records not yet acknowledged are dropped)."""
         self._producer.close()
-
-
-class CoreProducer(_CompiledProducer["core.compiled.Producer"]):
-    """The compiled core's producer of one cluster, from the parameters
-    :func:`~.implementations.batch_producer` takes (``config``, ``stamp``: every record carries
-    the stamp's headers): librdkafka's.
-
-    Raises
-    ------
-    CoreMissingError
-        The compiled core is not installed.
-    ProduceFailure
-        librdkafka refused the configuration (no topic).
-    """
-
-    def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
-        core.require()
-        with _failing():
-            super().__init__(core.compiled.Producer(sorted(config.items()), stamp))
-
-
-class DirectProducer(_CompiledProducer["core.compiled.DirectProducer"]):
-    """The compiled core's direct produce path to one cluster, from the parameters
-    :func:`~.implementations.batch_producer` takes (``config``: the full producer configuration,
-    which its ``direct_problem`` serves; ``stamp``: every record carries the stamp's headers).
-
-    Raises
-    ------
-    CoreMissingError
-        The compiled core is not installed.
-    ProduceFailure
-        The direct produce path cannot take the configuration (no topic).
-    """
-
-    def __init__(self, config: Mapping[str, str], stamp: tuple[str, str, int] | None) -> None:
-        core.require()
-        with _failing():
-            super().__init__(core.compiled.DirectProducer(sorted(config.items()), stamp))

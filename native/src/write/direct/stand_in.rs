@@ -24,6 +24,7 @@ use crate::protocol::sample::{
     metadata_body, produce_body, producer_id_body, request_header, versions_body,
 };
 use crate::test_config::config;
+use crate::write::batch_producer::{BatchProducer, Destination};
 
 const TOPIC: &str = "fresh";
 const PRODUCER_ID: i64 = 4711;
@@ -179,7 +180,11 @@ fn a_new_partitions_first_batch_refused_is_still_written_first_and_the_rest_in_o
     let values: Vec<String> = (0..ROWS).map(|i| format!("row {i:046}")).collect();
     let column: ArrayRef = Arc::new(StringArray::from(values.clone()));
     let batch = RecordBatch::try_from_iter([("value", column)]).unwrap();
-    writer.send(&batch, Some(TOPIC), &[]).unwrap();
+    let to = Destination {
+        topic: Some(TOPIC),
+        topics: &[],
+    };
+    writer.send(&batch, to).unwrap();
     let left = writer.flush(5_000).unwrap();
     let (rows, _, error) = writer.deliveries();
     assert_eq!((writer.failed(), error), (false, None));

@@ -1,5 +1,6 @@
 //! A transactional producer on the direct produce path (KIP-98, as the Java producer's
-//! TransactionManager runs it): `init_transactions` asks the transaction coordinator for the
+//! TransactionManager runs it; [`super::DirectWriter`]'s [`BatchProducer`] methods of the same
+//! names): `init_transactions` asks the transaction coordinator for the
 //! producer id and epoch of the `transactional.id` (fencing its older producers and ending
 //! their open transaction); between `begin_transaction` and its end, every partition is added
 //! to the transaction (AddPartitionsToTxn) before its first batch is shipped; `send_offset`
@@ -34,6 +35,7 @@ use crate::protocol::txn_offset_commit::{
     parse_txn_offset_commit, txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT,
     TXN_OFFSET_COMMIT_VERSIONS,
 };
+use crate::write::batch_producer::BatchProducer;
 use crate::write::Failure;
 
 const INIT: Api<'static> = (
@@ -107,7 +109,7 @@ impl DirectWriter {
 
     /// Fence the older producers of the transactional id (their open transaction ended) and
     /// take a producer id and epoch of its own, within `timeout_ms`.
-    pub fn init_transactions(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+    pub(super) fn init(&mut self, timeout_ms: u64) -> Result<(), Failure> {
         let by = deadline(timeout_ms);
         let txn = self.txn()?;
         if txn.open {
@@ -140,7 +142,7 @@ impl DirectWriter {
     }
 
     /// Begin a transaction.
-    pub fn begin_transaction(&mut self) -> Result<(), Failure> {
+    pub(super) fn begin(&mut self) -> Result<(), Failure> {
         let failed = self.wire.error.clone();
         let txn = self.txn()?;
         if !txn.ready {
@@ -228,7 +230,7 @@ impl DirectWriter {
 
     /// Commit `offset` (with `metadata`) of `topic`'s `partition` for `group` inside the open
     /// transaction, within `timeout_ms`.
-    pub fn send_offset(
+    pub(super) fn commit_offset(
         &mut self,
         group: &str,
         (topic, partition, offset): (&str, i32, i64),
@@ -280,7 +282,7 @@ impl DirectWriter {
     /// Send every batch and wait for it within `timeout_ms`, then commit the open transaction
     /// (within `timeout_ms` more). Fails, committing nothing, when the producer failed or a
     /// record is not acknowledged in time.
-    pub fn commit_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+    pub(super) fn commit(&mut self, timeout_ms: u64) -> Result<(), Failure> {
         self.transacting()?;
         let failed = |w: &DirectWriter| {
             w.wire.error.clone().map(|(t, why)| {
@@ -291,7 +293,7 @@ impl DirectWriter {
         if let Some(f) = failed(self) {
             return Err(f);
         }
-        let left = self.flush(timeout_ms)?;
+        let left = BatchProducer::flush(self, timeout_ms)?;
         if let Some(f) = failed(self) {
             return Err(f);
         }
@@ -306,7 +308,7 @@ impl DirectWriter {
 
     /// Abort the open transaction: drop the batches not sent, wait for those in flight, and end
     /// it within `timeout_ms`. Without a transaction open, nothing to do.
-    pub fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
+    pub(super) fn abort(&mut self, timeout_ms: u64) -> Result<(), Failure> {
         if !self.txn()?.open {
             return Ok(());
         }

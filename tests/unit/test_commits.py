@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pyspark_dynamic_kafka.errors import KafkaClientError
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.source.config.options import parse_options
 from pyspark_dynamic_kafka.source.driver.discovery import ClusterSubscription
 from pyspark_dynamic_kafka.source.group.committer import OffsetCommitter
 from pyspark_dynamic_kafka.source.group.query_commits import GroupCommits
@@ -89,11 +88,7 @@ def test_a_failed_commit_is_retried_with_the_next_submit_and_unchanged_offsets_a
 
 def test_a_clusters_own_group_id_wins_and_removed_clusters_get_their_last_position() -> None:
     clusters = _Clusters()
-    options = parse_options(
-        {"metadataService": "file", "metadataService.path": "x", "streamIds": "s",
-         "kafka.group.id": "billing", "commitOffsetsToKafka": "true"}
-    )  # fmt: skip
-    commits = GroupCommits(options, OffsetCommitter("billing", 1000, commit=clusters))
+    commits = GroupCommits(OffsetCommitter("billing", 1000, commit=clusters))
     own = FrozenProperties({**PROPS["west"], "group.id": "west-billing"})
     both = {
         "east": ClusterSubscription(PROPS["east"], frozenset({"o"})),

@@ -28,25 +28,21 @@ class GroupCommits:
 
     Parameters
     ----------
-    options:
-        Parsed source options (``kafka.group.id``, ``kafkaAdmin.requestTimeoutMs``).
     committer:
-        The committer (tests may pass their own).
-    admins:
-        The admin clients to commit with (the reader's listing clients: one per cluster).
+        Commits to the group: the query's (:meth:`for_query`), or a test's own.
     """
 
-    def __init__(
-        self,
-        options: SourceOptions,
-        committer: OffsetCommitter | None = None,
-        admins: AdminSource | None = None,
-    ) -> None:
-        group = options.kafka_properties.get("group.id", "")
-        self.committer = committer or OffsetCommitter(
-            group, options.admin_timeout_ms, admins=admins
-        )
+    def __init__(self, committer: OffsetCommitter) -> None:
+        self.committer = committer
         self._properties: dict[str, FrozenProperties] = {}
+
+    @classmethod
+    def for_query(cls, options: SourceOptions, admins: AdminSource) -> GroupCommits:
+        """The commits of a query with the parsed source ``options`` (``kafka.group.id``,
+        ``kafkaAdmin.requestTimeoutMs``), through the admin clients ``admins`` (the reader's
+        listing clients: one per cluster)."""
+        group = options.kafka_properties.get("group.id", "")
+        return cls(OffsetCommitter(group, options.admin_timeout_ms, admins=admins))
 
     def submit(self, position: Mapping[PartitionKey, int], subscription: Subscription) -> None:
         """Commit ``position`` (next offset of every partition) in the background.

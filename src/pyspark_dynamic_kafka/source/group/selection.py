@@ -70,7 +70,7 @@ class AllPartitions(PartitionSelection):
     def submit(self, previous: Offsets, subscription: Subscription) -> None:
         if self._options.commit_offsets_to_kafka:
             if self._commits is None:
-                self._commits = GroupCommits(self._options, admins=self._lister.admin_with)
+                self._commits = GroupCommits.for_query(self._options, self._lister.admin_with)
             self._commits.submit(previous, subscription)
 
 

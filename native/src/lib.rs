@@ -78,7 +78,7 @@
 //! - `write/direct/answer.rs`: a Produce error code: written, retried or fatal;
 //! - `write/direct/transaction.rs`: a transactional producer: init, begin, partitions added before their first Produce, offsets, commit and abort;
 //! - `write/direct/coordinator.rs`: the transaction and group coordinators: found, connected, their errors retried, found again or fatal;
-//! - `write/direct/stand_in.rs`: test support: the producer against a stand-in broker that refuses a new partition's first batch;
+//! - `write/direct/stand_in.rs`: test support: the producer against a stand-in broker that refuses a new partition's first batch and logs the topics each lookup names;
 //! - `into_arrow.rs`: Kafka records into Arrow columns (the source's schema);
 //! - `from_arrow.rs`: Arrow columns into Kafka records (the sink's rows);
 //! - `ffi.rs`: librdkafka's C API, the crate's only `unsafe`: configuration, errors;

@@ -130,12 +130,9 @@ impl DirectWriter {
             return false;
         }
         self.last_lookup = Some(Instant::now());
-        for n in names {
-            self.wire.topic(n);
-        }
-        let all: Vec<String> = self.wire.topics.iter().map(|t| t.name.clone()).collect();
-        let config = self.wire.config.clone();
-        let _ = self.wire.cluster.refresh(&all, &config);
+        let needed: Vec<usize> = names.iter().map(|n| self.wire.topic(n)).collect();
+        self.wire
+            .look_up(needed.into_iter().chain(self.acc.open_topics()));
         ready(&self.wire)
     }
 

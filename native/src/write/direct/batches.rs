@@ -148,6 +148,12 @@ impl Accumulator {
         Ok(())
     }
 
+    /// The topics (by index) with a batch open.
+    pub fn open_topics(&self) -> impl Iterator<Item = usize> + '_ {
+        let open = |(i, t): (usize, &Partitions)| t.open.iter().any(Option::is_some).then_some(i);
+        self.topics.iter().enumerate().filter_map(open)
+    }
+
     /// Close every open batch (each queued in [`Accumulator::full`]).
     pub fn close_all(&mut self) {
         self.close_older(Duration::ZERO);

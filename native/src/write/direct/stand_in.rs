@@ -42,6 +42,8 @@ struct Partition {
     written: Vec<(i32, i32)>,
     /// The values of the records written, in the order written.
     values: Vec<String>,
+    /// The topics each Metadata request named, in order.
+    lookups: Vec<Vec<String>>,
 }
 
 impl Partition {
@@ -106,6 +108,9 @@ fn serve(mut stream: TcpStream, port: u16, log: &Mutex<Partition>) {
             ]),
             METADATA => {
                 assert_eq!(version, METADATA_VERSION);
+                let named = (0..c.count().unwrap()).map(|_| c.string().unwrap().unwrap());
+                let named = named.map(str::to_string).collect();
+                log.lock().unwrap().lookups.push(named);
                 let brokers = vec![(1, "127.0.0.1".to_string(), port)];
                 metadata_body(&(brokers, vec![(0, TOPIC.to_string(), vec![(0, 0, 1)])]))
             }
@@ -207,4 +212,39 @@ fn a_new_partitions_first_batch_refused_is_still_written_first_and_the_rest_in_o
     let first = [(base, count, NOT_LEADER_OR_FOLLOWER), (base, count, 0)];
     assert_eq!(p.seen[..2], first, "{:?}", p.seen);
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A lookup names the topics in use, not every topic the producer wrote to: Metadata may
+/// create the topics it names (`allow.auto.create.topics`, on by default), so naming a topic
+/// deleted since its last batch would make it again on a broker that creates topics. After
+/// `fresh` is written and acknowledged, the lookup for `later` names `later` alone.
+#[test]
+fn a_lookup_names_the_topics_in_use_only() {
+    let (port, log) = stand_in();
+    let servers = format!("127.0.0.1:{port}");
+    let producer = ProduceConfig::from_config(&config(&[
+        ("bootstrap.servers", &servers),
+        ("enable.idempotence", "true"),
+        ("partitioner", "murmur2_random"),
+        ("client.id", "me"),
+        ("retry.backoff.ms", "1"),
+        ("message.timeout.ms", "5000"),
+    ]))
+    .unwrap();
+    let mut writer = DirectWriter::new(producer, None);
+    let column: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+    let batch = RecordBatch::try_from_iter([("value", column)]).unwrap();
+    let to = |topic| Destination {
+        topic: Some(topic),
+        topics: &[],
+    };
+    writer.send(&batch, to(TOPIC)).unwrap();
+    assert_eq!(writer.flush(5_000).unwrap(), 0);
+    writer.send(&batch, to("later")).unwrap(); // not in the stand-in's answer: it waits
+    let lookups = log.lock().unwrap().lookups.clone();
+    let (first, last) = (lookups.first().unwrap(), lookups.last().unwrap());
+    assert_eq!(
+        (first, last),
+        (&vec![TOPIC.to_string()], &vec!["later".to_string()])
+    );
 }

@@ -1,14 +1,10 @@
-//! The idempotent producer's requests: the producer id (InitProducerId), the partitions' leaders
-//! (Metadata), and each partition's batches numbered in order and sent to its leader in Produce
-//! requests, at most `max.in.flight` per connection, their answers read in order ([`Wire`]).
-//!
-//! A batch keeps its bytes (and its sequence) until its partition's answer: a retriable error
-//! ([`super::answer`]) or a lost connection has every batch not yet acknowledged sent again, in
-//! order, after the requests in flight are answered and the leaders looked up again; the broker
-//! drops any it already wrote (the same producer id and sequence). A fatal error, or a batch
-//! not acknowledged within `message.timeout.ms`, fails the producer: its first failure is
-//! reported and nothing more is sent. A transactional producer's batches carry the
-//! transactional bit, its requests its id ([`super::transaction`]).
+//! The idempotent producer's requests ([`Wire`]): its id (InitProducerId), the leaders
+//! (Metadata), and each partition's batches, numbered in order, sent to its leader in Produce
+//! requests (at most `max.in.flight` per connection, answers read in order). A batch is kept
+//! until answered: a retriable error ([`super::answer`]) or a lost connection has every batch
+//! not acknowledged sent again in order after a lookup (the broker drops what it wrote); a fatal
+//! error, or `message.timeout.ms` passed, fails the producer (its first failure reported).
+//! Transactional batches carry the transactional bit ([`super::transaction`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
@@ -52,8 +48,7 @@ pub struct Wire {
     recover: bool,
     /// The producer failed as a whole: nothing more is sent.
     pub(super) dead: bool,
-    /// Recoveries from a retriable error or a lost connection (every batch not acknowledged
-    /// then sent again).
+    /// Recoveries from a retriable error or a lost connection (all unacknowledged sent again).
     pub retries: u64,
     body: Vec<u8>,
 }
@@ -86,6 +81,17 @@ impl Wire {
             bytes: 0,
         });
         self.topics.len() - 1
+    }
+
+    /// Look up the leaders of the topics in use (batches not acknowledged, and `more`), never of
+    /// every topic written to: a lookup may create what it names, so a deleted one would return.
+    pub fn look_up(&mut self, more: impl Iterator<Item = usize>) {
+        let waiting = self.parts.iter().filter(|(_, p)| !p.batches.is_empty());
+        let mut used: Vec<usize> = waiting.map(|(&(t, _), _)| t).chain(more).collect();
+        used.sort_unstable();
+        used.dedup();
+        let names: Vec<String> = used.iter().map(|&t| self.topics[t].name.clone()).collect();
+        let _ = self.cluster.refresh(&names, &self.config);
     }
 
     /// Fail the producer (the first failure is kept); nothing more is sent.
@@ -330,8 +336,7 @@ impl Wire {
             }
             self.retries += 1;
             std::thread::sleep(self.config.retry_backoff);
-            let names: Vec<String> = self.topics.iter().map(|t| t.name.clone()).collect();
-            let _ = self.cluster.refresh(&names, &self.config);
+            self.look_up(std::iter::empty());
             self.recover = false;
         }
     }
@@ -364,8 +369,7 @@ impl Wire {
             }
             if !self.any_leader() {
                 std::thread::sleep(self.config.retry_backoff);
-                let names: Vec<String> = self.topics.iter().map(|t| t.name.clone()).collect();
-                let _ = self.cluster.refresh(&names, &self.config);
+                self.look_up(std::iter::empty());
             }
         }
     }

@@ -156,6 +156,21 @@ fn produce(c: &mut Cursor<'_>, request: &[u8], version: i16, log: &Mutex<Partiti
     produce_body(version, TOPIC, &[(0, error, offset)])
 }
 
+/// The sink's idempotent producer configuration for the stand-in on `port`, with `more`.
+fn producer(port: u16, more: &[(&str, &str)]) -> ProduceConfig {
+    let servers = format!("127.0.0.1:{port}");
+    let mut pairs = vec![
+        ("bootstrap.servers", servers.as_str()),
+        ("enable.idempotence", "true"),
+        ("partitioner", "murmur2_random"),
+        ("client.id", "me"),
+        ("retry.backoff.ms", "1"),
+        ("message.timeout.ms", "5000"),
+    ];
+    pairs.extend_from_slice(more);
+    ProduceConfig::from_config(&config(&pairs)).unwrap()
+}
+
 /// A topic just created: its partition's first batch refused with NOT_LEADER_OR_FOLLOWER
 /// while the broker has no producer state for it, so that it would write any later batch that
 /// reached it first as the first (and then refuse the first one, sent again, as
@@ -167,19 +182,8 @@ fn produce(c: &mut Cursor<'_>, request: &[u8], version: i16, log: &Mutex<Partiti
 fn a_new_partitions_first_batch_refused_is_still_written_first_and_the_rest_in_order() {
     const ROWS: usize = 300;
     let (port, log) = stand_in();
-    let servers = format!("127.0.0.1:{port}");
-    let producer = ProduceConfig::from_config(&config(&[
-        ("bootstrap.servers", &servers),
-        ("enable.idempotence", "true"),
-        ("partitioner", "murmur2_random"),
-        ("client.id", "me"),
-        // about 16 records a batch: some 19 batches, up to 5 in flight
-        ("batch.size", "1000"),
-        ("linger.ms", "60000"),
-        ("retry.backoff.ms", "1"),
-        ("message.timeout.ms", "5000"),
-    ]))
-    .unwrap();
+    // about 16 records a batch: some 19 batches, up to 5 in flight
+    let producer = producer(port, &[("batch.size", "1000"), ("linger.ms", "60000")]);
     let started = Instant::now();
     let mut writer = DirectWriter::new(producer, None);
     let values: Vec<String> = (0..ROWS).map(|i| format!("row {i:046}")).collect();
@@ -221,16 +225,7 @@ fn a_new_partitions_first_batch_refused_is_still_written_first_and_the_rest_in_o
 #[test]
 fn a_lookup_names_the_topics_in_use_only() {
     let (port, log) = stand_in();
-    let servers = format!("127.0.0.1:{port}");
-    let producer = ProduceConfig::from_config(&config(&[
-        ("bootstrap.servers", &servers),
-        ("enable.idempotence", "true"),
-        ("partitioner", "murmur2_random"),
-        ("client.id", "me"),
-        ("retry.backoff.ms", "1"),
-        ("message.timeout.ms", "5000"),
-    ]))
-    .unwrap();
+    let producer = producer(port, &[]);
     let mut writer = DirectWriter::new(producer, None);
     let column: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
     let batch = RecordBatch::try_from_iter([("value", column)]).unwrap();

@@ -189,6 +189,15 @@ impl DirectWriter {
         }
         Ok(())
     }
+
+    /// Number and queue the closed batches, their partitions added to the open transaction
+    /// first (a transactional producer).
+    fn queue_closed(&mut self) {
+        for full in self.acc.full.drain(..) {
+            self.wire.enqueue(full);
+        }
+        self.add_partitions();
+    }
 }
 
 impl BatchProducer for DirectWriter {
@@ -220,10 +229,7 @@ impl BatchProducer for DirectWriter {
         self.drain()?;
         // As librdkafka's linger.ms: a batch open that long is sent, not kept until full.
         self.acc.close_older(self.wire.config.linger);
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
+        self.queue_closed();
         self.wire.ship();
         Ok(())
     }
@@ -242,10 +248,7 @@ impl BatchProducer for DirectWriter {
         if self.acc.full.is_empty() {
             return;
         }
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
+        self.queue_closed();
         self.wire.ship();
     }
 
@@ -280,10 +283,7 @@ impl BatchProducer for DirectWriter {
         }
         let waiting: usize = self.pending.iter().map(|p| p.batch.num_rows()).sum();
         self.acc.close_all();
-        for full in self.acc.full.drain(..) {
-            self.wire.enqueue(full);
-        }
-        self.add_partitions();
+        self.queue_closed();
         Ok(waiting + self.wire.flush(deadline))
     }
 

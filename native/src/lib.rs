@@ -16,7 +16,8 @@
 //! - `py/avro_encoder.rs`: `AvroEncoder`: a pyarrow column into Confluent-framed Avro payloads;
 //! - `py/errors.rs`: the exceptions raised to Python;
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
-//! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written;
+//! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written; an
+//!   API (key, versions spoken, name) and a request's header;
 //! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks;
 //! - `protocol/metadata.rs`: Metadata: which broker leads each partition, where brokers listen;
 //! - `protocol/fetch.rs`: the Fetch request and its response;

@@ -1,7 +1,8 @@
 //! Kafka's wire protocol as the direct fetch path speaks it, laid out as the `kafka-protocol`
 //! crate lays it out: no pyo3, no librdkafka, no I/O here, only bytes in and values out.
 //!
-//! - [`primitives`]: integers, strings, arrays, bytes and varints (read and written);
+//! - [`primitives`]: integers, strings, arrays, bytes and varints (read and written); an API
+//!   (its key, the versions spoken, its name) and a request's header;
 //! - [`api_versions`]: ApiVersions, which versions a broker speaks;
 //! - [`metadata`]: which broker leads each partition, and where brokers listen;
 //! - [`fetch`]: the Fetch request and its response;

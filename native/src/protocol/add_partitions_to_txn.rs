@@ -4,23 +4,20 @@
 //! Produce in it; and what each partition answered.
 
 use super::init_producer_id::Transactional;
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Header, Malformed};
 
-pub const ADD_PARTITIONS_TO_TXN: i16 = 24;
-/// The versions this path speaks, most preferred first (2 answers PRODUCER_FENCED).
-pub const ADD_PARTITIONS_TO_TXN_VERSIONS: [i16; 3] = [2, 1, 0];
+/// AddPartitionsToTxn at the versions this path speaks, most preferred first (2 answers
+/// PRODUCER_FENCED).
+pub const ADD_PARTITIONS_TO_TXN: Api = Api::new(24, &[2, 1, 0], "AddPartitionsToTxn");
 
-/// An AddPartitionsToTxn request of `version`: `topics`' partitions (topic, partitions) in
-/// `txn`'s transaction.
+/// An AddPartitionsToTxn request: `topics`' partitions (topic, partitions) in `txn`'s
+/// transaction.
 pub fn add_partitions_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
+    header: Header<'_>,
     txn: &Transactional<'_>,
     topics: &[(&str, Vec<i32>)],
 ) -> Vec<u8> {
-    let mut r = Request::new(ADD_PARTITIONS_TO_TXN, version, correlation, client_id);
-    txn.write(&mut r);
+    let mut r = txn.request(ADD_PARTITIONS_TO_TXN, header);
     r.i32(topics.len() as i32);
     for (topic, partitions) in topics {
         r.string(topic);
@@ -64,7 +61,7 @@ mod tests {
             epoch: 1,
         };
         let topics = [("a", vec![0, 2]), ("b", vec![1])];
-        let req = add_partitions_request(2, 3, "me", &txn, &topics);
+        let req = add_partitions_request(Header::new(2, 3, "me"), &txn, &topics);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (24, 2, 3));
         assert_eq!(c.string().unwrap(), Some("t"));

@@ -3,22 +3,14 @@
 //! writes the commit or abort markers to every partition the transaction added.
 
 use super::init_producer_id::Transactional;
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Header, Malformed};
 
-pub const END_TXN: i16 = 26;
-/// The versions this path speaks, most preferred first (2 answers PRODUCER_FENCED).
-pub const END_TXN_VERSIONS: [i16; 3] = [2, 1, 0];
+/// EndTxn at the versions this path speaks, most preferred first (2 answers PRODUCER_FENCED).
+pub const END_TXN: Api = Api::new(26, &[2, 1, 0], "EndTxn");
 
-/// An EndTxn request of `version`: commit (`committed`) or abort `txn`'s transaction.
-pub fn end_txn_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
-    txn: &Transactional<'_>,
-    committed: bool,
-) -> Vec<u8> {
-    let mut r = Request::new(END_TXN, version, correlation, client_id);
-    txn.write(&mut r);
+/// An EndTxn request: commit (`committed`) or abort `txn`'s transaction.
+pub fn end_txn_request(header: Header<'_>, txn: &Transactional<'_>, committed: bool) -> Vec<u8> {
+    let mut r = txn.request(END_TXN, header);
     r.i8(i8::from(committed));
     r.finish()
 }
@@ -44,7 +36,7 @@ mod tests {
             epoch: 3,
         };
         for (committed, byte) in [(true, 1), (false, 0)] {
-            let req = end_txn_request(2, 5, "me", &txn, committed);
+            let req = end_txn_request(Header::new(2, 5, "me"), &txn, committed);
             let (mut c, named) = request_header(&req);
             assert_eq!(named, (26, 2, 5));
             assert_eq!(c.string().unwrap(), Some("t"));

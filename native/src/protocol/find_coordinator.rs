@@ -2,25 +2,18 @@
 //! versions (Kafka 4 speaks 1 to 6): which broker coordinates a transactional id (key type 1)
 //! or a consumer group (key type 0), asked of any broker.
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Header, Malformed};
 
-pub const FIND_COORDINATOR: i16 = 10;
-/// The versions this path speaks, most preferred first.
-pub const FIND_COORDINATOR_VERSIONS: [i16; 2] = [2, 1];
+/// FindCoordinator at the versions this path speaks, most preferred first.
+pub const FIND_COORDINATOR: Api = Api::new(10, &[2, 1], "FindCoordinator");
 /// The key type of a consumer group's coordinator.
 pub const GROUP: i8 = 0;
 /// The key type of a transactional id's coordinator.
 pub const TRANSACTION: i8 = 1;
 
-/// A FindCoordinator request of `version` (1 or 2) for `key` of `key_type`.
-pub fn find_coordinator_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
-    key: &str,
-    key_type: i8,
-) -> Vec<u8> {
-    let mut r = Request::new(FIND_COORDINATOR, version, correlation, client_id);
+/// A FindCoordinator request (version 1 or 2) for `key` of `key_type`.
+pub fn find_coordinator_request(header: Header<'_>, key: &str, key_type: i8) -> Vec<u8> {
+    let mut r = FIND_COORDINATOR.request(header);
     r.string(key);
     r.i8(key_type);
     r.finish()
@@ -57,7 +50,7 @@ mod tests {
 
     #[test]
     fn a_transactions_coordinator_is_asked_by_its_id_and_key_type() {
-        let req = find_coordinator_request(2, 4, "me", "sink.east.0", TRANSACTION);
+        let req = find_coordinator_request(Header::new(2, 4, "me"), "sink.east.0", TRANSACTION);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (10, 2, 4));
         assert_eq!(c.string().unwrap(), Some("sink.east.0"));

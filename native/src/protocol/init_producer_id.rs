@@ -3,21 +3,15 @@
 //! its transaction timeout, a transactional producer's, asked of its transaction coordinator
 //! (which fences the id's older producers and ends their open transaction).
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Header, Malformed, Request};
 
-pub const INIT_PRODUCER_ID: i16 = 22;
-/// The versions this path speaks (the last before the flexible versions).
-pub const INIT_PRODUCER_ID_VERSIONS: [i16; 2] = [1, 0];
+/// InitProducerId at the versions this path speaks (the last before the flexible versions).
+pub const INIT_PRODUCER_ID: Api = Api::new(22, &[1, 0], "InitProducerId");
 
-/// An InitProducerId request of `version`: for an idempotent producer (`transactional` None),
-/// or for the transactional id and transaction timeout (ms) given.
-pub fn init_producer_id_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
-    transactional: Option<(&str, i32)>,
-) -> Vec<u8> {
-    let mut r = Request::new(INIT_PRODUCER_ID, version, correlation, client_id);
+/// An InitProducerId request: for an idempotent producer (`transactional` None), or for the
+/// transactional id and transaction timeout (ms) given.
+pub fn init_producer_id_request(header: Header<'_>, transactional: Option<(&str, i32)>) -> Vec<u8> {
+    let mut r = INIT_PRODUCER_ID.request(header);
     match transactional {
         Some((id, timeout_ms)) => {
             r.string(id);
@@ -40,12 +34,24 @@ pub struct Transactional<'a> {
     pub epoch: i16,
 }
 
-impl Transactional<'_> {
-    /// The id, producer id and epoch, written as every transaction request begins.
-    pub fn write(&self, r: &mut Request) {
+impl<'a> Transactional<'a> {
+    /// `id`'s producer of (producer id, epoch) `producer`.
+    pub fn new(id: &'a str, (producer_id, epoch): (i64, i16)) -> Self {
+        Transactional {
+            id,
+            producer_id,
+            epoch,
+        }
+    }
+
+    /// A request of `api` with `header`, its body begun as the transaction coordinator's
+    /// requests begin: the id, producer id and epoch.
+    pub fn request(&self, api: Api, header: Header<'_>) -> Request {
+        let mut r = api.request(header);
         r.string(self.id);
         r.i64(self.producer_id);
         r.i16(self.epoch);
+        r
     }
 }
 
@@ -75,7 +81,7 @@ mod tests {
 
     #[test]
     fn an_idempotent_producer_asks_without_a_transactional_id() {
-        let req = init_producer_id_request(1, 9, "me", None);
+        let req = init_producer_id_request(Header::new(1, 9, "me"), None);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (22, 1, 9));
         assert_eq!(c.string().unwrap(), None);
@@ -98,7 +104,7 @@ mod tests {
 
     #[test]
     fn a_transactional_producer_names_its_id_and_timeout() {
-        let req = init_producer_id_request(0, 2, "me", Some(("sink.east.3", 60_000)));
+        let req = init_producer_id_request(Header::new(0, 2, "me"), Some(("sink.east.3", 60_000)));
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (22, 0, 2));
         assert_eq!(c.string().unwrap(), Some("sink.east.3"));

@@ -174,6 +174,54 @@ pub fn read_growing(
     done
 }
 
+/// A Kafka API as this client speaks it: its key, the versions spoken (most preferred first)
+/// and its name (in errors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Api {
+    pub key: i16,
+    pub versions: &'static [i16],
+    pub name: &'static str,
+}
+
+impl Api {
+    pub const fn new(key: i16, versions: &'static [i16], name: &'static str) -> Self {
+        Api {
+            key,
+            versions,
+            name,
+        }
+    }
+
+    /// A request of this API with `header`.
+    pub fn request(&self, header: Header<'_>) -> Request {
+        Request::new(
+            self.key,
+            header.version,
+            header.correlation,
+            header.client_id,
+        )
+    }
+}
+
+/// What one attempt of a request writes in its header besides the API key: the version
+/// chosen of those the broker offers, the correlation id and the client id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header<'a> {
+    pub version: i16,
+    pub correlation: i32,
+    pub client_id: &'a str,
+}
+
+impl<'a> Header<'a> {
+    pub const fn new(version: i16, correlation: i32, client_id: &'a str) -> Self {
+        Header {
+            version,
+            correlation,
+            client_id,
+        }
+    }
+}
+
 /// A request being written: the size prefix is filled in by [`Request::finish`].
 pub struct Request(Vec<u8>);
 

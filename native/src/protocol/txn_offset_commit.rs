@@ -1,15 +1,14 @@
 //! TxnOffsetCommit (key 28) at versions 0 to 2, the ones before the flexible versions (Kafka 4
 //! speaks 0 to 6): a consumer group's offsets committed inside a transaction, asked of the
 //! group's coordinator after AddOffsetsToTxn; they become visible when the transaction commits.
+//! Its answer is AddPartitionsToTxn's ([`super::add_partitions_to_txn::parse_partition_errors`]).
 
 use super::init_producer_id::Transactional;
-use super::primitives::Request;
+use super::primitives::{Api, Header};
 
-pub use super::add_partitions_to_txn::parse_partition_errors as parse_txn_offset_commit;
-
-pub const TXN_OFFSET_COMMIT: i16 = 28;
-/// The versions this path speaks, most preferred first (2 adds the leader epoch).
-pub const TXN_OFFSET_COMMIT_VERSIONS: [i16; 3] = [2, 1, 0];
+/// TxnOffsetCommit at the versions this path speaks, most preferred first (2 adds the leader
+/// epoch).
+pub const TXN_OFFSET_COMMIT: Api = Api::new(28, &[2, 1, 0], "TxnOffsetCommit");
 
 /// One offset to commit: topic, partition, offset and metadata.
 pub struct Offset<'a> {
@@ -19,18 +18,16 @@ pub struct Offset<'a> {
     pub metadata: &'a [u8],
 }
 
-/// A TxnOffsetCommit request of `version`: `offsets` of `group` inside `txn`'s transaction,
-/// those of one topic next to each other (each run of one topic is one topic entry). The
-/// metadata is written as given (a string's bytes).
+/// A TxnOffsetCommit request: `offsets` of `group` inside `txn`'s transaction, those of one
+/// topic next to each other (each run of one topic is one topic entry). The metadata is
+/// written as given (a string's bytes).
 pub fn txn_offset_commit_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
+    header: Header<'_>,
     txn: &Transactional<'_>,
     group: &str,
     offsets: &[Offset<'_>],
 ) -> Vec<u8> {
-    let mut r = Request::new(TXN_OFFSET_COMMIT, version, correlation, client_id);
+    let mut r = TXN_OFFSET_COMMIT.request(header);
     r.string(txn.id);
     r.string(group);
     r.i64(txn.producer_id);
@@ -41,7 +38,7 @@ pub fn txn_offset_commit_request(
         |r, o| {
             r.i32(o.partition);
             r.i64(o.offset);
-            if version >= 2 {
+            if header.version >= 2 {
                 r.i32(-1); // the leader epoch of the last record consumed: none
             }
             let len = o.metadata.len().min(i16::MAX as usize);
@@ -55,6 +52,7 @@ pub fn txn_offset_commit_request(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::add_partitions_to_txn::parse_partition_errors;
     use crate::protocol::sample::request_header;
 
     #[test]
@@ -78,8 +76,8 @@ mod tests {
                 metadata: b"",
             },
         ];
-        for version in TXN_OFFSET_COMMIT_VERSIONS {
-            let req = txn_offset_commit_request(version, 1, "me", &txn, "g", &offsets);
+        for &version in TXN_OFFSET_COMMIT.versions {
+            let req = txn_offset_commit_request(Header::new(version, 1, "me"), &txn, "g", &offsets);
             let (mut c, named) = request_header(&req);
             assert_eq!(named, (28, version, 1));
             assert_eq!(
@@ -101,7 +99,7 @@ mod tests {
         let body = [
             0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b'a', 0, 0, 0, 1, 0, 0, 0, 0, 0, 16,
         ];
-        let answered = parse_txn_offset_commit(&body).unwrap();
+        let answered = parse_partition_errors(&body).unwrap();
         assert_eq!(answered, vec![("a".into(), 0, 16)]);
     }
 }

@@ -16,10 +16,13 @@ use std::time::{Duration, Instant};
 use super::leaders::Cluster;
 use crate::connection::broker::{Broker, Refusal};
 use crate::connection::Connection;
+use crate::protocol::add_partitions_to_txn::parse_partition_errors;
+use crate::protocol::end_txn::parse_error;
 use crate::protocol::error::error_name;
 use crate::protocol::find_coordinator::{
-    find_coordinator_request, parse_find_coordinator, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS,
+    find_coordinator_request, parse_find_coordinator, FIND_COORDINATOR,
 };
+use crate::protocol::primitives::{Api, Header, Malformed};
 
 /// Why an answer is not what was asked for, and what follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,12 +72,28 @@ pub fn gravest(api: &str, codes: impl IntoIterator<Item = i16>) -> Result<(), An
 }
 
 /// A malformed answer to `api`: its connection is dropped and the request sent again.
-pub fn malformed(api: &'static str) -> impl Fn(crate::protocol::primitives::Malformed) -> Answer {
+pub fn malformed(api: &'static str) -> impl Fn(Malformed) -> Answer {
     move |m| Answer::Refind(format!("a malformed {api} answer: {}", m.0))
 }
 
-/// A request: its API key, the versions spoken (most preferred first) and its name.
-pub type Api<'a> = (i16, &'a [i16], &'a str);
+/// The judge of an answer to `api` that is a throttle time then an error code (EndTxn,
+/// AddOffsetsToTxn): done at 0.
+pub fn error_code(api: Api) -> impl FnMut(&[u8]) -> Result<(), Answer> {
+    move |body| match parse_error(body) {
+        Ok(0) => Ok(()),
+        Ok(e) => Err(class(api.name, e)),
+        Err(m) => Err(malformed(api.name)(m)),
+    }
+}
+
+/// The judge of an answer to `api` of each partition's error code (AddPartitionsToTxn,
+/// TxnOffsetCommit): the gravest decides.
+pub fn partition_codes(api: Api) -> impl FnMut(&[u8]) -> Result<(), Answer> {
+    move |body| {
+        let answers = parse_partition_errors(body).map_err(malformed(api.name))?;
+        gravest(api.name, answers.iter().map(|a| a.2))
+    }
+}
 
 /// The coordinators' connections.
 pub struct Coordinators {
@@ -93,16 +112,16 @@ impl Coordinators {
         }
     }
 
-    /// Send the request `build` writes (given the version, the correlation id and the client
-    /// id) to the coordinator of `key` (key type, key) and `judge` its answer, sent again as
-    /// [`Answer`] says until `deadline`.
+    /// Send the request of `api` that `build` writes (given its header) to the coordinator of
+    /// `key` (key type, key) and `judge` its answer, sent again as [`Answer`] says until
+    /// `deadline`.
     pub fn call<T>(
         &mut self,
         cluster: &mut Cluster,
         key: (i8, &str),
-        api: Api<'_>,
+        api: Api,
         deadline: Instant,
-        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+        build: &dyn Fn(Header<'_>) -> Vec<u8>,
         judge: &mut dyn FnMut(&[u8]) -> Result<T, Answer>,
     ) -> Result<T, String> {
         let mut pause = self.backoff;
@@ -117,7 +136,7 @@ impl Coordinators {
                 Err(Answer::Retry(why)) => why,
             };
             if Instant::now() + pause >= deadline {
-                return Err(format!("{} timed out: {why}", api.2));
+                return Err(format!("{} timed out: {why}", api.name));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_secs(1));
@@ -128,8 +147,8 @@ impl Coordinators {
         &mut self,
         cluster: &mut Cluster,
         (key_type, key): (i8, &str),
-        (api, versions, name): Api<'_>,
-        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+        api: Api,
+        build: &dyn Fn(Header<'_>) -> Vec<u8>,
         judge: &mut dyn FnMut(&[u8]) -> Result<T, Answer>,
     ) -> Result<T, Answer> {
         let k = (key_type, key.to_string());
@@ -138,35 +157,37 @@ impl Coordinators {
             self.open.insert(k.clone(), broker);
         }
         let broker = self.open.get_mut(&k).expect("inserted above");
-        let offered = versions.iter().copied();
-        let version = offered
-            .clone()
-            .find(|&v| broker.versions().offers(api, v))
+        let version = api
+            .versions
+            .iter()
+            .copied()
+            .find(|&v| broker.versions().offers(api.key, v))
             .ok_or_else(|| {
-                let v: Vec<String> = versions.iter().map(i16::to_string).collect();
+                let v: Vec<String> = api.versions.iter().map(i16::to_string).collect();
                 Answer::Fatal(format!(
-                    "the coordinator does not offer {name} v{}",
+                    "the coordinator does not offer {} v{}",
+                    api.name,
                     v.join(", v")
                 ))
             })?;
         let mut body = Vec::new();
         broker
-            .call(|c, id| build(version, c, id), &mut body)
+            .call(|c, id| build(Header::new(version, c, id)), &mut body)
             .map_err(|no| Answer::Refind(no.why))?;
         judge(&body)
     }
 
     /// Find the coordinator of `key` and connect to it.
     fn find(&mut self, cluster: &mut Cluster, key_type: i8, key: &str) -> Result<Broker, Answer> {
-        let build = |v: i16, c: i32, id: &str| find_coordinator_request(v, c, id, key, key_type);
-        let asked = cluster.control_request(FIND_COORDINATOR, &FIND_COORDINATOR_VERSIONS, &build);
+        let build = |header: Header<'_>| find_coordinator_request(header, key, key_type);
+        let asked = cluster.control_request(FIND_COORDINATOR, &build);
         if let Some(why) = cluster.refused.take() {
             return Err(Answer::Fatal(why));
         }
         let (_, body) = asked.map_err(Answer::Retry)?;
-        let found = parse_find_coordinator(&body).map_err(malformed("FindCoordinator"))?;
+        let found = parse_find_coordinator(&body).map_err(malformed(FIND_COORDINATOR.name))?;
         if found.error != 0 {
-            return Err(match class("FindCoordinator", found.error) {
+            return Err(match class(FIND_COORDINATOR.name, found.error) {
                 Answer::Refind(why) => Answer::Retry(why),
                 other => other,
             });

@@ -11,11 +11,12 @@ use crate::connection::Connection;
 use crate::protocol::api_versions::Versions;
 use crate::protocol::error::error_name;
 use crate::protocol::init_producer_id::{
-    init_producer_id_request, parse_init_producer_id, INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSIONS,
+    init_producer_id_request, parse_init_producer_id, INIT_PRODUCER_ID,
 };
 use crate::protocol::metadata::{
     metadata_request_creating, parse_metadata, Leaders, METADATA, METADATA_VERSION,
 };
+use crate::protocol::primitives::{Api, Header};
 use crate::protocol::produce::{PRODUCE, PRODUCE_VERSIONS};
 
 /// A connection to a leader and the Produce version it speaks.
@@ -108,12 +109,15 @@ impl Cluster {
         let versions = self.control.as_ref().map(|b| b.versions().clone());
         let version = versions
             .and_then(|v| {
-                INIT_PRODUCER_ID_VERSIONS
-                    .into_iter()
-                    .find(|&n| v.offers(INIT_PRODUCER_ID, n))
+                INIT_PRODUCER_ID
+                    .versions
+                    .iter()
+                    .copied()
+                    .find(|&n| v.offers(INIT_PRODUCER_ID.key, n))
             })
             .ok_or_else(|| "the broker does not offer InitProducerId v0 or v1".to_string())?;
-        let request = |c: i32, id: &str| init_producer_id_request(version, c, id, None);
+        let request =
+            |c: i32, id: &str| init_producer_id_request(Header::new(version, c, id), None);
         self.control_call(&request)?;
         let answer = parse_init_producer_id(&self.body)
             .map_err(|m| format!("a malformed InitProducerId answer: {}", m.0))?;
@@ -133,7 +137,7 @@ impl Cluster {
     /// A request over the control connection (made to the first bootstrap server, or known
     /// broker, that answers); the answer in `self.body`.
     fn control_call(&mut self, build: &dyn Fn(i32, &str) -> Vec<u8>) -> Result<(), String> {
-        self.control_versioned(&|_| Some(0), &|_, c, id| build(c, id))
+        self.control_versioned(&|_| Some(0), &|h| build(h.correlation, h.client_id))
             .map(drop)
     }
 
@@ -142,11 +146,10 @@ impl Cluster {
     /// and the answer.
     pub fn control_request(
         &mut self,
-        api: i16,
-        versions: &[i16],
-        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+        api: Api,
+        build: &dyn Fn(Header<'_>) -> Vec<u8>,
     ) -> Result<(i16, Vec<u8>), String> {
-        let pick = |v: &Versions| versions.iter().copied().find(|&n| v.offers(api, n));
+        let pick = |v: &Versions| api.versions.iter().copied().find(|&n| v.offers(api.key, n));
         let version = self.control_versioned(&pick, build)?;
         Ok((version, self.body.clone()))
     }
@@ -155,14 +158,17 @@ impl Cluster {
     fn control_versioned(
         &mut self,
         pick: &dyn Fn(&Versions) -> Option<i16>,
-        build: &dyn Fn(i16, i32, &str) -> Vec<u8>,
+        build: &dyn Fn(Header<'_>) -> Vec<u8>,
     ) -> Result<i16, String> {
         let mut body = std::mem::take(&mut self.body);
         let mut last = String::from("bootstrap.servers names no server");
         if let Some(mut broker) = self.control.take() {
             let version = pick(broker.versions());
             if let Some(v) = version.filter(|_| !broker.expiring()) {
-                if broker.call(|c, id| build(v, c, id), &mut body).is_ok() {
+                if broker
+                    .call(|c, id| build(Header::new(v, c, id)), &mut body)
+                    .is_ok()
+                {
                     self.control = Some(broker);
                     self.body = body;
                     return Ok(v);
@@ -179,7 +185,7 @@ impl Cluster {
                         last = format!("{host}:{port} does not offer the request's versions");
                         continue;
                     };
-                    match broker.call(|c, id| build(v, c, id), &mut body) {
+                    match broker.call(|c, id| build(Header::new(v, c, id)), &mut body) {
                         Ok(()) => {
                             self.control = Some(broker);
                             self.body = body;

@@ -104,7 +104,7 @@ fn serve(mut stream: TcpStream, port: u16, log: &Mutex<Partition>) {
                 (PRODUCE, 3, 9),
                 (METADATA, 0, 12),
                 (API_VERSIONS, 0, 3),
-                (INIT_PRODUCER_ID, 0, 4),
+                (INIT_PRODUCER_ID.key, 0, 4),
             ]),
             METADATA => {
                 assert_eq!(version, METADATA_VERSION);
@@ -114,7 +114,7 @@ fn serve(mut stream: TcpStream, port: u16, log: &Mutex<Partition>) {
                 let brokers = vec![(1, "127.0.0.1".to_string(), port)];
                 metadata_body(&(brokers, vec![(0, TOPIC.to_string(), vec![(0, 0, 1)])]))
             }
-            INIT_PRODUCER_ID => {
+            k if k == INIT_PRODUCER_ID.key => {
                 assert!(version <= 1, "InitProducerId v{version}");
                 producer_id_body(&ProducerId {
                     error: 0,

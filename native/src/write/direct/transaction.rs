@@ -16,49 +16,20 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::config::ProduceConfig;
-use super::coordinator::{class, gravest, malformed, Answer, Api, Coordinators};
+use super::coordinator::{class, error_code, malformed, partition_codes, Answer, Coordinators};
+use super::leaders::Cluster;
 use super::DirectWriter;
-use crate::protocol::add_offsets_to_txn::{
-    add_offsets_request, parse_add_offsets, ADD_OFFSETS_TO_TXN, ADD_OFFSETS_TO_TXN_VERSIONS,
-};
-use crate::protocol::add_partitions_to_txn::{
-    add_partitions_request, parse_partition_errors, ADD_PARTITIONS_TO_TXN,
-    ADD_PARTITIONS_TO_TXN_VERSIONS,
-};
-use crate::protocol::end_txn::{end_txn_request, parse_error, END_TXN, END_TXN_VERSIONS};
+use crate::protocol::add_offsets_to_txn::{add_offsets_request, ADD_OFFSETS_TO_TXN};
+use crate::protocol::add_partitions_to_txn::{add_partitions_request, ADD_PARTITIONS_TO_TXN};
+use crate::protocol::end_txn::{end_txn_request, END_TXN};
 use crate::protocol::find_coordinator::{GROUP, TRANSACTION};
 use crate::protocol::init_producer_id::{
     init_producer_id_request, parse_init_producer_id, Transactional, INIT_PRODUCER_ID,
-    INIT_PRODUCER_ID_VERSIONS,
 };
-use crate::protocol::txn_offset_commit::{
-    parse_txn_offset_commit, txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT,
-    TXN_OFFSET_COMMIT_VERSIONS,
-};
+use crate::protocol::primitives::{Api, Header};
+use crate::protocol::txn_offset_commit::{txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT};
 use crate::write::batch_producer::BatchProducer;
 use crate::write::Failure;
-
-const INIT: Api<'static> = (
-    INIT_PRODUCER_ID,
-    &INIT_PRODUCER_ID_VERSIONS,
-    "InitProducerId",
-);
-const ADD_PARTITIONS: Api<'static> = (
-    ADD_PARTITIONS_TO_TXN,
-    &ADD_PARTITIONS_TO_TXN_VERSIONS,
-    "AddPartitionsToTxn",
-);
-const ADD_OFFSETS: Api<'static> = (
-    ADD_OFFSETS_TO_TXN,
-    &ADD_OFFSETS_TO_TXN_VERSIONS,
-    "AddOffsetsToTxn",
-);
-const COMMIT_OFFSETS: Api<'static> = (
-    TXN_OFFSET_COMMIT,
-    &TXN_OFFSET_COMMIT_VERSIONS,
-    "TxnOffsetCommit",
-);
-const END: Api<'static> = (END_TXN, &END_TXN_VERSIONS, "EndTxn");
 
 /// A transactional producer's state.
 pub struct Txn {
@@ -89,6 +60,19 @@ impl Txn {
             offsets: false,
         })
     }
+
+    /// Ask the transaction coordinator ([`Coordinators::call`] for the transactional id).
+    fn ask<T>(
+        &mut self,
+        cluster: &mut Cluster,
+        (api, by): (Api, Instant),
+        build: &dyn Fn(Header<'_>) -> Vec<u8>,
+        judge: &mut dyn FnMut(&[u8]) -> Result<T, Answer>,
+    ) -> Result<T, Failure> {
+        let key = (TRANSACTION, self.id.as_str());
+        let answer = self.coordinators.call(cluster, key, api, by, build, judge);
+        answer.map_err(|why| (None, why))
+    }
 }
 
 fn fail<T>(why: impl Into<String>) -> Result<T, Failure> {
@@ -116,25 +100,16 @@ impl DirectWriter {
             return fail("a transaction is open");
         }
         let (id, timeout) = (txn.id.clone(), txn.timeout_ms);
-        let build = |v: i16, c: i32, client: &str| {
-            init_producer_id_request(v, c, client, Some((&id, timeout)))
-        };
+        let build = |h: Header<'_>| init_producer_id_request(h, Some((&id, timeout)));
         let txn = self.txn.as_mut().expect("checked above");
-        let given = txn.coordinators.call(
-            &mut self.wire.cluster,
-            (TRANSACTION, &id),
-            INIT,
-            by,
-            &build,
-            &mut |body| {
-                let a = parse_init_producer_id(body).map_err(malformed("InitProducerId"))?;
-                match a.error {
-                    0 => Ok((a.id, a.epoch)),
-                    e => Err(class("InitProducerId", e)),
-                }
-            },
-        );
-        let given = given.map_err(|why| (None, why))?;
+        let cluster = &mut self.wire.cluster;
+        let given = txn.ask(cluster, (INIT_PRODUCER_ID, by), &build, &mut |body| {
+            let a = parse_init_producer_id(body).map_err(malformed(INIT_PRODUCER_ID.name))?;
+            match a.error {
+                0 => Ok((a.id, a.epoch)),
+                e => Err(class(INIT_PRODUCER_ID.name, e)),
+            }
+        })?;
         self.wire.cluster.producer = Some(given);
         self.wire.parts.clear(); // a new epoch: every partition's sequence from 0
         txn.ready = true;
@@ -190,42 +165,26 @@ impl DirectWriter {
         }
         let topics: Vec<(&str, Vec<i32>)> =
             names.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
-        let (producer_id, epoch) = wire.cluster.producer.unwrap_or((-1, -1));
         let id = txn.id.clone();
-        let t = Transactional {
-            id: &id,
-            producer_id,
-            epoch,
-        };
-        let build =
-            |v: i16, c: i32, client: &str| add_partitions_request(v, c, client, &t, &topics);
+        let t = Transactional::new(&id, wire.cluster.producer.unwrap_or((-1, -1)));
+        let build = |h: Header<'_>| add_partitions_request(h, &t, &topics);
         let by = Instant::now() + self.wire.config.message_timeout;
-        let added = txn.coordinators.call(
-            &mut self.wire.cluster,
-            (TRANSACTION, &id),
-            ADD_PARTITIONS,
-            by,
-            &build,
-            &mut |body| {
-                let answers =
-                    parse_partition_errors(body).map_err(malformed("AddPartitionsToTxn"))?;
-                gravest("AddPartitionsToTxn", answers.iter().map(|a| a.2))
-            },
-        );
-        match added {
+        let judge = &mut partition_codes(ADD_PARTITIONS_TO_TXN);
+        let cluster = &mut self.wire.cluster;
+        match txn.ask(cluster, (ADD_PARTITIONS_TO_TXN, by), &build, judge) {
             Ok(()) => txn.added.extend(new),
-            Err(why) => self.wire.fail(first, why),
+            Err((_, why)) => self.wire.fail(first, why),
         }
     }
 
     /// The open transaction's producer, or why there is none.
-    fn transacting(&mut self) -> Result<(String, i64, i16), Failure> {
+    fn transacting(&mut self) -> Result<(String, (i64, i16)), Failure> {
         let producer = self.wire.cluster.producer.unwrap_or((-1, -1));
         let txn = self.txn()?;
         if !txn.open {
             return fail("no transaction is open");
         }
-        Ok((txn.id.clone(), producer.0, producer.1))
+        Ok((txn.id.clone(), producer))
     }
 
     /// Commit `offset` (with `metadata`) of `topic`'s `partition` for `group` inside the open
@@ -238,27 +197,16 @@ impl DirectWriter {
         timeout_ms: u64,
     ) -> Result<(), Failure> {
         let by = deadline(timeout_ms);
-        let (id, producer_id, epoch) = self.transacting()?;
+        let (id, producer) = self.transacting()?;
         if let Some((_, why)) = &self.wire.error {
             return fail(format!("the producer failed: {why}"));
         }
-        let t = Transactional {
-            id: &id,
-            producer_id,
-            epoch,
-        };
+        let t = Transactional::new(&id, producer);
         let txn = self.txn.as_mut().expect("transacting");
         let cluster = &mut self.wire.cluster;
-        let build = |v: i16, c: i32, client: &str| add_offsets_request(v, c, client, &t, group);
-        let judge = &mut |body: &[u8]| match parse_add_offsets(body) {
-            Ok(0) => Ok(()),
-            Ok(e) => Err(class("AddOffsetsToTxn", e)),
-            Err(m) => Err(malformed("AddOffsetsToTxn")(m)),
-        };
-        let added =
-            txn.coordinators
-                .call(cluster, (TRANSACTION, &id), ADD_OFFSETS, by, &build, judge);
-        added.map_err(|why| (None, why))?;
+        let build = |h: Header<'_>| add_offsets_request(h, &t, group);
+        let judge = &mut error_code(ADD_OFFSETS_TO_TXN);
+        txn.ask(cluster, (ADD_OFFSETS_TO_TXN, by), &build, judge)?;
         txn.offsets = true;
         let offsets = [Offset {
             topic,
@@ -266,16 +214,16 @@ impl DirectWriter {
             offset,
             metadata,
         }];
-        let build = |v: i16, c: i32, client: &str| {
-            txn_offset_commit_request(v, c, client, &t, group, &offsets)
-        };
-        let judge = &mut |body: &[u8]| -> Result<(), Answer> {
-            let answers = parse_txn_offset_commit(body).map_err(malformed("TxnOffsetCommit"))?;
-            gravest("TxnOffsetCommit", answers.iter().map(|a| a.2))
-        };
-        let committed =
-            txn.coordinators
-                .call(cluster, (GROUP, group), COMMIT_OFFSETS, by, &build, judge);
+        let build = |h: Header<'_>| txn_offset_commit_request(h, &t, group, &offsets);
+        let judge = &mut partition_codes(TXN_OFFSET_COMMIT);
+        let committed = txn.coordinators.call(
+            cluster,
+            (GROUP, group),
+            TXN_OFFSET_COMMIT,
+            by,
+            &build,
+            judge,
+        );
         committed.map_err(|why| (None, why))
     }
 
@@ -325,33 +273,23 @@ impl DirectWriter {
     /// nothing: the coordinator never heard of it).
     fn end(&mut self, commit: bool, timeout_ms: u64) -> Result<(), Failure> {
         let by = deadline(timeout_ms);
-        let (id, producer_id, epoch) = self.transacting()?;
+        let (id, producer) = self.transacting()?;
         let txn = self.txn.as_mut().expect("transacting");
         if txn.added.is_empty() && !txn.offsets {
             txn.open = false;
             return Ok(());
         }
-        let t = Transactional {
-            id: &id,
-            producer_id,
-            epoch,
-        };
-        let build = |v: i16, c: i32, client: &str| end_txn_request(v, c, client, &t, commit);
-        let judge = &mut |body: &[u8]| match parse_error(body) {
-            Ok(0) => Ok(()),
-            Ok(e) => Err(class("EndTxn", e)),
-            Err(m) => Err(malformed("EndTxn")(m)),
-        };
+        let t = Transactional::new(&id, producer);
+        let build = |h: Header<'_>| end_txn_request(h, &t, commit);
+        let judge = &mut error_code(END_TXN);
         let cluster = &mut self.wire.cluster;
-        let ended = txn
-            .coordinators
-            .call(cluster, (TRANSACTION, &id), END, by, &build, judge);
+        let ended = txn.ask(cluster, (END_TXN, by), &build, judge);
         // A commit that failed stays open: the caller aborts it.
         if ended.is_ok() || !commit {
             txn.open = false;
             txn.added.clear();
             txn.offsets = false;
         }
-        ended.map_err(|why| (None, why))
+        ended
     }
 }

@@ -2,6 +2,12 @@
 //! no channel binding (`n,,`), no authorization id, a username with `=` and `,` escaped, at
 //! least 4096 iterations (as Kafka's Java client demands) and at most 16384 (what a Kafka
 //! cluster stores), and the server's signature checked before the session is trusted.
+//!
+//! A salted password is computed once per process for a credential and the broker's salt
+//! ([`salted_password`]): PBKDF2 costs milliseconds of CPU, and every connection a task opens
+//! (its control, leaders' and coordinators' connections) would pay it again.
+
+use std::sync::{Mutex, PoisonError};
 
 use openssl::hash::{hash, MessageDigest};
 use openssl::pkey::PKey;
@@ -12,6 +18,17 @@ const MIN_ITERATIONS: usize = 4096;
 /// The most a Kafka cluster stores a credential with (its controller refuses more): a broker
 /// asking for billions would hold the connection in PBKDF2 for hours.
 const MAX_ITERATIONS: usize = 16384;
+
+/// How many salted passwords a process keeps (one per credential and salt it connects with).
+const KEPT: usize = 16;
+
+/// What a salted password is computed from: the hash, a SHA-256 digest of the password (the
+/// password itself is not kept again), the broker's salt and the iteration count.
+type Salting = (Hash, [u8; 32], Vec<u8>, usize);
+
+/// The salted passwords computed, newest last, in this process's memory only (as the
+/// passwords are); a changed credential has a new salt, so it is computed afresh.
+static SALTED: Mutex<Vec<(Salting, Vec<u8>)>> = Mutex::new(Vec::new());
 
 /// SCRAM's hash function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,15 +113,7 @@ impl Scram {
             ));
         }
         let digest = self.hash.digest();
-        let mut salted = vec![0u8; digest.size()];
-        openssl::pkcs5::pbkdf2_hmac(
-            self.password.as_bytes(),
-            &salt,
-            iterations,
-            digest,
-            &mut salted,
-        )
-        .map_err(crypto)?;
+        let salted = salted_password(self.hash, &self.password, &salt, iterations)?;
         let client_key = self.hmac(&salted, b"Client Key")?;
         let stored_key = hash(digest, &client_key).map_err(crypto)?;
         let without_proof = format!("c=biws,r={nonce}");
@@ -151,6 +160,39 @@ impl Scram {
         signer.update(data).map_err(crypto)?;
         signer.sign_to_vec().map_err(crypto)
     }
+}
+
+/// PBKDF2 of `password` with `salt` and `iterations` (RFC 5802's SaltedPassword), computed once
+/// per process for the same inputs.
+fn salted_password(
+    hash: Hash,
+    password: &str,
+    salt: &[u8],
+    iterations: usize,
+) -> Result<Vec<u8>, String> {
+    let salting = (
+        hash,
+        openssl::sha::sha256(password.as_bytes()),
+        salt.to_vec(),
+        iterations,
+    );
+    let kept =
+        |k: &Vec<(Salting, Vec<u8>)>| k.iter().find(|(s, _)| *s == salting).map(|p| p.1.clone());
+    if let Some(salted) = kept(&SALTED.lock().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(salted);
+    }
+    let digest = hash.digest();
+    let mut salted = vec![0u8; digest.size()];
+    openssl::pkcs5::pbkdf2_hmac(password.as_bytes(), salt, iterations, digest, &mut salted)
+        .map_err(crypto)?;
+    let mut all = SALTED.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept(&all).is_none() {
+        if all.len() == KEPT {
+            all.remove(0);
+        }
+        all.push((salting, salted.clone()));
+    }
+    Ok(salted)
 }
 
 /// A fresh client nonce: 24 random bytes, base64 (printable, never a comma).
@@ -212,5 +254,36 @@ mod tests {
         let n = nonce().unwrap();
         assert_eq!(n.len(), 32);
         assert!(!n.contains(','));
+    }
+
+    #[test]
+    fn a_salted_password_is_computed_once_per_credential_and_salt() {
+        let held = |password: &str, salt: &[u8]| {
+            let digest = openssl::sha::sha256(password.as_bytes());
+            let all = SALTED.lock().unwrap();
+            let found = all.iter().find(|((h, d, s, i), _)| {
+                (*h, d, s.as_slice(), *i) == (Hash::Sha512, &digest, salt, 4096)
+            });
+            found.map(|(_, salted)| salted.clone())
+        };
+        let mut expected = vec![0u8; 64];
+        let sha512 = MessageDigest::sha512();
+        openssl::pkcs5::pbkdf2_hmac(b"kept", b"salt-1", 4096, sha512, &mut expected).unwrap();
+        assert_eq!(held("kept", b"salt-1"), None);
+        let salted = salted_password(Hash::Sha512, "kept", b"salt-1", 4096).unwrap();
+        assert_eq!(salted, expected);
+        assert_eq!(held("kept", b"salt-1"), Some(expected.clone()));
+        // Kept: the same answer again; another salt (a changed credential) is its own.
+        assert_eq!(
+            salted_password(Hash::Sha512, "kept", b"salt-1", 4096),
+            Ok(expected.clone())
+        );
+        let other = salted_password(Hash::Sha512, "kept", b"salt-2", 4096).unwrap();
+        assert_ne!(other, expected);
+        // Never more than KEPT.
+        for i in 0..KEPT + 2 {
+            salted_password(Hash::Sha256, "many", format!("s{i}").as_bytes(), 4096).unwrap();
+        }
+        assert!(SALTED.lock().unwrap().len() <= KEPT);
     }
 }

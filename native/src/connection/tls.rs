@@ -8,9 +8,15 @@
 //! `ssl.curves.list`, `ssl.sigalgs.list`, `ssl.endpoint.identification.algorithm` (`https`,
 //! the default, or `none`) and `enable.ssl.certificate.verification`. Any other `ssl.` property
 //! leaves the cluster to librdkafka, with the property named.
+//!
+//! A process builds the client context of the same settings once ([`Tls::from_config`]):
+//! building one costs milliseconds of CPU (OpenSSL's context, the CA store read), and each
+//! task's producer or reader would pay it again.
 
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+use std::time::UNIX_EPOCH;
 
 use openssl::pkcs12::Pkcs12;
 use openssl::pkey::{PKey, Private};
@@ -54,6 +60,58 @@ const PROBED: [&str; 10] = [
     "/etc/ssl/certs",
 ];
 
+/// The properties that name a file (or a directory): its size and modification time are part
+/// of the settings, so a rotated certificate or key is read again.
+const FILES: [&str; 4] = [
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.keystore.location",
+];
+
+/// How many settings a process keeps built.
+const KEPT: usize = 16;
+
+/// The contexts built, newest last, by the digest of their settings ([`settings`]).
+static BUILT: Mutex<Vec<([u8; 32], Tls)>> = Mutex::new(Vec::new());
+
+/// A digest of the TLS settings of `config`: the honoured properties, and the size and
+/// modification time of each file they name (or of the system's CA certificates probed).
+fn settings(config: &[(String, String)]) -> [u8; 32] {
+    let mut digest = openssl::sha::Sha256::new();
+    let mut stamp = |path: &Path| {
+        if let Ok(m) = std::fs::metadata(path) {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+            digest.update(&m.len().to_be_bytes());
+            digest.update(&modified.unwrap_or_default().as_nanos().to_be_bytes());
+        }
+    };
+    let mut named = Vec::new();
+    for key in HONOURED {
+        if let Some(value) = property(config, key).filter(|v| !v.is_empty()) {
+            named.push(format!("{key}={value}"));
+            if FILES.contains(&key) {
+                stamp(Path::new(value));
+            }
+        }
+    }
+    let ca =
+        ["ssl.ca.pem", "ssl.ca.location"].map(|k| property(config, k).filter(|v| !v.is_empty()));
+    if ca[0].is_none() && ca[1].is_none_or(|v| v == "probe") {
+        if let Some(found) = PROBED.iter().map(Path::new).find(|p| p.exists()) {
+            stamp(found);
+        }
+    }
+    for entry in named {
+        digest.update(entry.as_bytes());
+        digest.update(b"\0");
+    }
+    digest.finish()
+}
+
 /// A cluster's TLS client settings, ready to connect.
 #[derive(Clone)]
 pub struct Tls {
@@ -80,13 +138,33 @@ fn private_key(pem: &[u8], password: Option<&str>) -> Result<PKey<Private>, Stri
 }
 
 impl Tls {
-    /// The TLS settings of this configuration, or why the direct path does not serve it.
+    /// The TLS settings of this configuration, or why the direct path does not serve it: built
+    /// once per process for the same settings (the last [`KEPT`] kept).
     pub fn from_config(config: &[(String, String)]) -> Result<Self, String> {
         if let Some((key, _)) = config.iter().find(|(k, _)| {
             (k.starts_with("ssl.") || k.starts_with("ssl_")) && !HONOURED.contains(&k.as_str())
         }) {
             return Err(format!("{key} is set (the direct path does not honour it)"));
         }
+        let digest = settings(config);
+        let kept = |all: &Vec<([u8; 32], Tls)>| {
+            all.iter().find(|(d, _)| *d == digest).map(|t| t.1.clone())
+        };
+        if let Some(tls) = kept(&BUILT.lock().unwrap_or_else(PoisonError::into_inner)) {
+            return Ok(tls);
+        }
+        let tls = Self::build(config)?;
+        let mut all = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept(&all).is_none() {
+            if all.len() == KEPT {
+                all.remove(0);
+            }
+            all.push((digest, tls.clone()));
+        }
+        Ok(tls)
+    }
+
+    fn build(config: &[(String, String)]) -> Result<Self, String> {
         let get = |key: &str| property(config, key).filter(|v| !v.is_empty());
         let mut b =
             SslConnector::builder(SslMethod::tls_client()).map_err(|e| setting("TLS", e))?;
@@ -250,5 +328,69 @@ impl Tls {
             ))),
             Err(HandshakeError::SetupFailure(e)) => Err(Refusal::Unreachable(setting("TLS", e))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openssl::asn1::Asn1Time;
+    use openssl::ec::{EcGroup, EcKey};
+    use openssl::hash::MessageDigest;
+    use openssl::nid::Nid;
+    use openssl::x509::{X509Builder, X509NameBuilder};
+
+    /// A self-signed certificate named `name`, as PEM.
+    fn certificate(name: &str) -> Vec<u8> {
+        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+        let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+        let mut subject = X509NameBuilder::new().unwrap();
+        subject.append_entry_by_text("CN", name).unwrap();
+        let subject = subject.build();
+        let mut b = X509Builder::new().unwrap();
+        b.set_version(2).unwrap();
+        b.set_subject_name(&subject).unwrap();
+        b.set_issuer_name(&subject).unwrap();
+        b.set_pubkey(&key).unwrap();
+        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+            .unwrap();
+        b.set_not_after(&Asn1Time::days_from_now(1).unwrap())
+            .unwrap();
+        b.sign(&key, MessageDigest::sha256()).unwrap();
+        b.build().to_pem().unwrap()
+    }
+
+    #[test]
+    fn a_context_is_built_once_per_settings_and_again_for_a_rotated_file() {
+        let dir = std::env::temp_dir().join(format!("dk-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, certificate("first")).unwrap();
+        let config = |ciphers: &str| {
+            vec![
+                ("ssl.ca.location".to_string(), ca.display().to_string()),
+                ("ssl.cipher.suites".to_string(), ciphers.to_string()),
+            ]
+        };
+        let same = |a: &Tls, b: &Tls| std::ptr::eq(a.connector.context(), b.connector.context());
+        let first = Tls::from_config(&config("DEFAULT")).unwrap();
+        assert!(same(&first, &Tls::from_config(&config("DEFAULT")).unwrap()));
+        // Another property: another context.
+        assert!(!same(&first, &Tls::from_config(&config("HIGH")).unwrap()));
+        // The CA file rotated (another certificate): read again.
+        std::fs::write(&ca, certificate("second, rotated")).unwrap();
+        let rotated = Tls::from_config(&config("DEFAULT")).unwrap();
+        assert!(!same(&first, &rotated));
+        assert!(same(
+            &rotated,
+            &Tls::from_config(&config("DEFAULT")).unwrap()
+        ));
+        // A refused setting is refused each time, never kept.
+        std::fs::write(&ca, b"not a certificate").unwrap();
+        for _ in 0..2 {
+            let refused = Tls::from_config(&config("DEFAULT")).unwrap_err();
+            assert!(refused.contains("ssl.ca.location"), "{refused}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

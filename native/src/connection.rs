@@ -1,8 +1,10 @@
 //! Connections to Kafka brokers, shared by the direct fetch path (`read/direct`) and the direct
 //! produce path (`write/direct`): TCP or TLS ([`tls`], [`stream`]), ApiVersions, SASL PLAIN and
-//! SCRAM ([`sasl`], [`scram`]), and requests over them ([`broker`]).
+//! SCRAM ([`sasl`], [`scram`]), and requests over them ([`broker`]); what a process makes
+//! once for all its connections ([`kept`]).
 
 pub mod broker;
+pub mod kept;
 pub mod sasl;
 pub mod scram;
 pub mod stream;

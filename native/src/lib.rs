@@ -45,6 +45,7 @@
 //! - `connection/tls.rs`: TLS on librdkafka's OpenSSL, from librdkafka's properties;
 //! - `connection/sasl.rs`: SASL PLAIN and SCRAM;
 //! - `connection/scram.rs`: SCRAM-SHA-256/512's client side (RFC 5802, 7677);
+//! - `connection/kept.rs`: what a process makes once for all its connections (TLS contexts, salted passwords);
 //! - `read.rs`: reading exact offset ranges of one cluster into Arrow batches;
 //! - `read/direct.rs`: the direct fetch path: Fetch requests to each leader (or the replica it names), batches parsed in place;
 //! - `read/direct/pool.rs`: connections kept across the readers of one pooled consumer;

@@ -7,11 +7,11 @@
 //! ([`salted_password`]): PBKDF2 costs milliseconds of CPU, and every connection a task opens
 //! (its control, leaders' and coordinators' connections) would pay it again.
 
-use std::sync::{Mutex, PoisonError};
-
 use openssl::hash::{hash, MessageDigest};
 use openssl::pkey::PKey;
 use openssl::sign::Signer;
+
+use super::kept::Kept;
 
 /// Kafka's lowest iteration count for either mechanism.
 const MIN_ITERATIONS: usize = 4096;
@@ -19,16 +19,12 @@ const MIN_ITERATIONS: usize = 4096;
 /// asking for billions would hold the connection in PBKDF2 for hours.
 const MAX_ITERATIONS: usize = 16384;
 
-/// How many salted passwords a process keeps (one per credential and salt it connects with).
-const KEPT: usize = 16;
-
 /// What a salted password is computed from: the hash, a SHA-256 digest of the password (the
 /// password itself is not kept again), the broker's salt and the iteration count.
 type Salting = (Hash, [u8; 32], Vec<u8>, usize);
 
-/// The salted passwords computed, newest last, in this process's memory only (as the
-/// passwords are); a changed credential has a new salt, so it is computed afresh.
-static SALTED: Mutex<Vec<(Salting, Vec<u8>)>> = Mutex::new(Vec::new());
+/// The salted passwords computed (a changed credential has a new salt: computed afresh).
+static SALTED: Kept<Salting, Vec<u8>> = Kept::new();
 
 /// SCRAM's hash function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,23 +172,13 @@ fn salted_password(
         salt.to_vec(),
         iterations,
     );
-    let kept =
-        |k: &Vec<(Salting, Vec<u8>)>| k.iter().find(|(s, _)| *s == salting).map(|p| p.1.clone());
-    if let Some(salted) = kept(&SALTED.lock().unwrap_or_else(PoisonError::into_inner)) {
-        return Ok(salted);
-    }
-    let digest = hash.digest();
-    let mut salted = vec![0u8; digest.size()];
-    openssl::pkcs5::pbkdf2_hmac(password.as_bytes(), salt, iterations, digest, &mut salted)
-        .map_err(crypto)?;
-    let mut all = SALTED.lock().unwrap_or_else(PoisonError::into_inner);
-    if kept(&all).is_none() {
-        if all.len() == KEPT {
-            all.remove(0);
-        }
-        all.push((salting, salted.clone()));
-    }
-    Ok(salted)
+    SALTED.get_or_make(salting, || {
+        let digest = hash.digest();
+        let mut salted = vec![0u8; digest.size()];
+        openssl::pkcs5::pbkdf2_hmac(password.as_bytes(), salt, iterations, digest, &mut salted)
+            .map_err(crypto)?;
+        Ok(salted)
+    })
 }
 
 /// A fresh client nonce: 24 random bytes, base64 (printable, never a comma).
@@ -258,32 +244,21 @@ mod tests {
 
     #[test]
     fn a_salted_password_is_computed_once_per_credential_and_salt() {
-        let held = |password: &str, salt: &[u8]| {
-            let digest = openssl::sha::sha256(password.as_bytes());
-            let all = SALTED.lock().unwrap();
-            let found = all.iter().find(|((h, d, s, i), _)| {
-                (*h, d, s.as_slice(), *i) == (Hash::Sha512, &digest, salt, 4096)
-            });
-            found.map(|(_, salted)| salted.clone())
+        let held = |salt: &[u8]| {
+            let digest = openssl::sha::sha256(b"kept");
+            SALTED.get(&(Hash::Sha512, digest, salt.to_vec(), 4096))
         };
         let mut expected = vec![0u8; 64];
         let sha512 = MessageDigest::sha512();
         openssl::pkcs5::pbkdf2_hmac(b"kept", b"salt-1", 4096, sha512, &mut expected).unwrap();
-        assert_eq!(held("kept", b"salt-1"), None);
+        assert_eq!(held(b"salt-1"), None);
         let salted = salted_password(Hash::Sha512, "kept", b"salt-1", 4096).unwrap();
-        assert_eq!(salted, expected);
-        assert_eq!(held("kept", b"salt-1"), Some(expected.clone()));
-        // Kept: the same answer again; another salt (a changed credential) is its own.
         assert_eq!(
-            salted_password(Hash::Sha512, "kept", b"salt-1", 4096),
-            Ok(expected.clone())
+            (salted, held(b"salt-1")),
+            (expected.clone(), Some(expected.clone()))
         );
+        // Another salt (a changed credential) is its own.
         let other = salted_password(Hash::Sha512, "kept", b"salt-2", 4096).unwrap();
         assert_ne!(other, expected);
-        // Never more than KEPT.
-        for i in 0..KEPT + 2 {
-            salted_password(Hash::Sha256, "many", format!("s{i}").as_bytes(), 4096).unwrap();
-        }
-        assert!(SALTED.lock().unwrap().len() <= KEPT);
     }
 }

@@ -15,7 +15,6 @@
 
 use std::net::TcpStream;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
 use std::time::UNIX_EPOCH;
 
 use openssl::pkcs12::Pkcs12;
@@ -26,6 +25,7 @@ use openssl::ssl::{
 use openssl::x509::X509;
 
 use super::broker::Refusal;
+use super::kept::Kept;
 use super::property;
 
 /// Properties this module honours.
@@ -69,11 +69,8 @@ const FILES: [&str; 4] = [
     "ssl.keystore.location",
 ];
 
-/// How many settings a process keeps built.
-const KEPT: usize = 16;
-
-/// The contexts built, newest last, by the digest of their settings ([`settings`]).
-static BUILT: Mutex<Vec<([u8; 32], Tls)>> = Mutex::new(Vec::new());
+/// The contexts built, by the digest of their settings ([`settings`]).
+static BUILT: Kept<[u8; 32], Tls> = Kept::new();
 
 /// A digest of the TLS settings of `config`: the honoured properties, and the size and
 /// modification time of each file they name (or of the system's CA certificates probed).
@@ -139,29 +136,14 @@ fn private_key(pem: &[u8], password: Option<&str>) -> Result<PKey<Private>, Stri
 
 impl Tls {
     /// The TLS settings of this configuration, or why the direct path does not serve it: built
-    /// once per process for the same settings (the last [`KEPT`] kept).
+    /// once per process for the same settings.
     pub fn from_config(config: &[(String, String)]) -> Result<Self, String> {
         if let Some((key, _)) = config.iter().find(|(k, _)| {
             (k.starts_with("ssl.") || k.starts_with("ssl_")) && !HONOURED.contains(&k.as_str())
         }) {
             return Err(format!("{key} is set (the direct path does not honour it)"));
         }
-        let digest = settings(config);
-        let kept = |all: &Vec<([u8; 32], Tls)>| {
-            all.iter().find(|(d, _)| *d == digest).map(|t| t.1.clone())
-        };
-        if let Some(tls) = kept(&BUILT.lock().unwrap_or_else(PoisonError::into_inner)) {
-            return Ok(tls);
-        }
-        let tls = Self::build(config)?;
-        let mut all = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept(&all).is_none() {
-            if all.len() == KEPT {
-                all.remove(0);
-            }
-            all.push((digest, tls.clone()));
-        }
-        Ok(tls)
+        BUILT.get_or_make(settings(config), || Self::build(config))
     }
 
     fn build(config: &[(String, String)]) -> Result<Self, String> {

@@ -23,7 +23,6 @@ from typing import Any
 
 import pyspark
 from benchmarks.measure import CpuSampler
-from benchmarks.peers.maven import spark_kafka_jars
 from pyspark import cloudpickle
 
 
@@ -183,4 +182,8 @@ def bench_setup(*by_value: ModuleType) -> tuple[Path, list[Path]]:
     workdir.mkdir(parents=True, exist_ok=True)
     for module in by_value:
         cloudpickle.register_pickle_by_value(module)
+    # Imported here: benchmarks.tree_side imports this module on the old tree of benchmarks.trees,
+    # whose testing package lacks what the Maven fetcher uses.
+    from benchmarks.peers.maven import spark_kafka_jars
+
     return workdir, spark_kafka_jars(Path(pyspark.__file__).parent / "jars")

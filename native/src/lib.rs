@@ -76,6 +76,7 @@
 //! - `write/direct/config.rs`: what the direct produce path takes from a producer configuration, or why it does not serve it;
 //! - `write/direct/leaders.rs`: Metadata, InitProducerId and the connections to each leader;
 //! - `write/direct/queue.rs`: a partition's batches in order until acknowledged, its first batch sent alone;
+//! - `write/direct/spares.rs`: acknowledged batches' buffers kept for the next batches (no fresh pages, no growth by copies);
 //! - `write/direct/wire.rs`: batches numbered, sent in Produce requests, answered, retried or failed;
 //! - `write/direct/answer.rs`: a Produce error code: written, retried or fatal;
 //! - `write/direct/transaction.rs`: a transactional producer: init, begin, partitions added before their first Produce, offsets, commit and abort;

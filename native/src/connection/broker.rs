@@ -2,7 +2,7 @@
 //! and correlation id are checked; requests sent one at a time ([`Broker::call`]), or several
 //! before their answers are read, in order ([`Broker::send`], [`Broker::receive`]).
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use super::stream::{Stream, Timed};
 use super::Connection;
 use crate::protocol::api_versions::{self, Versions};
 use crate::protocol::primitives::read_growing;
+use crate::protocol::produce::Spliced;
 use crate::protocol::sasl::{
     SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
 };
@@ -145,13 +146,17 @@ impl Broker {
         body: &mut Vec<u8>,
     ) -> Result<(), NoAnswer> {
         let deadline = Instant::now() + self.timeout;
-        let correlation = self.send_by(build, deadline)?;
+        let correlation = self.send_by(|c, id| Spliced::whole(build(c, id)), deadline)?;
         self.receive_by(correlation, body, deadline)
     }
 
-    /// Send the request `build` writes for the next correlation id, without waiting for its
-    /// answer: its correlation id, for [`Broker::receive`] (answers come in the order sent).
-    pub fn send(&mut self, build: impl FnOnce(i32, &str) -> Vec<u8>) -> Result<i32, NoAnswer> {
+    /// Send the request `build` writes for the next correlation id (its borrowed pieces from
+    /// where they are), without waiting for its answer: its correlation id, for
+    /// [`Broker::receive`] (answers come in the order sent).
+    pub fn send<'a>(
+        &mut self,
+        build: impl FnOnce(i32, &str) -> Spliced<'a>,
+    ) -> Result<i32, NoAnswer> {
         self.send_by(build, Instant::now() + self.timeout)
     }
 
@@ -160,9 +165,9 @@ impl Broker {
         self.receive_by(correlation, body, Instant::now() + self.timeout)
     }
 
-    fn send_by(
+    fn send_by<'a>(
         &mut self,
-        build: impl FnOnce(i32, &str) -> Vec<u8>,
+        build: impl FnOnce(i32, &str) -> Spliced<'a>,
         deadline: Instant,
     ) -> Result<i32, NoAnswer> {
         self.correlation = self.correlation.wrapping_add(1);
@@ -172,7 +177,18 @@ impl Broker {
             stream: &mut self.stream,
             deadline,
         };
-        stream.write_all(&request).map_err(|e| io(timeout, e))?;
+        let pieces = request.pieces();
+        let mut slices: Vec<IoSlice<'_>> = pieces.iter().map(|p| IoSlice::new(p)).collect();
+        let mut left = &mut slices[..];
+        IoSlice::advance_slices(&mut left, 0); // past empty pieces
+        while !left.is_empty() {
+            match stream.write_vectored(left) {
+                Ok(0) => return Err(io(timeout, ErrorKind::WriteZero.into())),
+                Ok(n) => IoSlice::advance_slices(&mut left, n),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(io(timeout, e)),
+            }
+        }
         Ok(self.correlation)
     }
 

@@ -1,7 +1,7 @@
 //! A connection's bytes: plain TCP or TLS over it, and each request's reads and writes held to
 //! one deadline.
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,14 @@ impl Write for Stream {
         match self {
             Stream::Plain(s) => s.write(buf),
             Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// Plain TCP: one `writev` of the pieces; TLS: the first piece (each piece its records).
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write_vectored(bufs),
+            Stream::Tls(s) => s.write_vectored(bufs),
         }
     }
 
@@ -89,6 +97,10 @@ impl Read for Timed<'_> {
 impl Write for Timed<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.timed(TcpStream::set_write_timeout, |s| s.write(buf))
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        self.timed(TcpStream::set_write_timeout, |s| s.write_vectored(bufs))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

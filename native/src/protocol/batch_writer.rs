@@ -63,7 +63,15 @@ impl BatchWriter {
     /// `capacity` bytes, at most [`FIRST_ROOM`] of it at first: the batch grows as records come,
     /// so a producer of many partitions, each with an open batch, holds what they hold.
     pub fn new(first_timestamp: i64, capacity: usize) -> Self {
-        let mut buf = Vec::with_capacity(capacity.clamp(HEAD_LEN, FIRST_ROOM));
+        Self::within(
+            Vec::with_capacity(capacity.clamp(HEAD_LEN, FIRST_ROOM)),
+            first_timestamp,
+        )
+    }
+
+    /// An empty batch written in `buffer` (emptied first: a sealed batch's, acknowledged).
+    pub fn within(mut buf: Vec<u8>, first_timestamp: i64) -> Self {
+        buf.clear();
         buf.resize(HEAD_LEN, 0);
         BatchWriter {
             buf,
@@ -229,6 +237,13 @@ mod tests {
         // max timestamp is the largest, not the last
         assert_eq!(&batch[35..43], &1_005i64.to_be_bytes());
         assert_eq!(&batch[21..23], &[0, 0]); // attributes
+                                             // written again in the sealed batch's buffer: the bytes of a fresh writer's
+        let mut fresh = BatchWriter::new(2_000, 0);
+        let mut reused = BatchWriter::within(batch, 2_000);
+        for w in [&mut fresh, &mut reused] {
+            w.push(2_001, Some(b"k"), Some(b"v"), &[("h", None)]);
+        }
+        assert_eq!(reused.seal(7, 0, 5, false), fresh.seal(7, 0, 5, false));
     }
 
     #[test]

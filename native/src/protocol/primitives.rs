@@ -265,9 +265,9 @@ impl Request {
         self.i16(-1);
     }
 
-    /// Room for `more` bytes past what is written.
-    pub fn reserve(&mut self, more: usize) {
-        self.0.reserve(more);
+    /// The bytes written so far, the size prefix included.
+    pub fn written(&self) -> usize {
+        self.0.len()
     }
 
     /// Bytes as they are, no length before them.

@@ -1,7 +1,7 @@
 //! Produce (key 0) at versions 3 to 8, the ones before the flexible versions (Kafka 4 speaks 3
 //! and up): record batches for partitions of one leader, and what each partition answered.
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Cursor, Header, Malformed, Request};
 
 pub const PRODUCE: i16 = 0;
 /// The versions this path speaks, most preferred first.
@@ -14,23 +14,51 @@ pub struct ProducePartition<'a> {
     pub batch: &'a [u8],
 }
 
-/// A Produce request of `version` (3 to 8) of a transactional producer (`transactional`: its
-/// id) or not, with `acks` and the broker's `timeout_ms`; `parts` in order, those of one topic
-/// next to each other (each run of one topic is one topic entry).
-pub fn produce_request(
-    version: i16,
-    correlation: i32,
-    client_id: &str,
+/// A request as it is sent: its bytes, with borrowed bytes spliced in (`(at, bytes)`, in order
+/// of `at`, each inserted before `bytes[at]`): a Produce request's batches go to the socket from
+/// where they were written, not copied into the request (a copy of every byte, into memory
+/// that is cold).
+pub struct Spliced<'a> {
+    pub bytes: Vec<u8>,
+    pub inserts: Vec<(usize, &'a [u8])>,
+}
+
+impl<'a> Spliced<'a> {
+    /// A request with nothing spliced in.
+    pub fn whole(bytes: Vec<u8>) -> Self {
+        Spliced {
+            bytes,
+            inserts: Vec::new(),
+        }
+    }
+
+    /// The pieces in the order they are sent.
+    pub fn pieces(&self) -> Vec<&[u8]> {
+        let mut pieces = Vec::with_capacity(2 * self.inserts.len() + 1);
+        let mut from = 0;
+        for &(at, inserted) in &self.inserts {
+            pieces.extend([&self.bytes[from..at], inserted]);
+            from = at;
+        }
+        pieces.push(&self.bytes[from..]);
+        pieces
+    }
+}
+
+/// A Produce request with `header` (its version 3 to 8) of a transactional producer
+/// (`transactional`: its id) or not, with `acks` and the broker's `timeout_ms`; `parts` in order,
+/// those of one topic next to each other (each run of one topic is one topic entry).
+pub fn produce_request<'a>(
+    header: Header<'_>,
     transactional: Option<&str>,
     (acks, timeout_ms): (i16, i32),
-    parts: &[ProducePartition<'_>],
-) -> Vec<u8> {
-    let mut r = Request::new(PRODUCE, version, correlation, client_id);
-    r.reserve(
-        parts
-            .iter()
-            .map(|p| p.batch.len() + p.topic.len() + 16)
-            .sum(),
+    parts: &[ProducePartition<'a>],
+) -> Spliced<'a> {
+    let mut r = Request::new(
+        PRODUCE,
+        header.version,
+        header.correlation,
+        header.client_id,
     );
     match transactional {
         Some(id) => r.string(id),
@@ -38,15 +66,20 @@ pub fn produce_request(
     }
     r.i16(acks);
     r.i32(timeout_ms);
+    let mut inserts = Vec::with_capacity(parts.len());
     r.by_topic(
         parts,
         |p| p.topic,
         |r, p| {
             r.i32(p.partition);
-            r.bytes(p.batch);
+            r.i32(p.batch.len() as i32);
+            inserts.push((r.written(), p.batch));
         },
     );
-    r.finish()
+    let mut bytes = r.finish();
+    let size = bytes.len() - 4 + inserts.iter().map(|(_, b)| b.len()).sum::<usize>();
+    bytes[..4].copy_from_slice(&(size as i32).to_be_bytes());
+    Spliced { bytes, inserts }
 }
 
 /// What the broker answered for one partition.
@@ -123,7 +156,11 @@ mod tests {
                 batch: b"",
             },
         ];
-        let req = produce_request(8, 5, "me", None, (-1, 30_000), &parts);
+        let spliced = produce_request(Header::new(8, 5, "me"), None, (-1, 30_000), &parts);
+        // the batches are spliced in, not copied: the request's own bytes hold none of them
+        assert_eq!(spliced.inserts.len(), 3);
+        let req = spliced.pieces().concat();
+        assert_eq!(req.len(), spliced.bytes.len() + 3);
         let (mut c, named) = request_header(&req);
         assert_eq!(named, (0, 8, 5));
         assert_eq!(c.string().unwrap(), None);
@@ -139,7 +176,9 @@ mod tests {
         assert_eq!(c.i32().unwrap(), 1);
         assert_eq!(c.bytes_range().unwrap().len(), 0);
         assert_eq!(c.remaining(), 0);
-        let req = produce_request(3, 6, "me", Some("t"), (-1, 30_000), &parts[..1]);
+        let header = Header::new(3, 6, "me");
+        let req = produce_request(header, Some("t"), (-1, 30_000), &parts[..1]);
+        let req = req.pieces().concat();
         let (mut c, _) = request_header(&req);
         assert_eq!(c.string().unwrap(), Some("t"));
     }

@@ -18,6 +18,7 @@ mod coordinator;
 mod leaders;
 pub mod partitioner;
 mod queue;
+mod spares;
 #[cfg(test)]
 mod stand_in;
 pub mod transaction;
@@ -198,6 +199,18 @@ impl DirectWriter {
         }
         self.add_partitions();
     }
+
+    /// Send what can be sent; the acknowledged batches' buffers kept for the next batches.
+    fn ship(&mut self) {
+        self.wire.ship();
+        self.keep_freed();
+    }
+
+    fn keep_freed(&mut self) {
+        for buffer in self.wire.freed.drain(..) {
+            self.acc.spares.keep(buffer);
+        }
+    }
 }
 
 impl BatchProducer for DirectWriter {
@@ -230,7 +243,7 @@ impl BatchProducer for DirectWriter {
         // As librdkafka's linger.ms: a batch open that long is sent, not kept until full.
         self.acc.close_older(self.wire.config.linger);
         self.queue_closed();
-        self.wire.ship();
+        self.ship();
         Ok(())
     }
 
@@ -249,7 +262,7 @@ impl BatchProducer for DirectWriter {
             return;
         }
         self.queue_closed();
-        self.wire.ship();
+        self.ship();
     }
 
     /// Recoveries so far from a retriable error or a lost connection.
@@ -284,7 +297,9 @@ impl BatchProducer for DirectWriter {
         let waiting: usize = self.pending.iter().map(|p| p.batch.num_rows()).sum();
         self.acc.close_all();
         self.queue_closed();
-        Ok(waiting + self.wire.flush(deadline))
+        let left = self.wire.flush(deadline);
+        self.keep_freed();
+        Ok(waiting + left)
     }
 
     /// Per topic name: records and key+value bytes acknowledged; the first failure.

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::partitioner::{partition_of_key, Sticky};
+use super::spares::Spares;
 use crate::protocol::batch_writer::{BatchWriter, Header};
 
 /// How large a batch grows, and the largest record.
@@ -59,7 +60,12 @@ pub struct Accumulator {
     topics: Vec<Partitions>,
     pub full: Vec<Full>,
     seed: u64,
+    /// Acknowledged batches' buffers, for the batches opened next.
+    pub spares: Spares,
 }
+
+/// How many batches' buffers (of `batch.size`) a producer keeps for its next batches.
+const SPARE_BATCHES: usize = 16;
 
 /// Why a record was refused (librdkafka's error name and text).
 pub const TOO_LARGE: &str = "MSG_SIZE_TOO_LARGE: Broker: Message size too large";
@@ -70,6 +76,7 @@ impl Accumulator {
         Accumulator {
             limits,
             seed,
+            spares: Spares::new(SPARE_BATCHES * limits.batch_size),
             ..Accumulator::default()
         }
     }
@@ -86,8 +93,9 @@ impl Accumulator {
     }
 
     /// Add a record of create time `timestamp` to topic `topic`'s partition `partition`, or
-    /// the partitioner's when `None`; an error (librdkafka's) for a partition the topic does
-    /// not have or a record larger than `message.max.bytes`.
+    /// the partitioner's when `None` (a batch it opens is written in a spare buffer if any);
+    /// an error (librdkafka's) for a partition the topic does not have or a record larger than
+    /// `message.max.bytes`.
     pub fn add(
         &mut self,
         topic: usize,
@@ -138,7 +146,10 @@ impl Accumulator {
         }
         let slot = &mut parts.open[p as usize];
         let open = slot.get_or_insert_with(|| Open {
-            writer: BatchWriter::new(timestamp, limits.batch_size),
+            writer: match self.spares.take() {
+                Some(buffer) => BatchWriter::within(buffer, timestamp),
+                None => BatchWriter::new(timestamp, limits.batch_size),
+            },
             bytes: 0,
             opened: Instant::now(),
         });

@@ -17,7 +17,7 @@ use crate::protocol::metadata::{
     metadata_request_creating, parse_metadata, Leaders, METADATA, METADATA_VERSION,
 };
 use crate::protocol::primitives::{Api, Header};
-use crate::protocol::produce::{PRODUCE, PRODUCE_VERSIONS};
+use crate::protocol::produce::{Spliced, PRODUCE, PRODUCE_VERSIONS};
 
 /// A connection to a leader and the Produce version it speaks.
 struct Open {
@@ -207,12 +207,12 @@ impl Cluster {
         Err(last)
     }
 
-    /// Send the request `build` writes (given the Produce version, the correlation id and the
-    /// client id) to broker `id`, connecting first when needed; its correlation id.
-    pub fn send(
+    /// Send the request `build` writes (given its header: the Produce version, the correlation
+    /// id and the client id) to broker `id`, connecting first when needed; its correlation id.
+    pub fn send<'a>(
         &mut self,
         id: i32,
-        build: impl FnOnce(i16, i32, &str) -> Vec<u8>,
+        build: impl FnOnce(Header<'_>) -> Spliced<'a>,
     ) -> Result<i32, String> {
         if !self.open.contains_key(&id) {
             let open = self.connect(id)?;
@@ -220,8 +220,11 @@ impl Cluster {
         }
         let open = self.open.get_mut(&id).expect("inserted above");
         let version = open.version;
-        match open.broker.send(|c, client| build(version, c, client)) {
-            Ok(correlation) => Ok(correlation),
+        match open
+            .broker
+            .send(|c, client| build(Header::new(version, c, client)))
+        {
+            Ok(sent) => Ok(sent),
             Err(no) => {
                 self.open.remove(&id);
                 self.last_error = Some(no.why.clone());

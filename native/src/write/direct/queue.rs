@@ -4,6 +4,8 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use super::batches::Open;
+
 /// A batch, numbered, until its partition acknowledges it.
 pub(super) struct Batch {
     pub(super) bytes: Vec<u8>,
@@ -27,6 +29,22 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// Number the closed batch `open` (for producer id and epoch `producer`) and queue it.
+    pub(super) fn push(&mut self, open: Open, producer: (i64, i16), transactional: bool) {
+        let records = open.writer.count();
+        let base_sequence = self.next_sequence;
+        self.next_sequence = self.next_sequence.wrapping_add(records) & i32::MAX;
+        let (pid, epoch) = producer;
+        self.batches.push_back(Batch {
+            bytes: open.writer.seal(pid, epoch, base_sequence, transactional),
+            records,
+            kv: open.bytes,
+            base_sequence,
+            created: Instant::now(),
+            sent: false,
+        });
+    }
+
     /// The batch to send next: the first not sent, unless the partition acknowledged none yet
     /// and one is in flight (its first batch is sent alone, as librdkafka waits for it).
     pub(super) fn next(&self) -> Option<usize> {

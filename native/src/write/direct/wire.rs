@@ -13,7 +13,7 @@ use super::answer::{Outcome, TIMED_OUT};
 use super::batches::Full;
 use super::config::ProduceConfig;
 use super::leaders::Cluster;
-use super::queue::{Batch, Part};
+use super::queue::Part;
 use crate::protocol::produce::{parse_produce, produce_request, ProducePartition};
 
 /// Bytes of batches put in one request at most (brokers take 100 MB).
@@ -51,6 +51,8 @@ pub struct Wire {
     /// Recoveries from a retriable error or a lost connection (all unacknowledged sent again).
     pub retries: u64,
     body: Vec<u8>,
+    /// The acknowledged batches' buffers (for the accumulator's spares).
+    pub freed: Vec<Vec<u8>>,
 }
 
 impl Wire {
@@ -67,6 +69,7 @@ impl Wire {
             dead: false,
             retries: 0,
             body: Vec::new(),
+            freed: Vec::new(),
         }
     }
 
@@ -113,20 +116,7 @@ impl Wire {
         let (pid, epoch) = self.cluster.producer.unwrap_or((-1, -1));
         let transactional = self.config.transactional_id.is_some();
         let part = self.parts.entry((full.topic, full.partition)).or_default();
-        let records = full.open.writer.count();
-        let base_sequence = part.next_sequence;
-        part.next_sequence = part.next_sequence.wrapping_add(records) & i32::MAX;
-        part.batches.push_back(Batch {
-            bytes: full
-                .open
-                .writer
-                .seal(pid, epoch, base_sequence, transactional),
-            records,
-            kv: full.open.bytes,
-            base_sequence,
-            created: Instant::now(),
-            sent: false,
-        });
+        part.push(full.open, (pid, epoch), transactional);
     }
 
     /// Records not yet acknowledged.
@@ -211,17 +201,14 @@ impl Wire {
             .collect();
         let acks = (-1, self.config.broker_timeout_ms);
         let txn = self.config.transactional_id.as_deref();
-        let sent = self.cluster.send(leader, |version, c, id| {
-            produce_request(version, c, id, txn, acks, &request_parts)
+        let sent = self.cluster.send(leader, |header| {
+            produce_request(header, txn, acks, &request_parts)
         });
         let Ok(correlation) = sent else {
             self.recover = true; // not connected, or the connection broke
             return false;
         };
-        let mut flight = InFlight {
-            correlation,
-            parts: Vec::with_capacity(carried.len()),
-        };
+        let mut flown = Vec::with_capacity(carried.len());
         for (topic, partition, i) in carried {
             let batch = &mut self
                 .parts
@@ -229,8 +216,12 @@ impl Wire {
                 .expect("above")
                 .batches[i];
             batch.sent = true;
-            flight.parts.push((topic, partition, batch.base_sequence));
+            flown.push((topic, partition, batch.base_sequence));
         }
+        let flight = InFlight {
+            correlation,
+            parts: flown,
+        };
         self.in_flight.entry(leader).or_default().push_back(flight);
         true
     }
@@ -283,6 +274,7 @@ impl Wire {
                     let t = &mut self.topics[topic];
                     t.rows += batch.records.max(0) as u64;
                     t.bytes += batch.kv;
+                    self.freed.push(batch.bytes);
                 }
                 Outcome::Retry => {
                     part.batches[i].sent = false;

@@ -91,29 +91,25 @@ impl BatchWriter {
         self.buf.len()
     }
 
-    /// The bytes a record of these fields takes in a batch, its length prefix included, at
-    /// most (the deltas are taken at their largest, 5 bytes each).
-    pub fn record_size(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[Header<'_>]) -> usize {
-        let body = Self::body_size(0, 0, key, value, headers);
-        body + 10 + var_len(body as i64 + 10)
-    }
-
-    fn body_size(
-        ts_delta: i64,
-        offset_delta: i64,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        headers: &[Header<'_>],
-    ) -> usize {
-        let mut size = 1 + var_len(ts_delta) + var_len(offset_delta);
-        size += bytes_len(key) + bytes_len(value) + var_len(headers.len() as i64);
+    /// The bytes a record's key, value and headers take in its body (the rest of the body is
+    /// the attributes and the two deltas).
+    pub fn fields_size(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[Header<'_>]) -> usize {
+        let mut size = bytes_len(key) + bytes_len(value) + var_len(headers.len() as i64);
         for (name, value) in headers {
             size += bytes_len(Some(name.as_bytes())) + bytes_len(*value);
         }
         size
     }
 
-    /// Append a record of create time `timestamp` (ms).
+    /// The bytes a record whose fields take `fields` ([`BatchWriter::fields_size`]) takes in a
+    /// batch, its length prefix included, at most (each delta counted at 6 bytes).
+    pub fn record_size(fields: usize) -> usize {
+        let body = 3 + fields; // the attributes and both deltas at one byte
+        body + 10 + var_len(body as i64 + 10)
+    }
+
+    /// Append a record of create time `timestamp` (ms), its fields sized here.
+    #[cfg(test)]
     pub fn push(
         &mut self,
         timestamp: i64,
@@ -121,9 +117,22 @@ impl BatchWriter {
         value: Option<&[u8]>,
         headers: &[Header<'_>],
     ) {
+        let fields = Self::fields_size(key, value, headers);
+        self.push_sized(timestamp, (key, value), headers, fields);
+    }
+
+    /// [`BatchWriter::push`] of a record whose fields take `fields` bytes (worked out once by
+    /// the caller, which bounded the record's size with them).
+    pub fn push_sized(
+        &mut self,
+        timestamp: i64,
+        (key, value): (Option<&[u8]>, Option<&[u8]>),
+        headers: &[Header<'_>],
+        fields: usize,
+    ) {
         let ts_delta = timestamp.wrapping_sub(self.first_timestamp);
         let offset_delta = i64::from(self.count);
-        let body = Self::body_size(ts_delta, offset_delta, key, value, headers);
+        let body = 1 + var_len(ts_delta) + var_len(offset_delta) + fields;
         let out = &mut self.buf;
         out.reserve(body + 5);
         put_var(out, body as i64);
@@ -209,7 +218,7 @@ mod tests {
         w.push(1_000, Some(b"k1"), Some(b"v1"), &[]);
         w.push(1_005, None, None, &[("h", Some(b"x")), ("n", None)]);
         w.push(1_003, Some(b""), Some(&big), &[]);
-        let bound = BatchWriter::record_size(Some(b""), Some(&big), &[]);
+        let bound = BatchWriter::record_size(BatchWriter::fields_size(Some(b""), Some(&big), &[]));
         let batch = w.seal(42, 3, 17, false);
         assert_eq!(frame(&batch, 1 << 20).unwrap(), Some(batch.len()));
         let h = head(&batch).unwrap();

@@ -105,7 +105,8 @@ impl Accumulator {
         headers: &[Header<'_>],
     ) -> Result<(), &'static str> {
         let limits = self.limits;
-        let size = BatchWriter::record_size(key, value, headers);
+        let fields = BatchWriter::fields_size(key, value, headers);
+        let size = BatchWriter::record_size(fields);
         if size > limits.max_record {
             return Err(TOO_LARGE);
         }
@@ -153,7 +154,8 @@ impl Accumulator {
             bytes: 0,
             opened: Instant::now(),
         });
-        open.writer.push(timestamp, key, value, headers);
+        open.writer
+            .push_sized(timestamp, (key, value), headers, fields);
         let kv = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len);
         open.bytes += kv as u64;
         Ok(())

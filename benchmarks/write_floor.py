@@ -45,7 +45,7 @@ from typing import Any
 from benchmarks import floor as floor_module
 from benchmarks import gc_variants, report
 from benchmarks.floor import WriteFloorSink, floor_rows
-from benchmarks.measure import ThreadSampler, load_average
+from benchmarks.measure import ThreadSampler, load_average, process_cpu
 from benchmarks.run import SCRAM_PASSWORD, SCRAM_USER, listener
 from benchmarks.sink import WRITERS, Writes, prepare
 from benchmarks.spark_sides import Cluster, Run, _window, bench_setup
@@ -131,6 +131,13 @@ class FloorWrites(Writes):
         self.tiny = tiny
         #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
         self.scratch: tuple[str, Path] | None = None
+        #: Each side's broker CPU over its whole queries (µs per record), round by round.
+        self.broker: dict[str, list[float]] = {}
+
+    def _broker_cpu(self) -> float:
+        """CPU seconds the cluster's broker processes have spent (outside the Spark tree)."""
+        found = (process_cpu(pid) for pid in self.cluster.broker_pids if pid is not None)
+        return sum(cpu for _, cpu in filter(None, found))
 
     def _frame(self, rows: Path, fmt: str, options: dict[str, str]) -> Any:
         """The streaming frame a side writes: the Parquet rows as they are."""
@@ -166,6 +173,13 @@ class FloorWrites(Writes):
 
     def side(self, name: str) -> Drained:
         self._prime(name)
+        before = self._broker_cpu()
+        drained = self._side(name)
+        spent = (self._broker_cpu() - before) / self.total * 1e6
+        self.broker.setdefault(name, []).append(spent)
+        return drained
+
+    def _side(self, name: str) -> Drained:
         run = uuid.uuid4().hex[:12]
         if name in ("noop", "floor"):
             counts = self.workdir / f"f{run}.counts"
@@ -285,6 +299,8 @@ def run_rounds(
         if rnd:
             wholes.append(whole)
             windows.append(window)
+        else:
+            writes.broker.clear()
         report.print_round("whole query", rnd, load, whole, pairs)
         report.print_round("addBatch window", rnd, load, window, pairs)
     print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
@@ -293,6 +309,14 @@ def run_rounds(
         print("\n".join(report.pair_summary(results, pairs, targets)))
         print(f"\n{what}, µs per record by thread group (medians):")
         print("\n".join(split_lines(split(results))))
+    print(broker_line(writes.broker))
+
+
+def broker_line(broker: Mapping[str, list[float]]) -> str:
+    """The broker's CPU per record of each side's whole queries (medians): on the same cores as
+    Spark here, so it slows every Kafka side's rows/s, though no ratio above counts it."""
+    cells = ", ".join(f"{name} {statistics.median(v):.2f}" for name, v in broker.items() if v)
+    return f"\nbroker CPU, whole query, µs per record (medians; not in the CPU above): {cells}"
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ if not hasattr(datasource, "DataSourceStreamArrowWriter"):  # PySpark 4.0 (make 
 from benchmarks.floor import Counted, FloorStreamWriter, floor_rows
 from benchmarks.measure import is_planner, thread_group
 from benchmarks.spark_sides import Run
-from benchmarks.write_floor import GROUPS, above, split, split_lines
+from benchmarks.write_floor import GROUPS, above, broker_line, split, split_lines
 from benchmarks.write_profile import code_of, split_by_code, tally
 
 
@@ -40,6 +40,11 @@ def test_threads_are_grouped_by_process_kind_and_name() -> None:
     assert is_planner(b"python\0-m\0pyspark.daemon\0pyspark.sql.worker.create_data_source\0")
     assert not is_planner(b"python\0-m\0pyspark.daemon\0pyspark.worker\0")
     assert {thread_group("JVM", "x", False), thread_group("Python", "x", False)} <= set(GROUPS)
+
+
+def test_the_brokers_cpu_is_each_sides_median_and_a_side_not_measured_is_left_out() -> None:
+    line = broker_line({"floor": [0.0, 0.01, 0.0], "native": [0.25, 0.2, 0.3], "kafka": []})
+    assert line.endswith("(medians; not in the CPU above): floor 0.00, native 0.25")
 
 
 def test_the_split_is_the_median_per_group_and_the_difference_above_a_base() -> None:

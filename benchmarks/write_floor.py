@@ -131,8 +131,10 @@ class FloorWrites(Writes):
         self.tiny = tiny
         #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
         self.scratch: tuple[str, Path] | None = None
-        #: Each side's broker CPU over its whole queries (µs per record), round by round.
+        #: Each side's broker CPU over its whole queries (µs per record), round by round, and
+        #: the last query's.
         self.broker: dict[str, list[float]] = {}
+        self.broker_now = 0.0
 
     def _broker_cpu(self) -> float:
         """CPU seconds the cluster's broker processes have spent (outside the Spark tree)."""
@@ -169,17 +171,17 @@ class FloorWrites(Writes):
             raise SystemExit(f"priming {name} failed: {query.exception()}")
 
     def _drain(self, fmt: str, options: dict[str, str], checkpoint: str) -> Drained:
-        return drain(self.jvm, lambda: self._start(self.rows, fmt, options, checkpoint), self.total)
+        """:func:`drain` of one side, the broker's CPU over it kept (``_check``'s read-back and
+        topic deletion come after)."""
+        before = self._broker_cpu()
+        drained = drain(
+            self.jvm, lambda: self._start(self.rows, fmt, options, checkpoint), self.total
+        )
+        self.broker_now = (self._broker_cpu() - before) / self.total * 1e6
+        return drained
 
     def side(self, name: str) -> Drained:
         self._prime(name)
-        before = self._broker_cpu()
-        drained = self._side(name)
-        spent = (self._broker_cpu() - before) / self.total * 1e6
-        self.broker.setdefault(name, []).append(spent)
-        return drained
-
-    def _side(self, name: str) -> Drained:
         run = uuid.uuid4().hex[:12]
         if name in ("noop", "floor"):
             counts = self.workdir / f"f{run}.counts"
@@ -188,11 +190,13 @@ class FloorWrites(Writes):
             drained = self._drain(fmt, options, str(self.workdir / f"f{run}.checkpoint"))
             if name == "floor" and (got := floor_rows(counts)) != self.total:
                 raise SystemExit(f"the write floor received {got} rows, expected {self.total}")
+            self.broker.setdefault(name, []).append(self.broker_now)
             return drained
         topic, metadata = self._topic()
         fmt, like = VARIANTS.get(name, ("kafka" if name == "kafka" else "dynamic_kafka", name))
         options = self._options(like, topic, metadata)
         drained = self._drain(fmt, options, str(self.workdir / f"{topic}.checkpoint"))
+        self.broker.setdefault(name, []).append(self.broker_now)
         self._check(name, topic)
         return drained
 

@@ -180,18 +180,27 @@ def test_a_stream_cut_on_markers_reads_every_committed_record_once(
             producer.commit_transaction(60)
             committed += [f"tx{i}-p{p}-{j}" for p in range(2) for j in range(2)]
     options = setup.options(maxOffsetsPerTrigger="8", **{"kafka.isolation.level": "read_committed"})
-    starts: set[int] = set()
     output = tmp_path / "out"
     for stop_at in (len(committed) // 3, len(committed)):
         query = parquet_query(spark, options, tmp_path)
         try:
             wait_parquet(spark, output, stop_at)
-            for progress in query.recentProgress:
-                start = progress["sources"][0]["startOffset"]
-                start = offset_document(start)
-                for partitions in (start or {}).get("clusters", {}).get("east", {}).values():
-                    starts.update(int(o) for o in partitions.values())
         finally:
             query.stop()
     assert sorted(parquet_values(spark, output)) == sorted(committed)
+    starts = _batch_starts(tmp_path / "ckpt")
     assert starts & abort_markers, starts  # micro-batches started on abort markers
+
+
+def _batch_starts(checkpoint: Path) -> set[int]:
+    """Where the checkpoint's micro-batches after the first started, on cluster ``east``'s
+    partitions: the end offsets in Spark's offset log of every batch but the newest (a batch
+    starts where the one before it ended). The log, unlike a query's progress, holds the batch
+    whose rows ended a wait: its progress may not be recorded yet when the query is stopped."""
+    logs = [p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    starts: set[int] = set()
+    for log in sorted(logs, key=lambda p: int(p.name))[:-1]:
+        end = offset_document(log.read_text().splitlines()[-1]) or {}
+        for partitions in end.get("clusters", {}).get("east", {}).values():
+            starts.update(int(o) for o in partitions.values())
+    return starts

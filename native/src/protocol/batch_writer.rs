@@ -246,7 +246,8 @@ mod tests {
         // max timestamp is the largest, not the last
         assert_eq!(&batch[35..43], &1_005i64.to_be_bytes());
         assert_eq!(&batch[21..23], &[0, 0]); // attributes
-                                             // written again in the sealed batch's buffer: the bytes of a fresh writer's
+
+        // written again in the sealed batch's buffer: the bytes of a fresh writer's
         let mut fresh = BatchWriter::new(2_000, 0);
         let mut reused = BatchWriter::within(batch, 2_000);
         for w in [&mut fresh, &mut reused] {

@@ -301,8 +301,13 @@ impl Request {
     }
 
     /// The bytes to send, size prefix included.
-    pub fn finish(mut self) -> Vec<u8> {
-        let size = (self.0.len() - 4) as i32;
+    pub fn finish(self) -> Vec<u8> {
+        self.finish_beside(0)
+    }
+
+    /// The bytes to send, the size prefix counting `beside` more bytes sent with them.
+    pub fn finish_beside(mut self, beside: usize) -> Vec<u8> {
+        let size = (self.0.len() - 4 + beside) as i32;
         self.0[..4].copy_from_slice(&size.to_be_bytes());
         self.0
     }

@@ -76,9 +76,7 @@ pub fn produce_request<'a>(
             inserts.push((r.written(), p.batch));
         },
     );
-    let mut bytes = r.finish();
-    let size = bytes.len() - 4 + inserts.iter().map(|(_, b)| b.len()).sum::<usize>();
-    bytes[..4].copy_from_slice(&(size as i32).to_be_bytes());
+    let bytes = r.finish_beside(inserts.iter().map(|(_, b)| b.len()).sum());
     Spliced { bytes, inserts }
 }
 

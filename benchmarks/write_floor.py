@@ -131,10 +131,8 @@ class FloorWrites(Writes):
         self.tiny = tiny
         #: A scratch topic for the primers of ``dynamic_kafka``'s sides (never checked).
         self.scratch: tuple[str, Path] | None = None
-        #: Each side's broker CPU over its whole queries (µs per record), round by round, and
-        #: the last query's.
+        #: Each side's broker CPU over its whole queries (µs per record), round by round.
         self.broker: dict[str, list[float]] = {}
-        self.broker_now = 0.0
 
     def _broker_cpu(self) -> float:
         """CPU seconds the cluster's broker processes have spent (outside the Spark tree)."""
@@ -170,14 +168,15 @@ class FloorWrites(Writes):
         if not query.awaitTermination(300) or query.exception() is not None:
             raise SystemExit(f"priming {name} failed: {query.exception()}")
 
-    def _drain(self, fmt: str, options: dict[str, str], checkpoint: str) -> Drained:
-        """:func:`drain` of one side, the broker's CPU over it kept (``_check``'s read-back and
-        topic deletion come after)."""
+    def _drain(self, name: str, fmt: str, options: dict[str, str], checkpoint: str) -> Drained:
+        """:func:`drain` of side ``name``, the broker's CPU over it kept (``_check``'s read-back
+        and topic deletion come after)."""
         before = self._broker_cpu()
         drained = drain(
             self.jvm, lambda: self._start(self.rows, fmt, options, checkpoint), self.total
         )
-        self.broker_now = (self._broker_cpu() - before) / self.total * 1e6
+        spent = (self._broker_cpu() - before) / self.total * 1e6
+        self.broker.setdefault(name, []).append(spent)
         return drained
 
     def side(self, name: str) -> Drained:
@@ -187,16 +186,14 @@ class FloorWrites(Writes):
             counts = self.workdir / f"f{run}.counts"
             options = {"counts": str(counts)} if name == "floor" else {}
             fmt = "bench_write_floor" if name == "floor" else "noop"
-            drained = self._drain(fmt, options, str(self.workdir / f"f{run}.checkpoint"))
+            drained = self._drain(name, fmt, options, str(self.workdir / f"f{run}.checkpoint"))
             if name == "floor" and (got := floor_rows(counts)) != self.total:
                 raise SystemExit(f"the write floor received {got} rows, expected {self.total}")
-            self.broker.setdefault(name, []).append(self.broker_now)
             return drained
         topic, metadata = self._topic()
         fmt, like = VARIANTS.get(name, ("kafka" if name == "kafka" else "dynamic_kafka", name))
         options = self._options(like, topic, metadata)
-        drained = self._drain(fmt, options, str(self.workdir / f"{topic}.checkpoint"))
-        self.broker.setdefault(name, []).append(self.broker_now)
+        drained = self._drain(name, fmt, options, str(self.workdir / f"{topic}.checkpoint"))
         self._check(name, topic)
         return drained
 

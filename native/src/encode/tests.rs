@@ -153,3 +153,87 @@ fn schemas_the_python_encoder_writes_are_refused() {
         assert!(AvroEncoder::new(schema).is_err(), "{schema}");
     }
 }
+
+/// CPU per record of encoding `benchmarks.avro_records`' 10-field record as Spark hands it over,
+/// 10,000-row columns. `cargo test --release -- --ignored --nocapture encode_cost`.
+#[test]
+#[ignore]
+fn encode_cost() {
+    use arrow_array::{BinaryArray, BooleanArray, TimestampMicrosecondArray};
+    let schema = r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},
+        {"name":"customer","type":"string"},{"name":"quantity","type":"int"},
+        {"name":"price","type":"double"},{"name":"paid","type":"boolean"},
+        {"name":"token","type":"bytes"},{"name":"created","type":{"type":"long",
+        "logicalType":"timestamp-millis"}},{"name":"note","type":["null","string"]},
+        {"name":"region","type":"string"},{"name":"sequence","type":"long"}]}"#;
+    let regions = ["eu-west", "us-east", "ap-south", "sa-east"];
+    let columns = |b: i64| -> ArrayRef {
+        let ids: Vec<i64> = (b * 10_000..(b + 1) * 10_000).collect();
+        let field = |name: &str, t: DataType, n: bool| Arc::new(Field::new(name, t, n));
+        let utc = DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, Some("UTC".into()));
+        let fields = vec![
+            field("id", DataType::Int64, false),
+            field("customer", DataType::Utf8, false),
+            field("quantity", DataType::Int32, false),
+            field("price", DataType::Float64, false),
+            field("paid", DataType::Boolean, false),
+            field("token", DataType::Binary, false),
+            field("created", utc, false),
+            field("note", DataType::Utf8, true),
+            field("region", DataType::Utf8, false),
+            field("sequence", DataType::Int64, false),
+        ];
+        let tokens: Vec<[u8; 8]> = ids.iter().map(|i| i.to_be_bytes()).collect();
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(StringArray::from_iter_values(
+                ids.iter().map(|i| format!("customer-{:05}", i % 50_000)),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                ids.iter().map(|i| (i % 1000) as i32),
+            )),
+            Arc::new(Float64Array::from_iter_values(
+                ids.iter().map(|i| (i % 100_000) as f64 / 100.0),
+            )),
+            Arc::new(BooleanArray::from_iter(
+                ids.iter().map(|i| Some(i % 2 == 0)),
+            )),
+            Arc::new(BinaryArray::from_iter_values(tokens.iter())),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(
+                    ids.iter().map(|i| (1_700_000_000_000 + i * 37) * 1000),
+                )
+                .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from_iter(
+                ids.iter()
+                    .map(|i| (i % 3 != 0).then(|| format!("note {}", i % 97))),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                ids.iter().map(|i| regions[(*i % 4) as usize]),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                ids.iter().map(|i| i * 7919 % (1 << 40)),
+            )),
+        ];
+        Arc::new(StructArray::new(fields.into(), arrays, None))
+    };
+    let batches: Vec<ArrayRef> = (0..100).map(columns).collect();
+    let encoder = AvroEncoder::new(schema).unwrap();
+    let cpu = || {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        s.split_whitespace().next().unwrap().parse::<u64>().unwrap()
+    };
+    for round in 0..5 {
+        let started = cpu();
+        let mut bytes = 0;
+        for values in &batches {
+            bytes += encoder.encode(values, 1).unwrap().unwrap().values().len();
+        }
+        let ns = (cpu() - started) as f64 / 1_000_000.0;
+        println!(
+            "round {round}: {ns:.1} ns/record CPU, {} bytes/record",
+            bytes / 1_000_000
+        );
+    }
+}

@@ -21,11 +21,12 @@ whole (``start()`` to the end of ``awaitTermination()``) and over ``addBatch``, 
   atLeastOnce and exactlyOnce;
 * ``dynamic_kafka``: ours, ``writer=python`` (fastavro row by row), atLeastOnce.
 
-Every write is checked: the topic's end offsets, and in the warm-up round the records
-themselves: every side's values as a multiset must equal the peer's, byte for byte (Avro's
-binary encoding of a value is unique). A warm-up round, then ``--rounds`` interleaved rounds,
-order reversed every other round; ratios per round and medians, with issue 44's Avro target
-(rows/s >= 2x, CPU/record <= 0.6x Spark's sink), then the split by thread group.
+Every write is checked: the topic's end offsets, and in the first warm-up round the records
+themselves: every side's values as a multiset must equal the peer's, byte for byte (Avro's binary
+encoding of a value is unique). Warm-up rounds until the JVM's compiled code has settled
+(:func:`benchmarks.write_floor.warm`: Spark's ``to_avro`` path takes about six), then ``--rounds``
+interleaved rounds, order reversed every other round; ratios per round and medians, with issue 44's
+Avro target (rows/s >= 2x, CPU/record <= 0.6x Spark's sink), then the split by thread group.
 ``python -m benchmarks.avro_sink --rounds 3 [--records N] [--sides ...] [--secure]``.
 """
 

@@ -24,10 +24,11 @@ Each side is priced twice: the whole query as a user times it (``start()`` to th
 with the CPU of the Spark process tree (JVM and Python workers) over each, split by thread
 (:class:`~benchmarks.measure.ThreadSampler`: the JVM's task, Kafka producer, GC and JIT threads;
 the driver's Python planners; a Python worker's main thread and librdkafka's ``rdk:`` threads).
-Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the floor's own
-count). Each Python side is primed first (:class:`FloorWrites`). A warm-up round, then
-``--rounds`` rounds interleaved, order reversed every other round; ratios per round and medians,
-then the window's split per record (medians per thread group) and each of ours above the floor.
+Every write is checked (the topic's end offsets, as :mod:`benchmarks.sink`; the floor's own count).
+Each Python side is primed first (:class:`FloorWrites`). Warm-up rounds until the JVM's compiled
+code has settled for every side (:func:`warm`), then ``--rounds`` rounds interleaved, order
+reversed every other round; ratios per round and medians, then the window's split per record
+(medians per thread group) and each of ours above the floor.
 ``python -m benchmarks.write_floor``; ``--records N --size B --rounds R --sides ... --secure``
 (every side through the SASL_SSL listener with SCRAM-SHA-512, the production estate's).
 """
@@ -276,6 +277,46 @@ def floor_writes(name: str, records: int, size: int, secure: bool = False) -> It
             spark.stop()
 
 
+#: Warm-up rounds at most. Spark compiles a query's code as it runs it, and a side's compiled
+#: code may keep getting faster over several queries, in steps (``to_avro`` into Spark's sink:
+#: JIT CPU per record 2.3, 1.3, 0.9, 1.0, 0.6, 0.2, 0.1): rounds are warm-ups until, twice in a
+#: row, every side's JIT CPU per record is under :data:`JIT_SETTLED` µs or fell by at most
+#: :data:`JIT_FALL` from the round before (:func:`warm`, :func:`warm_up`).
+MAX_WARM_UPS = 8
+JIT_FALL = 0.2
+JIT_SETTLED = 0.2
+
+
+def jit_per_record(run: Run) -> float:
+    """The JVM's JIT compiler threads' CPU over ``run``, µs per record."""
+    return run.cpu.get("JVM JIT", 0.0) / max(run.rows, 1) * 1e6
+
+
+def warm(before: Mapping[str, Run], now: Mapping[str, Run]) -> bool:
+    """Whether every side's compiled code has settled: its JIT CPU per record in ``now`` (a
+    warm-up round) is under :data:`JIT_SETTLED`, or fell by at most :data:`JIT_FALL` from
+    ``before`` (the warm-up round before it)."""
+    for name, run in now.items():
+        jit = jit_per_record(run)
+        if jit >= JIT_SETTLED and jit < (1 - JIT_FALL) * jit_per_record(before[name]):
+            return False
+    return True
+
+
+def warm_up(warming: Callable[[int], Mapping[str, Run]]) -> int:
+    """Run ``warming(i)`` (warm-up round ``i``, from 0; its sides' whole queries) until the JVM
+    is :func:`warm` twice in a row, at most :data:`MAX_WARM_UPS` times; how many ran."""
+    before: Mapping[str, Run] | None = None
+    settled = 0
+    for index in range(MAX_WARM_UPS):
+        now = warming(index)
+        settled = settled + 1 if before is not None and warm(before, now) else 0
+        if settled == 2:
+            return index + 1
+        before = now
+    return MAX_WARM_UPS
+
+
 def run_rounds(
     writes: FloorWrites,
     sides: Sequence[str],
@@ -284,27 +325,39 @@ def run_rounds(
     targets: dict[str, report.Target],
     after_warm_up: Callable[[], None] = lambda: None,
 ) -> None:
-    """A warm-up round of every side (then ``after_warm_up()``) and ``rounds`` more, order
+    """Warm-up rounds of every side until the JVM is :func:`warm` twice in a row (at least 3, at
+    most :data:`MAX_WARM_UPS`; ``after_warm_up()`` after the first), then ``rounds`` more, order
     reversed every other round, each printed; then the medians (whole query and ``addBatch``):
     the pairs' ratios against ``targets`` and the split by thread group."""
-    wholes: list[dict[str, Run]] = []
-    windows: list[dict[str, Run]] = []
-    for rnd in range(rounds + 1):
-        names = sides if rnd % 2 else list(reversed(sides))
+
+    def one(rnd: int, reverse: bool) -> tuple[dict[str, Run], dict[str, Run]]:
         load = load_average()
-        drained = {name: writes.side(name) for name in names}
-        if not rnd:
-            after_warm_up()
+        drained = {name: writes.side(name) for name in (sides[::-1] if reverse else sides)}
         whole = {name: drained[name][0] for name in sides}
         window = {name: drained[name][1] for name in sides}
-        if rnd:
-            wholes.append(whole)
-            windows.append(window)
-        else:
-            writes.broker.clear()
         report.print_round("whole query", rnd, load, whole, pairs)
         report.print_round("addBatch window", rnd, load, window, pairs)
-    print(f"\n{len(windows)} rounds, load average now {load_average():.1f}")
+        return whole, window
+
+    def warming(index: int) -> Mapping[str, Run]:
+        whole, _ = one(0, reverse=index % 2 == 0)
+        if not index:
+            after_warm_up()
+        jit = ", ".join(f"{name} {jit_per_record(run):.2f}" for name, run in whole.items())
+        print(f"warm-up {index + 1}: JIT µs per record {jit}", flush=True)
+        return whole
+
+    warm_ups = warm_up(warming)
+    writes.broker.clear()
+    wholes: list[dict[str, Run]] = []
+    windows: list[dict[str, Run]] = []
+    for rnd in range(1, rounds + 1):
+        whole, window = one(rnd, reverse=rnd % 2 == 0)
+        wholes.append(whole)
+        windows.append(window)
+    print(
+        f"\n{len(windows)} rounds after {warm_ups} warm-ups, load average now {load_average():.1f}"
+    )
     for what, results in (("whole query", wholes), ("addBatch window", windows)):
         print(f"\n{what}:")
         print("\n".join(report.pair_summary(results, pairs, targets)))

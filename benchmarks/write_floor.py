@@ -303,15 +303,16 @@ def warm(before: Mapping[str, Run], now: Mapping[str, Run]) -> bool:
     return True
 
 
-def warm_up(warming: Callable[[int], Mapping[str, Run]]) -> int:
+def warm_up(warming: Callable[[int], Mapping[str, Run]], least: int = 3) -> int:
     """Run ``warming(i)`` (warm-up round ``i``, from 0; its sides' whole queries) until the JVM
-    is :func:`warm` twice in a row, at most :data:`MAX_WARM_UPS` times; how many ran."""
+    is :func:`warm` twice in a row, ``least`` times at least (a plateau of JIT may come before a
+    step down: to_avro's), at most :data:`MAX_WARM_UPS`; how many ran."""
     before: Mapping[str, Run] | None = None
     settled = 0
     for index in range(MAX_WARM_UPS):
         now = warming(index)
         settled = settled + 1 if before is not None and warm(before, now) else 0
-        if settled == 2:
+        if settled >= 2 and index + 1 >= least:
             return index + 1
         before = now
     return MAX_WARM_UPS
@@ -324,11 +325,13 @@ def run_rounds(
     rounds: int,
     targets: dict[str, report.Target],
     after_warm_up: Callable[[], None] = lambda: None,
+    least_warm_ups: int = 3,
 ) -> None:
-    """Warm-up rounds of every side until the JVM is :func:`warm` twice in a row (at least 3, at
-    most :data:`MAX_WARM_UPS`; ``after_warm_up()`` after the first), then ``rounds`` more, order
-    reversed every other round, each printed; then the medians (whole query and ``addBatch``):
-    the pairs' ratios against ``targets`` and the split by thread group."""
+    """Warm-up rounds of every side until the JVM is :func:`warm` twice in a row (at least
+    ``least_warm_ups``, at most :data:`MAX_WARM_UPS`; ``after_warm_up()`` after the first), then
+    ``rounds`` more, order reversed every other round, each printed; then the medians (whole
+    query and ``addBatch``): the pairs' ratios against ``targets`` and the split by thread
+    group."""
 
     def one(rnd: int, reverse: bool) -> tuple[dict[str, Run], dict[str, Run]]:
         load = load_average()
@@ -347,7 +350,7 @@ def run_rounds(
         print(f"warm-up {index + 1}: JIT µs per record {jit}", flush=True)
         return whole
 
-    warm_ups = warm_up(warming)
+    warm_ups = warm_up(warming, least_warm_ups)
     writes.broker.clear()
     wholes: list[dict[str, Run]] = []
     windows: list[dict[str, Run]] = []

@@ -55,6 +55,19 @@ def read_topic(
     ]
 
 
+def committed_values(cluster: BaseKafkaCluster, topic: str, count: int) -> list[str]:
+    """The values of ``topic``'s committed records, sorted, once read_committed readers see
+    ``count`` or more (what they see at the deadline otherwise): a transaction's markers are
+    written to its partitions after EndTxn is answered, so its records show a moment after the
+    commit returns."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        seen = sorted(r.value for r in read_topic(cluster, topic))
+        if len(seen) >= count or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.25)
+
+
 def read_messages(
     cluster: BaseKafkaCluster, topic: str, isolation: str = "read_committed"
 ) -> list[Message]:

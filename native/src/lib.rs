@@ -18,7 +18,8 @@
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
 //! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written; an
 //!   API (key, versions spoken, name) and a request's header;
-//! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks;
+//! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks and which of an API's
+//!   to use;
 //! - `protocol/metadata.rs`: Metadata: which broker leads each partition, where brokers listen;
 //! - `protocol/fetch.rs`: the Fetch request and its response;
 //! - `protocol/produce.rs`: the Produce request (v3 to v8) and its response;

@@ -1,9 +1,10 @@
 //! Kafka's wire protocol as the direct fetch path speaks it, laid out as the `kafka-protocol`
-//! crate lays it out: no pyo3, no librdkafka, no I/O here, only bytes in and values out.
+//! crate lays it out: no pyo3, no librdkafka, no I/O here, only bytes in and values out. Each API
+//! is declared once, as an `Api` constant of its module (key, versions spoken, name).
 //!
 //! - [`primitives`]: integers, strings, arrays, bytes and varints (read and written); an API
 //!   (its key, the versions spoken, its name) and a request's header;
-//! - [`api_versions`]: ApiVersions, which versions a broker speaks;
+//! - [`api_versions`]: ApiVersions, which versions a broker speaks and which of an API's to use;
 //! - [`metadata`]: which broker leads each partition, and where brokers listen;
 //! - [`fetch`]: the Fetch request and its response;
 //! - [`produce`]: the Produce request and its response;

@@ -8,12 +8,10 @@ use std::time::{Duration, Instant};
 
 use super::stream::{Stream, Timed};
 use super::Connection;
-use crate::protocol::api_versions::{self, Versions};
-use crate::protocol::primitives::read_growing;
+use crate::protocol::api_versions::{self, spoken, Versions};
+use crate::protocol::primitives::{read_growing, Api};
 use crate::protocol::produce::Spliced;
-use crate::protocol::sasl::{
-    SASL_AUTHENTICATE, SASL_AUTHENTICATE_VERSION, SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION,
-};
+use crate::protocol::sasl::{SASL_AUTHENTICATE, SASL_HANDSHAKE};
 
 /// Why a connection to a broker could not be made: the broker could not be reached or the
 /// connection broke (the direct path hands over to librdkafka), or it was refused (TLS
@@ -51,14 +49,13 @@ pub struct Broker {
 }
 
 impl Broker {
-    /// Connect (TCP, then TLS when configured), check that the broker speaks each of `needed`
-    /// (API key, version, name; and SASL's requests when configured), then authenticate when
-    /// configured.
+    /// Connect (TCP, then TLS when configured), check that the broker speaks a version of each
+    /// of `needed` (and of SASL's requests when configured), then authenticate when configured.
     pub fn connect(
         host: &str,
         port: u16,
         config: &Connection,
-        needed: &[(i16, i16, &str)],
+        needed: &[Api],
     ) -> Result<Self, Refusal> {
         let unreachable = |what: String| Refusal::Unreachable(what);
         let addrs = (host, port)
@@ -101,16 +98,12 @@ impl Broker {
                 .map_err(|m| unreachable(format!("a malformed ApiVersions answer: {}", m.0)))?;
             let mut needed = needed.to_vec();
             if config.sasl.is_some() {
-                needed.push((SASL_HANDSHAKE, SASL_HANDSHAKE_VERSION, "SaslHandshake"));
-                needed.push((
-                    SASL_AUTHENTICATE,
-                    SASL_AUTHENTICATE_VERSION,
-                    "SaslAuthenticate",
-                ));
+                needed.extend([SASL_HANDSHAKE, SASL_AUTHENTICATE]);
             }
-            if let Some((_, v, name)) = needed.iter().find(|(k, v, _)| !versions.offers(*k, *v)) {
+            if let Some(api) = needed.iter().find(|api| versions.pick(api).is_none()) {
+                let lacking = spoken(api);
                 return Err(unreachable(format!(
-                    "{host}:{port} does not offer {name} v{v}"
+                    "{host}:{port} does not offer {lacking}"
                 )));
             }
             broker.versions = versions;

@@ -1,14 +1,20 @@
 //! ApiVersions (key 18, version 0, which every broker answers): which versions of each API a
 //! broker speaks.
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Malformed};
 
-/// ApiVersions' API key.
-pub const API_VERSIONS: i16 = 18;
+/// ApiVersions, at the version every broker answers.
+pub const API_VERSIONS: Api = Api::new(18, &[0], "ApiVersions");
 
 /// An ApiVersions v0 request.
 pub fn api_versions_request(correlation: i32, client_id: &str) -> Vec<u8> {
-    Request::new(API_VERSIONS, 0, correlation, client_id).finish()
+    API_VERSIONS.preferred(correlation, client_id).finish()
+}
+
+/// `api` and the versions this client speaks, as a refusal names them (`FindCoordinator v2, v1`).
+pub fn spoken(api: &Api) -> String {
+    let versions: Vec<String> = api.versions.iter().map(i16::to_string).collect();
+    format!("{} v{}", api.name, versions.join(", v"))
 }
 
 /// The versions a broker offers: (API key, lowest, highest).
@@ -21,6 +27,14 @@ impl Versions {
         self.0
             .iter()
             .any(|&(k, min, max)| k == key && min <= version && version <= max)
+    }
+
+    /// The first of `api`'s versions (most preferred first) the broker speaks.
+    pub fn pick(&self, api: &Api) -> Option<i16> {
+        api.versions
+            .iter()
+            .copied()
+            .find(|&v| self.offers(api.key, v))
     }
 }
 
@@ -56,5 +70,23 @@ mod tests {
             Versions::default()
         );
         assert!(parse_versions(&body[..9]).is_err());
+    }
+
+    #[test]
+    fn the_most_preferred_version_offered_is_picked_and_a_refusal_names_them_all() {
+        let mut body = vec![0, 0, 0, 0, 0, 2];
+        body.extend_from_slice(&[0, 0, 0, 3, 0, 7]); // Produce 3..7
+        body.extend_from_slice(&[0, 22, 0, 0, 0, 0]); // InitProducerId 0
+        let versions = parse_versions(&body).unwrap();
+        let produce = Api::new(0, &[8, 7, 6, 5, 4, 3], "Produce");
+        assert_eq!(versions.pick(&produce), Some(7));
+        assert_eq!(
+            versions.pick(&Api::new(22, &[1, 0], "InitProducerId")),
+            Some(0)
+        );
+        let fetch = Api::new(1, &[11], "Fetch");
+        assert_eq!(versions.pick(&fetch), None);
+        assert_eq!(spoken(&fetch), "Fetch v11");
+        assert_eq!(spoken(&produce), "Produce v8, v7, v6, v5, v4, v3");
     }
 }

@@ -5,11 +5,10 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Malformed};
 
-/// Fetch's API key and the version this path speaks.
-pub const FETCH: i16 = 1;
-pub const FETCH_VERSION: i16 = 11;
+/// Fetch, at the one version this path speaks.
+pub const FETCH: Api = Api::new(1, &[11], "Fetch");
 
 /// One partition to fetch from an offset.
 pub struct FetchPartition<'a> {
@@ -36,7 +35,7 @@ pub fn fetch_request(
     limits: &FetchLimits,
     parts: &[FetchPartition<'_>],
 ) -> Vec<u8> {
-    let mut r = Request::new(FETCH, FETCH_VERSION, correlation, client_id);
+    let mut r = FETCH.preferred(correlation, client_id);
     r.i32(-1); // replica id: a consumer
     r.i32(limits.max_wait_ms);
     r.i32(limits.min_bytes);

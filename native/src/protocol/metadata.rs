@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Malformed};
 
-pub const METADATA: i16 = 3;
-pub const METADATA_VERSION: i16 = 4;
+/// Metadata, at the one version this client speaks.
+pub const METADATA: Api = Api::new(3, &[4], "Metadata");
 
 /// A Metadata v4 request for `topics` (never all topics; no topic is created).
 pub fn metadata_request(correlation: i32, client_id: &str, topics: &[&str]) -> Vec<u8> {
@@ -22,7 +22,7 @@ pub fn metadata_request_creating(
     topics: &[&str],
     create: bool,
 ) -> Vec<u8> {
-    let mut r = Request::new(METADATA, METADATA_VERSION, correlation, client_id);
+    let mut r = METADATA.preferred(correlation, client_id);
     r.i32(topics.len() as i32);
     for topic in topics {
         r.string(topic);

@@ -201,6 +201,11 @@ impl Api {
             header.client_id,
         )
     }
+
+    /// A request of this API at its most preferred version (for most, the one spoken).
+    pub fn preferred(&self, correlation: i32, client_id: &str) -> Request {
+        Request::new(self.key, self.versions[0], correlation, client_id)
+    }
 }
 
 /// What one attempt of a request writes in its header besides the API key: the version

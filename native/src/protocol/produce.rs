@@ -1,11 +1,10 @@
 //! Produce (key 0) at versions 3 to 8, the ones before the flexible versions (Kafka 4 speaks 3
 //! and up): record batches for partitions of one leader, and what each partition answered.
 
-use super::primitives::{Cursor, Header, Malformed, Request};
+use super::primitives::{Api, Cursor, Header, Malformed};
 
-pub const PRODUCE: i16 = 0;
-/// The versions this path speaks, most preferred first.
-pub const PRODUCE_VERSIONS: [i16; 6] = [8, 7, 6, 5, 4, 3];
+/// Produce, at the versions this path speaks, most preferred first.
+pub const PRODUCE: Api = Api::new(0, &[8, 7, 6, 5, 4, 3], "Produce");
 
 /// One partition's batch in a request.
 pub struct ProducePartition<'a> {
@@ -54,12 +53,7 @@ pub fn produce_request<'a>(
     (acks, timeout_ms): (i16, i32),
     parts: &[ProducePartition<'a>],
 ) -> Spliced<'a> {
-    let mut r = Request::new(
-        PRODUCE,
-        header.version,
-        header.correlation,
-        header.client_id,
-    );
+    let mut r = PRODUCE.request(header);
     match transactional {
         Some(id) => r.string(id),
         None => r.null_string(),
@@ -208,7 +202,7 @@ mod tests {
 
     #[test]
     fn each_partitions_answer_of_every_version() {
-        for version in PRODUCE_VERSIONS {
+        for &version in PRODUCE.versions {
             let body = answer(version);
             let (answers, throttle) = parse_produce(version, &body).unwrap();
             assert_eq!(throttle, 7);

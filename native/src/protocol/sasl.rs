@@ -2,21 +2,15 @@
 //! for, then each step of the mechanism's exchange as opaque bytes (KIP-152), and the session's
 //! lifetime after the last step (KIP-368).
 
-use super::primitives::{Cursor, Malformed, Request};
+use super::primitives::{Api, Cursor, Malformed};
 
-pub const SASL_HANDSHAKE: i16 = 17;
-pub const SASL_HANDSHAKE_VERSION: i16 = 1;
-pub const SASL_AUTHENTICATE: i16 = 36;
-pub const SASL_AUTHENTICATE_VERSION: i16 = 1;
+/// SaslHandshake and SaslAuthenticate, at the one version each this client speaks.
+pub const SASL_HANDSHAKE: Api = Api::new(17, &[1], "SaslHandshake");
+pub const SASL_AUTHENTICATE: Api = Api::new(36, &[1], "SaslAuthenticate");
 
 /// A SaslHandshake v1 request for `mechanism`.
 pub fn handshake_request(correlation: i32, client_id: &str, mechanism: &str) -> Vec<u8> {
-    let mut r = Request::new(
-        SASL_HANDSHAKE,
-        SASL_HANDSHAKE_VERSION,
-        correlation,
-        client_id,
-    );
+    let mut r = SASL_HANDSHAKE.preferred(correlation, client_id);
     r.string(mechanism);
     r.finish()
 }
@@ -41,12 +35,7 @@ pub fn parse_handshake(body: &[u8]) -> Result<Handshake, Malformed> {
 
 /// A SaslAuthenticate v1 request carrying one step of the exchange.
 pub fn authenticate_request(correlation: i32, client_id: &str, step: &[u8]) -> Vec<u8> {
-    let mut r = Request::new(
-        SASL_AUTHENTICATE,
-        SASL_AUTHENTICATE_VERSION,
-        correlation,
-        client_id,
-    );
+    let mut r = SASL_AUTHENTICATE.preferred(correlation, client_id);
     r.bytes(step);
     r.finish()
 }

@@ -29,10 +29,9 @@ use super::{ClusterReader, ReadFailure};
 use crate::connection::broker::{Broker, Refusal};
 use crate::protocol::aborted::Aborted;
 use crate::protocol::error::error_name;
-use crate::protocol::fetch::{self, parse_fetch, FetchPartition};
-use crate::protocol::fetch::{FETCH, FETCH_VERSION};
-use crate::protocol::metadata::{self, Leaders};
-use crate::protocol::metadata::{METADATA, METADATA_VERSION};
+use crate::protocol::fetch::{self, parse_fetch, FetchPartition, FETCH};
+use crate::protocol::metadata::{self, Leaders, METADATA};
+use crate::protocol::primitives::Api;
 use config::DirectConfig;
 use pool::BrokerKey;
 pub use pool::Brokers;
@@ -165,10 +164,7 @@ impl Direct {
 }
 
 /// The requests the direct fetch path sends (besides SASL's).
-const NEEDED: [(i16, i16, &str); 2] = [
-    (FETCH, FETCH_VERSION, "Fetch"),
-    (METADATA, METADATA_VERSION, "Metadata"),
-];
+const NEEDED: [Api; 2] = [FETCH, METADATA];
 
 /// The broker id of a bootstrap server's connection (its id is not known before Metadata).
 const BOOTSTRAP: i32 = -1;

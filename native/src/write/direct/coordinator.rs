@@ -17,6 +17,7 @@ use super::leaders::Cluster;
 use crate::connection::broker::{Broker, Refusal};
 use crate::connection::Connection;
 use crate::protocol::add_partitions_to_txn::parse_partition_errors;
+use crate::protocol::api_versions::spoken;
 use crate::protocol::end_txn::parse_error;
 use crate::protocol::error::error_name;
 use crate::protocol::find_coordinator::{
@@ -157,19 +158,9 @@ impl Coordinators {
             self.open.insert(k.clone(), broker);
         }
         let broker = self.open.get_mut(&k).expect("inserted above");
-        let version = api
-            .versions
-            .iter()
-            .copied()
-            .find(|&v| broker.versions().offers(api.key, v))
-            .ok_or_else(|| {
-                let v: Vec<String> = api.versions.iter().map(i16::to_string).collect();
-                Answer::Fatal(format!(
-                    "the coordinator does not offer {} v{}",
-                    api.name,
-                    v.join(", v")
-                ))
-            })?;
+        let version = broker.versions().pick(&api).ok_or_else(|| {
+            Answer::Fatal(format!("the coordinator does not offer {}", spoken(&api)))
+        })?;
         let mut body = Vec::new();
         broker
             .call(|c, id| build(Header::new(version, c, id)), &mut body)

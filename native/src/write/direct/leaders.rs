@@ -8,16 +8,13 @@ use std::collections::HashMap;
 use super::config::ProduceConfig;
 use crate::connection::broker::{Broker, Refusal};
 use crate::connection::Connection;
-use crate::protocol::api_versions::Versions;
 use crate::protocol::error::error_name;
 use crate::protocol::init_producer_id::{
     init_producer_id_request, parse_init_producer_id, INIT_PRODUCER_ID,
 };
-use crate::protocol::metadata::{
-    metadata_request_creating, parse_metadata, Leaders, METADATA, METADATA_VERSION,
-};
+use crate::protocol::metadata::{metadata_request_creating, parse_metadata, Leaders, METADATA};
 use crate::protocol::primitives::{Api, Header};
-use crate::protocol::produce::{Spliced, PRODUCE, PRODUCE_VERSIONS};
+use crate::protocol::produce::{Spliced, PRODUCE};
 
 /// A connection to a leader and the Produce version it speaks.
 struct Open {
@@ -84,8 +81,9 @@ impl Cluster {
         let _ = config;
         let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         let create = self.auto_create;
-        let request = |c: i32, id: &str| metadata_request_creating(c, id, &names, create);
-        let answered = self.control_call(&request).and_then(|()| {
+        let request =
+            |h: Header<'_>| metadata_request_creating(h.correlation, h.client_id, &names, create);
+        let answered = self.control(METADATA, &request).and_then(|_| {
             parse_metadata(&self.body).map_err(|m| format!("a malformed Metadata answer: {}", m.0))
         });
         match answered {
@@ -106,19 +104,7 @@ impl Cluster {
 
     /// InitProducerId over the control connection: the producer's id and epoch.
     fn init_producer_id(&mut self) -> Result<(), String> {
-        let versions = self.control.as_ref().map(|b| b.versions().clone());
-        let version = versions
-            .and_then(|v| {
-                INIT_PRODUCER_ID
-                    .versions
-                    .iter()
-                    .copied()
-                    .find(|&n| v.offers(INIT_PRODUCER_ID.key, n))
-            })
-            .ok_or_else(|| "the broker does not offer InitProducerId v0 or v1".to_string())?;
-        let request =
-            |c: i32, id: &str| init_producer_id_request(Header::new(version, c, id), None);
-        self.control_call(&request)?;
+        self.control(INIT_PRODUCER_ID, &|h| init_producer_id_request(h, None))?;
         let answer = parse_init_producer_id(&self.body)
             .map_err(|m| format!("a malformed InitProducerId answer: {}", m.0))?;
         if answer.error != 0 {
@@ -134,14 +120,7 @@ impl Cluster {
         Ok(())
     }
 
-    /// A request over the control connection (made to the first bootstrap server, or known
-    /// broker, that answers); the answer in `self.body`.
-    fn control_call(&mut self, build: &dyn Fn(i32, &str) -> Vec<u8>) -> Result<(), String> {
-        self.control_versioned(&|_| Some(0), &|h| build(h.correlation, h.client_id))
-            .map(drop)
-    }
-
-    /// A request of `api` over the control connection, of the first of `versions` its broker
+    /// A request of `api` over the control connection, of the first of its versions the broker
     /// offers (`build` given the version, the correlation id and the client id): the version
     /// and the answer.
     pub fn control_request(
@@ -149,21 +128,17 @@ impl Cluster {
         api: Api,
         build: &dyn Fn(Header<'_>) -> Vec<u8>,
     ) -> Result<(i16, Vec<u8>), String> {
-        let pick = |v: &Versions| api.versions.iter().copied().find(|&n| v.offers(api.key, n));
-        let version = self.control_versioned(&pick, build)?;
+        let version = self.control(api, build)?;
         Ok((version, self.body.clone()))
     }
 
-    /// [`Self::control_call`] of the version `pick` picks of what the broker offers.
-    fn control_versioned(
-        &mut self,
-        pick: &dyn Fn(&Versions) -> Option<i16>,
-        build: &dyn Fn(Header<'_>) -> Vec<u8>,
-    ) -> Result<i16, String> {
+    /// [`Self::control_request`], the answer left in `self.body`. The control connection is
+    /// made to the first bootstrap server, or known broker, that answers and offers `api`.
+    fn control(&mut self, api: Api, build: &dyn Fn(Header<'_>) -> Vec<u8>) -> Result<i16, String> {
         let mut body = std::mem::take(&mut self.body);
         let mut last = String::from("bootstrap.servers names no server");
         if let Some(mut broker) = self.control.take() {
-            let version = pick(broker.versions());
+            let version = broker.versions().pick(&api);
             if let Some(v) = version.filter(|_| !broker.expiring()) {
                 if broker
                     .call(|c, id| build(Header::new(v, c, id)), &mut body)
@@ -177,14 +152,13 @@ impl Cluster {
         }
         let mut servers = self.bootstrap.clone();
         servers.extend(self.metadata.brokers.values().cloned());
-        let needed = [(METADATA, METADATA_VERSION, "Metadata")];
         for (host, port) in servers {
-            match Broker::connect(&host, port, &self.connection, &needed) {
+            match Broker::connect(&host, port, &self.connection, &[METADATA, api]) {
                 Ok(mut broker) => {
-                    let Some(v) = pick(broker.versions()) else {
-                        last = format!("{host}:{port} does not offer the request's versions");
-                        continue;
-                    };
+                    let v = broker
+                        .versions()
+                        .pick(&api)
+                        .expect("offered: checked by connect");
                     match broker.call(|c, id| build(Header::new(v, c, id)), &mut body) {
                         Ok(()) => {
                             self.control = Some(broker);
@@ -270,19 +244,19 @@ impl Cluster {
             .get(&id)
             .cloned()
             .ok_or_else(|| format!("broker {id} has no address"))?;
-        let needed = [(PRODUCE, 3, "Produce")];
-        let broker = Broker::connect(&host, port, &self.connection, &needed).map_err(|r| match r {
-            Refusal::Unreachable(why) => why,
-            Refusal::Refused(why) => {
-                self.refused = Some(why.clone());
-                why
-            }
-        });
+        let broker =
+            Broker::connect(&host, port, &self.connection, &[PRODUCE]).map_err(|r| match r {
+                Refusal::Unreachable(why) => why,
+                Refusal::Refused(why) => {
+                    self.refused = Some(why.clone());
+                    why
+                }
+            });
         let broker = broker.inspect_err(|why| self.last_error = Some(why.clone()))?;
-        let version = PRODUCE_VERSIONS
-            .into_iter()
-            .find(|&v| broker.versions().offers(PRODUCE, v))
-            .unwrap_or(3);
+        let version = broker
+            .versions()
+            .pick(&PRODUCE)
+            .expect("offered: checked by connect");
         Ok(Open { broker, version })
     }
 }

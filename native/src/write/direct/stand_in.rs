@@ -16,7 +16,7 @@ use super::DirectWriter;
 use crate::protocol::api_versions::API_VERSIONS;
 use crate::protocol::batch_frame::crc;
 use crate::protocol::init_producer_id::{ProducerId, INIT_PRODUCER_ID};
-use crate::protocol::metadata::{METADATA, METADATA_VERSION};
+use crate::protocol::metadata::METADATA;
 use crate::protocol::primitives::Cursor;
 use crate::protocol::produce::PRODUCE;
 use crate::protocol::records::{head, payload, records};
@@ -100,14 +100,14 @@ fn serve(mut stream: TcpStream, port: u16, log: &Mutex<Partition>) {
         let (mut c, (key, version, correlation)) = request_header(&request);
         let body = match key {
             // what a Kafka 3 broker offers
-            API_VERSIONS => versions_body(&[
-                (PRODUCE, 3, 9),
-                (METADATA, 0, 12),
-                (API_VERSIONS, 0, 3),
+            k if k == API_VERSIONS.key => versions_body(&[
+                (PRODUCE.key, 3, 9),
+                (METADATA.key, 0, 12),
+                (API_VERSIONS.key, 0, 3),
                 (INIT_PRODUCER_ID.key, 0, 4),
             ]),
-            METADATA => {
-                assert_eq!(version, METADATA_VERSION);
+            k if k == METADATA.key => {
+                assert_eq!(version, METADATA.versions[0]);
                 let named = (0..c.count().unwrap()).map(|_| c.string().unwrap().unwrap());
                 let named = named.map(str::to_string).collect();
                 log.lock().unwrap().lookups.push(named);
@@ -122,7 +122,7 @@ fn serve(mut stream: TcpStream, port: u16, log: &Mutex<Partition>) {
                     epoch: 0,
                 })
             }
-            PRODUCE => produce(&mut c, &request, version, log),
+            k if k == PRODUCE.key => produce(&mut c, &request, version, log),
             _ => panic!("the stand-in was asked API {key} v{version}"),
         };
         let mut answer = ((body.len() + 4) as i32).to_be_bytes().to_vec();

@@ -74,16 +74,12 @@ mod tests {
 
     #[test]
     fn the_most_preferred_version_offered_is_picked_and_a_refusal_names_them_all() {
-        let mut body = vec![0, 0, 0, 0, 0, 2];
-        body.extend_from_slice(&[0, 0, 0, 3, 0, 7]); // Produce 3..7
-        body.extend_from_slice(&[0, 22, 0, 0, 0, 0]); // InitProducerId 0
-        let versions = parse_versions(&body).unwrap();
+        // Produce 3..7, InitProducerId 0..0
+        let versions = Versions(vec![(0, 3, 7), (22, 0, 0)]);
         let produce = Api::new(0, &[8, 7, 6, 5, 4, 3], "Produce");
         assert_eq!(versions.pick(&produce), Some(7));
-        assert_eq!(
-            versions.pick(&Api::new(22, &[1, 0], "InitProducerId")),
-            Some(0)
-        );
+        let init = Api::new(22, &[1, 0], "InitProducerId");
+        assert_eq!(versions.pick(&init), Some(0));
         let fetch = Api::new(1, &[11], "Fetch");
         assert_eq!(versions.pick(&fetch), None);
         assert_eq!(spoken(&fetch), "Fetch v11");

@@ -4,6 +4,7 @@ and runs of ``sink_app.py`` (a streaming write in a Spark session of its own).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from tests.integration.helpers import wait_until
 
 from pyspark_dynamic_kafka.sink.executor.produce import STAMP_HEADERS
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
@@ -60,12 +62,15 @@ def committed_values(cluster: BaseKafkaCluster, topic: str, count: int) -> list[
     ``count`` or more (what they see at the deadline otherwise): a transaction's markers are
     written to its partitions after EndTxn is answered, so its records show a moment after the
     commit returns."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        seen = sorted(r.value for r in read_topic(cluster, topic))
-        if len(seen) >= count or time.monotonic() > deadline:
-            return seen
-        time.sleep(0.25)
+    seen: list[str] = []
+
+    def enough() -> bool:
+        seen[:] = sorted(r.value for r in read_topic(cluster, topic))
+        return len(seen) >= count
+
+    with contextlib.suppress(AssertionError):  # the caller's comparison shows the difference
+        wait_until(enough, DEADLINE, f"{count} committed records of {topic}")
+    return seen
 
 
 def read_messages(

@@ -72,10 +72,10 @@ with (
         .option("metadataService", "file")
         .option("metadataService.path", str(metadata))
         .option("streamIds", "orders")
-        .option("startingOffsets", "earliest")
-        .option("metadataDiscoveryIntervalMs", "1000")
         .option("valueFormat", "avro")
         .option("valueSchema", json.dumps(V1))  # the reader schema: these are the columns
+        .option("startingOffsets", "earliest")
+        .option("metadataDiscoveryIntervalMs", "1000")
         .load()
         .select("cluster", "value.id", "value.amount", "valueSchemaId")
     )

@@ -21,17 +21,16 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark_dynamic_kafka.errors import ArchiveError
 from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.archive.files import list_files, parse_location
 from pyspark_dynamic_kafka.source.archive.survey import FileSurvey, survey_files
-from pyspark_dynamic_kafka.source.executor.archive import (
-    ArchiveFile,
-    ArchiveRead,
-    ArchiveTask,
-    filesystem,
-)
+from pyspark_dynamic_kafka.source.executor.archive import ArchiveFile, ArchiveTask, filesystem
+
+if TYPE_CHECKING:
+    from pyspark_dynamic_kafka.source.executor.archive import ArchiveRead
 
 __all__ = ["ArchivePlan", "check_same_plan", "make_plan", "read_order"]
 

@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     NewTopic,
@@ -24,6 +24,7 @@ from pyspark_dynamic_kafka.testing.errors import (
     wait_for,
 )
 from pyspark_dynamic_kafka.testing.readiness import Readiness
+from pyspark_dynamic_kafka.testing.topic_requests import change_topic
 
 __all__ = ["KafkaClients"]
 
@@ -247,18 +248,11 @@ class KafkaClients(ABC):
     def _change_topic(
         self, verb: str, name: str, method: Callable[[Any], Any], item: Any, timeout: float
     ) -> None:
-        error: KafkaException | None = None
-        with self._admin() as admin:
-            futures = method(admin)([item], operation_timeout=timeout)
-            try:
-                futures[name].result(timeout=timeout)
-            except KafkaException as exc:
-                error = exc
-            del admin, futures  # raised from here, the traceback would keep the client open
-        if error is not None:
-            raise KafkaTestingError(
-                f"cluster {self.name!r} could not {verb} topic {name!r}: {error}"
-            ) from error
+        def request(admin: Any, seconds: float) -> dict[str, Any]:
+            return dict(method(admin)([item], operation_timeout=seconds))
+
+        deadline = time.monotonic() + timeout
+        change_topic(self._admin, verb, name, request, deadline, self.name)
 
     def _led(self, name: str, partitions: int, timeout: float) -> bool:
         """Whether metadata shows topic ``name`` with ``partitions`` partitions, all led."""

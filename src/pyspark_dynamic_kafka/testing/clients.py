@@ -24,6 +24,7 @@ from pyspark_dynamic_kafka.testing.errors import (
     wait_for,
 )
 from pyspark_dynamic_kafka.testing.readiness import Readiness
+from pyspark_dynamic_kafka.testing.tcp import accepts_connections
 from pyspark_dynamic_kafka.testing.topic_requests import change_topic
 
 __all__ = ["KafkaClients"]
@@ -90,8 +91,11 @@ class KafkaClients(ABC):
         return {"bootstrap.servers": self.bootstrap_servers, **config}
 
     @contextlib.contextmanager
-    def _admin(self) -> Iterator[Any]:
+    def _admin(self, server: str | None = None) -> Iterator[Any]:
+        """A new admin client (of broker ``server`` alone, if given)."""
         config: dict[str, Any] = {**self.client_properties(), "logger": _log}
+        if server is not None:
+            config["bootstrap.servers"] = server
         admin = AdminClient(config)
         try:
             yield admin
@@ -212,13 +216,13 @@ class KafkaClients(ABC):
             name, num_partitions=partitions, replication_factor=replicas, config=dict(config or {})
         )
         deadline = time.monotonic() + timeout
-        self._change_topic("create", name, lambda admin: admin.create_topics, new_topic, timeout)
+        self._change_topic("create", name, lambda admin: admin.create_topics, new_topic, deadline)
         self._created_topic(name)
         wait_for(
             lambda: self._led(name, partitions, seconds_left(deadline)),
             deadline,
             f"topic {name!r} with {partitions} partition(s), each with a leader, to appear on "
-            f"cluster {self.name!r}",
+            f"every broker of cluster {self.name!r}",
         )
         _log.debug("cluster %s: created topic %s (%d partitions)", self.name, name, partitions)
 
@@ -238,7 +242,7 @@ class KafkaClients(ABC):
             If the broker refuses (the topic does not exist, ...) or it does not go away in time.
         """
         deadline = time.monotonic() + timeout
-        self._change_topic("delete", name, lambda admin: admin.delete_topics, name, timeout)
+        self._change_topic("delete", name, lambda admin: admin.delete_topics, name, deadline)
         wait_for(
             lambda: name not in self.topics(timeout=seconds_left(deadline)),
             deadline,
@@ -246,19 +250,25 @@ class KafkaClients(ABC):
         )
 
     def _change_topic(
-        self, verb: str, name: str, method: Callable[[Any], Any], item: Any, timeout: float
+        self, verb: str, name: str, method: Callable[[Any], Any], item: Any, deadline: float
     ) -> None:
         def request(admin: Any, seconds: float) -> dict[str, Any]:
             return dict(method(admin)([item], operation_timeout=seconds))
 
-        deadline = time.monotonic() + timeout
         change_topic(self._admin, verb, name, request, deadline, self.name)
 
     def _led(self, name: str, partitions: int, timeout: float) -> bool:
-        """Whether metadata shows topic ``name`` with ``partitions`` partitions, all led."""
-        topic = self._metadata(time.monotonic() + timeout).topics.get(name)
-        led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
-        return topic is not None and topic.error is None and len(led) == partitions
+        """Whether every broker taking connections shows topic ``name`` with ``partitions``
+        partitions, all led: each KRaft broker replays the metadata log in its own time, and the
+        caller's next client may ask any of them (a new client asks its bootstrap broker)."""
+        servers = [server.strip() for server in self.bootstrap_servers.split(",")]
+        for server in [s for s in servers if accepts_connections(s)] or servers:
+            with self._admin(server) as admin:
+                topic = admin.list_topics(timeout=min(timeout, _ATTEMPT_SECONDS)).topics.get(name)
+            led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
+            if topic is None or topic.error is not None or len(led) != partitions:
+                return False
+        return True
 
     def _created_topic(self, name: str) -> None:
         """Called once the broker accepted a new topic (a subclass may remember it)."""

@@ -253,7 +253,8 @@ class KafkaClients(ABC):
         self, verb: str, name: str, method: Callable[[Any], Any], item: Any, deadline: float
     ) -> None:
         def request(admin: Any, seconds: float) -> dict[str, Any]:
-            return dict(method(admin)([item], operation_timeout=seconds))
+            timeouts = {"operation_timeout": seconds, "request_timeout": seconds}
+            return dict(method(admin)([item], **timeouts))
 
         change_topic(self._admin, verb, name, request, deadline, self.name)
 

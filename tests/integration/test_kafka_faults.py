@@ -118,16 +118,8 @@ def test_a_listing_does_not_wait_for_a_stopped_broker_named_controller(
     assert isinstance(east, ApacheKafkaCluster)
     properties = {k: str(v) for k, v in east.client_properties().items()}
     admin = ClusterAdmin("east", properties, timeout_ms=20_000)
-    # A new topic reaches each broker's metadata in its own time (KRaft: each replays the
-    # metadata log): the fixture waited for the broker it asked, a listing may ask another.
-    listed = []
-
-    def lists_the_topic() -> bool:
-        listed.append(admin.list_topics(["orders", "absent"]))
-        return listed[-1].partitions == {"orders": (0, 1, 2)}
-
-    wait_until(lists_the_topic, what="a listing of the new topic")
-    before = listed[-1]
+    # create_topic waited until every broker shows the topic, so any broker may answer
+    before = admin.list_topics(["orders", "absent"])
     assert before.partitions == {"orders": (0, 1, 2)} and before.absent == {"absent"}
     named = admin.request("name a controller", lambda c: c.list_topics(timeout=20).controller_id)
     east.stop_broker(named)

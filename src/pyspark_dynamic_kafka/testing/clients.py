@@ -264,8 +264,8 @@ class KafkaClients(ABC):
         caller's next client may ask any of them (a new client asks its bootstrap broker)."""
         servers = [server.strip() for server in self.bootstrap_servers.split(",")]
         for server in [s for s in servers if accepts_connections(s)] or servers:
-            with self._admin(server) as admin:
-                topic = admin.list_topics(timeout=min(timeout, _ATTEMPT_SECONDS)).topics.get(name)
+            answer = self._one_metadata_answer(min(timeout, _ATTEMPT_SECONDS), server)
+            topic = answer.topics.get(name)
             led = [p for p in getattr(topic, "partitions", {}).values() if p.leader >= 0]
             if topic is None or topic.error is not None or len(led) != partitions:
                 return False
@@ -384,8 +384,8 @@ class KafkaClients(ABC):
         wanted = Readiness(brokers, cluster_id, [server.strip() for server in addresses])
         wanted.wait(self._one_metadata_answer, deadline, problem, pending, self._start_failure)
 
-    def _one_metadata_answer(self, timeout: float) -> Any:
-        with self._admin() as admin:
+    def _one_metadata_answer(self, timeout: float, server: str | None = None) -> Any:
+        with self._admin(server) as admin:
             return admin.list_topics(timeout=timeout)
 
     def _start_failure(self, what: str) -> str:

@@ -16,7 +16,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/pyspark-dynamic-kafka/native-target
 CORE_STAMP := $(VENV)/.core-installed
 CORE_SOURCES := native/Cargo.toml native/Cargo.lock native/pyproject.toml \
-	$(wildcard native/src/*.rs native/src/*/*.rs native/python/pyspark_dynamic_kafka_core/*)
+	$(shell find native/src native/python -type f)
 CORE_BUILD := build/core-wheel
 SETUP := $(STAMP) $(if $(filter 1,$(NATIVE)),$(CORE_STAMP))
 

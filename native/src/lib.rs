@@ -18,6 +18,7 @@
 //! - `protocol.rs`: Kafka's wire protocol: no pyo3, no librdkafka, no I/O;
 //! - `protocol/primitives.rs`: integers, strings, arrays, bytes and varints, read and written; an
 //!   API (key, versions spoken, name) and a request's header;
+//! - `protocol/flexible.rs`: the flexible versions' encoding: unsigned varints, compact strings and arrays, tagged fields;
 //! - `protocol/api_versions.rs`: ApiVersions: which versions a broker speaks and which of an API's
 //!   to use;
 //! - `protocol/metadata.rs`: Metadata: which broker leads each partition, where brokers listen;
@@ -29,6 +30,7 @@
 //! - `protocol/add_offsets_to_txn.rs`: AddOffsetsToTxn: a group's offsets in a transaction;
 //! - `protocol/txn_offset_commit.rs`: TxnOffsetCommit: a group's offsets committed inside a transaction;
 //! - `protocol/end_txn.rs`: EndTxn: a transaction committed or aborted;
+//! - `protocol/offset_fetch.rs`: OffsetFetch (v7, stable offsets): the offsets a group committed, the sink's progress markers;
 //! - `protocol/batch_frame.rs`: where a record batch ends in a response (its length bounded first), and its CRC-32C;
 //! - `protocol/records.rs`: record batches (magic 2), their records and control records;
 //! - `protocol/batch_writer.rs`: record batches written as an idempotent or transactional producer sends them, with their CRC-32C;

@@ -4,6 +4,7 @@
 //!
 //! - [`primitives`]: integers, strings, arrays, bytes and varints (read and written); an API
 //!   (its key, the versions spoken, its name) and a request's header;
+//! - [`flexible`]: the flexible versions' compact strings and arrays and tagged fields;
 //! - [`api_versions`]: ApiVersions, which versions a broker speaks and which of an API's to use;
 //! - [`metadata`]: which broker leads each partition, and where brokers listen;
 //! - [`fetch`]: the Fetch request and its response;
@@ -15,6 +16,7 @@
 //! - [`add_offsets_to_txn`]: AddOffsetsToTxn, a group's offsets in a transaction;
 //! - [`txn_offset_commit`]: TxnOffsetCommit, those offsets committed inside the transaction;
 //! - [`end_txn`]: EndTxn, a transaction committed or aborted;
+//! - [`offset_fetch`]: OffsetFetch, the offsets a group committed (the sink's progress markers);
 //! - [`batch_frame`]: where a record batch ends in a response, and its CRC-32C;
 //! - [`records`]: record batches (magic 2) and their records and control records;
 //! - [`batch_writer`]: record batches written, as an idempotent or transactional producer sends
@@ -36,10 +38,12 @@ pub mod end_txn;
 pub mod error;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod flexible;
 #[cfg(test)]
 mod fuzz;
 pub mod init_producer_id;
 pub mod metadata;
+pub mod offset_fetch;
 pub mod primitives;
 pub mod produce;
 pub mod records;

@@ -8,6 +8,8 @@ name the streaming query that wrote them and are found wherever they were writte
 - Task-level, both writers: a topic that sorts first joins the route, then the route's first
   topic leaves, between attempts and their replays; a take-over's own restarts are replays; a
   marker of today's release (no query id) still skips a replay.
+- The direct path's producer reads the markers itself: what a consumer of the group reads, and
+  not while a transaction is committing newer ones (require_stable).
 
 The driver killed after a micro-batch's transactions committed, with a topic that sorts first
 added to the stream before the restart, is test_sink_faults.py's killed-driver test (one Spark
@@ -16,11 +18,13 @@ app run less than a test of its own: each costs minutes on a loaded machine).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from tests.engine_roles import skip_without_core
 from tests.integration.helpers import EstateFactory, requires_kafka
 from tests.integration.sink_records import (
     drop_files,
@@ -28,10 +32,21 @@ from tests.integration.sink_records import (
     sink_options,
 )
 
+from pyspark_dynamic_kafka.engines.roles import ProduceFailure
 from pyspark_dynamic_kafka.errors import SinkIdInUseError
 from pyspark_dynamic_kafka.kafka.config import FrozenProperties
-from pyspark_dynamic_kafka.sink.executor.markers import MARKER, Marker, committed_markers
+from pyspark_dynamic_kafka.sink.executor.markers import (
+    MARKER,
+    Marker,
+    committed_markers,
+    marker_metadata,
+    progress_group,
+)
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster, WriteTask
+from pyspark_dynamic_kafka.sink.executor.transaction import (
+    ProducerTransaction,
+    produce_transaction,
+)
 from pyspark_dynamic_kafka.sink.route import WriteRoute
 
 pytestmark = requires_kafka("Kafka transactions (Tansu's are not what these tests check)")
@@ -215,3 +230,49 @@ def test_a_marker_of_todays_release_still_skips_the_replay(
     assert _values(east) == ["new-8", "old-7"]
     (marker,) = committed_markers(task.marker_clusters[0], "tasks", 0, 60_000)
     assert marker == Marker(8, Q1, 0, "east/orders-0")
+
+
+def test_the_direct_producer_reads_the_markers_a_consumer_reads_and_waits_for_a_commit(
+    estate: EstateFactory,
+) -> None:
+    """The direct path's transactional producer asks the group's coordinator itself
+    (OffsetFetch v7 over its own connections: no consumer made per task, which costs ~50 ms to
+    find the coordinator): the markers a consumer of the group reads, place by place. As
+    require_stable asks, a transaction committing a newer marker is waited for
+    (UNSTABLE_OFFSET_COMMIT), never answered with the marker before it: the ask fails at its
+    timeout while that transaction stays open, and reads the new marker once it committed."""
+    skip_without_core("direct")
+    east = estate("east", partitions=1)["east"]
+    east.create_topic("aaa", partitions=1)
+    task = dataclasses.replace(_task(east, {"aaa", "orders"}), engine="direct")
+    for batch_id, value in ((3, "a"), (4, "b")):
+        produce_transaction(task, _batch([value]), batch_id=batch_id, partition=0, query_id=Q1)
+    where = task.marker_clusters[0]
+    # Spark partition 5's transactional id: it only asks.
+    asker = ProducerTransaction(dataclasses.replace(task, flush_timeout_ms=3_000), 5, None)
+    try:
+        by_producer = committed_markers(where, "tasks", 0, 60_000, asker.committed)
+        by_consumer = committed_markers(where, "tasks", 0, 60_000)
+        expected = [Marker(4, Q1, 0, "east/aaa-0"), Marker(4, Q1, 0, "east/orders-0")]
+        assert sorted(by_producer, key=str) == sorted(by_consumer, key=str) == expected
+        nothing = asker.committed(progress_group("tasks", 7), [("orders", 0)])
+        assert [(t, p, o) for t, p, o, _ in nothing or []] == [("orders", 0, -1)]
+
+        group = progress_group("tasks", 1)
+        pending = ProducerTransaction(task, 1, None)
+        try:
+            pending.begin()
+            assert pending.write(_batch(["c"])).rows == {"orders": 1}
+            metadata = marker_metadata(Q1, 0)
+            pending.producer.send_offset(group, ("orders", 0, 9), metadata, 60_000)
+            with pytest.raises(ProduceFailure, match="timed out: UNSTABLE_OFFSET_COMMIT"):
+                asker.committed(group, [("orders", 0)])
+            pending.producer.commit_transaction(60_000)
+        finally:
+            pending.close()
+        assert committed_markers(where, "tasks", 1, 60_000, asker.committed) == [
+            Marker(9, Q1, 0, "east/orders-0")
+        ]
+    finally:
+        asker.close()
+    assert _values(east) == ["a", "b", "c"]

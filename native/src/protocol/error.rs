@@ -57,6 +57,7 @@ pub fn error_name(code: i16) -> &'static str {
         58 => "SASL_AUTHENTICATION_FAILED",
         74 => "FENCED_LEADER_EPOCH",
         75 => "UNKNOWN_LEADER_EPOCH",
+        88 => "UNSTABLE_OFFSET_COMMIT",
         90 => "PRODUCER_FENCED",
         100 => "UNKNOWN_TOPIC_ID",
         _ => "",

@@ -211,3 +211,40 @@ pub fn produce_body(version: i16, topic: &str, partitions: &[(i32, i16, i64)]) -
     b.extend_from_slice(&0i32.to_be_bytes()); // throttle time
     b
 }
+
+/// One partition of an OffsetFetch answer: (topic, partition, offset, metadata, error).
+pub type FetchedOffset<'a> = (&'a str, i32, i64, Option<&'a [u8]>, i16);
+
+/// An OffsetFetch v7 answer, its header's tagged fields first (one, to be skipped): each
+/// (topic, partition, offset, metadata, error), those of one topic next to each other, then the
+/// group's error.
+pub fn offset_fetch_body(parts: &[FetchedOffset<'_>], error: i16) -> Vec<u8> {
+    let compact = |n: usize, b: &mut Vec<u8>| b.push(u8::try_from(n + 1).expect("small"));
+    let mut b = vec![1, 0, 1, 0x5a]; // one tagged field: tag 0, 1 byte
+    b.extend_from_slice(&0i32.to_be_bytes()); // throttle time
+    let runs: Vec<_> = parts.chunk_by(|x, y| x.0 == y.0).collect();
+    compact(runs.len(), &mut b);
+    for run in runs {
+        compact(run[0].0.len(), &mut b);
+        b.extend_from_slice(run[0].0.as_bytes());
+        compact(run.len(), &mut b);
+        for &(_, partition, offset, metadata, error) in run {
+            b.extend_from_slice(&partition.to_be_bytes());
+            b.extend_from_slice(&offset.to_be_bytes());
+            b.extend_from_slice(&(-1i32).to_be_bytes()); // leader epoch
+            match metadata {
+                None => b.push(0),
+                Some(m) => {
+                    compact(m.len(), &mut b);
+                    b.extend_from_slice(m);
+                }
+            }
+            b.extend_from_slice(&error.to_be_bytes());
+            b.push(0); // no tagged fields
+        }
+        b.push(0);
+    }
+    b.extend_from_slice(&error.to_be_bytes());
+    b.push(0);
+    b
+}

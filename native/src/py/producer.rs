@@ -12,7 +12,9 @@ use pyo3::prelude::*;
 
 use super::open_writer::{raise, stamp_of, OpenWriter};
 use crate::ffi::Producer as RdProducer;
-use crate::write::batch_producer::{BatchProducer, Deliveries, Destination, Marker};
+use crate::write::batch_producer::{
+    BatchProducer, CommittedOffset, Deliveries, Destination, Marker,
+};
 use crate::write::direct::config::ProduceConfig;
 use crate::write::direct::DirectWriter;
 use crate::write::{Stamp, Writer};
@@ -158,6 +160,23 @@ impl Producer {
     fn abort_transaction(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<()> {
         self.inner
             .with(py, |w| w.abort_transaction(timeout_ms).map_err(raise))
+    }
+
+    /// The stable offsets `group` committed on `places` ((topic, partition) pairs), where the
+    /// engine asks for them itself (the direct path's transactional producer): each place's
+    /// (topic, partition, offset (-1: none), metadata); None where it does not.
+    fn committed(
+        &self,
+        py: Python<'_>,
+        group: String,
+        places: Vec<(String, i32)>,
+        timeout_ms: u64,
+    ) -> PyResult<Option<Vec<CommittedOffset>>> {
+        let places: Vec<(&str, i32)> = places.iter().map(|(t, p)| (t.as_str(), *p)).collect();
+        self.inner.with(py, |w| {
+            w.committed_offsets(&group, &places, timeout_ms)
+                .map_err(raise)
+        })
     }
 
     /// Drop the producer without waiting (records not yet acknowledged are dropped).

@@ -36,6 +36,9 @@ pub struct Marker<'a> {
     pub metadata: &'a str,
 }
 
+/// An offset a group committed: (topic, partition, offset (-1: none), its metadata).
+pub type CommittedOffset = (String, i32, i64, Option<String>);
+
 /// A sink's producer of one cluster: rows in, deliveries counted, and Kafka's transactions.
 pub trait BatchProducer: Send {
     /// Write every row of `batch` to its topic; does nothing more once a record failed.
@@ -68,6 +71,18 @@ pub trait BatchProducer: Send {
 
     /// Abort the open transaction.
     fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure>;
+
+    /// The stable offsets (none pending in a transaction) `group` committed on `places`
+    /// (topic, partition), where the engine asks for them itself; `None` where it does not (the
+    /// caller asks a consumer).
+    fn committed_offsets(
+        &mut self,
+        _group: &str,
+        _places: &[(&str, i32)],
+        _timeout_ms: u64,
+    ) -> Result<Option<Vec<CommittedOffset>>, Failure> {
+        Ok(None)
+    }
 
     /// Ship what waited past `linger.ms` while no rows came, where the engine has no thread of
     /// its own for it (called by one of the producer's: [`crate::py::open_writer`]).

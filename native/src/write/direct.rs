@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arrow_array::RecordBatch;
 
-use super::batch_producer::{BatchProducer, Deliveries, Destination, Marker};
+use super::batch_producer::{BatchProducer, CommittedOffset, Deliveries, Destination, Marker};
 use super::{Failure, Stamp, STAMP_KEYS};
 use crate::from_arrow::Rows;
 use batches::Accumulator;
@@ -340,6 +340,15 @@ impl BatchProducer for DirectWriter {
 
     fn abort_transaction(&mut self, timeout_ms: u64) -> Result<(), Failure> {
         self.abort(timeout_ms)
+    }
+
+    fn committed_offsets(
+        &mut self,
+        group: &str,
+        places: &[(&str, i32)],
+        timeout_ms: u64,
+    ) -> Result<Option<Vec<CommittedOffset>>, Failure> {
+        self.fetch_offsets(group, places, timeout_ms)
     }
 }
 

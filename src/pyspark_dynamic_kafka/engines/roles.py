@@ -46,6 +46,7 @@ __all__ = [
     "BatchProducer",
     "ColumnDecoder",
     "ColumnEncoder",
+    "CommittedOffset",
     "ConsumerFactory",
     "CoreMissingError",
     "EncodeFailure",
@@ -224,6 +225,10 @@ class ColumnEncoder(Protocol):
         ...
 
 
+#: An offset a group committed: (topic, partition, offset (negative: none), its metadata).
+CommittedOffset = tuple[str, int, int, str | None]
+
+
 class BatchProducer(Protocol):
     """Produces the sink's Arrow batches (columns ``value``, ``key``, ``topic``, ``partition``,
     ``headers``) to one cluster, counting the deliveries, with exactlyOnce's transaction steps.
@@ -271,6 +276,14 @@ class BatchProducer(Protocol):
     def abort_transaction(self, timeout_ms: int) -> None:
         """Abort the open transaction."""
 
+    def committed(
+        self, group: str, places: list[tuple[str, int]], timeout_ms: int
+    ) -> list[CommittedOffset] | None:
+        """The stable offsets (none pending in a transaction) ``group`` committed on ``places``
+        (topic, partition) of the producer's cluster, where the producer asks for them itself;
+        ``None`` where it does not (a consumer is asked)."""
+        ...
+
     def close(self) -> None:
         """Release the producer (records not yet acknowledged are dropped)."""
 
@@ -293,6 +306,11 @@ class Transaction(Protocol[Report_co]):
 
     def abort(self) -> None:
         """Abort the open transaction (its errors ignored: the broker aborts it on timeout)."""
+
+    def committed(self, group: str, places: list[tuple[str, int]]) -> list[CommittedOffset] | None:
+        """:meth:`BatchProducer.committed` of the transaction's producer (its timeout the
+        task's)."""
+        ...
 
     def close(self) -> None:
         """Release the producer."""

@@ -17,7 +17,12 @@ from collections.abc import Iterator, Mapping
 import pyarrow as pa
 
 from pyspark_dynamic_kafka.engines import core
-from pyspark_dynamic_kafka.engines.roles import FLUSH_MARGIN_MS, ProduceFailure, TopicRoutes
+from pyspark_dynamic_kafka.engines.roles import (
+    FLUSH_MARGIN_MS,
+    CommittedOffset,
+    ProduceFailure,
+    TopicRoutes,
+)
 
 __all__ = ["CoreProducer"]
 
@@ -109,6 +114,15 @@ class CoreProducer:
         """Abort the open transaction (on the direct path, batches not yet sent are dropped)."""
         with _failing():
             self._producer.abort_transaction(timeout_ms)
+
+    def committed(
+        self, group: str, places: list[tuple[str, int]], timeout_ms: int
+    ) -> list[CommittedOffset] | None:
+        """The stable offsets ``group`` committed on ``places``, asked of the group's coordinator
+        over the producer's connections (OffsetFetch v7) by the direct path's transactional
+        producer; ``None`` for librdkafka's, or a broker before Kafka 2.5."""
+        with _failing():
+            return self._producer.committed(group, places, timeout_ms)
 
     def close(self) -> None:
         """Drop the producer without waiting (records not yet acknowledged are dropped)."""

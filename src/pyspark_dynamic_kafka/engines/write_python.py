@@ -24,6 +24,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 
 from pyspark_dynamic_kafka.engines.roles import (
     FLUSH_MARGIN_MS,
+    CommittedOffset,
     GroupLender,
     ProduceFailure,
     TopicRoutes,
@@ -242,6 +243,13 @@ class PythonProducer:
         self._offsets.clear()
         with _transacting():
             self._producer.abort_transaction(timeout_ms / 1000.0)
+
+    def committed(
+        self, group: str, places: list[tuple[str, int]], timeout_ms: int
+    ) -> list[CommittedOffset] | None:
+        """``None``: confluent-kafka's producer reads no offsets (a consumer of the group
+        does)."""
+        return None
 
     def close(self) -> None:
         """Destroy the producer now (records not yet acknowledged are dropped), but for a

@@ -1,6 +1,6 @@
 //! Test support: the transaction coordinators' answers fuzzed (see [`super`]): FindCoordinator,
-//! InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (and
-//! Produce's), on arbitrary bytes, on valid encodings (written as a broker writes them, here
+//! InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn and
+//! OffsetFetch (and Produce's), on arbitrary bytes, on valid encodings (written as a broker writes them, here
 //! or in [`crate::protocol::sample`]) read back, and on those mutated.
 
 use proptest::prelude::*;
@@ -10,8 +10,9 @@ use crate::protocol::add_partitions_to_txn::{parse_partition_errors, PartitionEr
 use crate::protocol::end_txn::parse_error;
 use crate::protocol::find_coordinator::{parse_find_coordinator, Coordinator};
 use crate::protocol::init_producer_id::{parse_init_producer_id, ProducerId};
+use crate::protocol::offset_fetch::{parse_offset_fetch, Committed};
 use crate::protocol::produce::parse_produce;
-use crate::protocol::sample::producer_id_body;
+use crate::protocol::sample::{offset_fetch_body, producer_id_body};
 
 fn string(s: Option<&str>, out: &mut Vec<u8>) {
     match s {
@@ -57,6 +58,7 @@ fn parse_everything(data: &[u8]) {
     let _ = parse_init_producer_id(data);
     let _ = parse_partition_errors(data);
     let _ = parse_error(data);
+    let _ = parse_offset_fetch(data);
     for version in 3..=8 {
         let _ = parse_produce(version, data);
     }
@@ -80,6 +82,10 @@ proptest! {
         host in name(),
         (id, epoch) in (any::<i64>(), any::<i16>()),
         errors in prop::collection::vec((name(), any::<i32>(), any::<i16>()), 0..6),
+        committed in prop::collection::vec(
+            (name(), any::<i32>(), any::<i64>(), prop::option::of(bytes(20)), any::<i16>()),
+            0..6,
+        ),
         damage in mutations(),
     ) {
         let c = Coordinator { error, message, node, host, port };
@@ -96,6 +102,23 @@ proptest! {
         let mut body = 3i32.to_be_bytes().to_vec();
         body.extend_from_slice(&error.to_be_bytes());
         prop_assert_eq!(parse_error(&body).unwrap(), error);
+        parse_everything(&mutate(body, &damage));
+        let parts: Vec<_> = committed
+            .iter()
+            .map(|(t, p, o, m, e)| (t.as_str(), *p, *o, m.as_deref(), *e))
+            .collect();
+        let body = offset_fetch_body(&parts, error);
+        let want: Vec<Committed<'_>> = parts
+            .iter()
+            .map(|&(topic, partition, offset, metadata, error)| Committed {
+                topic,
+                partition,
+                offset,
+                metadata,
+                error,
+            })
+            .collect();
+        prop_assert_eq!(parse_offset_fetch(&body).unwrap(), (error, want));
         parse_everything(&mutate(body, &damage));
     }
 }

@@ -25,6 +25,10 @@ use crate::protocol::find_coordinator::{
 };
 use crate::protocol::primitives::{Api, Header, Malformed};
 
+/// The start of a call's failure when the coordinator does not speak the API at any version
+/// asked (the caller may ask otherwise).
+pub const UNOFFERED: &str = "the coordinator does not offer";
+
 /// Why an answer is not what was asked for, and what follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -158,9 +162,10 @@ impl Coordinators {
             self.open.insert(k.clone(), broker);
         }
         let broker = self.open.get_mut(&k).expect("inserted above");
-        let version = broker.versions().pick(&api).ok_or_else(|| {
-            Answer::Fatal(format!("the coordinator does not offer {}", spoken(&api)))
-        })?;
+        let version = broker
+            .versions()
+            .pick(&api)
+            .ok_or_else(|| Answer::Fatal(format!("{UNOFFERED} {}", spoken(&api))))?;
         let mut body = Vec::new();
         broker
             .call(|c, id| build(Header::new(version, c, id)), &mut body)

@@ -7,7 +7,9 @@
 //! adds a group's offsets (AddOffsetsToTxn) and commits them to the group's coordinator inside
 //! the transaction (TxnOffsetCommit); `commit_transaction` sends and waits for every batch,
 //! then ends the transaction (EndTxn, commit); `abort_transaction` drops what was not sent,
-//! waits for what was, and ends it (EndTxn, abort).
+//! waits for what was, and ends it (EndTxn, abort). `committed_offsets` reads a group's stable
+//! offsets from its coordinator (OffsetFetch v7): the sink's progress markers, over the
+//! producer's own connections.
 //!
 //! A failed producer (fenced, a refused batch, records not acknowledged in time) never commits:
 //! the commit fails and the caller aborts.
@@ -16,7 +18,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::config::ProduceConfig;
-use super::coordinator::{class, error_code, malformed, partition_codes, Answer, Coordinators};
+use super::coordinator::{
+    class, error_code, malformed, partition_codes, Answer, Coordinators, UNOFFERED,
+};
 use super::leaders::Cluster;
 use super::DirectWriter;
 use crate::protocol::add_offsets_to_txn::{add_offsets_request, ADD_OFFSETS_TO_TXN};
@@ -26,9 +30,12 @@ use crate::protocol::find_coordinator::{GROUP, TRANSACTION};
 use crate::protocol::init_producer_id::{
     init_producer_id_request, parse_init_producer_id, Transactional, INIT_PRODUCER_ID,
 };
+use crate::protocol::offset_fetch::{
+    offset_fetch_request, parse_offset_fetch, OFFSET_FETCH, UNSTABLE_OFFSET_COMMIT,
+};
 use crate::protocol::primitives::{Api, Header};
 use crate::protocol::txn_offset_commit::{txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT};
-use crate::write::batch_producer::BatchProducer;
+use crate::write::batch_producer::{BatchProducer, CommittedOffset};
 use crate::write::Failure;
 
 /// A transactional producer's state.
@@ -225,6 +232,58 @@ impl DirectWriter {
             judge,
         );
         committed.map_err(|why| (None, why))
+    }
+
+    /// The offsets `group` committed on `places` (topic, partition), asked of the group's
+    /// coordinator with stable offsets required (a transaction committing some is waited for:
+    /// asked again) within `timeout_ms`: each place's (topic, partition, offset (-1: none),
+    /// metadata); a place the coordinator does not know (UNKNOWN_TOPIC_OR_PARTITION) has none.
+    /// `None` without a transactional id, or when the coordinator does not speak OffsetFetch v7
+    /// (a broker before Kafka 2.5): the caller asks otherwise.
+    pub(super) fn fetch_offsets(
+        &mut self,
+        group: &str,
+        places: &[(&str, i32)],
+        timeout_ms: u64,
+    ) -> Result<Option<Vec<CommittedOffset>>, Failure> {
+        let by = deadline(timeout_ms);
+        let Some(txn) = self.txn.as_mut() else {
+            return Ok(None);
+        };
+        let build = |h: Header<'_>| offset_fetch_request(h, group, places, true);
+        let judge = &mut |body: &[u8]| {
+            let (error, answers) =
+                parse_offset_fetch(body).map_err(malformed(OFFSET_FETCH.name))?;
+            if error != 0 {
+                return Err(class(OFFSET_FETCH.name, error));
+            }
+            let mut found = Vec::with_capacity(answers.len());
+            for a in answers {
+                match a.error {
+                    0 => {
+                        let metadata = a.metadata.map(|m| String::from_utf8_lossy(m).into_owned());
+                        found.push((a.topic.to_string(), a.partition, a.offset, metadata));
+                    }
+                    3 => {} // UNKNOWN_TOPIC_OR_PARTITION: no offset there
+                    UNSTABLE_OFFSET_COMMIT => {
+                        let (Answer::Retry(why) | Answer::Refind(why) | Answer::Fatal(why)) =
+                            class(OFFSET_FETCH.name, a.error);
+                        return Err(Answer::Retry(why));
+                    }
+                    e => return Err(class(OFFSET_FETCH.name, e)),
+                }
+            }
+            Ok(found)
+        };
+        let cluster = &mut self.wire.cluster;
+        match txn
+            .coordinators
+            .call(cluster, (GROUP, group), OFFSET_FETCH, by, &build, judge)
+        {
+            Ok(found) => Ok(Some(found)),
+            Err(why) if why.starts_with(UNOFFERED) => Ok(None),
+            Err(why) => Err((None, why)),
+        }
     }
 
     /// Send every batch and wait for it within `timeout_ms`, then commit the open transaction

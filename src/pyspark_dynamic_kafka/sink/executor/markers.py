@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from pyspark_dynamic_kafka.engines.roles import CommittedOffset, ProduceFailure
 from pyspark_dynamic_kafka.errors import SinkIdInUseError, WriteError
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets
 from pyspark_dynamic_kafka.sink.executor.task import MarkerCluster
@@ -43,6 +44,7 @@ __all__ = [
     "MARKER",
     "Claim",
     "Marker",
+    "OffsetLookup",
     "claim",
     "committed_markers",
     "marker_consumer",
@@ -50,6 +52,9 @@ __all__ = [
     "parse_marker",
     "progress_group",
 ]
+
+#: Asks ``group``'s committed offsets of (topic, partition) places; ``None``: it cannot.
+OffsetLookup = Callable[[str, list[tuple[str, int]]], list[CommittedOffset] | None]
 
 #: The metadata string of a progress marker's offset commit (alone: a legacy marker).
 MARKER = "dynamic_kafka.sink.batch"
@@ -153,11 +158,30 @@ def _committed(consumer: Consumer, places: list[TopicPartition], timeout_s: floa
             time.sleep(_RETRY_S)
 
 
+def _consumer_committed(
+    cluster: MarkerCluster, group: str, places: list[tuple[str, int]], timeout_ms: int
+) -> list[CommittedOffset]:
+    properties = client_properties(cluster.properties, cluster.cluster_id)
+    consumer = marker_consumer(properties, group)
+    try:
+        asked = [TopicPartition(topic, p) for topic, p in places]
+        found = _committed(consumer, asked, timeout_ms / 1000.0)
+    finally:
+        consumer.close()
+    return [(tp.topic, tp.partition, tp.offset, tp.metadata) for tp in found if tp.error is None]
+
+
 def committed_markers(
-    cluster: MarkerCluster, sink_id: str, partition: int, timeout_ms: int
+    cluster: MarkerCluster,
+    sink_id: str,
+    partition: int,
+    timeout_ms: int,
+    lookup: OffsetLookup | None = None,
 ) -> list[Marker]:
     """The markers of Spark partition ``partition`` on ``cluster``: on partition 0 of each
-    topic the stream lists there.
+    topic the stream lists there, asked by ``lookup`` (the task's transactional producer on its
+    own cluster: no client made for it) when given and able, else by a consumer of the group
+    made for it (librdkafka's finds the group's coordinator in about 50 ms).
 
     Raises
     ------
@@ -166,27 +190,24 @@ def committed_markers(
         must not write).
     """
     group = progress_group(sink_id, partition)
-    places = [TopicPartition(topic, 0) for topic in cluster.topics]
+    places = [(topic, 0) for topic in cluster.topics]
     if not places:
         return []
     try:
-        properties = client_properties(cluster.properties, cluster.cluster_id)
-        consumer = marker_consumer(properties, group)
-        try:
-            found = _committed(consumer, places, timeout_ms / 1000.0)
-        finally:
-            consumer.close()
-    except KafkaException as exc:
-        text = redact_secrets(str(exc), cluster.properties)
+        found = None if lookup is None else lookup(group, places)
+        if found is None:
+            found = _consumer_committed(cluster, group, places, timeout_ms)
+    except (KafkaException, ProduceFailure) as exc:
+        why = exc.reason if isinstance(exc, ProduceFailure) else str(exc)
+        text = redact_secrets(why, cluster.properties)
         raise WriteError(
             f"Cannot read the sink's progress markers on cluster {cluster.cluster_id!r} (group "
             f"{group!r}): {text}. Every cluster the stream lists must answer for exactlyOnce "
             "writes."
         ) from None
     markers = (
-        parse_marker(tp.offset, tp.metadata, f"{cluster.cluster_id}/{tp.topic}-{tp.partition}")
-        for tp in found
-        if tp.error is None
+        parse_marker(offset, metadata, f"{cluster.cluster_id}/{topic}-{p}")
+        for topic, p, offset, metadata in found
     )
     return [m for m in markers if m is not None]
 

@@ -28,12 +28,13 @@ from collections.abc import Iterable
 import pyarrow as pa
 from confluent_kafka import Consumer
 
-from pyspark_dynamic_kafka.engines.roles import ProduceFailure, Transaction
+from pyspark_dynamic_kafka.engines.roles import CommittedOffset, ProduceFailure, Transaction
 from pyspark_dynamic_kafka.events import log_event
 from pyspark_dynamic_kafka.kafka.config import client_properties
 from pyspark_dynamic_kafka.sink.executor.markers import (
     MARKER,
     Claim,
+    OffsetLookup,
     claim,
     committed_markers,
     marker_consumer,
@@ -73,12 +74,17 @@ def transaction_properties(task: WriteTask, partition: int) -> dict[str, str]:
 
 
 def already_committed(
-    task: WriteTask, batch_id: int, partition: int, query_id: str | None = None
+    task: WriteTask,
+    batch_id: int,
+    partition: int,
+    query_id: str | None = None,
+    lookup: OffsetLookup | None = None,
 ) -> tuple[WriteReport | None, str]:
     """Whether Spark partition ``partition`` of ``query_id``'s micro-batch ``batch_id`` is
     committed, by the markers on every cluster the stream lists (call it after
     ``init_transactions``: no older attempt can commit any more): the skip report (else
-    ``None``) and the metadata of the marker this task commits.
+    ``None``) and the metadata of the marker this task commits. ``lookup`` (the transaction's
+    producer's) asks the markers on the route's cluster when it can.
 
     Raises
     ------
@@ -92,7 +98,13 @@ def already_committed(
     found = [
         marker
         for cluster in task.marker_clusters
-        for marker in committed_markers(cluster, sink_id, partition, task.flush_timeout_ms)
+        for marker in committed_markers(
+            cluster,
+            sink_id,
+            partition,
+            task.flush_timeout_ms,
+            lookup if cluster.cluster_id == task.route.cluster_id else None,
+        )
     ]
     decided = claim(found, sink_id, query_id, batch_id, task.sink_id_takeover)
     _log_claim(decided, batch_id, partition, query_id)
@@ -177,6 +189,9 @@ class ProducerTransaction:
         with contextlib.suppress(ProduceFailure):
             self.producer.abort_transaction(self.timeout)
 
+    def committed(self, group: str, places: list[tuple[str, int]]) -> list[CommittedOffset] | None:
+        return self.producer.committed(group, places, self.timeout)
+
     def close(self) -> None:
         self.producer.close()
 
@@ -206,7 +221,9 @@ def produce_transaction(
     """
     transaction: Transaction[WriteReport] = ProducerTransaction(task, partition, stamp)
     try:
-        skip, metadata = already_committed(task, batch_id, partition, query_id)
+        skip, metadata = already_committed(
+            task, batch_id, partition, query_id, transaction.committed
+        )
         if skip is not None:
             return skip
         transaction.begin()

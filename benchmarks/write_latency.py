@@ -7,11 +7,15 @@ microseconds. Every side is a streaming query on one warm ``local[2]`` session w
 ``--trigger`` second trigger (default 1: about 1,000 rows a micro-batch), writing a fresh
 8-partition topic with ``message.timestamp.type=LogAppendTime`` on one Apache Kafka cluster
 (``SERVING_JVM_OPTIONS``). A record's **latency** is the broker's append time less the row's
-``timestamp`` (the rate source's time for the row; the wait for the next trigger is in every
-side alike), read back with ``read_committed`` after the query stops. After ``--warmup`` seconds,
-everything of the next ``--seconds`` counts: the records whose row time falls in the window, the
-progress reports of its micro-batches (``addBatch``, ``triggerExecution``: medians and p99) and
-the Spark process tree's CPU over the window, per micro-batch.
+``timestamp`` (the rate source's time for the row), read back with ``read_committed`` after
+the query stops. It holds the wait for the next trigger, which differs between queries by up to a
+trigger (the rate source counts whole seconds from its query's start, the trigger fires on the
+clock's), so the sides are compared on the **time in the batch**: the append time less the start
+of the micro-batch that wrote the record (the latest progress report's start before it). After
+``--warmup`` seconds, everything of the next ``--seconds`` counts: the records whose row time
+falls in the window, the progress reports of its micro-batches (``addBatch``,
+``triggerExecution``: medians and p99) and the Spark process tree's CPU over the window, per
+micro-batch.
 
 Sides: ``kafka`` (Spark's sink, at-least-once), ``native`` and ``exactly_once_native`` (ours,
 ``writer=native``), ``exactly_once`` (``writer=python``) and ``floor`` (the write floor: rows
@@ -27,6 +31,7 @@ row time in it once (exactlyOnce: exactly once; atLeastOnce: at least once).
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import datetime as dt
 import os
@@ -72,6 +77,8 @@ class Window:
     split: tuple[float, float, float]
     records: int
     latency_ms: tuple[float, float]
+    #: The append time less the start of the micro-batch that wrote the record.
+    in_batch_ms: tuple[float, float]
 
 
 def percentiles(values: list[float]) -> tuple[float, float]:
@@ -145,7 +152,8 @@ class Writes:
                 time.sleep(0.2)
         finally:
             query.stop()
-        spans = progress(list(query.recentProgress), start, end)
+        reports = list(query.recentProgress)
+        spans = progress(reports, start, end)
         cpu = sampler.between("spark", start, end)
         cpu_s = sum(cpu.values())
         planners = cpu.get("Python planner", 0.0)
@@ -154,12 +162,14 @@ class Writes:
         jvm = cpu_s - planners - workers
         split = (jvm * per_batch, planners * per_batch, workers * per_batch)
         latency: list[float] = []
+        in_batch: list[float] = []
         records = 0
         if topic is not None:
             rows = read_back(self.cluster, topic, int(start * 1e6), int(end * 1e6))
             if checked:
                 check(name, [key for _, _, key in rows])
             latency = [append_ms - row_us / 1000 for row_us, append_ms, _ in rows]
+            in_batch = in_batches([append_ms for _, append_ms, _ in rows], reports)
             records = len(rows)
             self.cluster.delete_topic(topic)
         return Window(
@@ -170,6 +180,7 @@ class Writes:
             split,
             records,
             percentiles(latency),
+            percentiles(in_batch),
         )
 
     @staticmethod
@@ -186,6 +197,18 @@ def progress(reports: list[dict[str, Any]], start: float, end: float) -> list[tu
             d = p["durationMs"]
             spans.append((float(d.get("addBatch", 0)), float(d.get("triggerExecution", 0))))
     return spans
+
+
+def in_batches(appended_ms: list[int], reports: list[dict[str, Any]]) -> list[float]:
+    """Each append time less the start of the latest micro-batch that began before it (ms);
+    appends before the first report's start are left out."""
+    starts = sorted(_began(p) * 1000 for p in reports)
+    out = []
+    for ms in appended_ms:
+        at = bisect.bisect_right(starts, ms)
+        if at:
+            out.append(ms - starts[at - 1])
+    return out
 
 
 def _began(report: dict[str, Any]) -> float:
@@ -234,13 +257,14 @@ def line(name: str, w: Window) -> str:
     split = " / ".join(f"{v:.0f}" for v in w.split)
     cells = [name, str(w.batches), pair(w.add_batch_ms), pair(w.trigger_ms)]
     cells += [f"{w.cpu_ms_per_batch:.0f}", split, str(w.records), pair(w.latency_ms)]
+    cells.append(pair(w.in_batch_ms))
     return "| " + " | ".join(cells) + " |"
 
 
 HEAD = [
     "| side | batches | addBatch ms p50 / p99 | trigger ms p50 / p99 | CPU ms/batch | JVM / "
-    "planners / workers | records | latency ms p50 / p99 |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    "planners / workers | records | latency ms p50 / p99 | in batch ms p50 / p99 |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 ]
 
 
@@ -258,6 +282,7 @@ def medians(windows: list[Window]) -> Window:
         tuple(med([w.split[i] for w in windows]) for i in range(3)),  # type: ignore[arg-type]
         int(med([w.records for w in windows])),
         (med([w.latency_ms[0] for w in windows]), med([w.latency_ms[1] for w in windows])),
+        (med([w.in_batch_ms[0] for w in windows]), med([w.in_batch_ms[1] for w in windows])),
     )
 
 

@@ -85,7 +85,7 @@ pub fn parse_offset_fetch(body: &[u8]) -> Result<(i16, Vec<Committed<'_>>), Malf
 mod tests {
     use super::*;
     use crate::protocol::flexible::uvarint;
-    use crate::protocol::sample::{offset_fetch_body, request_header};
+    use crate::protocol::sample::{committed, offset_fetch_body, request_header};
 
     #[test]
     fn a_request_names_the_group_each_topic_once_and_asks_for_stable_offsets() {
@@ -117,17 +117,7 @@ mod tests {
         let body = offset_fetch_body(&parts, 0);
         let (error, got) = parse_offset_fetch(&body).unwrap();
         assert_eq!(error, 0);
-        let want: Vec<Committed<'_>> = parts
-            .iter()
-            .map(|&(topic, partition, offset, metadata, error)| Committed {
-                topic,
-                partition,
-                offset,
-                metadata,
-                error,
-            })
-            .collect();
-        assert_eq!(got, want);
+        assert_eq!(got, committed(&parts));
         let refused = offset_fetch_body(&[], 16);
         assert_eq!(parse_offset_fetch(&refused), Ok((16, vec![])));
         for cut in 0..body.len() {

@@ -2,6 +2,7 @@
 //! the answers a broker gives (ApiVersions, Metadata, InitProducerId, Produce).
 
 use super::init_producer_id::ProducerId;
+use super::offset_fetch::Committed;
 use super::primitives::Cursor;
 use super::records::{CONTROL, HEAD_LEN, TRANSACTIONAL};
 
@@ -214,6 +215,20 @@ pub fn produce_body(version: i16, topic: &str, partitions: &[(i32, i16, i64)]) -
 
 /// One partition of an OffsetFetch answer: (topic, partition, offset, metadata, error).
 pub type FetchedOffset<'a> = (&'a str, i32, i64, Option<&'a [u8]>, i16);
+
+/// What [`crate::protocol::offset_fetch::parse_offset_fetch`] reads back of `parts`.
+pub fn committed<'a>(parts: &[FetchedOffset<'a>]) -> Vec<Committed<'a>> {
+    parts
+        .iter()
+        .map(|&(topic, partition, offset, metadata, error)| Committed {
+            topic,
+            partition,
+            offset,
+            metadata,
+            error,
+        })
+        .collect()
+}
 
 /// An OffsetFetch v7 answer, its header's tagged fields first (one, to be skipped): each
 /// (topic, partition, offset, metadata, error), those of one topic next to each other, then the

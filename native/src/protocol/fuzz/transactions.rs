@@ -10,9 +10,9 @@ use crate::protocol::add_partitions_to_txn::{parse_partition_errors, PartitionEr
 use crate::protocol::end_txn::parse_error;
 use crate::protocol::find_coordinator::{parse_find_coordinator, Coordinator};
 use crate::protocol::init_producer_id::{parse_init_producer_id, ProducerId};
-use crate::protocol::offset_fetch::{parse_offset_fetch, Committed};
+use crate::protocol::offset_fetch::parse_offset_fetch;
 use crate::protocol::produce::parse_produce;
-use crate::protocol::sample::{offset_fetch_body, producer_id_body};
+use crate::protocol::sample::{committed, offset_fetch_body, producer_id_body};
 
 fn string(s: Option<&str>, out: &mut Vec<u8>) {
     match s {
@@ -82,7 +82,7 @@ proptest! {
         host in name(),
         (id, epoch) in (any::<i64>(), any::<i16>()),
         errors in prop::collection::vec((name(), any::<i32>(), any::<i16>()), 0..6),
-        committed in prop::collection::vec(
+        offsets in prop::collection::vec(
             (name(), any::<i32>(), any::<i64>(), prop::option::of(bytes(20)), any::<i16>()),
             0..6,
         ),
@@ -103,22 +103,12 @@ proptest! {
         body.extend_from_slice(&error.to_be_bytes());
         prop_assert_eq!(parse_error(&body).unwrap(), error);
         parse_everything(&mutate(body, &damage));
-        let parts: Vec<_> = committed
+        let parts: Vec<_> = offsets
             .iter()
             .map(|(t, p, o, m, e)| (t.as_str(), *p, *o, m.as_deref(), *e))
             .collect();
         let body = offset_fetch_body(&parts, error);
-        let want: Vec<Committed<'_>> = parts
-            .iter()
-            .map(|&(topic, partition, offset, metadata, error)| Committed {
-                topic,
-                partition,
-                offset,
-                metadata,
-                error,
-            })
-            .collect();
-        prop_assert_eq!(parse_offset_fetch(&body).unwrap(), (error, want));
+        prop_assert_eq!(parse_offset_fetch(&body).unwrap(), (error, committed(&parts)));
         parse_everything(&mutate(body, &damage));
     }
 }

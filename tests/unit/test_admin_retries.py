@@ -234,3 +234,24 @@ def test_a_latest_offset_answered_as_none_is_retried_not_taken_for_an_offset() -
     with pytest.raises(KafkaClientError, match=r"no offset for \{'orders/1': -1001\}"):
         _admin(client, retries=2).list_offsets([("orders", 0), ("orders", 1)], EARLIEST)
     assert client.calls == 3
+
+
+def test_a_client_whose_request_failed_at_the_transport_is_replaced_by_the_next_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A librdkafka client that stays unable to reach a broker that came back cannot be made
+    on demand: the clients are scripted (the first fails at the transport, every one after it
+    answers), and the request after a transport failure must use a new one."""
+    made: list[_Client] = []
+
+    def factory(config: Any) -> _Client:
+        made.append(_Client(failures=1 if not made else 0, code=KafkaError._TRANSPORT))
+        return made[-1]
+
+    monkeypatch.setattr("pyspark_dynamic_kafka.kafka.admin.AdminClient", factory)
+    admin = ClusterAdmin("east", {"bootstrap.servers": "h:1"}, 1000, 3, 0)
+    with pytest.raises(KafkaClientError, match="could not list"):
+        admin.list_topics(["orders"])
+    assert admin.list_topics(["orders"]).partitions == {"orders": (0, 1)}
+    assert admin.list_topics(["orders"]).partitions == {"orders": (0, 1)}
+    assert [c.calls for c in made] == [1, 2]

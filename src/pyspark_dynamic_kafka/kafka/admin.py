@@ -235,6 +235,11 @@ class ClusterAdmin:
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
                 timed_out = isinstance(error, KafkaError) and error.code() in _TIMEOUTS
+                if isinstance(error, KafkaError) and error.code() == KafkaError._TRANSPORT:
+                    # The next request makes a new client, bootstrapped afresh: librdkafka's
+                    # (2.16) may stay unable to reach a broker that stopped and came back (a
+                    # driver's listings failed for 300 s with the broker serving again).
+                    self._client = None
                 if attempt >= self.retries or timed_out:
                     raise self._fail(what, exc, fix or self.fix) from None
                 attempt += 1

@@ -11,9 +11,6 @@ use super::primitives::{Api, Cursor, Header, Malformed};
 /// OffsetFetch at the versions this path speaks.
 pub const OFFSET_FETCH: Api = Api::new(9, &[7], "OffsetFetch");
 
-/// UNSTABLE_OFFSET_COMMIT: a transaction's offsets are pending on the partition.
-pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
-
 /// One partition's answer: the offset committed (-1: none), its metadata, its error code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Committed<'a> {
@@ -112,7 +109,7 @@ mod tests {
         let parts = [
             ("a", 0, 41, Some(&b"m\0"[..]), 0),
             ("a", 3, -1, None, 0),
-            ("b", 0, -1, Some(&b""[..]), UNSTABLE_OFFSET_COMMIT),
+            ("b", 0, -1, Some(&b""[..]), 88), // UNSTABLE_OFFSET_COMMIT
         ];
         let body = offset_fetch_body(&parts, 0);
         let (error, got) = parse_offset_fetch(&body).unwrap();

@@ -234,8 +234,9 @@ class ClusterAdmin:
                 return call(client)
             except KafkaException as exc:
                 error = exc.args[0] if exc.args else None
-                timed_out = isinstance(error, KafkaError) and error.code() in _TIMEOUTS
-                if isinstance(error, KafkaError) and error.code() == KafkaError._TRANSPORT:
+                code = error.code() if isinstance(error, KafkaError) else None
+                timed_out = code in _TIMEOUTS
+                if code == KafkaError._TRANSPORT:
                     # The next request makes a new client, bootstrapped afresh: librdkafka's
                     # (2.16) may stay unable to reach a broker that stopped and came back (a
                     # driver's listings failed for 300 s with the broker serving again).

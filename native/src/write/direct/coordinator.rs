@@ -1,12 +1,13 @@
 //! A transactional producer's coordinators: its transaction coordinator (InitProducerId,
 //! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) and each progress group's coordinator
-//! (TxnOffsetCommit), found with FindCoordinator over the cluster's control connection, one
-//! connection to each kept.
+//! (TxnOffsetCommit; OffsetFetch, its markers read), found with FindCoordinator over the
+//! cluster's control connection, one connection to each kept.
 //!
 //! An answer's error decides, as the Java producer's TransactionManager takes them: the
 //! coordinator moved or is away (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, a lost
 //! connection) has it found again; it is busy (COORDINATOR_LOAD_IN_PROGRESS,
-//! CONCURRENT_TRANSACTIONS, a partition not known yet) has the request sent again; both after
+//! CONCURRENT_TRANSACTIONS, a partition not known yet, offsets a transaction is committing:
+//! UNSTABLE_OFFSET_COMMIT, retriable in the Java client too) has the request sent again; both after
 //! a backoff that doubles up to a second, until the call's deadline. Any other error (fenced:
 //! PRODUCER_FENCED, INVALID_PRODUCER_EPOCH; not authorised; INVALID_TXN_STATE) fails the call.
 
@@ -53,8 +54,8 @@ pub fn class(api: &str, code: i16) -> Answer {
         15 | 16 => Answer::Refind(why),
         // REQUEST_TIMED_OUT, NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS,
         // CONCURRENT_TRANSACTIONS, UNKNOWN_TOPIC_OR_PARTITION, OPERATION_NOT_ATTEMPTED (another
-        // partition's error decides)
-        3 | 7 | 13 | 14 | 51 | 55 => Answer::Retry(why),
+        // partition's error decides), UNSTABLE_OFFSET_COMMIT (a transaction commits offsets)
+        3 | 7 | 13 | 14 | 51 | 55 | 88 => Answer::Retry(why),
         _ => Answer::Fatal(why),
     }
 }
@@ -203,7 +204,7 @@ mod tests {
 
     #[test]
     fn coordinator_errors_are_retried_found_again_or_fatal_as_java_takes_them() {
-        for code in [3, 7, 13, 14, 51, 55] {
+        for code in [3, 7, 13, 14, 51, 55, 88] {
             assert!(matches!(class("X", code), Answer::Retry(_)), "{code}");
         }
         for code in [15, 16] {

@@ -30,9 +30,7 @@ use crate::protocol::find_coordinator::{GROUP, TRANSACTION};
 use crate::protocol::init_producer_id::{
     init_producer_id_request, parse_init_producer_id, Transactional, INIT_PRODUCER_ID,
 };
-use crate::protocol::offset_fetch::{
-    offset_fetch_request, parse_offset_fetch, OFFSET_FETCH, UNSTABLE_OFFSET_COMMIT,
-};
+use crate::protocol::offset_fetch::{offset_fetch_request, parse_offset_fetch, OFFSET_FETCH};
 use crate::protocol::primitives::{Api, Header};
 use crate::protocol::txn_offset_commit::{txn_offset_commit_request, Offset, TXN_OFFSET_COMMIT};
 use crate::write::batch_producer::{BatchProducer, CommittedOffset};
@@ -265,11 +263,7 @@ impl DirectWriter {
                         found.push((a.topic.to_string(), a.partition, a.offset, metadata));
                     }
                     3 => {} // UNKNOWN_TOPIC_OR_PARTITION: no offset there
-                    UNSTABLE_OFFSET_COMMIT => {
-                        let (Answer::Retry(why) | Answer::Refind(why) | Answer::Fatal(why)) =
-                            class(OFFSET_FETCH.name, a.error);
-                        return Err(Answer::Retry(why));
-                    }
+                    // UNSTABLE_OFFSET_COMMIT among them: asked again
                     e => return Err(class(OFFSET_FETCH.name, e)),
                 }
             }

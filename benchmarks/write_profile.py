@@ -9,8 +9,9 @@ threads) and a code class by its shared object and symbol (:func:`code_of`): the
 Arrow (pyarrow), the compiled core's own code, librdkafka (linked into the core), libc, the
 kernel. A group's CPU per record measured by the query's :class:`~benchmarks.measure.ThreadSampler`
 (its ``addBatch`` window) is then split in proportion to its samples: the CPU is measured, the
-split by code is sampled. Needs ``perf`` (Linux, permission to sample every CPU: root or
-``perf_event_paranoid`` <= 0). ``python -m benchmarks.write_profile``; ``--records N --sides ...``.
+split by code is sampled (``--avro``: the rows and sides of :mod:`benchmarks.avro_sink`). Needs
+``perf`` (Linux, permission to sample every CPU: root or ``perf_event_paranoid`` <= 0).
+``python -m benchmarks.write_profile``; ``--records N --sides ... --avro``.
 """
 
 from __future__ import annotations
@@ -127,8 +128,15 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--sides", nargs="+", default=["floor", "native", "exactly_once_native"])
     parser.add_argument("--top", type=int, default=12, help="symbols listed per side")
+    parser.add_argument("--avro", action="store_true", help="benchmarks.avro_sink's rows")
     args = parser.parse_args()
-    with floor_writes("write_profile", args.records, args.size) as writes:
+    if args.avro:
+        from benchmarks.avro_sink import avro_writes
+
+        opened = avro_writes(args.records, False)
+    else:
+        opened = floor_writes("write_profile", args.records, args.size)
+    with opened as writes:
         for side in args.sides:  # warm-up
             writes.side(side)
         with tempfile.TemporaryDirectory() as tmp:

@@ -16,14 +16,18 @@
 //!
 //! - [`plan`]: the writer schema as the encoder walks it, or why the core does not encode it;
 //! - [`body`]: Avro's binary encoding of the values, decimals as fastavro writes them;
-//! - [`bound`]: a plan bound to a column of its Spark type, one row written as an Avro body.
+//! - [`bound`]: a plan bound to a column of its Spark type, one row written as an Avro body;
+//! - [`views`]: the Arrow arrays it reads: bytes-like values of any layout, lists' offsets.
 
 pub mod body;
 pub mod bound;
 pub mod plan;
+pub mod views;
+
+use std::sync::Mutex;
 
 use arrow_array::{Array, ArrayRef, BinaryArray};
-use arrow_buffer::{OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 
 use bound::Bound;
 use plan::Plan;
@@ -34,6 +38,17 @@ pub type Encoded = Result<BinaryArray, usize>;
 /// Encodes columns of one writer schema's Spark type.
 pub struct AvroEncoder {
     plan: Plan,
+    /// The last column's payload and offset buffers, written again by the next column once
+    /// nothing else holds them (the caller dropped the column): fresh buffers each column
+    /// would have the kernel map and zero their pages again, a quarter of the encoder's time.
+    spare: Mutex<Option<(Buffer, Buffer)>>,
+}
+
+/// `buffer`'s memory as an empty `Vec` to write again, when nothing else holds it.
+fn recycled<T: arrow_buffer::ArrowNativeType>(buffer: Option<Buffer>) -> Option<Vec<T>> {
+    let mut vec = buffer?.into_vec::<T>().ok()?;
+    vec.clear();
+    Some(vec)
 }
 
 impl AvroEncoder {
@@ -44,6 +59,7 @@ impl AvroEncoder {
             serde_json::from_str(schema).map_err(|e| format!("the schema is not JSON: {e}"))?;
         Ok(AvroEncoder {
             plan: Plan::of(&parsed)?,
+            spare: Mutex::new(None),
         })
     }
 
@@ -57,8 +73,11 @@ impl AvroEncoder {
             prefix
         };
         let rows = values.len();
-        let mut data: Vec<u8> = Vec::with_capacity(rows * 32);
-        let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
+        let spare = self.spare.lock().map(|mut s| s.take()).unwrap_or_default();
+        let (data, offsets) = spare.unzip();
+        let mut data: Vec<u8> = recycled(data).unwrap_or_else(|| Vec::with_capacity(rows * 32));
+        let mut offsets: Vec<i32> = recycled(offsets).unwrap_or_default();
+        offsets.reserve(rows + 1);
         offsets.push(0);
         for row in 0..rows {
             if !bound.is_null(row) {
@@ -72,8 +91,12 @@ impl AvroEncoder {
             offsets.push(end);
         }
         let nulls = values.logical_nulls().filter(|n| n.null_count() > 0);
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-        Ok(Ok(BinaryArray::new(offsets, data.into(), nulls)))
+        let (data, offsets) = (Buffer::from_vec(data), Buffer::from_vec(offsets));
+        if let Ok(mut spare) = self.spare.lock() {
+            *spare = Some((data.clone(), offsets.clone()));
+        }
+        let offsets = OffsetBuffer::new(ScalarBuffer::new(offsets, 0, rows + 1));
+        Ok(Ok(BinaryArray::new(offsets, data, nulls)))
     }
 }
 

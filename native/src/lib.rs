@@ -70,6 +70,7 @@
 //! - `encode/plan.rs`: a writer schema as the encoder walks it, or why the core does not encode it;
 //! - `encode/bound.rs`: a plan bound to a column of its Spark type, one row written as an Avro body;
 //! - `encode/body.rs`: Avro's binary encoding of the values, decimals as fastavro writes them;
+//! - `encode/views.rs`: the Arrow arrays a bound column reads: bytes-like values of any layout, lists' offsets;
 //! - `encode/tests.rs`: test support: the encoder's bytes against hand-worked ones;
 //! - `write.rs`: the sink's produce loop (librdkafka's);
 //! - `write/batch_producer.rs`: the sink's producer whichever engine writes: the trait both serve;

@@ -2,7 +2,8 @@
 //! varints, bytes and strings with their length, arrays' and maps' blocks, a union's branch, and
 //! decimals as fastavro writes them.
 
-use super::bound::{Bytes, Refused};
+use super::bound::Refused;
+use super::views::Bytes;
 
 type Written = Result<(), Refused>;
 

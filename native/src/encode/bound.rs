@@ -15,11 +15,12 @@ use arrow_array::types::{
     Time64MicrosecondType, Time64NanosecondType, TimestampMicrosecondType,
 };
 use arrow_array::{Array, ArrayRef, PrimitiveArray, StructArray};
-use arrow_buffer::{NullBuffer, OffsetBuffer};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 
 use super::body::{block, branch, bytes, decimal, has_twice, long};
 use super::plan::Plan;
+use super::views::{Bytes, Offsets};
 
 /// A row the core does not write (the Python encoder decides it).
 #[derive(Debug, PartialEq, Eq)]
@@ -35,56 +36,6 @@ const MAX_US: i64 = 253_402_300_799_999_999 - 86_400_000_000;
 const MIN_DAY: i32 = -719_162;
 const MAX_DAY: i32 = 2_932_896;
 const DAY_US: i64 = 86_400_000_000;
-
-/// Bytes-like values of any Arrow layout.
-pub enum Bytes<'a> {
-    Binary(&'a arrow_array::BinaryArray),
-    LargeBinary(&'a arrow_array::LargeBinaryArray),
-    Text(&'a arrow_array::StringArray),
-    LargeText(&'a arrow_array::LargeStringArray),
-}
-
-impl<'a> Bytes<'a> {
-    fn text(array: &'a ArrayRef) -> Option<Self> {
-        match array.data_type() {
-            DataType::Utf8 => Some(Bytes::Text(array.as_string::<i32>())),
-            DataType::LargeUtf8 => Some(Bytes::LargeText(array.as_string::<i64>())),
-            _ => None,
-        }
-    }
-
-    fn binary(array: &'a ArrayRef) -> Option<Self> {
-        match array.data_type() {
-            DataType::Binary => Some(Bytes::Binary(array.as_binary::<i32>())),
-            DataType::LargeBinary => Some(Bytes::LargeBinary(array.as_binary::<i64>())),
-            _ => None,
-        }
-    }
-
-    pub fn value(&self, row: usize) -> &'a [u8] {
-        match self {
-            Bytes::Binary(a) => a.value(row),
-            Bytes::LargeBinary(a) => a.value(row),
-            Bytes::Text(a) => a.value(row).as_bytes(),
-            Bytes::LargeText(a) => a.value(row).as_bytes(),
-        }
-    }
-}
-
-/// A list's (or map's) offsets of either width.
-enum Offsets<'a> {
-    Small(&'a OffsetBuffer<i32>),
-    Large(&'a OffsetBuffer<i64>),
-}
-
-impl Offsets<'_> {
-    fn range(&self, row: usize) -> (usize, usize) {
-        match self {
-            Offsets::Small(o) => (o[row] as usize, o[row + 1] as usize),
-            Offsets::Large(o) => (o[row] as usize, o[row + 1] as usize),
-        }
-    }
-}
 
 enum Kind<'a> {
     Null,
@@ -216,7 +167,8 @@ impl<'a> Bound<'a> {
             _ => return Err(wrong()),
         };
         Ok(Bound {
-            nulls: array.logical_nulls(),
+            // A validity buffer without a null (Spark sends one with every column) is not read.
+            nulls: array.logical_nulls().filter(|n| n.null_count() > 0),
             kind,
         })
     }
@@ -228,6 +180,100 @@ impl<'a> Bound<'a> {
 
     /// Write the value at `row` (its Avro body), or refuse it.
     pub fn write(&self, row: usize, out: &mut Vec<u8>) -> Written {
+        match self.leaf(row, out) {
+            Some(written) => written,
+            None => self.compound(row, out),
+        }
+    }
+
+    /// A leaf's value at `row` written (or refused); `None` for a record, array, map or union,
+    /// which [`Bound::compound`] writes. Inlined into a record's loop over its fields: most
+    /// fields are leaves, written without a call each.
+    #[inline(always)]
+    fn leaf(&self, row: usize, out: &mut Vec<u8>) -> Option<Written> {
+        match &self.kind {
+            Kind::Record(_)
+            | Kind::Array(..)
+            | Kind::Map(..)
+            | Kind::Nullable(..)
+            | Kind::IntOrLong(..)
+            | Kind::FloatOrDouble(..)
+            | Kind::Members(..) => return None,
+            Kind::Null => return Some(Ok(())),
+            Kind::OnlyNull(index) => return Some(branch(*index, out)),
+            _ if self.is_null(row) => return Some(Err(Refused)),
+            _ => {}
+        }
+        match &self.kind {
+            Kind::Boolean(a) => out.push(u8::from(a.value(row))),
+            Kind::Int(a) => long(i64::from(a.value(row)), out),
+            Kind::Long(a) => long(a.value(row), out),
+            Kind::Float(a) => out.extend_from_slice(&a.value(row).to_le_bytes()),
+            Kind::Double(a) => out.extend_from_slice(&a.value(row).to_le_bytes()),
+            Kind::Bytes(a) => bytes(a.value(row), out),
+            Kind::Date(a) => {
+                let day = a.value(row);
+                if !(MIN_DAY..=MAX_DAY).contains(&day) {
+                    return Some(Err(Refused));
+                }
+                long(i64::from(day), out)
+            }
+            Kind::Timestamp(a, millis) => {
+                let micros = a.value(row);
+                if !(MIN_US..=MAX_US).contains(&micros) {
+                    return Some(Err(Refused));
+                }
+                long(
+                    if *millis {
+                        micros.div_euclid(1000)
+                    } else {
+                        micros
+                    },
+                    out,
+                )
+            }
+            Kind::TimeOfDay(a) => {
+                let micros = a.value(row);
+                if !(0..DAY_US).contains(&micros) {
+                    return Some(Err(Refused));
+                }
+                long(micros, out)
+            }
+            Kind::TimeOfDayNanos(a) => {
+                // Spark's time(6) in Arrow: whole microseconds of the day
+                let nanos = a.value(row);
+                if !(0..DAY_US * 1000).contains(&nanos) || nanos % 1000 != 0 {
+                    return Some(Err(Refused));
+                }
+                long(nanos / 1000, out)
+            }
+            Kind::Decimal(a, bound, size) => {
+                if decimal(a.value(row), *bound, *size, out).is_err() {
+                    return Some(Err(Refused));
+                }
+            }
+            Kind::Enum(a, symbols) => {
+                let symbol = a.value(row);
+                let index = symbols.iter().position(|s| s.as_bytes() == symbol);
+                match index {
+                    Some(index) => long(index as i64, out),
+                    None => return Some(Err(Refused)),
+                }
+            }
+            Kind::Fixed(a, size) => {
+                let value = a.value(row);
+                if value.len() != *size {
+                    return Some(Err(Refused));
+                }
+                out.extend_from_slice(value)
+            }
+            _ => unreachable!("not a leaf: returned above"),
+        }
+        Some(Ok(()))
+    }
+
+    /// A record's, array's, map's or union's value at `row` written, or refused.
+    fn compound(&self, row: usize, out: &mut Vec<u8>) -> Written {
         let null = self.is_null(row);
         match &self.kind {
             Kind::Nullable(null_index, value, plan) => {
@@ -247,70 +293,16 @@ impl<'a> Bound<'a> {
             {
                 return branch(*index, out)
             }
-            Kind::Null => return Ok(()),
-            Kind::OnlyNull(index) => return branch(*index, out),
             _ if null => return Err(Refused),
             _ => {}
         }
         match &self.kind {
-            Kind::Boolean(a) => out.push(u8::from(a.value(row))),
-            Kind::Int(a) => long(i64::from(a.value(row)), out),
-            Kind::Long(a) => long(a.value(row), out),
-            Kind::Float(a) => out.extend_from_slice(&a.value(row).to_le_bytes()),
-            Kind::Double(a) => out.extend_from_slice(&a.value(row).to_le_bytes()),
-            Kind::Bytes(a) => bytes(a.value(row), out),
-            Kind::Date(a) => {
-                let day = a.value(row);
-                if !(MIN_DAY..=MAX_DAY).contains(&day) {
-                    return Err(Refused);
-                }
-                long(i64::from(day), out)
-            }
-            Kind::Timestamp(a, millis) => {
-                let micros = a.value(row);
-                if !(MIN_US..=MAX_US).contains(&micros) {
-                    return Err(Refused);
-                }
-                long(
-                    if *millis {
-                        micros.div_euclid(1000)
-                    } else {
-                        micros
-                    },
-                    out,
-                )
-            }
-            Kind::TimeOfDay(a) => {
-                let micros = a.value(row);
-                if !(0..DAY_US).contains(&micros) {
-                    return Err(Refused);
-                }
-                long(micros, out)
-            }
-            Kind::TimeOfDayNanos(a) => {
-                // Spark's time(6) in Arrow: whole microseconds of the day
-                let nanos = a.value(row);
-                if !(0..DAY_US * 1000).contains(&nanos) || nanos % 1000 != 0 {
-                    return Err(Refused);
-                }
-                long(nanos / 1000, out)
-            }
-            Kind::Decimal(a, bound, size) => decimal(a.value(row), *bound, *size, out)?,
-            Kind::Enum(a, symbols) => {
-                let symbol = a.value(row);
-                let index = symbols.iter().position(|s| s.as_bytes() == symbol);
-                long(index.ok_or(Refused)? as i64, out)
-            }
-            Kind::Fixed(a, size) => {
-                let value = a.value(row);
-                if value.len() != *size {
-                    return Err(Refused);
-                }
-                out.extend_from_slice(value)
-            }
             Kind::Record(fields) => {
                 for field in fields {
-                    field.write(row, out)?;
+                    match field.leaf(row, out) {
+                        Some(written) => written?,
+                        None => field.compound(row, out)?,
+                    }
                 }
             }
             Kind::Array(offsets, items) => {
@@ -361,7 +353,7 @@ impl<'a> Bound<'a> {
                     (None, None) => return Err(Refused),
                 }
             }
-            Kind::Null | Kind::Nullable(..) | Kind::OnlyNull(_) => unreachable!("written above"),
+            _ => unreachable!("a leaf: written by Bound::leaf"),
         }
         Ok(())
     }

@@ -154,6 +154,33 @@ fn schemas_the_python_encoder_writes_are_refused() {
     }
 }
 
+#[test]
+fn a_column_still_held_keeps_its_bytes_and_a_dropped_one_is_written_again() {
+    let schema = r#"{"type":"record","name":"R","fields":[{"name":"s","type":"string"}]}"#;
+    let column = |texts: &[&str]| -> ArrayRef {
+        let field = Arc::new(Field::new("s", DataType::Utf8, false));
+        let texts: ArrayRef = Arc::new(StringArray::from(texts.to_vec()));
+        Arc::new(StructArray::new(vec![field].into(), vec![texts], None))
+    };
+    let encoder = AvroEncoder::new(schema).unwrap();
+    let first = encoder.encode(&column(&["ab", "c"]), 1).unwrap().unwrap();
+    let second = encoder.encode(&column(&["xyz"]), 2).unwrap().unwrap();
+    // the first is still held: the second was written elsewhere
+    assert_eq!(first.value(0), [0, 0, 0, 0, 1, 4, b'a', b'b']);
+    assert_eq!(first.value(1), [0, 0, 0, 0, 1, 2, b'c']);
+    assert_eq!(second.value(0), [0, 0, 0, 0, 2, 6, b'x', b'y', b'z']);
+    let at = second.values().as_ptr();
+    drop((first, second));
+    let third = encoder.encode(&column(&["q"]), 3).unwrap().unwrap();
+    assert_eq!(third.value(0), [0, 0, 0, 0, 3, 2, b'q']);
+    assert_eq!(third.len(), 1);
+    assert_eq!(
+        third.values().as_ptr(),
+        at,
+        "the dropped column's buffer is written again"
+    );
+}
+
 /// CPU per record of encoding `benchmarks.avro_records`' 10-field record as Spark hands it over,
 /// 10,000-row columns. `cargo test --release -- --ignored --nocapture encode_cost`.
 #[test]

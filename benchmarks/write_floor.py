@@ -15,9 +15,8 @@ new ``writeStream`` on the Parquet directory with ``trigger(availableNow=True)``
   producer (``kafka.partitioner=murmur2``, which the direct path does not take);
 * ``exactly_once_native``, ``exactly_once_librdkafka``, ``exactly_once``: the same with
   ``deliveryGuarantee=exactlyOnce``;
-* ``native_gc_paused``, ``native_gc_frozen`` (only when ``--sides`` names them): ``native`` with
-  the cyclic garbage collector paused for each task, or frozen after it
-  (:mod:`benchmarks.gc_variants`).
+* ``native_gc_frozen`` (only when ``--sides`` names it): ``native`` with the cyclic garbage
+  collector frozen after each task (:mod:`benchmarks.gc_variants`).
 
 Each side is priced twice: the whole query as a user times it (``start()`` to the end of
 ``awaitTermination()``) and its ``addBatch`` window (the Spark job that reads and writes the rows),
@@ -65,8 +64,7 @@ OURS = [
 SIDES = ["noop", "floor", "kafka", *OURS]
 PAIRS: report.Pairs = [
     ("floor", "kafka"),
-    *[(ours, peer) for ours in [*OURS, "native_gc_paused"] for peer in ("kafka", "floor")],
-    ("native_gc_paused", "native"),
+    *[(ours, peer) for ours in OURS for peer in ("kafka", "floor")],
     ("native_gc_frozen", "native"),
     ("native", "native_librdkafka"),
     ("exactly_once_native", "exactly_once_librdkafka"),
@@ -74,7 +72,6 @@ PAIRS: report.Pairs = [
 #: The format of each ``dynamic_kafka`` side that is not ``dynamic_kafka`` itself, and the side
 #: whose options it takes.
 VARIANTS = {
-    "native_gc_paused": ("bench_dynamic_kafka_gc_paused", "native"),
     "native_gc_frozen": ("bench_dynamic_kafka_gc_frozen", "native"),
 }
 #: Issue 44's targets against Spark's sink (rows/s at least, CPU at most).

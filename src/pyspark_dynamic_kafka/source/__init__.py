@@ -14,8 +14,6 @@ Values shared by everything:
 - :mod:`~pyspark_dynamic_kafka.source.schema`: the source's Spark and Arrow schemas, for
   ``load()``, the driver and executors (what they need of Arrow: no builders, no
   ``pyarrow.compute``).
-- :mod:`~pyspark_dynamic_kafka.source.gcpause`: the one pause of the cyclic garbage collector
-  (planning on the driver, reading on executors).
 
 Options (``config/``, parsed once on the driver; no Kafka call):
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.offset_spec import PartitionKey
 from pyspark_dynamic_kafka.source.checkpoint import (
     SourceOffset,
@@ -49,7 +50,6 @@ from pyspark_dynamic_kafka.source.driver.task_packing import (
     read_paths,
 )
 from pyspark_dynamic_kafka.source.driver.went_back import range_begin
-from pyspark_dynamic_kafka.source.gcpause import cyclic_gc_paused
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -91,7 +91,7 @@ class MicroBatches:
         policy's start rule); ``selection`` asks the same policy.
     pause_gc:
         Whether planning runs with the cyclic garbage collector paused
-        (:mod:`~pyspark_dynamic_kafka.source.gcpause`; a knob for benchmarks).
+        (:mod:`~pyspark_dynamic_kafka.gcpause`; a knob for benchmarks).
     declared:
         The columns the query declared (``load()``), which Avro reader schemas must give.
     """

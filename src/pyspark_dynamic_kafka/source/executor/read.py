@@ -20,9 +20,9 @@ import pyarrow as pa
 from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.implementations import range_reader
 from pyspark_dynamic_kafka.engines.roles import RangeRead, RangeReader, ReadOptions
+from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
-from pyspark_dynamic_kafka.source.gcpause import cyclic_gc_paused
 from pyspark_dynamic_kafka.source.schema import AvroColumns
 
 __all__ = ["read_task"]

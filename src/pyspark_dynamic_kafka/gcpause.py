@@ -1,4 +1,5 @@
-"""The one pause of Python's cyclic garbage collector, on the driver and on executors.
+"""The one pause of Python's cyclic garbage collector, on the driver and on executors, for the
+source and the sink.
 
 - **Driver**: listing and planning thousands of partitions allocates hundreds of thousands of
   short-lived containers (confluent-kafka's futures, keys, offset maps) that live until the call
@@ -10,8 +11,12 @@
   ``consume()`` triggers a young-generation collection every 700 and, as they survive in the
   batch being built, full collections that walk the whole heap of a Spark Python worker
   (docs/benchmarks.md).
+- **Executors, writing**: the sink's tasks allocate no object per record, yet the collections
+  that Spark's Arrow batches and the task's own objects trigger walked the worker's heap (its
+  modules: PySpark, PyArrow, ours) for about 0.08 µs/record: half of what the sink's Python
+  worker spent above a sink that discards the rows (``benchmarks.write_floor``, 2026-11-30).
 
-Reference counting frees those objects anyway (neither path creates reference cycles); the
+Reference counting frees those objects anyway (no path creates reference cycles); the
 collector is paused for the call or the task and resumes after it (finding then any cycle left).
 The pause is never left on: it ends when the call returns or raises, or the task ends, fails or
 is abandoned; a collector already disabled by the caller stays so.

@@ -16,6 +16,14 @@ source and the sink.
   modules: PySpark, PyArrow, ours) for about 0.08 µs/record: half of what the sink's Python
   worker spent above a sink that discards the rows (``benchmarks.write_floor``, 2026-11-30).
 
+- **After each task**: PySpark's daemon runs a full ``gc.collect()`` after every task of a reused
+  Python worker (``pyspark/daemon.py``), which walks every object the worker holds: its modules
+  (PySpark, PyArrow, confluent-kafka, ours), 20-30 ms of CPU a task, paid again by each
+  micro-batch's tasks. :func:`freeze_worker_heap` moves what a worker holds when its first task
+  of ours starts (modules, classes, functions: what lives as long as the process) out of every
+  later collection (``gc.freeze()``, once per process and only in a Spark task); what later
+  tasks leave is collected as before.
+
 Reference counting frees those objects anyway (no path creates reference cycles); the
 collector is paused for the call or the task and resumes after it (finding then any cycle left).
 The pause is never left on: it ends when the call returns or raises, or the task ends, fails or
@@ -26,9 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 from collections.abc import Iterator
 
-__all__ = ["cyclic_gc_paused"]
+__all__ = ["cyclic_gc_paused", "freeze_worker_heap"]
+
+#: The process whose heap :func:`freeze_worker_heap` froze (a forked child's is its own).
+_frozen_in: int | None = None
 
 
 @contextlib.contextmanager
@@ -42,3 +54,20 @@ def cyclic_gc_paused(pause: bool = True) -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def freeze_worker_heap() -> bool:
+    """In a Spark task, the first time in this process: move every object alive now to the
+    collector's permanent generation (``gc.freeze()``), so the full collection PySpark's daemon
+    runs after each task no longer walks the worker's modules. Whether it froze now; nothing
+    outside a Spark task (the driver, a test calling a task's code directly)."""
+    global _frozen_in
+    if _frozen_in == os.getpid():
+        return False
+    from pyspark import TaskContext
+
+    if TaskContext.get() is None:
+        return False
+    _frozen_in = os.getpid()
+    gc.freeze()
+    return True

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused
+from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused, freeze_worker_heap
 from pyspark_dynamic_kafka.sink import writer
 from pyspark_dynamic_kafka.source.stream import DynamicKafkaStreamReader
 
@@ -81,3 +81,9 @@ def test_a_sink_task_writes_with_the_collector_paused_and_resumes_it_after(
             task.write(iter([]))
         assert gc.isenabled()
     assert seen == [False] * 4
+
+
+def test_outside_a_spark_task_the_heap_is_never_frozen() -> None:
+    frozen = gc.get_freeze_count()
+    assert freeze_worker_heap() is False
+    assert gc.get_freeze_count() == frozen

@@ -39,8 +39,8 @@ pub type Encoded = Result<BinaryArray, usize>;
 pub struct AvroEncoder {
     plan: Plan,
     /// The last column's payload and offset buffers, written again by the next column once
-    /// nothing else holds them (the caller dropped the column): fresh buffers each column
-    /// would have the kernel map and zero their pages again, a quarter of the encoder's time.
+    /// nothing else holds them (the caller dropped the column): fresh buffers each column had
+    /// the kernel map and zero their pages again.
     spare: Mutex<Option<(Buffer, Buffer)>>,
 }
 

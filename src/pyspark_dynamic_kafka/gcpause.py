@@ -15,7 +15,6 @@ source and the sink.
   that Spark's Arrow batches and the task's own objects trigger walked the worker's heap (its
   modules: PySpark, PyArrow, ours) for about 0.08 µs/record: half of what the sink's Python
   worker spent above a sink that discards the rows (``benchmarks.write_floor``, 2026-11-30).
-
 - **After each task**: PySpark's daemon runs a full ``gc.collect()`` after every task of a reused
   Python worker (``pyspark/daemon.py``), which walks every object the worker holds: its modules
   (PySpark, PyArrow, confluent-kafka, ours), 20-30 ms of CPU a task, paid again by each
@@ -37,7 +36,7 @@ import gc
 import os
 from collections.abc import Iterator
 
-__all__ = ["cyclic_gc_paused", "freeze_worker_heap"]
+__all__ = ["cyclic_gc_paused", "executor_task_gc", "freeze_worker_heap"]
 
 #: The process whose heap :func:`freeze_worker_heap` froze (a forked child's is its own).
 _frozen_in: int | None = None
@@ -71,3 +70,12 @@ def freeze_worker_heap() -> bool:
     _frozen_in = os.getpid()
     gc.freeze()
     return True
+
+
+@contextlib.contextmanager
+def executor_task_gc() -> Iterator[None]:
+    """The collector around an executor's task of ours (a read or a write): the worker's heap
+    frozen first (:func:`freeze_worker_heap`), the collector paused for the ``with`` block."""
+    freeze_worker_heap()
+    with cyclic_gc_paused():
+        yield

@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 from pyspark_dynamic_kafka.avro.spark_types import spark_type
 from pyspark_dynamic_kafka.errors import OptionsError
 from pyspark_dynamic_kafka.events import log_event
-from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused, freeze_worker_heap
+from pyspark_dynamic_kafka.gcpause import executor_task_gc
 from pyspark_dynamic_kafka.sink.config.options import AT_LEAST_ONCE, SinkOptions
 from pyspark_dynamic_kafka.sink.driver.plan import ServiceFactory, plan_write
 from pyspark_dynamic_kafka.sink.executor.avro_columns import encode_columns
@@ -212,8 +212,7 @@ class DynamicKafkaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
         stamp = None
         if self.task.dedupe_headers:
             stamp = _stamp(self.task, self.write_id, _task_position()[1])
-        freeze_worker_heap()  # see gcpause: PySpark's collection after the task skips the modules
-        with cyclic_gc_paused():  # see gcpause: the collector's walks, not the rows, cost most
+        with executor_task_gc():  # see gcpause: the collector's walks, not the rows, cost most
             return _produce(self.task, iterator, stamp)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -235,8 +234,7 @@ class DynamicKafkaStreamWriter(StreamWriterBase):  # type: ignore[misc]
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Produce one partition's rows, acknowledged (and committed, exactlyOnce) on return."""
-        freeze_worker_heap()  # see gcpause: PySpark's collection after the task skips the modules
-        with cyclic_gc_paused():  # see gcpause: the collector's walks, not the rows, cost most
+        with executor_task_gc():  # see gcpause: the collector's walks, not the rows, cost most
             return self._write(iterator)
 
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:

@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark_dynamic_kafka.engines.choice import on_core
 from pyspark_dynamic_kafka.engines.implementations import range_reader
 from pyspark_dynamic_kafka.engines.roles import RangeRead, RangeReader, ReadOptions
-from pyspark_dynamic_kafka.gcpause import cyclic_gc_paused, freeze_worker_heap
+from pyspark_dynamic_kafka.gcpause import executor_task_gc
 from pyspark_dynamic_kafka.kafka.pool import consumer_pool
 from pyspark_dynamic_kafka.source.executor.task import ReadTask
 from pyspark_dynamic_kafka.source.schema import AvroColumns
@@ -30,7 +30,6 @@ __all__ = ["read_task"]
 
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """Read every range of a task, cluster by cluster, as Arrow record batches."""
-    freeze_worker_heap()  # see gcpause: PySpark's collection after the task skips the modules
     pool = consumer_pool()
     settings = task.settings
     pool.retire_clusters_except(settings.live_clusters)
@@ -38,7 +37,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     options = ReadOptions(
         settings.poll_timeout_ms, settings.include_headers, settings.fail_on_data_loss
     )
-    with cyclic_gc_paused():  # every message is a GC-tracked object (see gcpause)
+    with executor_task_gc():  # every message is a GC-tracked object (see gcpause)
         for cluster_id, ranges in task.by_cluster().items():
             properties = task.properties[cluster_id]
             engine = settings.engine(cluster_id)

@@ -28,7 +28,9 @@ from confluent_kafka.admin import AdminClient
 from tests.integration import helpers, queries
 
 from pyspark_dynamic_kafka.engines.core import core
+from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
 from pyspark_dynamic_kafka.monitoring.progress import offset_document
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.testing import BaseKafkaCluster
 from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 
@@ -186,10 +188,16 @@ def test_a_log_truncated_by_an_unclean_leader_election_is_not_read_again(
     first += helpers.produce(east, "orders", helpers.numbered("b", 3))  # on the leader only
     queries.wait_parquet(spark, tmp_path / "out", 8)
     failing.processAllAvailable()
+    # An admin client that knew the old leader: librdkafka's answered -1001 after its whole
+    # timeout, every attempt, until a new client was made for the next attempt (1 retry here)
+    properties = {k: str(v) for k, v in east.client_properties().items()}
+    knew = ClusterAdmin("east", properties, timeout_ms=5_000, retries=1)
+    assert knew.list_offsets([("orders", 0)], PositionKind.LATEST) == {("orders", 0): 8}
     east.kill_broker(leader)  # a graceful stop would wait for a controller quorum it has not
     east.start_broker(follower)  # elected unclean: the partition had no other replica left
     helpers.wait_until(lambda: elected() == follower, what="the follower elected")
     assert east.watermarks("orders")[0][1] == 5 and _topic_id(east, "orders") == topic_id
+    assert knew.list_offsets([("orders", 0)], PositionKind.LATEST) == {("orders", 0): 5}
     message = _failure(failing)
     assert (
         f"east/orders/0: the log was truncated (same topic id {topic_id}): continuing from its "

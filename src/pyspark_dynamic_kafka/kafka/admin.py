@@ -10,14 +10,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from confluent_kafka import (
     IsolationLevel,
     KafkaError,
     KafkaException,
-    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec: not re-exported
@@ -28,6 +26,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka import refusals
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
+from pyspark_dynamic_kafka.kafka.topics import TopicListing, topic_listing
 from pyspark_dynamic_kafka.offset_spec import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -53,7 +52,6 @@ _CONSUMER_ONLY_PREFIXES = (
     "max.partition",
     "consume.",
 )
-_UNKNOWN_TOPIC = KafkaError.UNKNOWN_TOPIC_OR_PART
 _TIMEOUTS = (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
 #: Errors a cluster answers about some of its partitions while a leader is elected or a replica
 #: catches up: the cluster is reachable (:attr:`KafkaClientError.answered`).
@@ -91,29 +89,6 @@ def admin_config(
         for k, v in client_properties(properties, cluster_id).items()
         if not any(k.startswith(prefix) for prefix in _CONSUMER_ONLY_PREFIXES)
     }
-
-
-@dataclass(frozen=True)
-class TopicListing:
-    """The topics of one cluster among those asked for.
-
-    Attributes
-    ----------
-    partitions:
-        Partition numbers of each existing topic.
-    absent:
-        Topics the cluster does not have (never created, or deleted).
-    unavailable:
-        Topics the cluster reported with another error (transient: leader election, ...).
-    ids:
-        The topic id (KIP-516, base64 as Kafka's tools print it) of each existing topic whose
-        broker reports one (Kafka 2.8+); a recreated topic has a new id.
-    """
-
-    partitions: Mapping[str, tuple[int, ...]]
-    absent: frozenset[str]
-    unavailable: frozenset[str]
-    ids: Mapping[str, str] = field(default_factory=dict)
 
 
 class ClusterAdmin:
@@ -227,9 +202,9 @@ class ClusterAdmin:
         KafkaClientError
             When the client cannot be created or the request fails on its last attempt.
         """
-        client = self._admin()
         attempt = 0
         while True:
+            client = self._admin()  # a new client after an attempt that dropped it
             try:
                 return call(client)
             except KafkaException as exc:
@@ -263,61 +238,19 @@ class ClusterAdmin:
         return sorted(str(name) for name in metadata.topics)
 
     def list_topics(self, topics: Iterable[str]) -> TopicListing:
-        """List the partitions and ids of ``topics``, telling absent topics from unavailable ones.
-
-        A Metadata request to any broker lists the partitions (an absent topic is not created);
-        ``describe_topics`` adds each existing topic's id. librdkafka sends that one to the
-        controller its last Metadata answer named (Java's admin client, to any broker:
-        KAFKA-8962), and never asks again by itself: a stopped broker named there held every
-        listing until it came back. The Metadata request first names a live one (on KRaft, any
-        unfenced broker). A topic the cluster answers with an error of its own is absent
-        (unknown topic) or unavailable (any other); a failure of a request itself (a
-        client-side error: timeout, transport) fails the listing, retried as configured.
+        """List the partitions and ids of ``topics``, telling absent topics from unavailable ones
+        (:func:`~pyspark_dynamic_kafka.kafka.topics.topic_listing`: a controller killed since
+        the last Metadata answer costs about the time its cluster takes to fence it, not the
+        whole timeout). A failure of a request itself (a client-side error: timeout, transport)
+        fails the listing, retried as configured.
         """
         wanted = sorted(set(topics))
         if not wanted:
             return TopicListing({}, frozenset(), frozenset())
-
-        def call(client: Any) -> TopicListing:
-            listed = client.list_topics(timeout=self.timeout_s).topics
-            partitions: dict[str, tuple[int, ...]] = {}
-            absent: set[str] = set()
-            unavailable: set[str] = set()
-            for name in wanted:
-                topic = listed.get(name)
-                if topic is None or (
-                    topic.error is not None and topic.error.code() == _UNKNOWN_TOPIC
-                ):
-                    absent.add(name)
-                elif topic.error is not None or not topic.partitions:
-                    unavailable.add(name)
-                else:
-                    partitions[name] = tuple(sorted(topic.partitions))
-            ids: dict[str, str] = {}
-            futures = (
-                client.describe_topics(
-                    TopicCollection(sorted(partitions)), request_timeout=self.timeout_s
-                )
-                if partitions
-                else {}
-            )
-            for name, future in futures.items():
-                try:
-                    topic_id = future.result().topic_id
-                except KafkaException as exc:
-                    error = exc.args[0] if exc.args else None
-                    if not isinstance(error, KafkaError) or error.code() < 0:
-                        raise  # the request failed (librdkafka's own errors are negative)
-                    del partitions[name]  # deleted or unavailable since the Metadata answer
-                    (absent if error.code() == _UNKNOWN_TOPIC else unavailable).add(name)
-                    continue
-                if topic_id is not None and (
-                    topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()
-                ):  # a broker without topic ids answers the zero id
-                    ids[name] = str(topic_id)
-            return TopicListing(partitions, frozenset(absent), frozenset(unavailable), ids)
-
-        return self.request("list topics", call)
+        return self.request(
+            "list topics",
+            lambda client: topic_listing(client, wanted, self.timeout_s, self.cluster_id),
+        )
 
     def list_partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Return the partitions of each existing topic among ``topics``; others are absent."""
@@ -347,6 +280,10 @@ class ClusterAdmin:
             }
             missing = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items()) if o < lowest}
             if missing:
+                # The next attempt asks a new client: librdkafka's (2.16) went on waiting its
+                # whole timeout for a killed leader, then answering -1001, every attempt (30 s
+                # each, 2 minutes) while its brokers had elected another; a new one asks it.
+                self._client = None
                 raise KafkaException(
                     KafkaError(
                         KafkaError.LEADER_NOT_AVAILABLE,
@@ -369,7 +306,7 @@ class ClusterAdmin:
         With ``read_committed`` the latest offset is the last stable offset. A partition the
         cluster answers without an offset (``-1001``, as Apache Kafka's answer for a partition
         whose leader was just lost reads) fails the attempt: it is retried like any failed
-        request, then raised, so that no caller takes it for an offset.
+        request, with a new client, then raised, so that no caller takes it for an offset.
         """
         offset_spec = (
             OffsetSpec.earliest()  # type: ignore[no-untyped-call]

@@ -137,21 +137,22 @@ def test_a_listing_does_not_wait_for_a_stopped_or_killed_broker_named_controller
     east.start_broker(named)
     named = admin.request("name a controller", lambda c: c.list_topics(timeout=20).controller_id)
     east.kill_broker(named)
-    listings = 0
+    while_live = 0
 
     def fenced() -> bool:
-        # Every listing until the cluster no longer answers the killed broker as live (answers
-        # before that name it as the controller about one time in three)
-        nonlocal listings
+        # Listings until the cluster no longer answers the killed broker as live (answers before
+        # that name it as the controller about one time in three); on a slow listener the first
+        # listing may itself last until the broker is fenced
+        nonlocal while_live
+        brokers = admin.request("list brokers", lambda c: c.list_topics(timeout=20).brokers)
         listed = admin.list_topics(["orders", "absent"])
         assert (listed.partitions, listed.absent, listed.ids) == (
             before.partitions,
             before.absent,
             before.ids,
         )
-        listings += 1
-        brokers = admin.request("list brokers", lambda c: c.list_topics(timeout=20).brokers)
+        while_live += int(named in brokers)
         return named not in brokers
 
     wait_until(fenced, what=f"broker {named} fenced")
-    assert listings > 1
+    assert while_live >= 1  # a listing began while the killed broker was still answered as live

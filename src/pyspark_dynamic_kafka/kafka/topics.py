@@ -136,23 +136,26 @@ def topic_listing(
     deadline = clock() + timeout_s
     wait_s = max(CONTROLLER_WAIT_S, timeout_s / 10)
     attempts = max(1, math.ceil(timeout_s / wait_s))
-    left = timeout_s
     for attempt in range(1, attempts + 1):
-        partitions, absent, unavailable = _from_metadata(client, topics, left)
-        wait = min(wait_s, max(deadline - clock(), 0.001))
+        partitions, absent, unavailable = _from_metadata(client, topics, _left(deadline, clock))
+        wait = min(wait_s, _left(deadline, clock))
         try:
             ids = _ids(client, partitions, absent, unavailable, wait)
         except KafkaException as exc:
-            left = deadline - clock()
-            if not _timed_out(exc) or left <= 0 or attempt == attempts:
+            if not _timed_out(exc) or attempt == attempts or clock() >= deadline:
                 raise
             _log.info(
                 "Cluster %r: no topic ids within %.1f s (the controller named may be gone): "
                 "asking for metadata again, %.1f s left",
                 cluster_id,
                 wait,
-                left,
+                deadline - clock(),
             )
-            continue
-        return TopicListing(partitions, frozenset(absent), frozenset(unavailable), ids)
+        else:
+            return TopicListing(partitions, frozenset(absent), frozenset(unavailable), ids)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _left(deadline: float, clock: Callable[[], float]) -> float:
+    """Seconds until ``deadline``, at least a millisecond (a request's timeout)."""
+    return max(deadline - clock(), 0.001)

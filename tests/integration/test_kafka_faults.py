@@ -16,6 +16,7 @@ from tests.integration.helpers import DEADLINE, EstateFactory, numbered, wait_un
 from tests.integration.queries import memory_query
 
 from pyspark_dynamic_kafka.kafka.admin import ClusterAdmin
+from pyspark_dynamic_kafka.offset_spec import PositionKind
 from pyspark_dynamic_kafka.testing.apache_kafka import ApacheKafkaCluster
 
 PARTITIONS = 3
@@ -76,6 +77,19 @@ def test_a_killed_and_restarted_broker_does_not_stop_the_query(
     east = setup["east"]
     assert isinstance(east, ApacheKafkaCluster)
     producer = _Producing(east)
+    properties = {k: str(v) for k, v in east.client_properties().items()}
+    knew = ClusterAdmin("east", properties, timeout_ms=int(DEADLINE * 1000), retries=0)
+    partitions = [("orders", p) for p in range(PARTITIONS)]
+    after: list[dict[tuple[str, int], int]] = []
+
+    def latest() -> dict[tuple[str, int], int]:
+        return knew.list_offsets(partitions, PositionKind.LATEST)
+
+    def elected() -> bool:
+        fresh = ClusterAdmin("east", properties, timeout_ms=5_000)
+        listed = fresh.request("list", lambda c: c.list_topics("orders", timeout=5))
+        return all(p.leader not in (1, -1) for p in listed.topics["orders"].partitions.values())
+
     with memory_query(spark, setup.options(), "fault") as query:
 
         def read_more(than: int, what: str) -> int:
@@ -96,8 +110,20 @@ def test_a_killed_and_restarted_broker_does_not_stop_the_query(
                 # ... with its direct fetch path, as the progress shows users (on every
                 # listener the suite's clients use: PLAINTEXT, or SASL_SSL in make test-secure).
                 assert query.read_paths() == {"east": {"direct"}}
+            before = knew.list_offsets(partitions, PositionKind.LATEST)  # knows the leaders
             east.kill_broker(1)  # a leader of a partition (leaders are spread over the brokers)
+            listing = threading.Thread(target=lambda: after.append(latest()), daemon=True)
+            listing.start()
             seen = read_more(seen, "broker 1 down")
+            # librdkafka's client that knew a killed leader answered -1001 (no offset) after
+            # its whole timeout (30 s of 30 s), though the cluster had elected another leader
+            # after ~12 s. Before a new client asked again in short waits (kafka/waits.py),
+            # this listing ended only with its timeout (DEADLINE), and failed.
+            wait_until(elected, what="partition leaders other than the killed broker 1")
+            listing.join(60.0)  # the waits grow to 30 s at most
+            assert len(after) == 1, "the listing did not end with the election"
+            assert set(after[0]) == set(partitions)
+            assert all(after[0][tp] >= offset for tp, offset in before.items())
             east.start_broker(1)
             read_more(seen, "broker 1 back")
         finally:

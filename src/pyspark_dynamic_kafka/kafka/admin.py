@@ -27,6 +27,7 @@ from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka import refusals
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
 from pyspark_dynamic_kafka.kafka.topics import TopicListing, topic_listing
+from pyspark_dynamic_kafka.kafka.waits import Waits
 from pyspark_dynamic_kafka.offset_spec import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -71,6 +72,12 @@ _PARTITION_ERRORS = frozenset(
 _FIX = "Check that the cluster is reachable and the metadata's client properties are right."
 #: A timestamp lookup that found no record at or after the timestamp.
 NO_OFFSET = -1
+
+
+def _code(exc: KafkaException) -> int | None:
+    """The code of the ``KafkaError`` that ``exc`` carries, if it carries one."""
+    error = exc.args[0] if exc.args else None
+    return error.code() if isinstance(error, KafkaError) else None
 
 
 def admin_config(
@@ -181,8 +188,7 @@ class ClusterAdmin:
         failure = KafkaClientError(
             f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. {fix}"
         )
-        error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        failure.answered = isinstance(error, KafkaError) and error.code() in _PARTITION_ERRORS
+        failure.answered = isinstance(exc, KafkaException) and _code(exc) in _PARTITION_ERRORS
         return failure
 
     def request(self, what: str, call: Callable[[Any], T], fix: str | None = None) -> T:
@@ -208,15 +214,13 @@ class ClusterAdmin:
             try:
                 return call(client)
             except KafkaException as exc:
-                error = exc.args[0] if exc.args else None
-                code = error.code() if isinstance(error, KafkaError) else None
-                timed_out = code in _TIMEOUTS
+                code = _code(exc)
                 if code == KafkaError._TRANSPORT:
                     # The next request makes a new client, bootstrapped afresh: librdkafka's
                     # (2.16) may stay unable to reach a broker that stopped and came back (a
                     # driver's listings failed for 300 s with the broker serving again).
                     self._client = None
-                if attempt >= self.retries or timed_out:
+                if attempt >= self.retries or code in _TIMEOUTS:
                     raise self._fail(what, exc, fix or self.fix) from None
                 attempt += 1
                 _log.info(
@@ -270,28 +274,52 @@ class ClusterAdmin:
         specs = {TopicPartition(t, p): spec for (t, p), spec in request.items()}
         level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
-        def call(client: Any) -> dict[tuple[str, int], int]:
-            futures = client.list_offsets(
-                specs, isolation_level=level, request_timeout=self.timeout_s
-            )
-            offsets = {
-                (tp.topic, tp.partition): int(future.result().offset)
-                for tp, future in futures.items()
-            }
+        unanswered: dict[str, object] = {}
+
+        def ask(client: Any, wait_s: float) -> dict[tuple[str, int], int] | None:
+            """The offsets, or None when a partition was not answered within ``wait_s``."""
+            futures = client.list_offsets(specs, isolation_level=level, request_timeout=wait_s)
+            offsets: dict[tuple[str, int], int] = {}
+            for tp, future in futures.items():
+                try:
+                    offsets[(tp.topic, tp.partition)] = int(future.result().offset)
+                except KafkaException as exc:
+                    if _code(exc) not in _PARTITION_ERRORS:
+                        raise
+                    # a leader being elected, or a new one whose high watermark lags
+                    unanswered[f"{tp.topic}/{tp.partition}"] = exc.args[0].str()
             missing = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items()) if o < lowest}
-            if missing:
-                # The next attempt asks a new client: librdkafka's (2.16) went on waiting its
-                # whole timeout for a killed leader, then answering -1001, every attempt (30 s
-                # each, 2 minutes) while its brokers had elected another; a new one asks it.
-                self._client = None
-                raise KafkaException(
-                    KafkaError(
-                        KafkaError.LEADER_NOT_AVAILABLE,
-                        f"the cluster answered no offset for {missing} (a partition whose "
-                        "leader is changing)",
+            unanswered.update(missing)
+            return None if missing or len(offsets) < len(futures) else offsets
+
+        def call(client: Any) -> dict[tuple[str, int], int]:
+            # A partition not answered within a wait is asked again by a new client, in short
+            # waits then longer ones (kafka/waits.py): librdkafka's client went on asking a
+            # killed leader until its timeout, never learning of the new one.
+            waits = Waits(self.timeout_s)
+            while True:
+                wait = waits.next()
+                offsets = ask(client, wait.seconds)
+                if offsets is not None:
+                    return offsets
+                self._client = None  # the next wait, or the next attempt, asks a new client
+                if wait.last:
+                    raise KafkaException(
+                        KafkaError(
+                            KafkaError.LEADER_NOT_AVAILABLE,
+                            f"the cluster answered no offset for {unanswered} within "
+                            f"{self.timeout_s:g} s (a partition whose leader is changing)",
+                        )
                     )
+                _log.info(
+                    "Cluster %r: no offset yet for %s within %.1f s: asking a new client (its "
+                    "metadata names the leaders now), %.1f s left",
+                    self.cluster_id,
+                    unanswered,
+                    wait.seconds,
+                    waits.left(),
                 )
-            return offsets
+                client = self._admin()
 
         return self.request(what, call)
 
@@ -303,10 +331,12 @@ class ClusterAdmin:
     ) -> dict[tuple[str, int], int]:
         """Return the earliest or latest offset of each (topic, partition) in one request.
 
-        With ``read_committed`` the latest offset is the last stable offset. A partition the
-        cluster answers without an offset (``-1001``, as Apache Kafka's answer for a partition
-        whose leader was just lost reads) fails the attempt: it is retried like any failed
-        request, with a new client, then raised, so that no caller takes it for an offset.
+        With ``read_committed`` the latest offset is the last stable offset. A partition
+        answered without an offset (``-1001``: librdkafka's answer when the partition's leader
+        did not answer in time, killed or slow) is asked again by a new client in short waits,
+        then longer ones, while the timeout lasts
+        (:class:`~pyspark_dynamic_kafka.kafka.waits.Waits`); then the attempt fails, retried
+        like any failed request, then raised, so that no caller takes it for an offset.
         """
         offset_spec = (
             OffsetSpec.earliest()  # type: ignore[no-untyped-call]

@@ -110,9 +110,6 @@ class _Future:
     def result(self) -> Any:
         return self.value
 
-    def done(self) -> bool:
-        return True
-
 
 class _GroupClient(_Client):
     def list_consumer_group_offsets(self, request: Any, request_timeout: float) -> Any:

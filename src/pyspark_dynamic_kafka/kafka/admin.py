@@ -278,6 +278,7 @@ class ClusterAdmin:
 
         def ask(client: Any, wait_s: float) -> dict[tuple[str, int], int] | None:
             """The offsets, or None when a partition was not answered within ``wait_s``."""
+            unanswered.clear()
             futures = client.list_offsets(specs, isolation_level=level, request_timeout=wait_s)
             offsets: dict[tuple[str, int], int] = {}
             for tp, future in futures.items():

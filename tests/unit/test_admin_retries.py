@@ -297,3 +297,63 @@ def test_a_client_whose_request_failed_at_the_transport_is_replaced_by_the_next_
     assert admin.list_topics(["orders"]).partitions == {"orders": (0, 1)}
     assert admin.list_topics(["orders"]).partitions == {"orders": (0, 1)}
     assert [c.calls for c in made] == [1, 2]
+
+
+def test_a_partition_answered_without_an_offset_at_once_is_asked_by_a_new_client_once_a_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A client that answers -1001 at once (no leader at all) must not be replaced in a tight
+    # loop: one new client per wait (kafka/waits.py: 3 s, 3 s, then the 4 s left of 10 s).
+    # The clock is the test's: the waits are 10 s of it.
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    clock = SimpleNamespace(monotonic=lambda: now[0], sleep=sleep)
+    monkeypatch.setattr("pyspark_dynamic_kafka.kafka.admin.time", clock)
+    made = _offsets_clients(monkeypatch, [10, 10, 10, 10])
+    admin = ClusterAdmin("east", {"bootstrap.servers": "h:1"}, 10_000, 0, 0)
+    with pytest.raises(KafkaClientError, match=r"no offset for \{'orders/1': -1001\} within 10 s"):
+        admin.list_offsets([("orders", 0), ("orders", 1)], LATEST)
+    assert [c.calls for c in made[:3]] == [1, 1, 1] and len(made) == 3
+    assert sleeps == [3.0, 3.0]
+
+
+def test_a_short_wait_that_timed_out_is_asked_again_and_only_the_last_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A new client may not learn the partitions' leaders within a 3 s wait ("Failed to query
+    # partition leaders", seen after a broker was killed): the next wait asks again; a timeout
+    # at the last wait fails the listing as before (not retried).
+    now = [0.0]
+    monkeypatch.setattr(
+        "pyspark_dynamic_kafka.kafka.admin.time",
+        SimpleNamespace(monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)),
+    )
+    timed_out = _Failed(KafkaError(KafkaError._TIMED_OUT, "Failed to query partition leaders"))
+
+    class _Slow(_Client):
+        def list_offsets(self, specs: Any, isolation_level: Any, request_timeout: float) -> Any:
+            self.calls += 1
+            late = self.calls <= self.failures
+            return {tp: timed_out if late else _Future(SimpleNamespace(offset=40)) for tp in specs}
+
+    made: list[_Slow] = []
+    answers = iter([1, 0])
+    monkeypatch.setattr(
+        "pyspark_dynamic_kafka.kafka.admin.AdminClient",
+        lambda config: made.append(_Slow(failures=next(answers))) or made[-1],
+    )
+    admin = ClusterAdmin("east", {"bootstrap.servers": "h:1"}, 10_000, 3, 0)
+    assert admin.list_offsets([("orders", 0)], LATEST) == {("orders", 0): 40}
+    assert [c.calls for c in made] == [1, 1]
+
+    made.clear()
+    answers = iter([10] * 10)
+    admin = ClusterAdmin("east", {"bootstrap.servers": "h:1"}, 10_000, 3, 0)
+    with pytest.raises(KafkaClientError, match="Failed to query partition leaders"):
+        admin.list_offsets([("orders", 0)], LATEST)
+    assert len(made) == 3  # 3 s, 3 s and the last 4 s; the timeout is not retried

@@ -27,7 +27,7 @@ from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka import refusals
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
 from pyspark_dynamic_kafka.kafka.topics import TopicListing, topic_listing
-from pyspark_dynamic_kafka.kafka.waits import Waits
+from pyspark_dynamic_kafka.kafka.waits import Wait, Waits
 from pyspark_dynamic_kafka.offset_spec import PositionKind
 
 __all__ = ["NO_OFFSET", "ClusterAdmin", "TopicListing", "admin_config"]
@@ -276,18 +276,26 @@ class ClusterAdmin:
 
         unanswered: dict[str, object] = {}
 
-        def ask(client: Any, wait_s: float) -> dict[tuple[str, int], int] | None:
-            """The offsets, or None when a partition was not answered within ``wait_s``."""
+        def ask(client: Any, wait: Wait) -> dict[tuple[str, int], int] | None:
+            """The offsets, or None when a partition was not answered within the wait (its
+            timeout raised only at the last wait: a shorter one may end before a new client
+            learnt the leaders)."""
             unanswered.clear()
-            futures = client.list_offsets(specs, isolation_level=level, request_timeout=wait_s)
+            futures = client.list_offsets(
+                specs, isolation_level=level, request_timeout=wait.seconds
+            )
             offsets: dict[tuple[str, int], int] = {}
             for tp, future in futures.items():
                 try:
                     offsets[(tp.topic, tp.partition)] = int(future.result().offset)
                 except KafkaException as exc:
-                    if _code(exc) not in _PARTITION_ERRORS:
+                    code = _code(exc)
+                    if code not in _PARTITION_ERRORS and (
+                        wait.last or code != KafkaError._TIMED_OUT
+                    ):
                         raise
-                    # a leader being elected, or a new one whose high watermark lags
+                    # a leader being elected, a new one whose high watermark lags, or a short
+                    # wait that ended before a new client learnt the leaders
                     unanswered[f"{tp.topic}/{tp.partition}"] = exc.args[0].str()
             missing = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items()) if o < lowest}
             unanswered.update(missing)
@@ -297,10 +305,10 @@ class ClusterAdmin:
             # A partition not answered within a wait is asked again by a new client, in short
             # waits then longer ones (kafka/waits.py): librdkafka's client went on asking a
             # killed leader until its timeout, never learning of the new one.
-            waits = Waits(self.timeout_s)
+            waits = Waits(self.timeout_s, time.monotonic)
             while True:
-                wait = waits.next()
-                offsets = ask(client, wait.seconds)
+                wait, asked = waits.next(), time.monotonic()
+                offsets = ask(client, wait)
                 if offsets is not None:
                     return offsets
                 self._client = None  # the next wait, or the next attempt, asks a new client
@@ -313,13 +321,16 @@ class ClusterAdmin:
                         )
                     )
                 _log.info(
-                    "Cluster %r: no offset yet for %s within %.1f s: asking a new client (its "
-                    "metadata names the leaders now), %.1f s left",
+                    "Cluster %r: no offset yet for %s (a wait of %.1f s): asking a new client "
+                    "(its metadata names the leaders now), %.1f s left",
                     self.cluster_id,
                     unanswered,
                     wait.seconds,
                     waits.left(),
                 )
+                # A client that answers at once (a partition with no leader at all) is not
+                # replaced faster than once a wait.
+                time.sleep(max(wait.seconds - (time.monotonic() - asked), 0.0))
                 client = self._admin()
 
         return self.request(what, call)

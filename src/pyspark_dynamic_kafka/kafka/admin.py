@@ -25,6 +25,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # OffsetSpec:
 
 from pyspark_dynamic_kafka.errors import ClientPropertyError, KafkaClientError
 from pyspark_dynamic_kafka.kafka import refusals
+from pyspark_dynamic_kafka.kafka.client_errors import error_code
 from pyspark_dynamic_kafka.kafka.config import client_properties, redact_secrets, secrets_key
 from pyspark_dynamic_kafka.kafka.topics import TopicListing, topic_listing
 from pyspark_dynamic_kafka.kafka.waits import Wait, Waits
@@ -72,12 +73,6 @@ _PARTITION_ERRORS = frozenset(
 _FIX = "Check that the cluster is reachable and the metadata's client properties are right."
 #: A timestamp lookup that found no record at or after the timestamp.
 NO_OFFSET = -1
-
-
-def _code(exc: KafkaException) -> int | None:
-    """The code of the ``KafkaError`` that ``exc`` carries, if it carries one."""
-    error = exc.args[0] if exc.args else None
-    return error.code() if isinstance(error, KafkaError) else None
 
 
 def admin_config(
@@ -188,7 +183,7 @@ class ClusterAdmin:
         failure = KafkaClientError(
             f"Cluster '{self.cluster_id}' ({servers}): could not {what}: {detail}. {fix}"
         )
-        failure.answered = isinstance(exc, KafkaException) and _code(exc) in _PARTITION_ERRORS
+        failure.answered = error_code(exc) in _PARTITION_ERRORS
         return failure
 
     def request(self, what: str, call: Callable[[Any], T], fix: str | None = None) -> T:
@@ -214,7 +209,7 @@ class ClusterAdmin:
             try:
                 return call(client)
             except KafkaException as exc:
-                code = _code(exc)
+                code = error_code(exc)
                 if code == KafkaError._TRANSPORT:
                     # The next request makes a new client, bootstrapped afresh: librdkafka's
                     # (2.16) may stay unable to reach a broker that stopped and came back (a
@@ -274,22 +269,20 @@ class ClusterAdmin:
         specs = {TopicPartition(t, p): spec for (t, p), spec in request.items()}
         level = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
 
-        unanswered: dict[str, object] = {}
-
-        def ask(client: Any, wait: Wait) -> dict[tuple[str, int], int] | None:
-            """The offsets, or None when a partition was not answered within the wait (its
+        def ask(client: Any, wait: Wait) -> tuple[dict[tuple[str, int], int], dict[str, object]]:
+            """The offsets, and each partition not answered within the wait with why (its
             timeout raised only at the last wait: a shorter one may end before a new client
             learnt the leaders)."""
-            unanswered.clear()
             futures = client.list_offsets(
                 specs, isolation_level=level, request_timeout=wait.seconds
             )
             offsets: dict[tuple[str, int], int] = {}
+            unanswered: dict[str, object] = {}
             for tp, future in futures.items():
                 try:
                     offsets[(tp.topic, tp.partition)] = int(future.result().offset)
                 except KafkaException as exc:
-                    code = _code(exc)
+                    code = error_code(exc)
                     if code not in _PARTITION_ERRORS and (
                         wait.last or code != KafkaError._TIMED_OUT
                     ):
@@ -297,9 +290,10 @@ class ClusterAdmin:
                     # a leader being elected, a new one whose high watermark lags, or a short
                     # wait that ended before a new client learnt the leaders
                     unanswered[f"{tp.topic}/{tp.partition}"] = exc.args[0].str()
-            missing = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items()) if o < lowest}
-            unanswered.update(missing)
-            return None if missing or len(offsets) < len(futures) else offsets
+            for (t, p), offset in sorted(offsets.items()):
+                if offset < lowest:
+                    unanswered[f"{t}/{p}"] = offset
+            return offsets, unanswered
 
         def call(client: Any) -> dict[tuple[str, int], int]:
             # A partition not answered within a wait is asked again by a new client, in short
@@ -308,8 +302,8 @@ class ClusterAdmin:
             waits = Waits(self.timeout_s, time.monotonic)
             while True:
                 wait, asked = waits.next(), time.monotonic()
-                offsets = ask(client, wait)
-                if offsets is not None:
+                offsets, unanswered = ask(client, wait)
+                if not unanswered:
                     return offsets
                 self._client = None  # the next wait, or the next attempt, asks a new client
                 if wait.last:

@@ -14,8 +14,9 @@ import logging
 import re
 from collections.abc import Mapping
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaException
 
+from pyspark_dynamic_kafka.kafka.client_errors import kafka_error
 from pyspark_dynamic_kafka.kafka.java_properties import translate
 from pyspark_dynamic_kafka.kafka.references import has_references
 
@@ -39,8 +40,8 @@ _QUIET.disabled = True
 def librdkafka_detail(exc: BaseException) -> str:
     """librdkafka's reason in ``exc``, without the ``KafkaError{...}`` wrapping nor its
     ``Failed to create ...:`` prefix."""
-    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    detail = error.str() if isinstance(error, KafkaError) else str(exc)
+    error = kafka_error(exc)
+    detail = str(exc) if error is None else error.str()
     return _CREATING.sub("", detail)  # what failed is said around it
 
 

@@ -25,6 +25,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
+from pyspark_dynamic_kafka.kafka.client_errors import error_code
+
 __all__ = ["CONTROLLER_WAIT_S", "TopicListing", "topic_listing"]
 
 _log = logging.getLogger(__name__)
@@ -56,11 +58,6 @@ class TopicListing:
     absent: frozenset[str]
     unavailable: frozenset[str]
     ids: Mapping[str, str] = field(default_factory=dict)
-
-
-def _timed_out(exc: KafkaException) -> bool:
-    error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and error.code() == KafkaError._TIMED_OUT
 
 
 def _from_metadata(
@@ -99,11 +96,11 @@ def _ids(
         try:
             topic_id = future.result().topic_id
         except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            if not isinstance(error, KafkaError) or error.code() < 0:
+            code = error_code(exc)
+            if code is None or code < 0:
                 raise  # the request failed (librdkafka's own errors are negative)
             del partitions[name]
-            (absent if error.code() == _UNKNOWN_TOPIC else unavailable).add(name)
+            (absent if code == _UNKNOWN_TOPIC else unavailable).add(name)
             continue
         if topic_id is not None and (
             topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()
@@ -142,7 +139,11 @@ def topic_listing(
         try:
             ids = _ids(client, partitions, absent, unavailable, wait)
         except KafkaException as exc:
-            if not _timed_out(exc) or attempt == attempts or clock() >= deadline:
+            if (
+                error_code(exc) != KafkaError._TIMED_OUT
+                or attempt == attempts
+                or clock() >= deadline
+            ):
                 raise
             _log.info(
                 "Cluster %r: no topic ids within %.1f s (the controller named may be gone): "
